@@ -1,0 +1,118 @@
+// The backend interface: every operation the model performs, and the memory it runs in.
+//
+// The model (src/model/llama.cpp) is written once as calls to these operations. The CPU
+// backend is the exact reference; the CUDA backend implements each operation in several
+// ways and picks one per the optimization plan it was built with. Shapes, layouts and the
+// overwrite (=) or accumulate (+=) rule of each operation are documented in src/ops/<op>.h.
+//
+// Precision. Each backend names three element types:
+//   master: parameters, their gradients and the optimizer state (fp32; fp64 in tests);
+//   act:    activations, activation gradients and the copy of the weights used in products;
+//   acc:    per-row statistics (RMSNorm's rstd, attention's log-sum-exp), RoPE's table and
+//           the per-token losses.
+// The CPU backend uses one type for all three. The CUDA backend in bf16 mode keeps master
+// fp32, act bf16, acc fp32.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "core/arena.h"
+#include "ops/adamw.h"
+#include "ops/attention.h"
+#include "ops/gemm.h"
+#include "ops/rope.h"
+#include "plan/plan.h"
+
+namespace tt {
+
+// What one layer's attention keeps for its backward pass.
+struct TensorSpec {
+  DType dtype;
+  int64_t numel;
+};
+
+// The sizes a backend needs to reserve its own scratch memory.
+struct ModelShape {
+  int B, T, C, H, KVH, D, F, V;
+  int64_t tokens() const { return int64_t(B) * T; }
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string name() const = 0;  // e.g. "cpu fp32", "cuda v1 fp32"
+  virtual bool is_cuda() const = 0;
+  virtual DType master_dtype() const = 0;
+  virtual DType act_dtype() const = 0;
+  virtual DType acc_dtype() const = 0;
+  virtual const Plan& plan() const = 0;
+
+  // Memory: where the arena's block comes from, and the backend's own scratch.
+  virtual MemoryResource& memory() = 0;
+  virtual void layout_workspace(Arena& arena, const ModelShape& shape) = 0;
+  virtual TensorSpec attention_saved(const AttnShape& shape) const = 0;
+
+  // Data movement between the host and the backend's memory (whole tensors, same dtype).
+  virtual void upload(const Tensor& dst, const void* host) = 0;
+  virtual void download(void* host, const Tensor& src) = 0;
+  virtual void zero(const Tensor& t) = 0;
+  // dst = src converted to dst's element type (same number of elements).
+  virtual void convert(const Tensor& dst, const Tensor& src) = 0;
+  virtual void synchronize() = 0;
+
+  // Timing: mark(i) records time point i on the backend's timeline (an event on the GPU
+  // stream); elapsed_ms(a, b) waits for both and returns the time between them.
+  static constexpr int kMaxMarks = 8;
+  virtual void mark(int slot) = 0;
+  virtual double elapsed_ms(int from, int to) = 0;
+
+  // Operations.
+  virtual void matmul(const Gemm& g) = 0;
+  virtual void embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& wte,
+                                 int64_t n, int c) = 0;
+  virtual void embedding_backward(const Tensor& dwte, const Tensor& dout, const Tensor& tokens,
+                                  int64_t n, int c, int vocab) = 0;
+  virtual void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x,
+                               const Tensor& w, int64_t n, int c, double eps) = 0;
+  virtual void rmsnorm_backward(const Tensor& dx, const Tensor& dw, const Tensor& dout,
+                                const Tensor& x, const Tensor& w, const Tensor& rstd, int64_t n,
+                                int c) = 0;
+  virtual void rope_forward(const Tensor& x, const Tensor& table, const RopeShape& s) = 0;
+  virtual void rope_backward(const Tensor& dx, const Tensor& table, const RopeShape& s) = 0;
+  virtual void attention_forward(const Tensor& att, const Tensor& saved, const Tensor& qkv,
+                                 const AttnShape& s) = 0;
+  virtual void attention_backward(const Tensor& dqkv, const Tensor& datt, const Tensor& qkv,
+                                  const Tensor& att, const Tensor& saved, const AttnShape& s) = 0;
+  virtual void swiglu_forward(const Tensor& h, const Tensor& gateup, int64_t n, int f) = 0;
+  virtual void swiglu_backward(const Tensor& dgateup, const Tensor& dh, const Tensor& gateup,
+                               int64_t n, int f) = 0;
+  virtual void add(const Tensor& out, const Tensor& a, const Tensor& b) = 0;
+  virtual void cross_entropy_forward(const Tensor& losses, const Tensor& logits,
+                                     const Tensor& targets, int64_t n, int v) = 0;
+  virtual void cross_entropy_backward(const Tensor& dlogits, const Tensor& logits,
+                                      const Tensor& targets, int64_t n, int v, double scale) = 0;
+  // p, g, m, v are master tensors of one parameter (or of all of them); p_act, when not
+  // empty, is the act-typed copy of p used by the products, refreshed from the new p.
+  virtual void adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v,
+                     const Tensor& p_act, const AdamWStep& s) = 0;
+};
+
+enum class DeviceKind { Auto, Cpu, Cuda };
+
+struct BackendOptions {
+  DeviceKind device = DeviceKind::Auto;
+  Plan plan;
+};
+
+// Builds the backend the options ask for. With Auto: CUDA when a GPU is present, else CPU.
+// Throws UsageError for --device cuda without a usable GPU.
+std::unique_ptr<Backend> make_backend(const BackendOptions& options);
+
+// The double-precision CPU backend the gradient checks and parity tests compare against.
+std::unique_ptr<Backend> make_cpu_backend_f64(const Plan& plan = plan_for_version(1));
+
+// Whether a CUDA device is usable, and if not, why (for messages).
+bool cuda_available(std::string* why);
+
+}  // namespace tt

@@ -1,0 +1,139 @@
+// The CPU reference backend: every operation is the plain reference of src/ops/<op>.h, in one
+// precision T (fp32 for training, fp64 for gradient checks), matrix products through OpenBLAS.
+// It ignores the optimization plan's implementation switches: whatever the plan, it computes
+// the same function the plain way.
+#include <chrono>
+#include <cstring>
+
+#include "backend/backend.h"
+#include "ops/cross_entropy.h"
+#include "ops/embedding.h"
+#include "ops/residual.h"
+#include "ops/rmsnorm.h"
+#include "ops/swiglu.h"
+
+namespace tt {
+namespace {
+
+template <class T>
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(const Plan& plan) : plan_(plan) {}
+
+  std::string name() const override { return std::string("cpu ") + dtype_name(kT); }
+  bool is_cuda() const override { return false; }
+  DType master_dtype() const override { return kT; }
+  DType act_dtype() const override { return kT; }
+  DType acc_dtype() const override { return kT; }
+  const Plan& plan() const override { return plan_; }
+
+  MemoryResource& memory() override { return memory_; }
+  void layout_workspace(Arena&, const ModelShape&) override {}
+  TensorSpec attention_saved(const AttnShape& s) const override {
+    return {kT, int64_t(s.B) * s.H * s.T * s.T};  // the probabilities
+  }
+
+  void upload(const Tensor& dst, const void* host) override {
+    std::memcpy(dst.ptr, host, dst.bytes());
+  }
+  void download(void* host, const Tensor& src) override {
+    std::memcpy(host, src.ptr, src.bytes());
+  }
+  void zero(const Tensor& t) override { std::memset(t.ptr, 0, t.bytes()); }
+  void convert(const Tensor& dst, const Tensor& src) override {
+    TT_CHECK(dst.numel == src.numel, "convert: sizes differ");
+    if (dst.dtype == src.dtype) return (void)std::memmove(dst.ptr, src.ptr, dst.bytes());
+    if (dst.dtype == DType::F32 && src.dtype == DType::F64)
+      for (int64_t i = 0; i < dst.numel; ++i) dst.data<float>()[i] = float(src.data<double>()[i]);
+    else if (dst.dtype == DType::F64 && src.dtype == DType::F32)
+      for (int64_t i = 0; i < dst.numel; ++i) dst.data<double>()[i] = src.data<float>()[i];
+    else
+      fail(std::string("cpu backend cannot convert ") + dtype_name(src.dtype) + " to " +
+           dtype_name(dst.dtype));
+  }
+  void synchronize() override {}
+
+  void mark(int slot) override { marks_[slot] = Clock::now(); }
+  double elapsed_ms(int from, int to) override {
+    return std::chrono::duration<double, std::milli>(marks_[to] - marks_[from]).count();
+  }
+
+  void matmul(const Gemm& g) override {
+    ref::gemm(g, static_cast<T*>(nullptr), g.a.data<T>(), g.b.data<T>(), g.c.data<T>());
+  }
+  void embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& wte, int64_t n,
+                         int c) override {
+    ref::embedding_forward(out.data<T>(), tokens.data<int32_t>(), wte.data<T>(), n, c);
+  }
+  void embedding_backward(const Tensor& dwte, const Tensor& dout, const Tensor& tokens,
+                          int64_t n, int c, int) override {
+    ref::embedding_backward(dwte.data<T>(), dout.data<T>(), tokens.data<int32_t>(), n, c);
+  }
+  void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, const Tensor& w,
+                       int64_t n, int c, double eps) override {
+    ref::rmsnorm_forward(out.data<T>(), rstd.data<T>(), x.data<T>(), w.data<T>(), n, c, eps);
+  }
+  void rmsnorm_backward(const Tensor& dx, const Tensor& dw, const Tensor& dout, const Tensor& x,
+                        const Tensor& w, const Tensor& rstd, int64_t n, int c) override {
+    ref::rmsnorm_backward(dx.data<T>(), dw.data<T>(), dout.data<T>(), x.data<T>(), w.data<T>(),
+                          rstd.data<T>(), n, c);
+  }
+  void rope_forward(const Tensor& x, const Tensor& table, const RopeShape& s) override {
+    ref::rope(x.data<T>(), table.data<T>(), s, false);
+  }
+  void rope_backward(const Tensor& dx, const Tensor& table, const RopeShape& s) override {
+    ref::rope(dx.data<T>(), table.data<T>(), s, true);
+  }
+  void attention_forward(const Tensor& att, const Tensor& saved, const Tensor& qkv,
+                         const AttnShape& s) override {
+    ref::attention_forward(att.data<T>(), saved.data<T>(), qkv.data<T>(), s);
+  }
+  void attention_backward(const Tensor& dqkv, const Tensor& datt, const Tensor& qkv,
+                          const Tensor&, const Tensor& saved, const AttnShape& s) override {
+    ref::attention_backward(dqkv.data<T>(), datt.data<T>(), qkv.data<T>(), saved.data<T>(), s);
+  }
+  void swiglu_forward(const Tensor& h, const Tensor& gateup, int64_t n, int f) override {
+    ref::swiglu_forward(h.data<T>(), gateup.data<T>(), n, f);
+  }
+  void swiglu_backward(const Tensor& dgateup, const Tensor& dh, const Tensor& gateup, int64_t n,
+                       int f) override {
+    ref::swiglu_backward(dgateup.data<T>(), dh.data<T>(), gateup.data<T>(), n, f);
+  }
+  void add(const Tensor& out, const Tensor& a, const Tensor& b) override {
+    TT_CHECK(a.numel == out.numel && b.numel == out.numel, "add: sizes differ");
+    ref::add(out.data<T>(), a.data<T>(), b.data<T>(), out.numel);
+  }
+  void cross_entropy_forward(const Tensor& losses, const Tensor& logits, const Tensor& targets,
+                             int64_t n, int v) override {
+    ref::cross_entropy_forward(losses.data<T>(), logits.data<T>(), targets.data<int32_t>(), n, v);
+  }
+  void cross_entropy_backward(const Tensor& dlogits, const Tensor& logits, const Tensor& targets,
+                              int64_t n, int v, double scale) override {
+    ref::cross_entropy_backward(dlogits.data<T>(), logits.data<T>(), targets.data<int32_t>(), n,
+                                v, scale);
+  }
+  void adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v,
+             const Tensor& p_act, const AdamWStep& s) override {
+    TT_CHECK(p_act.empty(), "cpu backend keeps no separate copy of the weights");
+    ref::adamw(p.data<T>(), g.data<T>(), m.data<T>(), v.data<T>(), p.numel, s);
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  static constexpr DType kT = dtype_of<T>::value;
+  Plan plan_;
+  HostMemory memory_;
+  Clock::time_point marks_[kMaxMarks];
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend(const Plan& plan) {
+  return std::make_unique<CpuBackend<float>>(plan);
+}
+
+std::unique_ptr<Backend> make_cpu_backend_f64(const Plan& plan) {
+  return std::make_unique<CpuBackend<double>>(plan);
+}
+
+}  // namespace tt

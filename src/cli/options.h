@@ -1,0 +1,14 @@
+// Command-line flags of `tiny_llama [train]`, with the original workshop's names and defaults.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "train/trainer.h"
+
+namespace tt {
+
+// Parses the arguments after the program name (and after an optional "train"). Returns false
+// when help was printed. Throws UsageError with one line naming the flag for any bad value.
+bool parse_train_options(const std::vector<std::string>& args, TrainOptions& out);
+
+}  // namespace tt

@@ -1,0 +1,69 @@
+#include "core/arena.h"
+
+#include <cstdlib>
+
+namespace tt {
+
+const char* category_name(Category c) {
+  switch (c) {
+    case Category::Parameters: return "parameters";
+    case Category::Gradients: return "gradients";
+    case Category::OptimizerState: return "optimizer state";
+    case Category::Activations: return "activations";
+    case Category::Workspace: return "workspace";
+  }
+  return "?";
+}
+
+static size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+Arena::~Arena() {
+  if (base_) memory_.deallocate(base_);
+}
+
+void Arena::build(const std::function<void(Arena&)>& layout) {
+  TT_CHECK(base_ == nullptr, "arena built twice");
+  measuring_ = true;
+  used_ = {};
+  layout(*this);
+  committed_ = used_;
+  size_t offset = 0;
+  for (int c = 0; c < kNumCategories; ++c) {
+    region_[c] = offset;
+    offset += committed_[c];
+  }
+  if (offset == 0) offset = kAlignment;
+  base_ = static_cast<char*>(memory_.allocate(offset));
+  measuring_ = false;
+  used_ = {};
+  layout(*this);
+  TT_CHECK(used_ == committed_, "arena layout changed between its two passes");
+}
+
+Tensor Arena::take(Category c, DType dtype, int64_t numel) {
+  TT_CHECK(numel >= 0, "negative tensor size");
+  const size_t bytes = align_up(size_t(numel) * dtype_size(dtype), kAlignment);
+  const size_t offset = used_[int(c)];
+  used_[int(c)] += bytes;
+  if (measuring_) return Tensor{nullptr, dtype, numel};
+  TT_CHECK(used_[int(c)] <= committed_[int(c)], "arena layout asked for more than it measured");
+  return Tensor{base_ + region_[int(c)] + offset, dtype, numel};
+}
+
+size_t Arena::total_bytes() const {
+  size_t total = 0;
+  for (size_t b : committed_) total += b;
+  return total;
+}
+
+void* HostMemory::allocate(size_t bytes) {
+  void* p = std::aligned_alloc(64, align_up(bytes, 64));
+  if (!p)
+    usage_fail("out of host memory: asked for " + std::to_string(bytes >> 20) +
+               " MiB; lower --batch-size or --seq-len");
+  return p;
+}
+
+void HostMemory::deallocate(void* p) { std::free(p); }
+
+}  // namespace tt

@@ -1,0 +1,64 @@
+// One block of backend memory for the whole run, carved into tensors by category.
+//
+// The model describes every buffer it needs in a layout function that calls take(). The
+// function runs twice: a measuring pass (take() returns views with null pointers and adds
+// up the sizes), then commit() makes the one allocation, then a second pass hands out the
+// real pointers. Nothing is allocated after start-up, so peak memory per category is known
+// exactly, and running out of memory can only happen at start, with a clear message.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "core/tensor.h"
+
+namespace tt {
+
+enum class Category : int { Parameters, Gradients, OptimizerState, Activations, Workspace };
+constexpr int kNumCategories = 5;
+const char* category_name(Category c);
+
+// Where an arena's block comes from: host memory or device memory.
+struct MemoryResource {
+  virtual ~MemoryResource() = default;
+  // Returns the block, or throws UsageError saying how much was asked and what is free.
+  virtual void* allocate(size_t bytes) = 0;
+  virtual void deallocate(void* p) = 0;
+};
+
+class Arena {
+ public:
+  static constexpr size_t kAlignment = 256;
+
+  explicit Arena(MemoryResource& memory) : memory_(memory) {}
+  ~Arena();
+  Arena(const Arena&) = delete;
+  Arena& operator=(const Arena&) = delete;
+
+  // Runs `layout` to measure, allocates, and runs it again to hand out pointers.
+  void build(const std::function<void(Arena&)>& layout);
+
+  Tensor take(Category c, DType dtype, int64_t numel);
+
+  size_t bytes(Category c) const { return committed_[int(c)]; }
+  size_t total_bytes() const;
+  bool committed() const { return base_ != nullptr; }
+
+ private:
+  MemoryResource& memory_;
+  char* base_ = nullptr;
+  bool measuring_ = true;
+  std::array<size_t, kNumCategories> used_{};       // bytes taken in the current pass
+  std::array<size_t, kNumCategories> committed_{};  // bytes per category after build()
+  std::array<size_t, kNumCategories> region_{};     // offset of each category's region
+};
+
+// Host memory, 64-byte aligned.
+struct HostMemory : MemoryResource {
+  void* allocate(size_t bytes) override;
+  void deallocate(void* p) override;
+};
+
+}  // namespace tt

@@ -1,0 +1,87 @@
+#include "model/config.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/error.h"
+
+namespace tt {
+
+static void require_positive(int value, const char* flag) {
+  if (value <= 0) usage_fail(std::string(flag) + ": must be a positive integer (got " +
+                             std::to_string(value) + ")");
+}
+
+void ModelConfig::validate() const {
+  require_positive(vocab_size, "--vocab-size");
+  require_positive(hidden, "--hidden-dim");
+  require_positive(layers, "--num-layers");
+  require_positive(heads, "--num-heads");
+  require_positive(kv_heads, "--num-kv-heads");
+  require_positive(intermediate, "--intermediate-size");
+  if (vocab_size < 2)
+    usage_fail("--vocab-size: must be at least 2 (token 0 is reserved, data uses 1..vocab-1)");
+  if (hidden % heads != 0)
+    usage_fail("--num-heads: must divide --hidden-dim (" + std::to_string(hidden) + " % " +
+               std::to_string(heads) + " != 0)");
+  if (heads % kv_heads != 0)
+    usage_fail("--num-kv-heads: must divide --num-heads (" + std::to_string(heads) + " % " +
+               std::to_string(kv_heads) + " != 0)");
+  if (head_dim() % 2 != 0)
+    usage_fail("--hidden-dim / --num-heads: the head size must be even for RoPE's pairs (got " +
+               std::to_string(head_dim()) + ")");
+  if (!(std::isfinite(norm_eps) && norm_eps > 0))
+    usage_fail("--norm-eps: must be a positive finite number");
+  if (!(std::isfinite(rope_theta) && rope_theta > 1))
+    usage_fail("--rope-theta: must be a finite number greater than 1");
+  constexpr int kMaxDim = 1 << 20;
+  if (hidden > kMaxDim || intermediate > kMaxDim || vocab_size > kMaxDim || layers > 4096)
+    usage_fail("model too large: --hidden-dim, --intermediate-size and --vocab-size are limited "
+               "to 1048576, --num-layers to 4096");
+}
+
+int64_t ModelConfig::matmul_param_count() const {
+  const int64_t C = hidden, D = head_dim(), F = intermediate;
+  const int64_t per_layer = C * qkv_dim() + int64_t(heads) * D * C + 3 * C * F;
+  return layers * per_layer + int64_t(vocab_size) * C;
+}
+
+int64_t ModelConfig::param_count() const {
+  // matmul weights (the tied head counted once, as the embedding) + two norms per layer + final
+  return matmul_param_count() + int64_t(layers) * 2 * hidden + hidden;
+}
+
+double training_flops(const ModelConfig& c, int64_t batch, int64_t seq_len) {
+  const double tokens = double(batch) * double(seq_len);
+  return 6.0 * double(c.matmul_param_count()) * tokens +
+         6.0 * c.layers * double(batch) * double(seq_len) * double(seq_len) * c.heads *
+             c.head_dim();
+}
+
+double forward_flops(const ModelConfig& c, int64_t batch, int64_t seq_len) {
+  return training_flops(c, batch, seq_len) / 3.0;
+}
+
+nlohmann::json ModelConfig::to_json() const {
+  return {{"vocab_size", vocab_size}, {"hidden_dim", hidden},   {"num_layers", layers},
+          {"num_heads", heads},       {"num_kv_heads", kv_heads}, {"intermediate_size", intermediate},
+          {"norm_eps", norm_eps},     {"rope_theta", rope_theta}};
+}
+
+ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
+  ModelConfig c;
+  c.vocab_size = j.at("vocab_size").get<int>();
+  c.hidden = j.at("hidden_dim").get<int>();
+  c.layers = j.at("num_layers").get<int>();
+  c.heads = j.at("num_heads").get<int>();
+  c.kv_heads = j.at("num_kv_heads").get<int>();
+  c.intermediate = j.at("intermediate_size").get<int>();
+  c.norm_eps = j.at("norm_eps").get<double>();
+  c.rope_theta = j.at("rope_theta").get<double>();
+  return c;
+}
+
+bool operator==(const ModelConfig& a, const ModelConfig& b) { return a.to_json() == b.to_json(); }
+
+}  // namespace tt

@@ -1,0 +1,44 @@
+// The model's shape, its validation, and the counts derived from it (parameters, FLOPs).
+#pragma once
+#include <cstdint>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace tt {
+
+struct ModelConfig {
+  int vocab_size = 1000;
+  int hidden = 512;         // C
+  int layers = 8;           // L
+  int heads = 8;            // H
+  int kv_heads = 4;         // KVH (grouped-query attention)
+  int intermediate = 2048;  // F, the SwiGLU width
+  double norm_eps = 1e-5;
+  double rope_theta = 10000.0;
+
+  int head_dim() const { return hidden / heads; }                   // D
+  int qkv_dim() const { return (heads + 2 * kv_heads) * head_dim(); }  // fused projection width
+
+  // Throws UsageError naming the flag and the rule that failed.
+  void validate() const;
+
+  int64_t param_count() const;
+  // Weights that enter matrix products, the tied output head included (norm scales excluded).
+  int64_t matmul_param_count() const;
+
+  nlohmann::json to_json() const;
+  static ModelConfig from_json(const nlohmann::json& j);  // throws on missing fields
+};
+
+bool operator==(const ModelConfig& a, const ModelConfig& b);
+
+// FLOPs of one training step, forward and backward, the one formula used everywhere:
+//   6 * matmul_param_count * B*T          (each weight: one multiply-add forward, two backward)
+// + 6 * layers * B * T^2 * heads * head_dim (q k^T and P v: 4 T^2 H D forward per sequence,
+//                                           half of it under the causal mask, times 3 for
+//                                           forward plus backward)
+// Elementwise work, norms and softmax are not counted (they are memory-bound).
+double training_flops(const ModelConfig& c, int64_t batch, int64_t seq_len);
+double forward_flops(const ModelConfig& c, int64_t batch, int64_t seq_len);  // a third of it
+
+}  // namespace tt

@@ -1,0 +1,280 @@
+#include "model/llama.h"
+
+#include <cmath>
+
+namespace tt {
+
+Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len)
+    : cfg_(config),
+      be_(backend),
+      B_(batch),
+      T_(seq_len),
+      attn_{batch, seq_len, config.heads, config.kv_heads, config.head_dim()},
+      arena_(backend.memory()),
+      table_(param_table(config)) {
+  cfg_.validate();
+  arena_.build([this](Arena& a) { layout(a); });
+  w_ = weight_views(cfg_, params_act_.empty() ? params_ : params_act_);
+  g_ = weight_views(cfg_, grads_);
+  // RoPE's cos/sin table, computed once in double and stored in the acc type.
+  const std::vector<double> table = rope_table(T_, cfg_.head_dim(), cfg_.rope_theta);
+  std::vector<float> table_f(table.begin(), table.end());
+  if (rope_table_.dtype == DType::F64)
+    be_.upload(rope_table_, table.data());
+  else
+    be_.upload(rope_table_, table_f.data());
+}
+
+void Llama::layout(Arena& a) {
+  const DType M = be_.master_dtype(), A = be_.act_dtype(), S = be_.acc_dtype();
+  const int64_t P = cfg_.param_count(), N = tokens();
+  const int64_t C = cfg_.hidden, F = cfg_.intermediate, HD = int64_t(cfg_.heads) * cfg_.head_dim();
+  const TensorSpec saved = be_.attention_saved(attn_);
+
+  params_ = a.take(Category::Parameters, M, P);
+  params_act_ = A != M ? a.take(Category::Parameters, A, P) : Tensor{};
+  grads_ = a.take(Category::Gradients, M, P);
+  m_ = a.take(Category::OptimizerState, M, P);
+  v_ = a.take(Category::OptimizerState, M, P);
+
+  auto act = [&](DType d, int64_t n) { return a.take(Category::Activations, d, n); };
+  tokens_ = act(DType::I32, N);
+  targets_ = act(DType::I32, N);
+  acts_.clear();
+  for (int l = 0; l < cfg_.layers; ++l) {
+    LayerActs la;
+    la.x = act(A, N * C);
+    la.xn1 = act(A, N * C);
+    la.rstd1 = act(S, N);
+    la.qkv = act(A, N * cfg_.qkv_dim());
+    la.saved = act(saved.dtype, saved.numel);
+    la.att = act(A, N * HD);
+    la.x_mid = act(A, N * C);
+    la.xn2 = act(A, N * C);
+    la.rstd2 = act(S, N);
+    la.gateup = act(A, N * 2 * F);
+    la.h = act(A, N * F);
+    acts_.push_back(la);
+  }
+  x_out_ = act(A, N * C);
+  xf_ = act(A, N * C);
+  rstd_f_ = act(S, N);
+  logits_ = act(A, N * cfg_.vocab_size);  // becomes dlogits in the backward
+  losses_ = act(S, N);
+
+  auto scratch = [&](DType d, int64_t n) { return a.take(Category::Workspace, d, n); };
+  rope_table_ = scratch(S, int64_t(T_) * cfg_.head_dim());
+  branch_ = scratch(A, N * C);
+  dres_ = scratch(A, N * C);
+  d_normed_ = scratch(A, N * C);
+  d_norm_in_ = scratch(A, N * C);
+  dqkv_ = scratch(A, N * cfg_.qkv_dim());
+  datt_ = scratch(A, N * HD);
+  dgateup_ = scratch(A, N * 2 * F);
+  dh_ = scratch(A, N * F);
+  be_.layout_workspace(a, ModelShape{B_, T_, cfg_.hidden, cfg_.heads, cfg_.kv_heads,
+                                     cfg_.head_dim(), cfg_.intermediate, cfg_.vocab_size});
+}
+
+void Llama::init_weights(uint64_t seed) {
+  write(params_, initial_params(cfg_, seed));
+  be_.zero(grads_);
+  be_.zero(m_);
+  be_.zero(v_);
+}
+
+void Llama::set_batch(const int32_t* tok, const int32_t* tgt) {
+  for (int64_t i = 0; i < tokens(); ++i)
+    if (tok[i] < 0 || tok[i] >= cfg_.vocab_size || tgt[i] < 0 || tgt[i] >= cfg_.vocab_size)
+      usage_fail("token id out of range [0, " + std::to_string(cfg_.vocab_size) + ") in the batch");
+  be_.upload(tokens_, tok);
+  be_.upload(targets_, tgt);
+}
+
+void Llama::linear(const Tensor& out, int64_t ld_out, const Tensor& x, const Tensor& w, int in_f,
+                   int out_f) {
+  be_.matmul(linear_gemm(out, ld_out, x, in_f, w, int(tokens()), in_f, out_f));
+}
+
+void Llama::linear_backward(const Tensor& dx, float beta_dx, const Tensor& dw, const Tensor& dout,
+                            int64_t ld_dout, const Tensor& x, const Tensor& w, int in_f,
+                            int out_f) {
+  be_.matmul(linear_dx_gemm(dx, in_f, dout, ld_dout, w, int(tokens()), in_f, out_f, beta_dx));
+  be_.matmul(linear_dw_gemm(dw, dout, ld_dout, x, in_f, int(tokens()), in_f, out_f));
+}
+
+void Llama::forward() {
+  const Plan& plan = be_.plan();
+  const int64_t N = tokens();
+  const int C = cfg_.hidden, D = cfg_.head_dim(), H = cfg_.heads, KVH = cfg_.kv_heads;
+  const int F = cfg_.intermediate, QKV = cfg_.qkv_dim();
+  const int64_t ld = QKV;
+
+  be_.embedding_forward(acts_[0].x, tokens_, w_.wte, N, C);
+  for (int l = 0; l < cfg_.layers; ++l) {
+    const LayerActs& a = acts_[l];
+    const LayerWeights& w = w_.layers[l];
+    const Tensor& x_next = l + 1 < cfg_.layers ? acts_[l + 1].x : x_out_;
+
+    // Attention block.
+    be_.rmsnorm_forward(a.xn1, a.rstd1, a.x, w.attn_norm, N, C, cfg_.norm_eps);
+    if (plan.qkv_fusion) {
+      linear(a.qkv, ld, a.xn1, w.wqkv, C, QKV);
+    } else {  // three products, each writing its columns of the qkv buffer
+      const int q = H * D, kv = KVH * D;
+      linear(a.qkv, ld, a.xn1, w.wqkv.slice(0, int64_t(q) * C), C, q);
+      linear(a.qkv.slice(q, a.qkv.numel - q), ld, a.xn1, w.wqkv.slice(int64_t(q) * C, int64_t(kv) * C), C, kv);
+      linear(a.qkv.slice(q + kv, a.qkv.numel - q - kv), ld, a.xn1,
+             w.wqkv.slice(int64_t(q + kv) * C, int64_t(kv) * C), C, kv);
+    }
+    if (plan.custom_rope) {  // queries and keys are adjacent heads: one call rotates both
+      be_.rope_forward(a.qkv, rope_table_, {N, T_, H + KVH, D, 0, ld});
+    } else {
+      be_.rope_forward(a.qkv, rope_table_, {N, T_, H, D, 0, ld});
+      be_.rope_forward(a.qkv, rope_table_, {N, T_, KVH, D, attn_.k_col(), ld});
+    }
+    be_.attention_forward(a.att, a.saved, a.qkv, attn_);
+    linear(branch_, C, a.att, w.wo, H * D, C);
+    be_.add(a.x_mid, a.x, branch_);
+
+    // Feed-forward block.
+    be_.rmsnorm_forward(a.xn2, a.rstd2, a.x_mid, w.ffn_norm, N, C, cfg_.norm_eps);
+    if (plan.gate_up_fusion) {
+      linear(a.gateup, 2 * F, a.xn2, w.wgateup, C, 2 * F);
+    } else {
+      linear(a.gateup, 2 * F, a.xn2, w.wgateup.slice(0, int64_t(F) * C), C, F);
+      linear(a.gateup.slice(F, a.gateup.numel - F), 2 * F, a.xn2,
+             w.wgateup.slice(int64_t(F) * C, int64_t(F) * C), C, F);
+    }
+    be_.swiglu_forward(a.h, a.gateup, N, F);
+    linear(branch_, C, a.h, w.wdown, F, C);
+    be_.add(x_next, a.x_mid, branch_);
+  }
+  be_.rmsnorm_forward(xf_, rstd_f_, x_out_, w_.final_norm, N, C, cfg_.norm_eps);
+  linear(logits_, cfg_.vocab_size, xf_, w_.wte, C, cfg_.vocab_size);  // tied output head
+  be_.cross_entropy_forward(losses_, logits_, targets_, N, cfg_.vocab_size);
+}
+
+void Llama::backward() {
+  const Plan& plan = be_.plan();
+  const int64_t N = tokens();
+  const int C = cfg_.hidden, D = cfg_.head_dim(), H = cfg_.heads, KVH = cfg_.kv_heads;
+  const int F = cfg_.intermediate, QKV = cfg_.qkv_dim(), V = cfg_.vocab_size;
+
+  be_.zero(grads_);
+  // Loss and output head. The logits buffer becomes dlogits.
+  be_.cross_entropy_backward(logits_, logits_, targets_, N, V, 1.0 / double(N));
+  linear_backward(d_normed_, 0.0f, g_.wte, logits_, V, xf_, w_.wte, C, V);
+  be_.rmsnorm_backward(dres_, g_.final_norm, d_normed_, x_out_, w_.final_norm, rstd_f_, N, C);
+
+  for (int l = cfg_.layers - 1; l >= 0; --l) {
+    const LayerActs& a = acts_[l];
+    const LayerWeights& w = w_.layers[l];
+    const LayerWeights& g = g_.layers[l];
+    // dres holds the gradient of the layer's output. Feed-forward block:
+    linear_backward(dh_, 0.0f, g.wdown, dres_, C, a.h, w.wdown, F, C);
+    be_.swiglu_backward(dgateup_, dh_, a.gateup, N, F);
+    if (plan.gate_up_fusion) {
+      linear_backward(d_normed_, 0.0f, g.wgateup, dgateup_, 2 * F, a.xn2, w.wgateup, C, 2 * F);
+    } else {
+      const int64_t FC = int64_t(F) * C;
+      linear_backward(d_normed_, 0.0f, g.wgateup.slice(0, FC), dgateup_, 2 * F, a.xn2,
+                      w.wgateup.slice(0, FC), C, F);
+      linear_backward(d_normed_, 1.0f, g.wgateup.slice(FC, FC),
+                      dgateup_.slice(F, dgateup_.numel - F), 2 * F, a.xn2,
+                      w.wgateup.slice(FC, FC), C, F);
+    }
+    be_.rmsnorm_backward(d_norm_in_, g.ffn_norm, d_normed_, a.x_mid, w.ffn_norm, a.rstd2, N, C);
+    be_.add(dres_, dres_, d_norm_in_);  // now the gradient of x_mid
+
+    // Attention block.
+    linear_backward(datt_, 0.0f, g.wo, dres_, C, a.att, w.wo, H * D, C);
+    be_.attention_backward(dqkv_, datt_, a.qkv, a.att, a.saved, attn_);
+    if (plan.custom_rope) {
+      be_.rope_backward(dqkv_, rope_table_, {N, T_, H + KVH, D, 0, QKV});
+    } else {
+      be_.rope_backward(dqkv_, rope_table_, {N, T_, H, D, 0, QKV});
+      be_.rope_backward(dqkv_, rope_table_, {N, T_, KVH, D, attn_.k_col(), QKV});
+    }
+    if (plan.qkv_fusion) {
+      linear_backward(d_normed_, 0.0f, g.wqkv, dqkv_, QKV, a.xn1, w.wqkv, C, QKV);
+    } else {
+      const int64_t rows[3] = {int64_t(H) * D, int64_t(KVH) * D, int64_t(KVH) * D};
+      int64_t col = 0;
+      for (int i = 0; i < 3; ++i) {
+        linear_backward(d_normed_, i == 0 ? 0.0f : 1.0f, g.wqkv.slice(col * C, rows[i] * C),
+                        dqkv_.slice(col, dqkv_.numel - col), QKV, a.xn1,
+                        w.wqkv.slice(col * C, rows[i] * C), C, int(rows[i]));
+        col += rows[i];
+      }
+    }
+    be_.rmsnorm_backward(d_norm_in_, g.attn_norm, d_normed_, a.x, w.attn_norm, a.rstd1, N, C);
+    be_.add(dres_, dres_, d_norm_in_);  // now the gradient of the layer's input
+  }
+  be_.embedding_backward(g_.wte, dres_, tokens_, N, C, V);
+}
+
+void Llama::optimizer_step(const AdamWStep& step) {
+  if (be_.plan().fused_adamw) {
+    be_.adamw(params_, grads_, m_, v_, params_act_, step);
+    return;
+  }
+  for (const ParamEntry& e : table_) {  // one parameter tensor at a time, like torch's AdamW
+    const Tensor act = params_act_.empty() ? Tensor{} : params_act_.slice(e.offset, e.numel);
+    be_.adamw(params_.slice(e.offset, e.numel), grads_.slice(e.offset, e.numel),
+              m_.slice(e.offset, e.numel), v_.slice(e.offset, e.numel), act, step);
+  }
+}
+
+double Llama::mean_loss() {
+  double sum = 0;
+  if (losses_.dtype == DType::F64) {
+    std::vector<double> l(size_t(losses_.numel));
+    be_.download(l.data(), losses_);
+    for (double x : l) sum += x;
+  } else {
+    std::vector<float> l(size_t(losses_.numel));
+    be_.download(l.data(), losses_);
+    for (float x : l) sum += x;
+  }
+  return sum / double(losses_.numel);
+}
+
+std::vector<double> Llama::read(const Tensor& master) {
+  if (master.dtype == DType::F64) {
+    std::vector<double> out(size_t(master.numel));
+    be_.download(out.data(), master);
+    return out;
+  }
+  const std::vector<float> f = read_f32(master);
+  return std::vector<double>(f.begin(), f.end());
+}
+
+std::vector<float> Llama::read_f32(const Tensor& master) {
+  std::vector<float> out(size_t(master.numel));
+  if (master.dtype == DType::F32) {
+    be_.download(out.data(), master);
+  } else {
+    std::vector<double> d(size_t(master.numel));
+    be_.download(d.data(), master);
+    for (size_t i = 0; i < d.size(); ++i) out[i] = float(d[i]);
+  }
+  return out;
+}
+
+void Llama::write(const Tensor& master, const std::vector<float>& values) {
+  TT_CHECK(int64_t(values.size()) == master.numel, "write: size mismatch");
+  if (master.dtype == DType::F32) {
+    be_.upload(master, values.data());
+  } else {
+    const std::vector<double> d(values.begin(), values.end());
+    be_.upload(master, d.data());
+  }
+  if (master.ptr == params_.ptr) refresh_act_weights();
+}
+
+void Llama::refresh_act_weights() {
+  if (!params_act_.empty()) be_.convert(params_act_, params_);
+}
+
+}  // namespace tt

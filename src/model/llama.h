@@ -1,0 +1,94 @@
+// The Tiny LLaMA, forward and backward, written once as calls to a Backend.
+//
+//   x = embed(tokens)
+//   per layer:  x = x + o_proj(attention(rope(qkv_proj(rmsnorm(x)))))
+//               x = x + down_proj(silu(gate_proj(rmsnorm(x))) * up_proj(rmsnorm(x)))
+//   logits = rmsnorm(x) @ embed^T ;  loss = mean cross-entropy against the next tokens
+//
+// All memory (parameters, gradients, Adam moments, activations, scratch) is laid out once in
+// the backend's arena when the model is built; a step allocates nothing.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/config.h"
+#include "model/params.h"
+
+namespace tt {
+
+class Llama {
+ public:
+  Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len);
+
+  const ModelConfig& config() const { return cfg_; }
+  Backend& backend() { return be_; }
+  const Arena& arena() const { return arena_; }
+  int batch() const { return B_; }
+  int seq_len() const { return T_; }
+  int64_t tokens() const { return int64_t(B_) * T_; }
+
+  // Parameters from initial_params(config, seed); gradients and moments zeroed.
+  void init_weights(uint64_t seed);
+
+  // One step: set_batch, forward, backward, optimizer_step. Each call only enqueues work on
+  // the backend; mean_loss() waits for it and returns the loss of the last forward.
+  void set_batch(const int32_t* tokens, const int32_t* targets);  // B*T each, on the host
+  void forward();
+  void backward();
+  void optimizer_step(const AdamWStep& step);
+  double mean_loss();
+
+  // The master buffers (parameters, gradients, Adam moments), all laid out by param_table.
+  Tensor params() const { return params_; }
+  Tensor grads() const { return grads_; }
+  Tensor adam_m() const { return m_; }
+  Tensor adam_v() const { return v_; }
+  // Host copies of a master buffer, converted from or to its element type. write() also
+  // refreshes the act-typed copy of the weights when it writes the parameters.
+  std::vector<double> read(const Tensor& master);
+  std::vector<float> read_f32(const Tensor& master);
+  void write(const Tensor& master, const std::vector<float>& values);
+
+ private:
+  struct LayerActs {
+    Tensor x;       // [N, C] residual stream entering the layer
+    Tensor xn1;     // [N, C] rmsnorm(x)
+    Tensor rstd1;   // [N]
+    Tensor qkv;     // [N, (H + 2 KVH) D], RoPE applied to q and k
+    Tensor saved;   // what attention keeps for its backward (backend-specific)
+    Tensor att;     // [N, H D] attention output
+    Tensor x_mid;   // [N, C] x + o_proj(att)
+    Tensor xn2;     // [N, C] rmsnorm(x_mid)
+    Tensor rstd2;   // [N]
+    Tensor gateup;  // [N, 2F]
+    Tensor h;       // [N, F] silu(gate) * up
+  };
+
+  void layout(Arena& a);
+  void linear(const Tensor& out, int64_t ld_out, const Tensor& x, const Tensor& w, int in_f,
+              int out_f);
+  void linear_backward(const Tensor& dx, float beta_dx, const Tensor& dw, const Tensor& dout,
+                       int64_t ld_dout, const Tensor& x, const Tensor& w, int in_f, int out_f);
+  void refresh_act_weights();
+
+  ModelConfig cfg_;
+  Backend& be_;
+  int B_, T_;
+  AttnShape attn_;
+  Arena arena_;
+
+  Tensor params_, params_act_, grads_, m_, v_;
+  std::vector<ParamEntry> table_;
+  Weights w_;  // views of the weights the products read (act-typed)
+  Weights g_;  // views of the gradients
+
+  Tensor tokens_, targets_;
+  std::vector<LayerActs> acts_;
+  Tensor x_out_, xf_, rstd_f_, logits_, losses_;
+  Tensor rope_table_;
+  // Scratch: a branch's output before it joins the residual stream, and activation gradients.
+  Tensor branch_, dres_, d_normed_, d_norm_in_, dqkv_, datt_, dgateup_, dh_;
+};
+
+}  // namespace tt

@@ -1,0 +1,111 @@
+// Causal self-attention with grouped key/value heads (GQA).
+//
+// Inputs come from the fused projection buffer qkv[B*T, (H + 2*KVH) * D]: per token, the H
+// query heads, then the KVH key heads, then the KVH value heads, each D wide. Query head h
+// attends with key/value head h / (H / KVH). The output is att[B*T, H*D] (heads side by
+// side, ready for the output projection).
+//   forward:  att = softmax(q k^T / sqrt(D) + causal mask) v, and what the backward needs
+//             (the reference keeps the probabilities P[B, H, T, T]; flash kernels keep the
+//             log-sum-exp per row instead).
+//   backward: dqkv (overwritten, same layout as qkv) from datt, with
+//             dP = datt v^T, dS = P * (dP - rowsum(P * dP)), dq = dS k / sqrt(D),
+//             dk = dS^T q / sqrt(D) summed over the query heads of the group, dv = P^T datt.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+namespace tt {
+
+struct AttnShape {
+  int B, T, H, KVH, D;
+  int64_t ld() const { return int64_t(H + 2 * KVH) * D; }  // row stride of qkv / dqkv
+  int64_t k_col() const { return int64_t(H) * D; }
+  int64_t v_col() const { return int64_t(H + KVH) * D; }
+  int group() const { return H / KVH; }
+  double scale() const { return 1.0 / std::sqrt(double(D)); }
+};
+
+namespace ref {
+
+template <class T>
+void attention_forward(T* att, T* probs, const T* qkv, const AttnShape& s) {
+  const int64_t ld = s.ld(), T_ = s.T, D = s.D;
+  const T scale = T(s.scale());
+#pragma omp parallel for collapse(2)
+  for (int b = 0; b < s.B; ++b)
+    for (int h = 0; h < s.H; ++h) {
+      const int kvh = h / s.group();
+      const T* q = qkv + b * T_ * ld + int64_t(h) * D;
+      const T* k = qkv + b * T_ * ld + s.k_col() + int64_t(kvh) * D;
+      const T* v = qkv + b * T_ * ld + s.v_col() + int64_t(kvh) * D;
+      T* P = probs + (int64_t(b) * s.H + h) * T_ * T_;
+      for (int64_t t = 0; t < T_; ++t) {
+        T* row = P + t * T_;
+        T mx = -std::numeric_limits<T>::infinity();
+        for (int64_t u = 0; u <= t; ++u) {
+          T dot = 0;
+          for (int64_t d = 0; d < D; ++d) dot += q[t * ld + d] * k[u * ld + d];
+          row[u] = dot * scale;
+          mx = std::max(mx, row[u]);
+        }
+        T sum = 0;
+        for (int64_t u = 0; u <= t; ++u) sum += (row[u] = std::exp(row[u] - mx));
+        for (int64_t u = 0; u <= t; ++u) row[u] /= sum;
+        for (int64_t u = t + 1; u < T_; ++u) row[u] = 0;
+        T* o = att + (b * T_ + t) * int64_t(s.H) * D + int64_t(h) * D;
+        for (int64_t d = 0; d < D; ++d) o[d] = 0;
+        for (int64_t u = 0; u <= t; ++u)
+          for (int64_t d = 0; d < D; ++d) o[d] += row[u] * v[u * ld + d];
+      }
+    }
+}
+
+template <class T>
+void attention_backward(T* dqkv, const T* datt, const T* qkv, const T* probs,
+                        const AttnShape& s) {
+  const int64_t ld = s.ld(), T_ = s.T, D = s.D, HD = int64_t(s.H) * D;
+  const T scale = T(s.scale());
+  // One (batch, kv head) per iteration: it owns its dk and dv rows and the dq of its query
+  // heads, and sums over those heads in a fixed order.
+#pragma omp parallel for collapse(2)
+  for (int b = 0; b < s.B; ++b)
+    for (int kvh = 0; kvh < s.KVH; ++kvh) {
+      const T* k = qkv + b * T_ * ld + s.k_col() + int64_t(kvh) * D;
+      const T* v = qkv + b * T_ * ld + s.v_col() + int64_t(kvh) * D;
+      T* dk = dqkv + b * T_ * ld + s.k_col() + int64_t(kvh) * D;
+      T* dv = dqkv + b * T_ * ld + s.v_col() + int64_t(kvh) * D;
+      for (int64_t u = 0; u < T_; ++u)
+        for (int64_t d = 0; d < D; ++d) dk[u * ld + d] = dv[u * ld + d] = 0;
+      std::vector<T> dS(T_);
+      for (int r = 0; r < s.group(); ++r) {
+        const int h = kvh * s.group() + r;
+        const T* q = qkv + b * T_ * ld + int64_t(h) * D;
+        T* dq = dqkv + b * T_ * ld + int64_t(h) * D;
+        const T* P = probs + (int64_t(b) * s.H + h) * T_ * T_;
+        for (int64_t t = 0; t < T_; ++t) {
+          const T* g = datt + (b * T_ + t) * HD + int64_t(h) * D;
+          const T* row = P + t * T_;
+          T rowsum = 0;
+          for (int64_t u = 0; u <= t; ++u) {
+            T dp = 0;
+            for (int64_t d = 0; d < D; ++d) dp += g[d] * v[u * ld + d];
+            dS[u] = dp;
+            rowsum += row[u] * dp;
+          }
+          for (int64_t d = 0; d < D; ++d) dq[t * ld + d] = 0;
+          for (int64_t u = 0; u <= t; ++u) {
+            const T ds = row[u] * (dS[u] - rowsum) * scale;
+            for (int64_t d = 0; d < D; ++d) {
+              dq[t * ld + d] += ds * k[u * ld + d];
+              dk[u * ld + d] += ds * q[t * ld + d];
+              dv[u * ld + d] += row[u] * g[d];
+            }
+          }
+        }
+      }
+    }
+}
+
+}  // namespace ref
+}  // namespace tt

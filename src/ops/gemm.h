@@ -1,0 +1,79 @@
+// Matrix products. Every linear layer, the tied output head and (in the materialized
+// attention of v1) the score and value products go through one descriptor: row-major
+//   C[m, n] = alpha * op(A)[m, k] @ op(B)[k, n] + beta * C
+// where op(X) is X or its transpose and ld* are row strides in elements, so a product can
+// read or write a column slice of a wider matrix (the fused QKV and gate/up buffers).
+// CPU reference: OpenBLAS (cblas), fp32 or fp64.
+#pragma once
+#include <cblas.h>
+
+#include <cstdint>
+
+#include "core/tensor.h"
+
+namespace tt {
+
+struct Gemm {
+  bool trans_a = false, trans_b = false;
+  int m = 0, n = 0, k = 0;
+  Tensor a;
+  int64_t lda = 0;
+  Tensor b;
+  int64_t ldb = 0;
+  Tensor c;
+  int64_t ldc = 0;
+  float alpha = 1.0f, beta = 0.0f;
+};
+
+namespace ref {
+
+inline void gemm(const Gemm& g, float*, const float* a, const float* b, float* c) {
+  cblas_sgemm(CblasRowMajor, g.trans_a ? CblasTrans : CblasNoTrans,
+              g.trans_b ? CblasTrans : CblasNoTrans, g.m, g.n, g.k, g.alpha, a, int(g.lda), b,
+              int(g.ldb), g.beta, c, int(g.ldc));
+}
+inline void gemm(const Gemm& g, double*, const double* a, const double* b, double* c) {
+  cblas_dgemm(CblasRowMajor, g.trans_a ? CblasTrans : CblasNoTrans,
+              g.trans_b ? CblasTrans : CblasNoTrans, g.m, g.n, g.k, g.alpha, a, int(g.lda), b,
+              int(g.ldb), g.beta, c, int(g.ldc));
+}
+
+}  // namespace ref
+
+// Linear layer y = x W^T (PyTorch's convention, W is [out, in]) as a Gemm:
+// out[rows, out_f] (row stride ld_out) = x[rows, in_f] (row stride ld_x) @ W[out_f, in_f]^T.
+inline Gemm linear_gemm(Tensor out, int64_t ld_out, Tensor x, int64_t ld_x, Tensor w, int rows,
+                        int in_f, int out_f) {
+  Gemm g;
+  g.trans_b = true;
+  g.m = rows, g.n = out_f, g.k = in_f;
+  g.a = x, g.lda = ld_x;
+  g.b = w, g.ldb = in_f;
+  g.c = out, g.ldc = ld_out;
+  return g;
+}
+// dx[rows, in_f] = beta * dx + dout[rows, out_f] @ W[out_f, in_f]
+inline Gemm linear_dx_gemm(Tensor dx, int64_t ld_dx, Tensor dout, int64_t ld_dout, Tensor w,
+                           int rows, int in_f, int out_f, float beta) {
+  Gemm g;
+  g.m = rows, g.n = in_f, g.k = out_f;
+  g.a = dout, g.lda = ld_dout;
+  g.b = w, g.ldb = in_f;
+  g.c = dx, g.ldc = ld_dx;
+  g.beta = beta;
+  return g;
+}
+// dW[out_f, in_f] += dout[rows, out_f]^T @ x[rows, in_f]   (parameter gradients accumulate)
+inline Gemm linear_dw_gemm(Tensor dw, Tensor dout, int64_t ld_dout, Tensor x, int64_t ld_x,
+                           int rows, int in_f, int out_f) {
+  Gemm g;
+  g.trans_a = true;
+  g.m = out_f, g.n = in_f, g.k = rows;
+  g.a = dout, g.lda = ld_dout;
+  g.b = x, g.ldb = ld_x;
+  g.c = dw, g.ldc = in_f;
+  g.beta = 1.0f;
+  return g;
+}
+
+}  // namespace tt

@@ -1,0 +1,40 @@
+// SwiGLU activation of the feed-forward block: h = silu(gate) * up, silu(g) = g * sigmoid(g).
+// gate and up are the two halves of each row of gateup[n, 2F] (gate in columns [0, F), up in
+// [F, 2F)), as the fused gate/up projection writes them.
+//   forward:  h[n, F] (overwritten)
+//   backward: dgateup[n, 2F] (overwritten):
+//             dgate = dh * up * sigmoid(g) * (1 + g * (1 - sigmoid(g))),  dup = dh * silu(g)
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+namespace tt::ref {
+
+template <class T>
+T sigmoid(T x) {
+  return T(1) / (T(1) + std::exp(-x));
+}
+
+template <class T>
+void swiglu_forward(T* h, const T* gateup, int64_t n, int f) {
+#pragma omp parallel for
+  for (int64_t i = 0; i < n; ++i)
+    for (int j = 0; j < f; ++j) {
+      const T g = gateup[i * 2 * f + j], u = gateup[i * 2 * f + f + j];
+      h[i * f + j] = g * sigmoid(g) * u;
+    }
+}
+
+template <class T>
+void swiglu_backward(T* dgateup, const T* dh, const T* gateup, int64_t n, int f) {
+#pragma omp parallel for
+  for (int64_t i = 0; i < n; ++i)
+    for (int j = 0; j < f; ++j) {
+      const T g = gateup[i * 2 * f + j], u = gateup[i * 2 * f + f + j], d = dh[i * f + j];
+      const T sg = sigmoid(g);
+      dgateup[i * 2 * f + j] = d * u * sg * (T(1) + g * (T(1) - sg));
+      dgateup[i * 2 * f + f + j] = d * g * sg;
+    }
+}
+
+}  // namespace tt::ref

@@ -1,0 +1,49 @@
+#include "plan/plan.h"
+
+#include "core/error.h"
+
+namespace tt {
+
+const std::vector<PlanSwitch>& plan_switches() {
+  static const std::vector<PlanSwitch> switches = {
+      {"qkv-fusion", &Plan::qkv_fusion, 2, "one GEMM for the Q, K and V projections"},
+      {"gate-up-fusion", &Plan::gate_up_fusion, 2,
+       "one GEMM for the gate and up projections, SiLU and product in one kernel"},
+      {"flash-attention", &Plan::flash_attention, 2,
+       "cuDNN fused attention (bf16); one fused scale+mask+softmax kernel in fp32"},
+      {"cuda-graph", &Plan::cuda_graph, 2, "the whole step captured once and replayed"},
+      {"custom-attention", &Plan::custom_attention, 3, "our flash attention kernels"},
+      {"custom-rmsnorm", &Plan::custom_rmsnorm, 3, "our one-kernel RMSNorm forward and backward"},
+      {"custom-swiglu", &Plan::custom_swiglu, 3, "our SwiGLU forward and backward kernels"},
+      {"custom-rope", &Plan::custom_rope, 3, "RoPE on queries and keys in one kernel"},
+      {"fused-residual-norm", &Plan::fused_residual_norm, 4, "residual add fused into RMSNorm"},
+      {"fused-cross-entropy", &Plan::fused_cross_entropy, 4,
+       "softmax, loss and its gradient in one kernel"},
+      {"fused-adamw", &Plan::fused_adamw, 4, "one AdamW kernel over all parameters"},
+      {"gemm-epilogues", &Plan::gemm_epilogues, 4, "bias-free epilogues fused into the GEMMs"},
+  };
+  return switches;
+}
+
+Plan plan_for_version(int version) {
+  if (version < 1 || version > 4)
+    usage_fail("--version: must be one of v1, v2, v3, v4 (got v" + std::to_string(version) + ")");
+  Plan p;
+  p.version = version;
+  for (const PlanSwitch& s : plan_switches()) p.*s.field = s.version <= version;
+  return p;
+}
+
+std::string describe(const Plan& plan) {
+  std::string s = "v" + std::to_string(plan.version);
+  const Plan preset = plan_for_version(plan.version);
+  std::string changes;
+  for (const PlanSwitch& sw : plan_switches())
+    if (plan.*sw.field != preset.*sw.field)
+      changes += std::string(changes.empty() ? "" : ", ") + (plan.*sw.field ? "+" : "-") + sw.name;
+  if (!changes.empty()) s += " (" + changes + ")";
+  s += plan.amp ? " bf16" : (plan.tf32 ? " fp32/tf32" : " fp32");
+  return s;
+}
+
+}  // namespace tt

@@ -1,0 +1,54 @@
+// The optimization plan: named switches that choose how the CUDA backend computes each
+// operation, and the four versions of the workshop as four presets. Reading the difference
+// between two presets tells exactly what a version changes; flipping one switch of a preset
+// is the ablation study.
+//
+// Who reads which switch: the model (src/model/llama.cpp) reads those that change the
+// sequence of operations (how many products, which ops are fused into one call); the CUDA
+// backend reads those that change how one operation is computed. The CPU backend computes
+// every operation the plain way whatever the plan.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace tt {
+
+struct Plan {
+  int version = 1;  // the preset this plan started from
+  // Precision.
+  bool amp = false;   // bf16 activations and products, fp32 master weights and optimizer
+  bool tf32 = false;  // fp32 products on the tensor cores with TF32 inputs
+  // Version 2: fusions through libraries and the runtime.
+  bool qkv_fusion = false;       // one product for Q, K and V
+  bool gate_up_fusion = false;   // one product for gate and up; SiLU and the product in one kernel
+  bool flash_attention = false;  // cuDNN's fused attention (bf16); fused softmax kernel in fp32
+  bool cuda_graph = false;       // the step captured once as a CUDA graph and replayed
+  // Version 3: our own kernels, forward and backward.
+  bool custom_attention = false;
+  bool custom_rmsnorm = false;
+  bool custom_swiglu = false;
+  bool custom_rope = false;
+  // Version 4: fusion across operations.
+  bool fused_residual_norm = false;
+  bool fused_cross_entropy = false;
+  bool fused_adamw = false;
+  bool gemm_epilogues = false;
+};
+
+// A switch of the plan, by the name users type in --enable-NAME / --disable-NAME.
+struct PlanSwitch {
+  const char* name;
+  bool Plan::*field;
+  int version;  // the version that turns it on
+  const char* what;
+};
+const std::vector<PlanSwitch>& plan_switches();
+
+// Version presets: 1 baseline, 2 fused, 3 custom kernels, 4 ultra-fused. Each turns on its
+// own switches and those of the versions below it. Precision is chosen separately.
+Plan plan_for_version(int version);
+
+// "v2 (qkv-fusion, gate-up-fusion, ...)" for logs and reports.
+std::string describe(const Plan& plan);
+
+}  // namespace tt

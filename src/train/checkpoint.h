@@ -1,0 +1,39 @@
+// Checkpoints in the safetensors format (an 8-byte little-endian header length, a JSON
+// header, then the raw tensor bytes), so that any safetensors reader can open them.
+//
+// Tensors (all F32, shapes as in the model):
+//   <name>                          the parameters, names from param_table (Hugging Face
+//                                   LLaMA naming: model.layers.0.self_attn.q_proj.weight, ...)
+//   optimizer.exp_avg.<name>        Adam's first moment
+//   optimizer.exp_avg_sq.<name>     Adam's second moment
+// __metadata__ (strings): format "tiny_llama", format_version "1", step (optimizer steps
+// taken), data_position (sequences consumed), data (which data and windows), config (the
+// model configuration as JSON), seed.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "model/config.h"
+#include "model/llama.h"
+
+namespace tt {
+
+struct CheckpointInfo {
+  ModelConfig config;
+  int64_t step = 0;
+  int64_t data_position = 0;
+  std::string data_identity;
+  uint64_t seed = 0;
+};
+
+// Writes atomically (temporary file, then rename).
+void save_checkpoint(const std::string& path, Llama& model, const CheckpointInfo& info);
+
+// Reads and checks the header (format, offsets, every expected tensor with its shape, file
+// size). Throws UsageError naming --resume and what is wrong. Reads no tensor data.
+CheckpointInfo read_checkpoint_info(const std::string& path);
+
+// Loads parameters and moments into the model (whose config must equal the checkpoint's).
+void load_checkpoint(const std::string& path, Llama& model);
+
+}  // namespace tt

@@ -1,0 +1,55 @@
+// Training data: batches of B sequences of T tokens and their next-token targets.
+//
+//   synthetic  the original workshop's data: 1000 fixed sequences of random tokens in
+//              [1, vocab), drawn from the seed; batch i holds sequences iB .. iB+B-1 (mod 1000).
+//              Each sequence has T+1 tokens: inputs are tokens 0..T-1, targets 1..T, so every
+//              position has a target (labels shifted once).
+//   a file     its bytes are the tokens (vocabulary 256). The first 90% trains, the last 10%
+//              validates; both are cut into windows of T+1 bytes, stepping by T.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tt {
+
+struct Batch {
+  std::vector<int32_t> tokens, targets;  // B*T each
+};
+
+class DataSource {
+ public:
+  virtual ~DataSource() = default;
+  virtual std::string describe() const = 0;
+  // Identifies the data and its windows, to refuse resuming a checkpoint on other data.
+  virtual std::string identity() const = 0;
+  // Sequences consumed so far; part of a checkpoint.
+  int64_t position() const { return position_; }
+  void set_position(int64_t p) { position_ = p; }
+  void next_batch(Batch& b);
+  // Validation: a fixed list of batches (none for synthetic data).
+  int validation_batches() const { return int((validation_windows() + B_ - 1) / B_); }
+  void validation_batch(int i, Batch& b) const;
+
+ protected:
+  DataSource(int batch, int seq_len) : B_(batch), T_(seq_len) {}
+  virtual int64_t train_windows() const = 0;
+  virtual int64_t validation_windows() const { return 0; }
+  // Writes the T+1 tokens of window w of the split.
+  virtual void window(bool validation, int64_t w, int32_t* out) const = 0;
+  void fill(Batch& b, bool validation, int64_t first, int64_t count) const;
+
+  int B_, T_;
+  int64_t position_ = 0;
+};
+
+// spec is "synthetic" or a file path. vocab_size is the model's; for a file it must be 256.
+std::unique_ptr<DataSource> make_data_source(const std::string& spec, int vocab_size, int batch,
+                                             int seq_len, uint64_t seed);
+
+constexpr int kSyntheticSequences = 1000;
+constexpr int kTextVocab = 256;
+constexpr int kMaxValidationBatches = 4;
+
+}  // namespace tt

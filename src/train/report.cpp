@@ -1,0 +1,91 @@
+#include "train/report.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "core/arena.h"
+
+namespace tt {
+
+using json = nlohmann::json;
+
+size_t MemoryReport::total() const {
+  size_t t = 0;
+  for (size_t b : bytes) t += b;
+  return t;
+}
+
+std::string format_mb(size_t bytes) { return fmt::format("{:.1f} MB", double(bytes) / 1e6); }
+
+std::string step_line(const TrainOptions& o, const StepRecord& s, const MemoryReport& m) {
+  // The arena is allocated once at start: what is live is what was reserved.
+  return fmt::format("Step {:>3}/{} | Loss: {:.4f} | Speed: {:.1f} samples/sec | Peak: {} | Live: {} | Time: {:.1f}ms",
+                     s.step, o.steps, s.loss, o.batch / (s.step_ms / 1e3), format_mb(m.total()),
+                     format_mb(m.total()), s.step_ms);
+}
+
+void print_summary(std::ostream& log, const TrainOptions& o, const TrainResult& r) {
+  log << "\n=== Performance Summary ===\n";
+  log << fmt::format("Device: {} | backend: {} | plan: {}\n", r.device, r.backend, r.plan);
+  log << fmt::format("Total samples: {}\n", int64_t(r.steps.size()) * o.batch);
+  if (r.timed_steps == 0) {
+    log << fmt::format("Timing: none (all {} steps were warm-up; raise --num-steps above --warmup-steps {})\n",
+                       r.steps.size(), o.warmup);
+  } else {
+    log << fmt::format("Average samples/sec: {:.1f}\n", r.samples_per_sec);
+    log << fmt::format("Average tokens/sec: {:.0f}\n", r.tokens_per_sec);
+    log << fmt::format("Average batch time: {:.2f} ms (median {:.2f} ms, {} timed steps after {} warm-up)\n",
+                       r.step_ms, r.step_ms_median, r.timed_steps, int64_t(r.steps.size()) - r.timed_steps);
+    log << fmt::format("Average forward time: {:.2f} ms\n", r.forward_ms);
+    log << fmt::format("Average backward time: {:.2f} ms\n", r.backward_ms);
+    log << fmt::format("Average optimizer time: {:.2f} ms\n", r.optimizer_ms);
+    log << fmt::format("Achieved: {:.3f} TFLOP/s ({:.1f} GFLOP per step, docs/profiling.md has the formula)\n",
+                       r.tflops, r.flops_per_step / 1e9);
+  }
+  log << fmt::format("Final loss: {:.4f}\n", r.final_loss);
+  if (!r.validation.empty())
+    log << fmt::format("Final validation loss: {:.4f}\n", r.validation.back().second);
+  log << fmt::format("Peak memory: {}\n", format_mb(r.memory.total()));
+  for (int c = 0; c < kNumCategories; ++c)
+    log << fmt::format("  {:<16} {:>10}\n", category_name(Category(c)), format_mb(r.memory.bytes[c]));
+}
+
+json result_json(const TrainOptions& o, const TrainResult& r) {
+  json steps = json::array(), val = json::array(), mem = json::object();
+  for (const StepRecord& s : r.steps)
+    steps.push_back({{"step", s.step}, {"loss", s.loss}, {"ms", s.step_ms}, {"forward_ms", s.forward_ms},
+                     {"backward_ms", s.backward_ms}, {"optimizer_ms", s.optimizer_ms}});
+  for (const auto& [step, loss] : r.validation) val.push_back({{"step", step}, {"loss", loss}});
+  for (int c = 0; c < kNumCategories; ++c) mem[category_name(Category(c))] = r.memory.bytes[c];
+  auto timed = [&](double v) { return r.timed_steps ? json(v) : json(nullptr); };
+  return {
+      {"model", o.model.to_json()},
+      {"parameters", o.model.param_count()},
+      {"training", {{"batch_size", o.batch}, {"seq_len", o.seq_len}, {"num_steps", o.steps},
+                    {"learning_rate", o.learning_rate}, {"weight_decay", o.weight_decay}, {"seed", o.seed},
+                    {"warmup_steps", o.warmup}, {"data", r.data}}},
+      {"device", r.device},
+      {"backend", r.backend},
+      {"plan", r.plan},
+      {"steps", steps},
+      {"validation", val},
+      {"summary",
+       {{"total_samples", int64_t(r.steps.size()) * o.batch},
+        {"timed_steps", r.timed_steps},
+        {"samples_per_sec", timed(r.samples_per_sec)},
+        {"tokens_per_sec", timed(r.tokens_per_sec)},
+        {"step_ms", timed(r.step_ms)},
+        {"step_ms_median", timed(r.step_ms_median)},
+        {"forward_ms", timed(r.forward_ms)},
+        {"backward_ms", timed(r.backward_ms)},
+        {"optimizer_ms", timed(r.optimizer_ms)},
+        {"flops_per_step", r.flops_per_step},
+        {"tflops", timed(r.tflops)},
+        {"final_loss", r.final_loss},
+        {"peak_memory_bytes", r.memory.total()},
+        {"memory_bytes", mem}}},
+  };
+}
+
+}  // namespace tt

@@ -1,0 +1,192 @@
+#include "train/trainer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "core/files.h"
+#include "model/llama.h"
+#include "train/checkpoint.h"
+#include "train/data.h"
+#include "train/report.h"
+
+namespace tt {
+
+void TrainOptions::validate() const {
+  auto positive = [](int v, const char* flag) {
+    if (v <= 0) usage_fail(std::string(flag) + ": must be a positive integer (got " + std::to_string(v) + ")");
+  };
+  positive(batch, "--batch-size");
+  positive(seq_len, "--seq-len");
+  positive(steps, "--num-steps");
+  positive(log_every, "--log-every");
+  if (warmup < 0) usage_fail("--warmup-steps: must not be negative (got " + std::to_string(warmup) + ")");
+  if (!(std::isfinite(learning_rate) && learning_rate > 0))
+    usage_fail("--learning-rate: must be a positive finite number");
+  if (!(std::isfinite(weight_decay) && weight_decay >= 0))
+    usage_fail("--weight-decay: must be a finite number, zero or more");
+  if (int64_t(batch) * seq_len > INT_MAX / 8)
+    usage_fail("--batch-size x --seq-len: too many tokens per step (limit 268435455)");
+  model.validate();
+}
+
+namespace {
+
+// Names the first model field where the checkpoint and this run disagree.
+void check_same_model(const ModelConfig& ckpt, const ModelConfig& run) {
+  static const std::pair<const char*, const char*> flags[] = {
+      {"vocab_size", "--vocab-size"},   {"hidden_dim", "--hidden-dim"},         {"num_layers", "--num-layers"},
+      {"num_heads", "--num-heads"},     {"num_kv_heads", "--num-kv-heads"},     {"intermediate_size", "--intermediate-size"},
+      {"norm_eps", "--norm-eps"},       {"rope_theta", "--rope-theta"}};
+  const nlohmann::json a = ckpt.to_json(), b = run.to_json();
+  for (const auto& [key, flag] : flags)
+    if (a[key] != b[key])
+      usage_fail(fmt::format("--resume: the checkpoint's model has {} {}, this run has {} (set {} to match)",
+                             key, a[key].dump(), b[key].dump(), flag));
+}
+
+double mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0 : s / double(v.size());
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double validation_loss(Llama& model, const DataSource& data) {
+  Batch b;
+  double sum = 0;
+  const int n = data.validation_batches();
+  for (int i = 0; i < n; ++i) {
+    data.validation_batch(i, b);
+    model.set_batch(b.tokens.data(), b.targets.data());
+    model.forward();
+    sum += model.mean_loss();
+  }
+  return sum / n;
+}
+
+}  // namespace
+
+TrainResult train(const TrainOptions& o, std::ostream& log) {
+  // Everything the user gave is checked before any work is done or any file is written.
+  o.validate();
+  std::unique_ptr<DataSource> data = make_data_source(o.data, o.model.vocab_size, o.batch, o.seq_len, o.seed);
+  CheckpointInfo resume;
+  if (!o.resume_path.empty()) {
+    resume = read_checkpoint_info(o.resume_path);
+    check_same_model(resume.config, o.model);
+    if (resume.data_identity != data->identity())
+      usage_fail("--resume: the checkpoint was trained on '" + resume.data_identity + "', this run reads '" +
+                 data->identity() + "' (same --data, --seed and --seq-len are needed)");
+    if (resume.step >= o.steps)
+      usage_fail(fmt::format("--num-steps: the checkpoint is at step {}; ask for more steps to continue", resume.step));
+  }
+  if (!o.json_path.empty()) check_writable(o.json_path, "--json");
+  if (!o.save_path.empty()) check_writable(o.save_path, "--save");
+
+  std::unique_ptr<Backend> backend = make_backend(o.backend);
+  Llama model(o.model, *backend, o.batch, o.seq_len);
+  if (o.resume_path.empty()) {
+    model.init_weights(o.seed);
+  } else {
+    load_checkpoint(o.resume_path, model);
+    data->set_position(resume.data_position);
+  }
+
+  TrainResult r;
+  r.device = backend->is_cuda() ? "cuda" : "cpu";
+  r.backend = backend->name();
+  r.plan = backend->is_cuda() ? describe(backend->plan()) : "reference (plan switches apply to the CUDA backend)";
+  r.data = data->describe();
+  for (int c = 0; c < kNumCategories; ++c) r.memory.bytes[c] = model.arena().bytes(Category(c));
+  r.flops_per_step = training_flops(o.model, o.batch, o.seq_len);
+
+  const ModelConfig& m = o.model;
+  log << fmt::format("Tiny LLaMA: {} parameters (vocab {}, hidden {}, {} layers, {} heads / {} kv heads of {}, ffn {})\n",
+                     m.param_count(), m.vocab_size, m.hidden, m.layers, m.heads, m.kv_heads, m.head_dim(),
+                     m.intermediate);
+  log << fmt::format("Backend: {} | plan: {}\n", r.backend, r.plan);
+  log << fmt::format("Data: {}\n", r.data);
+  log << fmt::format("Batch {} x {} tokens, steps {}..{}, lr {:g}, weight decay {:g}, seed {}\n", o.batch,
+                     o.seq_len, resume.step + 1, o.steps, o.learning_rate, o.weight_decay, o.seed);
+  log << fmt::format("Memory: {} reserved at start\n", format_mb(r.memory.total()));
+  if (!o.resume_path.empty()) log << fmt::format("Resumed from {} at step {}\n", o.resume_path, resume.step);
+  log.flush();
+
+  if (data->validation_batches() > 0) {
+    r.validation.emplace_back(resume.step, validation_loss(model, *data));
+    log << fmt::format("Validation loss at step {}: {:.4f}\n", resume.step, r.validation.back().second);
+  }
+
+  AdamWStep adam;
+  adam.lr = o.learning_rate;
+  adam.weight_decay = o.weight_decay;
+  Batch batch;
+  std::vector<double> step_ms, fwd_ms, bwd_ms, opt_ms;
+  for (int64_t step = resume.step + 1; step <= o.steps; ++step) {
+    data->next_batch(batch);
+    model.set_batch(batch.tokens.data(), batch.targets.data());
+    backend->mark(0);
+    model.forward();
+    backend->mark(1);
+    model.backward();
+    backend->mark(2);
+    adam.t = step;
+    model.optimizer_step(adam);
+    backend->mark(3);
+    StepRecord s{step, model.mean_loss(), backend->elapsed_ms(0, 3), backend->elapsed_ms(0, 1),
+                 backend->elapsed_ms(1, 2), backend->elapsed_ms(2, 3)};
+    if (!std::isfinite(s.loss))
+      fail(fmt::format("the loss is {} at step {}: training diverged (try a lower --learning-rate)", s.loss, step));
+    r.steps.push_back(s);
+    if (int64_t(r.steps.size()) > o.warmup) {
+      step_ms.push_back(s.step_ms);
+      fwd_ms.push_back(s.forward_ms);
+      bwd_ms.push_back(s.backward_ms);
+      opt_ms.push_back(s.optimizer_ms);
+    }
+    if (step % o.log_every == 0 || step == o.steps) {
+      std::string line = step_line(o, s, r.memory);
+      if (data->validation_batches() > 0) {
+        r.validation.emplace_back(step, validation_loss(model, *data));
+        line += fmt::format(" | Val: {:.4f}", r.validation.back().second);
+      }
+      log << line << "\n";
+      log.flush();
+    }
+  }
+
+  r.timed_steps = int64_t(step_ms.size());
+  r.step_ms = mean(step_ms);
+  r.step_ms_median = median(step_ms);
+  r.forward_ms = mean(fwd_ms);
+  r.backward_ms = mean(bwd_ms);
+  r.optimizer_ms = mean(opt_ms);
+  if (r.timed_steps) {
+    r.samples_per_sec = o.batch / (r.step_ms / 1e3);
+    r.tokens_per_sec = r.samples_per_sec * o.seq_len;
+    r.tflops = r.flops_per_step / (r.step_ms / 1e3) / 1e12;
+  }
+  r.final_loss = r.steps.back().loss;
+  print_summary(log, o, r);
+
+  if (!o.json_path.empty())
+    write_file_atomic(o.json_path, [&](std::ostream& out) { out << result_json(o, r).dump(2) << "\n"; });
+  if (!o.save_path.empty()) {
+    save_checkpoint(o.save_path, model,
+                    CheckpointInfo{o.model, int64_t(o.steps), data->position(), data->identity(), o.seed});
+    log << "Saved checkpoint: " << o.save_path << "\n";
+  }
+  return r;
+}
+
+}  // namespace tt

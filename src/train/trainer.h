@@ -1,0 +1,58 @@
+// The training loop behind `tiny_llama train`: validate everything the user gave, build the
+// backend and the model, train, log every --log-every steps, and report.
+#pragma once
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/config.h"
+
+namespace tt {
+
+struct TrainOptions {
+  ModelConfig model;
+  int batch = 8;
+  int seq_len = 256;
+  int steps = 50;  // total optimizer steps; a resumed run continues up to this count
+  double learning_rate = 3e-4;
+  double weight_decay = 0.01;
+  uint64_t seed = 42;
+  int warmup = 5;  // steps excluded from timing
+  int log_every = 10;
+  BackendOptions backend;
+  std::string data = "synthetic";
+  std::string json_path, save_path, resume_path;
+
+  void validate() const;  // throws UsageError naming the flag
+};
+
+struct StepRecord {
+  int64_t step;
+  double loss;
+  double step_ms, forward_ms, backward_ms, optimizer_ms;
+};
+
+struct MemoryReport {
+  size_t bytes[kNumCategories] = {};
+  size_t total() const;
+};
+
+struct TrainResult {
+  std::string device, backend, plan, data;
+  std::vector<StepRecord> steps;
+  std::vector<std::pair<int64_t, double>> validation;  // (step, validation loss)
+  int64_t timed_steps = 0;
+  double step_ms = 0, step_ms_median = 0, forward_ms = 0, backward_ms = 0, optimizer_ms = 0;
+  double samples_per_sec = 0, tokens_per_sec = 0;
+  double flops_per_step = 0, tflops = 0;
+  double final_loss = 0;
+  MemoryReport memory;
+};
+
+// Runs the training the options describe, printing progress and the summary to `log`.
+// Throws UsageError for bad input (before any work or output) and Error for failures.
+TrainResult train(const TrainOptions& options, std::ostream& log);
+
+}  // namespace tt

@@ -1,0 +1,136 @@
+// The real binary against bad input: exit code 2, one line naming the problem, and no output
+// file left behind. And one good run, to show the same flags work when they are right.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "backend/backend.h"
+
+namespace tt::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Outcome {
+  int exit_code;
+  std::string out, err;
+};
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir = fs::temp_directory_path() / ("tt_cli_" + std::to_string(::getpid()) + "_" +
+                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir);
+    fs::create_directories(dir / "out");
+  }
+  void TearDown() override { fs::remove_all(dir); }
+
+  std::string file(const std::string& name, const std::string& contents) {
+    const fs::path p = dir / name;
+    std::ofstream(p, std::ios::binary) << contents;
+    return p.string();
+  }
+
+  // Runs tiny_llama on a small CPU model with the extra arguments; --json and --save point
+  // into dir/out, which must stay empty when the run fails.
+  Outcome run(const std::string& args, bool small = true) {
+    const std::string base = small ? " --device cpu --hidden-dim 32 --num-layers 1 --num-heads 2 --batch-size 2"
+                                     " --seq-len 8 --num-steps 2 --vocab-size 50"
+                                   : "";
+    const std::string outputs = " --json " + (dir / "out/r.json").string() + " --save " + (dir / "out/c.safetensors").string();
+    const std::string cmd = std::string(TT_BINARY) + base + outputs + " " + args + " >" + (dir / "stdout").string() +
+                            " 2>" + (dir / "stderr").string();
+    const int status = std::system(cmd.c_str());
+    auto slurp = [](const fs::path& p) {
+      std::ifstream f(p);
+      return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    };
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir / "stdout"), slurp(dir / "stderr")};
+  }
+
+  void expect_usage_error(const std::string& args, const std::string& mention) {
+    const Outcome r = run(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": not one line:\n" << r.err;
+    EXPECT_NE(r.err.find(mention), std::string::npos) << args << ": '" << mention << "' not in: " << r.err;
+    EXPECT_TRUE(fs::is_empty(dir / "out")) << args << ": left a file behind";
+  }
+
+  fs::path dir;
+};
+
+TEST_F(Cli, HiddenNotDivisibleByHeads) { expect_usage_error("--hidden-dim 30 --num-heads 4", "--num-heads"); }
+TEST_F(Cli, HeadsNotDivisibleByKvHeads) { expect_usage_error("--num-heads 4 --num-kv-heads 3", "--num-kv-heads"); }
+TEST_F(Cli, OddHeadSize) { expect_usage_error("--hidden-dim 18 --num-heads 2", "even"); }
+TEST_F(Cli, ZeroBatch) { expect_usage_error("--batch-size 0", "--batch-size"); }
+TEST_F(Cli, NegativeSeqLen) { expect_usage_error("--seq-len -4", "--seq-len"); }
+TEST_F(Cli, ZeroSteps) { expect_usage_error("--num-steps 0", "--num-steps"); }
+TEST_F(Cli, ZeroLayers) { expect_usage_error("--num-layers 0", "--num-layers"); }
+TEST_F(Cli, NanLearningRate) { expect_usage_error("--learning-rate nan", "--learning-rate"); }
+TEST_F(Cli, NegativeLearningRate) { expect_usage_error("--learning-rate -0.001", "--learning-rate"); }
+TEST_F(Cli, InfiniteLearningRate) { expect_usage_error("--learning-rate inf", "--learning-rate"); }
+TEST_F(Cli, NonNumericValue) { expect_usage_error("--batch-size eight", "--batch-size"); }
+TEST_F(Cli, ZeroNormEps) { expect_usage_error("--norm-eps 0", "--norm-eps"); }
+TEST_F(Cli, NegativeWarmup) { expect_usage_error("--warmup-steps -1", "--warmup-steps"); }
+TEST_F(Cli, UnknownFlag) { expect_usage_error("--num-epochs 3", "--num-epochs"); }
+TEST_F(Cli, UnknownDevice) { expect_usage_error("--device tpu", "--device"); }
+TEST_F(Cli, UnknownVersion) { expect_usage_error("--version v7", "--version"); }
+TEST_F(Cli, UnreadableDataFile) { expect_usage_error("--data " + (dir / "missing.txt").string(), "--data"); }
+TEST_F(Cli, EmptyDataFile) { expect_usage_error("--data " + file("empty.txt", ""), "empty"); }
+TEST_F(Cli, TooShortDataFile) { expect_usage_error("--data " + file("short.txt", "just a few bytes"), "too short"); }
+TEST_F(Cli, VocabularyThatDoesNotFitTextData) {
+  // The small model above sets --vocab-size 50: a text file needs 256.
+  expect_usage_error("--data " + file("text.txt", std::string(4000, 'a')), "--vocab-size");
+}
+TEST_F(Cli, JsonIntoMissingDirectory) {
+  expect_usage_error("--json " + (dir / "no/such/dir/r.json").string(), "--json");
+}
+TEST_F(Cli, MalformedCheckpoint) {
+  expect_usage_error("--resume " + file("bad.safetensors", std::string("\x10\0\0\0\0\0\0\0{not json at all", 24)),
+                     "--resume");
+}
+TEST_F(Cli, TruncatedCheckpoint) { expect_usage_error("--resume " + file("tiny.safetensors", "abc"), "--resume"); }
+
+TEST_F(Cli, MismatchedCheckpoint) {
+  ASSERT_EQ(run("").exit_code, 0);  // writes out/c.safetensors from the small model
+  const fs::path ck = dir / "ck.safetensors";
+  fs::rename(dir / "out/c.safetensors", ck);
+  fs::remove(dir / "out/r.json");
+  expect_usage_error("--num-steps 4 --hidden-dim 64 --resume " + ck.string(), "--hidden-dim");
+  expect_usage_error("--num-steps 4 --seed 7 --resume " + ck.string(), "--resume");
+  expect_usage_error("--num-steps 2 --resume " + ck.string(), "--num-steps");
+}
+
+TEST_F(Cli, CudaDeviceWithoutGpu) {
+  std::string why;
+  if (cuda_available(&why)) GTEST_SKIP() << "a GPU is present: --device cuda is valid here";
+  expect_usage_error("--device cuda", "--device cuda");
+}
+
+TEST_F(Cli, GoodRunWritesJsonAndCheckpoint) {
+  const Outcome r = run("--log-every 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Step   1/2 | Loss: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("=== Performance Summary ==="), std::string::npos) << r.out;
+  std::ifstream f(dir / "out/r.json");
+  const nlohmann::json j = nlohmann::json::parse(f);
+  ASSERT_EQ(j["steps"].size(), 2u);
+  EXPECT_NEAR(j["steps"][0]["loss"].get<double>(), std::log(49.0), 0.1);
+  EXPECT_TRUE(fs::exists(dir / "out/c.safetensors"));
+  // Nothing but the two outputs: no temporary files remain.
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir / "out"), fs::directory_iterator()), 2);
+}
+
+TEST_F(Cli, HelpExitsZero) {
+  const Outcome r = run("--help", false);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--batch-size"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tt::test

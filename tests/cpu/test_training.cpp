@@ -1,0 +1,171 @@
+// Training end to end on the CPU: learning on a text file, checkpoints and bit-exact resume.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "model/llama.h"
+#include "train/checkpoint.h"
+#include "train/data.h"
+#include "train/trainer.h"
+
+namespace tt::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() / ("tt_test_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+TrainOptions small_options() {
+  TrainOptions o;
+  o.model.vocab_size = 64;
+  o.model.hidden = 32;
+  o.model.layers = 2;
+  o.model.heads = 4;
+  o.model.kv_heads = 2;
+  o.model.intermediate = 64;
+  o.batch = 4;
+  o.seq_len = 16;
+  o.warmup = 1;
+  o.backend.device = DeviceKind::Cpu;
+  return o;
+}
+
+TEST(Training, ValidationLossFallsOnRepeatedText) {
+  TempDir dir;
+  const std::string path = dir.file("phrase.txt");
+  {
+    std::ofstream f(path);
+    for (int i = 0; i < 120; ++i) f << "the quick brown fox jumps over the lazy dog. ";
+  }
+  TrainOptions o = small_options();
+  o.data = path;
+  o.model.vocab_size = 256;
+  o.model.hidden = 64;
+  o.model.intermediate = 128;
+  o.batch = 8;
+  o.seq_len = 32;
+  o.steps = 300;
+  o.log_every = 100;
+  o.learning_rate = 1e-3;
+  std::ostringstream log;
+  const TrainResult r = train(o, log);
+  ASSERT_EQ(r.validation.size(), 4u);  // at start, then steps 100, 200, 300
+  EXPECT_EQ(r.validation.front().first, 0);
+  EXPECT_NEAR(r.validation.front().second, std::log(256.0), 0.1);
+  EXPECT_LT(r.validation.back().second, 0.25 * r.validation.front().second) << log.str();
+}
+
+TEST(Checkpoint, RoundTripRestoresEveryBuffer) {
+  TempDir dir;
+  const TrainOptions o = small_options();
+  auto be = make_backend(o.backend);
+  Llama a(o.model, *be, o.batch, o.seq_len);
+  a.init_weights(3);
+  auto data = make_data_source("synthetic", o.model.vocab_size, o.batch, o.seq_len, 3);
+  Batch b;
+  for (int step = 1; step <= 2; ++step) {
+    data->next_batch(b);
+    a.set_batch(b.tokens.data(), b.targets.data());
+    a.forward();
+    a.backward();
+    AdamWStep s;
+    s.t = step;
+    a.optimizer_step(s);
+  }
+  const std::string path = dir.file("ck.safetensors");
+  save_checkpoint(path, a, CheckpointInfo{o.model, 2, data->position(), data->identity(), 3});
+
+  const CheckpointInfo info = read_checkpoint_info(path);
+  EXPECT_TRUE(info.config == o.model);
+  EXPECT_EQ(info.step, 2);
+  EXPECT_EQ(info.data_position, 2 * o.batch);
+  EXPECT_EQ(info.data_identity, data->identity());
+  EXPECT_EQ(info.seed, 3u);
+
+  Llama c(o.model, *be, o.batch, o.seq_len);
+  c.init_weights(4);  // different values, all overwritten by the load
+  load_checkpoint(path, c);
+  EXPECT_EQ(c.read_f32(c.params()), a.read_f32(a.params()));
+  EXPECT_EQ(c.read_f32(c.adam_m()), a.read_f32(a.adam_m()));
+  EXPECT_EQ(c.read_f32(c.adam_v()), a.read_f32(a.adam_v()));
+}
+
+TEST(Checkpoint, ResumedLossesEqualAnUninterruptedRunBitForBit) {
+  TempDir dir;
+  std::ostringstream log;
+  TrainOptions o = small_options();
+  o.steps = 7;
+  o.save_path = dir.file("full.safetensors");
+  const TrainResult full = train(o, log);
+
+  o.steps = 3;
+  o.save_path = dir.file("half.safetensors");
+  train(o, log);
+  o.steps = 7;
+  o.resume_path = dir.file("half.safetensors");
+  o.save_path = dir.file("resumed.safetensors");
+  const TrainResult resumed = train(o, log);
+
+  ASSERT_EQ(resumed.steps.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(resumed.steps[i].step, full.steps[3 + i].step);
+    EXPECT_EQ(resumed.steps[i].loss, full.steps[3 + i].loss) << "step " << resumed.steps[i].step;
+  }
+  // The final states are identical byte for byte.
+  auto bytes = [](const std::string& p) {
+    std::ifstream f(p, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  };
+  EXPECT_EQ(bytes(dir.file("resumed.safetensors")), bytes(dir.file("full.safetensors")));
+}
+
+TEST(Checkpoint, RefusesAnotherModel) {
+  TempDir dir;
+  std::ostringstream log;
+  TrainOptions o = small_options();
+  o.steps = 1;
+  o.save_path = dir.file("ck.safetensors");
+  train(o, log);
+  o.steps = 2;
+  o.save_path.clear();
+  o.resume_path = dir.file("ck.safetensors");
+  o.model.hidden = 64;
+  try {
+    train(o, log);
+    FAIL() << "resume into a different model must fail";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--hidden-dim"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Data, SyntheticBatchesShiftLabelsOnce) {
+  auto data = make_data_source("synthetic", 100, 2, 8, 42);
+  Batch a, b;
+  data->next_batch(a);
+  for (int i = 0; i < 2 * 8; ++i) {
+    EXPECT_GE(a.tokens[i], 1);
+    EXPECT_LT(a.tokens[i], 100);
+  }
+  for (int s = 0; s < 2; ++s)
+    for (int t = 0; t + 1 < 8; ++t) EXPECT_EQ(a.targets[s * 8 + t], a.tokens[s * 8 + t + 1]);
+  // The walk wraps around the 1000 fixed sequences.
+  data->set_position(kSyntheticSequences);
+  data->next_batch(b);
+  EXPECT_EQ(a.tokens, b.tokens);
+  EXPECT_EQ(a.targets, b.targets);
+}
+
+}  // namespace
+}  // namespace tt::test
