@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "backend/backend.h"
+#include "ops/convert.h"
 #include "ops/cross_entropy.h"
 #include "ops/embedding.h"
 #include "ops/residual.h"
@@ -44,9 +45,9 @@ class CpuBackend final : public Backend {
     TT_CHECK(dst.numel == src.numel, "convert: sizes differ");
     if (dst.dtype == src.dtype) return (void)std::memmove(dst.ptr, src.ptr, dst.bytes());
     if (dst.dtype == DType::F32 && src.dtype == DType::F64)
-      for (int64_t i = 0; i < dst.numel; ++i) dst.data<float>()[i] = float(src.data<double>()[i]);
+      ref::convert(dst.data<float>(), src.data<double>(), dst.numel);
     else if (dst.dtype == DType::F64 && src.dtype == DType::F32)
-      for (int64_t i = 0; i < dst.numel; ++i) dst.data<double>()[i] = src.data<float>()[i];
+      ref::convert(dst.data<double>(), src.data<float>(), dst.numel);
     else
       fail(std::string("cpu backend cannot convert ") + dtype_name(src.dtype) + " to " +
            dtype_name(dst.dtype));

@@ -45,6 +45,8 @@ bool parse_train_options(const std::vector<std::string>& args, TrainOptions& o) 
   app.add_option("--log-every", o.log_every, "print a line (and validation loss) every N steps")
       ->capture_default_str();
   app.add_flag("--use-amp", use_amp, "bf16 mixed precision (CUDA; fp32 master weights and optimizer)");
+  bool tf32 = false;
+  app.add_flag("--tf32", tf32, "allow TF32 tensor-core products in fp32 (default: true fp32)");
   app.add_option("--device", device, "auto, cpu or cuda")->capture_default_str();
   app.add_option("--version", version, "optimization level: v1, v2, v3 or v4")->capture_default_str();
   app.add_option("--data", o.data, "synthetic, or a text file whose bytes are the tokens")->capture_default_str();
@@ -75,6 +77,7 @@ bool parse_train_options(const std::vector<std::string>& args, TrainOptions& o) 
     usage_fail("--version: must be one of v1, v2, v3, v4 (got '" + version + "')");
   o.backend.plan = plan_for_version(version[1] - '0');
   o.backend.plan.amp = use_amp;
+  o.backend.plan.tf32 = tf32;
   return true;
 }
 

@@ -1,5 +1,6 @@
 #include "core/arena.h"
 
+#include <cstdio>
 #include <cstdlib>
 
 namespace tt {
@@ -33,7 +34,7 @@ void Arena::build(const std::function<void(Arena&)>& layout) {
     offset += committed_[c];
   }
   if (offset == 0) offset = kAlignment;
-  base_ = static_cast<char*>(memory_.allocate(offset));
+  base_ = static_cast<char*>(memory_.allocate(offset, breakdown()));
   measuring_ = false;
   used_ = {};
   layout(*this);
@@ -56,11 +57,21 @@ size_t Arena::total_bytes() const {
   return total;
 }
 
-void* HostMemory::allocate(size_t bytes) {
+std::string Arena::breakdown() const {
+  std::string s;
+  char buf[64];
+  for (int c = 0; c < kNumCategories; ++c) {
+    std::snprintf(buf, sizeof buf, "%s%s %.1f MB", c ? ", " : "", category_name(Category(c)), committed_[c] / 1e6);
+    s += buf;
+  }
+  return s;
+}
+
+void* HostMemory::allocate(size_t bytes, const std::string& breakdown) {
   void* p = std::aligned_alloc(64, align_up(bytes, 64));
   if (!p)
-    usage_fail("out of host memory: asked for " + std::to_string(bytes >> 20) +
-               " MiB; lower --batch-size or --seq-len");
+    usage_fail("out of host memory: the run needs " + std::to_string(bytes >> 20) + " MiB (" + breakdown +
+               "); lower --batch-size or --seq-len");
   return p;
 }
 

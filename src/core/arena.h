@@ -23,8 +23,9 @@ const char* category_name(Category c);
 // Where an arena's block comes from: host memory or device memory.
 struct MemoryResource {
   virtual ~MemoryResource() = default;
-  // Returns the block, or throws UsageError saying how much was asked and what is free.
-  virtual void* allocate(size_t bytes) = 0;
+  // Returns the block, or throws UsageError saying how much was asked (`breakdown` says for
+  // what), how much is free, and which flags to lower.
+  virtual void* allocate(size_t bytes, const std::string& breakdown) = 0;
   virtual void deallocate(void* p) = 0;
 };
 
@@ -44,6 +45,8 @@ class Arena {
 
   size_t bytes(Category c) const { return committed_[int(c)]; }
   size_t total_bytes() const;
+  // "parameters 128.0 MB, gradients 128.0 MB, ..." of the committed (or measured) layout.
+  std::string breakdown() const;
   bool committed() const { return base_ != nullptr; }
 
  private:
@@ -57,7 +60,7 @@ class Arena {
 
 // Host memory, 64-byte aligned.
 struct HostMemory : MemoryResource {
-  void* allocate(size_t bytes) override;
+  void* allocate(size_t bytes, const std::string& breakdown) override;
   void deallocate(void* p) override;
 };
 

@@ -5,6 +5,8 @@
 // applied elementwise to parameters, gradients and the two moment buffers (all fp32 master
 // copies; a backend that computes in bf16 also refreshes its bf16 copy of the parameters).
 #pragma once
+#include "core/stream.h"
+#include "core/tensor.h"
 #include <cmath>
 #include <cstdint>
 
@@ -38,3 +40,9 @@ void adamw(T* p, const T* g, T* m, T* v, int64_t n, const AdamWStep& s) {
 
 }  // namespace ref
 }  // namespace tt
+
+// CUDA launcher (src/ops/adamw.cu): one elementwise kernel over the tensors given.
+namespace tt::cuda {
+void adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const Tensor& p_act,
+           const AdamWStep& step, Stream s);
+}  // namespace tt::cuda

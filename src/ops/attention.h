@@ -11,9 +11,14 @@
 //             dP = datt v^T, dS = P * (dP - rowsum(P * dP)), dq = dS k / sqrt(D),
 //             dk = dS^T q / sqrt(D) summed over the query heads of the group, dv = P^T datt.
 #pragma once
+#include "core/stream.h"
+#include "core/tensor.h"
+#include "ops/gemm.h"
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 namespace tt {
 
@@ -109,3 +114,23 @@ void attention_backward(T* dqkv, const T* datt, const T* qkv, const T* probs,
 
 }  // namespace ref
 }  // namespace tt
+
+// CUDA, materialized attention (src/ops/attention.cu), the shape of eager PyTorch: the heads
+// are copied into head-major [B, heads, T, D] buffers, then per (batch, kv head) one batched
+// product computes the scores of all the query heads of the group against their shared keys
+// (they are consecutive rows of the head-major query buffer: no copy of K or V per query
+// head), a kernel applies the causal mask and softmax (and the 1/sqrt(D) scale: a kernel of
+// its own in version 1, fused into the softmax with the flash-attention switch in fp32), and a
+// second batched product applies P to V. The probabilities P[B, H, T, T] are kept for the
+// backward, where the products for dK and dV sum over the group's query heads inside the GEMM.
+namespace tt::cuda {
+struct AttentionScratch {
+  Tensor qh, kh, vh, oh, dqh, dkh, dvh, ds;  // head-major copies, their gradients, dS
+};
+// Element counts of the scratch buffers above, in order.
+std::vector<int64_t> attention_scratch_numel(const AttnShape& s);
+void attention_forward(const Blas& blas, const Tensor& att, const Tensor& probs, const Tensor& qkv,
+                       const AttnShape& s, bool fused_softmax, const AttentionScratch& w);
+void attention_backward(const Blas& blas, const Tensor& dqkv, const Tensor& datt, const Tensor& qkv,
+                        const Tensor& probs, const AttnShape& s, bool fused_softmax, const AttentionScratch& w);
+}  // namespace tt::cuda

@@ -5,6 +5,8 @@
 //             scale = 1/n for the mean; dlogits may be the logits buffer itself.
 // Sums run in double on the CPU and in fp32 on the GPU, whatever the logits' type.
 #pragma once
+#include "core/stream.h"
+#include "core/tensor.h"
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -44,3 +46,11 @@ void cross_entropy_backward(T* dlogits, const T* logits, const int32_t* targets,
 }
 
 }  // namespace tt::ref
+
+// CUDA launchers (src/ops/cross_entropy.cu): one block per row, sums in fp32.
+namespace tt::cuda {
+void cross_entropy_forward(const Tensor& losses, const Tensor& logits, const Tensor& targets, int64_t n, int v,
+                           Stream s);
+void cross_entropy_backward(const Tensor& dlogits, const Tensor& logits, const Tensor& targets, int64_t n, int v,
+                            float scale, Stream s);
+}  // namespace tt::cuda

@@ -7,6 +7,8 @@
 #pragma once
 #include <cblas.h>
 
+#include "core/stream.h"
+
 #include <cstdint>
 
 #include "core/tensor.h"
@@ -77,3 +79,21 @@ inline Gemm linear_dw_gemm(Tensor dw, Tensor dout, int64_t ld_dout, Tensor x, in
 }
 
 }  // namespace tt
+
+// CUDA: cuBLAS (src/ops/gemm.cu). Row-major products are handed to column-major cuBLAS as
+// C^T = op(B)^T op(A)^T. fp32 runs true fp32 unless TF32 is allowed; bf16 inputs accumulate
+// in fp32 and may write an fp32 C (the weight gradients).
+struct cublasContext;
+namespace tt::cuda {
+struct Blas {
+  cublasContext* handle;
+  bool tf32;
+  Stream stream;
+};
+// A batch of products with the same shape, operands `stride_*` elements apart.
+struct GemmBatch {
+  int count = 1;
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+};
+void gemm(const Blas& blas, const Gemm& g, const GemmBatch& batch = {});
+}  // namespace tt::cuda

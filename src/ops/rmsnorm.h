@@ -6,6 +6,8 @@
 //   dx[i,j] = rstd[i] * (w[j] dout[i,j] - x[i,j] rstd[i]^2 mean_k(w[k] dout[i,k] x[i,k]))
 //   dw[j]  += sum_i dout[i,j] x[i,j] rstd[i]
 #pragma once
+#include "core/stream.h"
+#include "core/tensor.h"
 #include <cmath>
 #include <cstdint>
 
@@ -44,3 +46,16 @@ void rmsnorm_backward(T* dx, T* dw, const T* dout, const T* x, const T* w, const
 }
 
 }  // namespace tt::ref
+
+// CUDA launchers (src/ops/rmsnorm.cu). Version 1 runs it the way eager PyTorch does: a
+// reduction kernel for rstd and an elementwise kernel for the scaling; the backward is a
+// row reduction, an elementwise kernel for dx and a deterministic two-stage column
+// reduction for dw. Scratch (from rmsnorm_scratch_numel) holds the row coefficients and the
+// partial column sums.
+namespace tt::cuda {
+int64_t rmsnorm_scratch_numel(int64_t n, int c);  // fp32 elements
+void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, const Tensor& w, int64_t n, int c,
+                     float eps, Stream s);
+void rmsnorm_backward(const Tensor& dx, const Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
+                      const Tensor& rstd, int64_t n, int c, const Tensor& scratch, Stream s);
+}  // namespace tt::cuda

@@ -7,6 +7,8 @@
 // The heads to rotate are `heads` consecutive heads starting at column `col` of a
 // [tokens, ld] matrix: the queries, the keys, or both at once in the fused QKV buffer.
 #pragma once
+#include "core/stream.h"
+#include "core/tensor.h"
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -56,3 +58,8 @@ void rope(T* x, const S* table, const RopeShape& s, bool backward) {
 
 }  // namespace ref
 }  // namespace tt
+
+// CUDA launcher (src/ops/rope.cu): one thread per rotated pair.
+namespace tt::cuda {
+void rope(const Tensor& x, const Tensor& table, const RopeShape& shape, bool backward, Stream s);
+}  // namespace tt::cuda

@@ -5,6 +5,8 @@
 //   backward: dgateup[n, 2F] (overwritten):
 //             dgate = dh * up * sigmoid(g) * (1 + g * (1 - sigmoid(g))),  dup = dh * silu(g)
 #pragma once
+#include "core/stream.h"
+#include "core/tensor.h"
 #include <cmath>
 #include <cstdint>
 
@@ -38,3 +40,13 @@ void swiglu_backward(T* dgateup, const T* dh, const T* gateup, int64_t n, int f)
 }
 
 }  // namespace tt::ref
+
+// CUDA launchers (src/ops/swiglu.cu). Unfused (version 1, like eager PyTorch): SiLU into
+// scratch, then the product; the backward recomputes SiLU and runs the product rule and
+// SiLU's derivative as separate kernels. Fused (the gate-up-fusion switch): one kernel each way.
+namespace tt::cuda {
+void swiglu_forward(const Tensor& h, const Tensor& gateup, int64_t n, int f, bool fused, const Tensor& scratch,
+                    Stream s);
+void swiglu_backward(const Tensor& dgateup, const Tensor& dh, const Tensor& gateup, int64_t n, int f, bool fused,
+                     const Tensor& scratch, Stream s);
+}  // namespace tt::cuda

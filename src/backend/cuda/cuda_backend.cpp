@@ -1,0 +1,177 @@
+// The CUDA backend: every operation on one stream, each implemented the way the plan asks
+// (src/plan/plan.h). Memory comes from the model's arena, one cudaMalloc at start; the
+// backend adds its own scratch to it (cuBLAS workspace, the buffers of unfused kernels).
+// A backend serves one model at a time: its scratch lives in that model's arena.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstdio>
+
+#include "backend/backend.h"
+#include "backend/cuda/cuda_check.h"
+#include "ops/adamw.h"
+#include "ops/attention.h"
+#include "ops/convert.h"
+#include "ops/cross_entropy.h"
+#include "ops/embedding.h"
+#include "ops/gemm.h"
+#include "ops/residual.h"
+#include "ops/rmsnorm.h"
+#include "ops/rope.h"
+#include "ops/swiglu.h"
+
+namespace tt {
+namespace {
+
+class DeviceMemory final : public MemoryResource {
+ public:
+  void* allocate(size_t bytes, const std::string& breakdown) override {
+    void* p = nullptr;
+    const cudaError_t err = cudaMalloc(&p, bytes);
+    if (err == cudaSuccess) return p;
+    cudaGetLastError();
+    size_t free_b = 0, total_b = 0;
+    cudaMemGetInfo(&free_b, &total_b);
+    char msg[512];
+    std::snprintf(msg, sizeof msg,
+                  "out of GPU memory: the run needs %.1f MB (%s) but %.1f MB of %.1f MB are free; lower "
+                  "--batch-size or --seq-len (or use --use-amp, or a later --version)",
+                  bytes / 1e6, breakdown.c_str(), free_b / 1e6, total_b / 1e6);
+    usage_fail(msg);
+  }
+  void deallocate(void* p) override { cudaFree(p); }
+};
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(const Plan& plan) : plan_(plan) {
+    CUDA_CHECK(cudaSetDevice(0));
+    cudaDeviceProp prop;
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+    device_name_ = prop.name;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    CUBLAS_CHECK(cublasCreate(&cublas_));
+    CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
+    for (cudaEvent_t& e : marks_) CUDA_CHECK(cudaEventCreate(&e));
+  }
+  ~CudaBackend() override {
+    for (cudaEvent_t e : marks_) cudaEventDestroy(e);
+    cublasDestroy(cublas_);
+    cudaStreamDestroy(stream_);
+  }
+
+  std::string name() const override {
+    return "cuda " + describe(plan_) + " on " + device_name_;
+  }
+  bool is_cuda() const override { return true; }
+  DType master_dtype() const override { return DType::F32; }
+  DType act_dtype() const override { return plan_.amp ? DType::BF16 : DType::F32; }
+  DType acc_dtype() const override { return DType::F32; }
+  const Plan& plan() const override { return plan_; }
+  MemoryResource& memory() override { return memory_; }
+
+  void layout_workspace(Arena& a, const ModelShape& m) override {
+    const DType act = act_dtype();
+    const AttnShape attn{m.B, m.T, m.H, m.KVH, m.D};
+    auto take = [&](DType d, int64_t n) { return a.take(Category::Workspace, d, n); };
+    cublas_workspace_ = take(DType::F32, kCublasWorkspaceBytes / 4);
+    const std::vector<int64_t> sizes = cuda::attention_scratch_numel(attn);
+    Tensor* bufs[] = {&attn_.qh, &attn_.kh, &attn_.vh, &attn_.oh, &attn_.dqh, &attn_.dkh, &attn_.dvh, &attn_.ds};
+    for (size_t i = 0; i < sizes.size(); ++i) *bufs[i] = take(act, sizes[i]);
+    rmsnorm_scratch_ = take(DType::F32, cuda::rmsnorm_scratch_numel(m.tokens(), m.C));
+    swiglu_scratch_ = plan_.gate_up_fusion ? Tensor{} : take(act, m.tokens() * m.F);
+    if (cublas_workspace_.ptr)  // the arena's real pass: bind the workspace
+      CUBLAS_CHECK(cublasSetWorkspace(cublas_, cublas_workspace_.ptr, kCublasWorkspaceBytes));
+  }
+  TensorSpec attention_saved(const AttnShape& s) const override {
+    return {act_dtype(), int64_t(s.B) * s.H * s.T * s.T};  // the probabilities
+  }
+
+  void upload(const Tensor& dst, const void* host) override {
+    CUDA_CHECK(cudaMemcpyAsync(dst.ptr, host, dst.bytes(), cudaMemcpyHostToDevice, stream_));
+    CUDA_CHECK(cudaStreamSynchronize(stream_));  // the host buffer may change right after
+  }
+  void download(void* host, const Tensor& src) override {
+    CUDA_CHECK(cudaMemcpyAsync(host, src.ptr, src.bytes(), cudaMemcpyDeviceToHost, stream_));
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+  void zero(const Tensor& t) override { CUDA_CHECK(cudaMemsetAsync(t.ptr, 0, t.bytes(), stream_)); }
+  void convert(const Tensor& dst, const Tensor& src) override { cuda::convert(dst, src, stream_); }
+  void synchronize() override { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
+  void mark(int slot) override { CUDA_CHECK(cudaEventRecord(marks_[slot], stream_)); }
+  double elapsed_ms(int from, int to) override {
+    CUDA_CHECK(cudaEventSynchronize(marks_[to]));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, marks_[from], marks_[to]));
+    return ms;
+  }
+
+  void matmul(const Gemm& g) override { cuda::gemm(blas(), g); }
+  void embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& wte, int64_t n, int c) override {
+    cuda::embedding_forward(out, tokens, wte, n, c, stream_);
+  }
+  void embedding_backward(const Tensor& dwte, const Tensor& dout, const Tensor& tokens, int64_t n, int c,
+                          int vocab) override {
+    cuda::embedding_backward(dwte, dout, tokens, n, c, vocab, stream_);
+  }
+  void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, const Tensor& w, int64_t n, int c,
+                       double eps) override {
+    cuda::rmsnorm_forward(out, rstd, x, w, n, c, float(eps), stream_);
+  }
+  void rmsnorm_backward(const Tensor& dx, const Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
+                        const Tensor& rstd, int64_t n, int c) override {
+    cuda::rmsnorm_backward(dx, dw, dout, x, w, rstd, n, c, rmsnorm_scratch_, stream_);
+  }
+  void rope_forward(const Tensor& x, const Tensor& table, const RopeShape& s) override {
+    cuda::rope(x, table, s, false, stream_);
+  }
+  void rope_backward(const Tensor& dx, const Tensor& table, const RopeShape& s) override {
+    cuda::rope(dx, table, s, true, stream_);
+  }
+  void attention_forward(const Tensor& att, const Tensor& saved, const Tensor& qkv, const AttnShape& s) override {
+    cuda::attention_forward(blas(), att, saved, qkv, s, plan_.flash_attention, attn_);
+  }
+  void attention_backward(const Tensor& dqkv, const Tensor& datt, const Tensor& qkv, const Tensor&,
+                          const Tensor& saved, const AttnShape& s) override {
+    cuda::attention_backward(blas(), dqkv, datt, qkv, saved, s, plan_.flash_attention, attn_);
+  }
+  void swiglu_forward(const Tensor& h, const Tensor& gateup, int64_t n, int f) override {
+    cuda::swiglu_forward(h, gateup, n, f, plan_.gate_up_fusion, swiglu_scratch_, stream_);
+  }
+  void swiglu_backward(const Tensor& dgateup, const Tensor& dh, const Tensor& gateup, int64_t n, int f) override {
+    cuda::swiglu_backward(dgateup, dh, gateup, n, f, plan_.gate_up_fusion, swiglu_scratch_, stream_);
+  }
+  void add(const Tensor& out, const Tensor& a, const Tensor& b) override { cuda::add(out, a, b, stream_); }
+  void cross_entropy_forward(const Tensor& losses, const Tensor& logits, const Tensor& targets, int64_t n,
+                             int v) override {
+    cuda::cross_entropy_forward(losses, logits, targets, n, v, stream_);
+  }
+  void cross_entropy_backward(const Tensor& dlogits, const Tensor& logits, const Tensor& targets, int64_t n, int v,
+                              double scale) override {
+    cuda::cross_entropy_backward(dlogits, logits, targets, n, v, float(scale), stream_);
+  }
+  void adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const Tensor& p_act,
+             const AdamWStep& s) override {
+    cuda::adamw(p, g, m, v, p_act, s, stream_);
+  }
+
+ private:
+  static constexpr size_t kCublasWorkspaceBytes = size_t(32) << 20;
+  cuda::Blas blas() const { return {cublas_, plan_.tf32, stream_}; }
+
+  Plan plan_;
+  std::string device_name_;
+  DeviceMemory memory_;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  cudaEvent_t marks_[kMaxMarks] = {};
+  Tensor cublas_workspace_, rmsnorm_scratch_, swiglu_scratch_;
+  cuda::AttentionScratch attn_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(const Plan& plan) { return std::make_unique<CudaBackend>(plan); }
+
+}  // namespace tt

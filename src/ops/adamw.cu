@@ -1,0 +1,54 @@
+// AdamW on the GPU (see adamw.h): one thread per parameter. When the backend computes in
+// bf16 the kernel also writes the rounded copy the products read, so no separate pass is
+// needed to refresh it.
+#include "ops/adamw.h"
+#include "ops/cuda_common.cuh"
+
+namespace tt::cuda {
+namespace {
+
+struct AdamWScalars {
+  float decay, b1, b2, c1, c2, eps, step_size, bc2_sqrt;
+};
+
+template <class A>
+__global__ void adamw_kernel(float* p, const float* g, float* m, float* v, A* p_act, int64_t n, AdamWScalars k) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const float gi = g[i];
+  const float mi = k.b1 * m[i] + k.c1 * gi;
+  const float vi = k.b2 * v[i] + k.c2 * gi * gi;
+  const float pi = p[i] * k.decay - k.step_size * mi / (sqrtf(vi) / k.bc2_sqrt + k.eps);
+  m[i] = mi;
+  v[i] = vi;
+  p[i] = pi;
+  if (p_act) p_act[i] = from_float<A>(pi);
+}
+
+constexpr int kThreads = 256;
+
+}  // namespace
+
+void adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const Tensor& p_act,
+           const AdamWStep& st, Stream s) {
+  const AdamWScalars k{float(1.0 - st.lr * st.weight_decay),
+                       float(st.beta1),
+                       float(st.beta2),
+                       float(1.0 - st.beta1),
+                       float(1.0 - st.beta2),
+                       float(st.eps),
+                       float(st.lr / st.bias_correction1()),
+                       float(std::sqrt(st.bias_correction2()))};
+  const unsigned blocks = blocks_for(p.numel, kThreads);
+  if (p_act.empty()) {
+    adamw_kernel<float><<<blocks, kThreads, 0, s>>>(p.data<float>(), g.data<float>(), m.data<float>(),
+                                                    v.data<float>(), nullptr, p.numel, k);
+  } else {
+    TT_CHECK(p_act.dtype == DType::BF16, "adamw: the act copy of the weights must be bf16");
+    adamw_kernel<bf16_t><<<blocks, kThreads, 0, s>>>(p.data<float>(), g.data<float>(), m.data<float>(),
+                                                     v.data<float>(), static_cast<bf16_t*>(p_act.ptr), p.numel, k);
+  }
+  CUDA_CHECK_LAUNCH("adamw_kernel");
+}
+
+}  // namespace tt::cuda

@@ -1,0 +1,118 @@
+// SwiGLU on the GPU (see swiglu.h). Elementwise over [n, F] with gate and up read from the
+// two halves of each gateup row. Unfused (version 1) runs one kernel per PyTorch operator:
+//   forward:  silu(gate) -> scratch; h = scratch * up
+//   backward: silu(gate) -> scratch; dup = dh * scratch; dsilu = dh * up -> scratch;
+//             dgate = dsilu * silu'(gate)
+// Fused (gate-up-fusion): one kernel each way, reading gate and up once.
+#include "ops/cuda_common.cuh"
+#include "ops/swiglu.h"
+
+namespace tt::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+__device__ __forceinline__ float sigmoid(float g) { return 1.0f / (1.0f + expf(-g)); }
+
+// Index helpers: element i of an [n, f] view whose rows are `ld` apart.
+struct View2D {
+  int f;
+  __device__ __forceinline__ int64_t at(int64_t i, int64_t ld) const { return (i / f) * ld + i % f; }
+};
+
+template <class T>
+__global__ void silu_kernel(T* out, int64_t ld_out, const T* g, int64_t ld_g, int64_t count, View2D v) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= count) return;
+  const float x = to_float(g[v.at(i, ld_g)]);
+  out[v.at(i, ld_out)] = from_float<T>(x * sigmoid(x));
+}
+
+template <class T>
+__global__ void mul_kernel(T* out, int64_t ld_out, const T* a, int64_t ld_a, const T* b, int64_t ld_b,
+                           int64_t count, View2D v) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= count) return;
+  out[v.at(i, ld_out)] = from_float<T>(to_float(a[v.at(i, ld_a)]) * to_float(b[v.at(i, ld_b)]));
+}
+
+// dgate = dsilu * sigmoid(g) * (1 + g * (1 - sigmoid(g)))
+template <class T>
+__global__ void silu_backward_kernel(T* dg, int64_t ld_dg, const T* dsilu, int64_t ld_ds, const T* g, int64_t ld_g,
+                                     int64_t count, View2D v) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= count) return;
+  const float x = to_float(g[v.at(i, ld_g)]), s = sigmoid(x);
+  dg[v.at(i, ld_dg)] = from_float<T>(to_float(dsilu[v.at(i, ld_ds)]) * s * (1.0f + x * (1.0f - s)));
+}
+
+template <class T>
+__global__ void swiglu_forward_kernel(T* h, const T* gateup, int64_t count, View2D v) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= count) return;
+  const int64_t gi = v.at(i, 2 * v.f);
+  const float g = to_float(gateup[gi]), u = to_float(gateup[gi + v.f]);
+  h[i] = from_float<T>(g * sigmoid(g) * u);
+}
+
+template <class T>
+__global__ void swiglu_backward_kernel(T* dgateup, const T* dh, const T* gateup, int64_t count, View2D v) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= count) return;
+  const int64_t gi = v.at(i, 2 * v.f);
+  const float g = to_float(gateup[gi]), u = to_float(gateup[gi + v.f]), d = to_float(dh[i]);
+  const float s = sigmoid(g);
+  dgateup[gi] = from_float<T>(d * u * s * (1.0f + g * (1.0f - s)));
+  dgateup[gi + v.f] = from_float<T>(d * g * s);
+}
+
+}  // namespace
+
+void swiglu_forward(const Tensor& h, const Tensor& gateup, int64_t n, int f, bool fused, const Tensor& scratch,
+                    Stream s) {
+  const int64_t count = n * f;
+  const unsigned blocks = blocks_for(count, kThreads);
+  const View2D v{f};
+  TT_DISPATCH_ACT(h.dtype, {
+    T* hp = static_cast<T*>(h.ptr);
+    const T* gate = static_cast<const T*>(gateup.ptr);
+    if (fused) {
+      swiglu_forward_kernel<T><<<blocks, kThreads, 0, s>>>(hp, gate, count, v);
+      CUDA_CHECK_LAUNCH("swiglu_forward_kernel");
+    } else {
+      T* tmp = static_cast<T*>(scratch.ptr);
+      silu_kernel<T><<<blocks, kThreads, 0, s>>>(tmp, f, gate, 2 * f, count, v);
+      CUDA_CHECK_LAUNCH("silu_kernel");
+      mul_kernel<T><<<blocks, kThreads, 0, s>>>(hp, f, tmp, f, gate + f, 2 * f, count, v);
+      CUDA_CHECK_LAUNCH("mul_kernel");
+    }
+  });
+}
+
+void swiglu_backward(const Tensor& dgateup, const Tensor& dh, const Tensor& gateup, int64_t n, int f, bool fused,
+                     const Tensor& scratch, Stream s) {
+  const int64_t count = n * f;
+  const unsigned blocks = blocks_for(count, kThreads);
+  const View2D v{f};
+  TT_DISPATCH_ACT(dh.dtype, {
+    T* dgu = static_cast<T*>(dgateup.ptr);
+    const T* d = static_cast<const T*>(dh.ptr);
+    const T* gate = static_cast<const T*>(gateup.ptr);
+    if (fused) {
+      swiglu_backward_kernel<T><<<blocks, kThreads, 0, s>>>(dgu, d, gate, count, v);
+      CUDA_CHECK_LAUNCH("swiglu_backward_kernel");
+    } else {
+      T* tmp = static_cast<T*>(scratch.ptr);
+      silu_kernel<T><<<blocks, kThreads, 0, s>>>(tmp, f, gate, 2 * f, count, v);
+      CUDA_CHECK_LAUNCH("silu_kernel");
+      mul_kernel<T><<<blocks, kThreads, 0, s>>>(dgu + f, 2 * f, d, f, tmp, f, count, v);  // dup
+      CUDA_CHECK_LAUNCH("mul_kernel");
+      mul_kernel<T><<<blocks, kThreads, 0, s>>>(tmp, f, d, f, gate + f, 2 * f, count, v);  // dsilu
+      CUDA_CHECK_LAUNCH("mul_kernel");
+      silu_backward_kernel<T><<<blocks, kThreads, 0, s>>>(dgu, 2 * f, tmp, f, gate, 2 * f, count, v);
+      CUDA_CHECK_LAUNCH("silu_backward_kernel");
+    }
+  });
+}
+
+}  // namespace tt::cuda

@@ -1,0 +1,242 @@
+// Every CUDA operation, forward and backward, against the CPU reference computed in double,
+// at awkward shapes, with fresh random inputs and poisoned outputs, in fp32 and bf16. Inputs
+// are rounded to the tested type first, so the error measured is the kernel's own.
+#include <cmath>
+
+#include "gpu_harness.h"
+#include "ops/adamw.h"
+#include "ops/attention.h"
+#include "ops/cross_entropy.h"
+#include "ops/embedding.h"
+#include "ops/residual.h"
+#include "ops/rmsnorm.h"
+#include "ops/rope.h"
+#include "ops/swiglu.h"
+
+namespace tt::test {
+namespace {
+
+class GpuOps : public ::testing::TestWithParam<DType> {
+ protected:
+  void SetUp() override { REQUIRE_GPU(); }
+  DType act() const { return GetParam(); }
+  double tol() const { return act() == DType::F32 ? 1e-5 : 1e-2; }
+  // Fresh random values, rounded to the tested type.
+  std::vector<double> input(size_t n, double scale = 1.0) {
+    std::vector<double> v = rnd.uniform(n, scale);
+    if (act() == DType::BF16)
+      for (double& x : v) x = bf16_to_float(float_to_bf16(float(x)));
+    return v;
+  }
+  Plan plan(int version = 1) const {
+    Plan p = plan_for_version(version);
+    p.amp = act() == DType::BF16;
+    return p;
+  }
+  static ModelShape shape_for(int64_t n, int c, int f = 8) { return {1, int(n), c, 1, 1, 2, f, 2}; }
+  Random rnd{uint64_t(::testing::UnitTest::GetInstance()->random_seed()) * 7919 + 17};
+};
+
+TEST_P(GpuOps, Linear) {
+  for (auto [n, in, out] : {std::tuple{1, 32, 64}, {7, 64, 96}, {129, 512, 2048}, {33, 100, 7}}) {
+    SCOPED_TRACE(testing::Message() << "n=" << n << " in=" << in << " out=" << out);
+    GpuBackend be(plan(), shape_for(n, in));
+    auto x = input(n * in), w = input(out * in), dy = input(n * out);
+    // Forward into columns [3, 3 + out) of a wider matrix: the other columns must stay.
+    const int ld = out + 5;
+    std::vector<double> wide = input(size_t(n) * ld), y_ref = wide;
+    ref::gemm(linear_gemm({}, ld, {}, in, {}, n, in, out), static_cast<double*>(nullptr), x.data(), w.data(),
+              y_ref.data() + 3);
+    DeviceBuffer X(act(), x), W(act(), w), DY(act(), dy), Y(act(), wide), DX(act(), int64_t(n) * in);
+    be->matmul(linear_gemm(Y.t().slice(3, Y.t().numel - 3), ld, X, in, W, n, in, out));
+    EXPECT_MATCHES(Y.get(), y_ref, tol());
+    // Backward: dx overwritten, dW (fp32, a parameter gradient) accumulated.
+    std::vector<double> dw0 = rnd.uniform(size_t(out) * in), dx_ref(size_t(n) * in), dw_ref = dw0;
+    ref::gemm(linear_dx_gemm({}, in, {}, out, {}, n, in, out, 0.0f), static_cast<double*>(nullptr), dy.data(),
+              w.data(), dx_ref.data());
+    ref::gemm(linear_dw_gemm({}, {}, out, {}, in, n, in, out), static_cast<double*>(nullptr), dy.data(), x.data(),
+              dw_ref.data());
+    DeviceBuffer DW(DType::F32, dw0);
+    DX.poison();
+    be->matmul(linear_dx_gemm(DX, in, DY, out, W, n, in, out, 0.0f));
+    be->matmul(linear_dw_gemm(DW, DY, out, X, in, n, in, out));
+    EXPECT_MATCHES(DX.get(), dx_ref, tol());
+    EXPECT_MATCHES(DW.get(), dw_ref, tol());
+  }
+}
+
+TEST_P(GpuOps, Embedding) {
+  for (auto [n, c, vocab] : {std::tuple{1, 32, 13}, {7, 64, 13}, {129, 512, 1000}, {2048, 512, 1000}}) {
+    SCOPED_TRACE(testing::Message() << "n=" << n << " c=" << c << " vocab=" << vocab);
+    GpuBackend be(plan(), shape_for(n, c));
+    CounterRng r(rnd.next++, kStreamTest);
+    std::vector<double> tok(n);
+    std::vector<int32_t> tok_i(n);
+    for (int i = 0; i < n; ++i) tok[i] = tok_i[i] = int32_t(r.below(i, vocab / 2 + 1));  // repeats
+    auto wte = input(size_t(vocab) * c), dout = input(size_t(n) * c);
+    std::vector<double> dwte0 = rnd.uniform(size_t(vocab) * c), out_ref(size_t(n) * c), dwte_ref = dwte0;
+    ref::embedding_forward(out_ref.data(), tok_i.data(), wte.data(), n, c);
+    ref::embedding_backward(dwte_ref.data(), dout.data(), tok_i.data(), n, c);
+    DeviceBuffer TOK(DType::I32, tok), WTE(act(), wte), DOUT(act(), dout), OUT(act(), int64_t(n) * c),
+        DWTE(DType::F32, dwte0);
+    OUT.poison();
+    be->embedding_forward(OUT, TOK, WTE, n, c);
+    be->embedding_backward(DWTE, DOUT, TOK, n, c, vocab);
+    EXPECT_MATCHES(OUT.get(), out_ref, tol());
+    EXPECT_MATCHES(DWTE.get(), dwte_ref, tol());
+  }
+}
+
+TEST_P(GpuOps, RmsNorm) {
+  for (auto [n, c] : {std::pair{1, 32}, {7, 64}, {129, 512}, {1000, 1000}}) {
+    SCOPED_TRACE(testing::Message() << "n=" << n << " c=" << c);
+    GpuBackend be(plan(), shape_for(n, c));
+    auto x = input(size_t(n) * c, 2.0), w = input(c), dout = input(size_t(n) * c);
+    std::vector<double> out_ref(size_t(n) * c), rstd_ref(n), dx_ref(size_t(n) * c), dw0 = rnd.uniform(c), dw_ref = dw0;
+    ref::rmsnorm_forward(out_ref.data(), rstd_ref.data(), x.data(), w.data(), n, c, 1e-5);
+    ref::rmsnorm_backward(dx_ref.data(), dw_ref.data(), dout.data(), x.data(), w.data(), rstd_ref.data(), n, c);
+    DeviceBuffer X(act(), x), W(act(), w), DOUT(act(), dout), OUT(act(), int64_t(n) * c), RSTD(DType::F32, n),
+        DX(act(), int64_t(n) * c), DW(DType::F32, dw0);
+    OUT.poison(), RSTD.poison(), DX.poison();
+    be->rmsnorm_forward(OUT, RSTD, X, W, n, c, 1e-5);
+    EXPECT_MATCHES(OUT.get(), out_ref, tol());
+    EXPECT_MATCHES(RSTD.get(), rstd_ref, act() == DType::F32 ? 1e-6 : 1e-5);
+    be->rmsnorm_backward(DX, DW, DOUT, X, W, RSTD, n, c);
+    EXPECT_MATCHES(DX.get(), dx_ref, tol());
+    EXPECT_MATCHES(DW.get(), dw_ref, tol());
+  }
+}
+
+TEST_P(GpuOps, Rope) {
+  for (int T : {1, 7, 129})
+    for (int D : {32, 64, 128}) {
+      SCOPED_TRACE(testing::Message() << "T=" << T << " D=" << D);
+      const int B = 2, heads = 3, col = D, ld = 5 * D;  // rotate heads 1..3 of 5
+      GpuBackend be(plan(), shape_for(int64_t(B) * T, D));
+      const std::vector<double> table = rope_table(T, D, 10000.0);
+      const RopeShape s{int64_t(B) * T, T, heads, D, col, ld};
+      auto x = input(size_t(B) * T * ld);
+      std::vector<double> fwd_ref = x, bwd_ref = x, tab_f(table.begin(), table.end());
+      for (double& v : tab_f) v = float(v);  // the GPU reads the table in fp32
+      ref::rope(fwd_ref.data(), tab_f.data(), s, false);
+      ref::rope(bwd_ref.data(), tab_f.data(), s, true);
+      DeviceBuffer TAB(DType::F32, tab_f), X(act(), x), DX(act(), x);
+      be->rope_forward(X, TAB, s);
+      be->rope_backward(DX, TAB, s);
+      EXPECT_MATCHES(X.get(), fwd_ref, tol());
+      EXPECT_MATCHES(DX.get(), bwd_ref, tol());
+    }
+}
+
+class GpuAttention : public GpuOps {};
+
+TEST_P(GpuAttention, MaterializedMatchesReference) {
+  for (int version : {1, 2})  // v1: separate scale kernel; v2 fp32: fused scale+mask+softmax
+    for (int T : {1, 7, 129})
+      for (int D : {32, 64, 128})
+        for (int kv : {4, 2, 1}) {
+          Plan p = plan(version);
+          if (p.amp && p.flash_attention) continue;  // bf16 flash attention is cuDNN's: tested with it
+          SCOPED_TRACE(testing::Message() << "v" << version << " T=" << T << " D=" << D << " kv_heads=" << kv);
+          const AttnShape s{2, T, 4, kv, D};
+          const int64_t N = int64_t(s.B) * T;
+          GpuBackend be(p, {s.B, T, s.H * D, s.H, kv, D, 8, 2});
+          auto qkv = input(size_t(N * s.ld())), datt = input(size_t(N) * s.H * D);
+          std::vector<double> att_ref(size_t(N) * s.H * D), probs(size_t(s.B) * s.H * T * T), dqkv_ref(qkv.size());
+          ref::attention_forward(att_ref.data(), probs.data(), qkv.data(), s);
+          ref::attention_backward(dqkv_ref.data(), datt.data(), qkv.data(), probs.data(), s);
+          const TensorSpec saved = be->attention_saved(s);
+          DeviceBuffer QKV(act(), qkv), DATT(act(), datt), ATT(act(), N * s.H * D), SAVED(saved.dtype, saved.numel),
+              DQKV(act(), N * s.ld());
+          ATT.poison(), SAVED.poison(), DQKV.poison();
+          be->attention_forward(ATT, SAVED, QKV, s);
+          be->attention_backward(DQKV, DATT, QKV, ATT, SAVED, s);
+          EXPECT_MATCHES(ATT.get(), att_ref, tol());
+          EXPECT_MATCHES(DQKV.get(), dqkv_ref, act() == DType::F32 ? 1e-5 : 2e-2);
+        }
+}
+
+TEST_P(GpuOps, SwiGlu) {
+  for (bool fused : {false, true})
+    for (auto [n, f] : {std::pair{1, 32}, {7, 100}, {129, 2048}}) {
+      SCOPED_TRACE(testing::Message() << (fused ? "fused" : "unfused") << " n=" << n << " f=" << f);
+      Plan p = plan();
+      p.gate_up_fusion = fused;
+      GpuBackend be(p, shape_for(n, 8, f));
+      auto gu = input(size_t(n) * 2 * f, 4.0), dh = input(size_t(n) * f);
+      std::vector<double> h_ref(size_t(n) * f), dgu_ref(gu.size());
+      ref::swiglu_forward(h_ref.data(), gu.data(), n, f);
+      ref::swiglu_backward(dgu_ref.data(), dh.data(), gu.data(), n, f);
+      DeviceBuffer GU(act(), gu), DH(act(), dh), H(act(), int64_t(n) * f), DGU(act(), int64_t(gu.size()));
+      H.poison(), DGU.poison();
+      be->swiglu_forward(H, GU, n, f);
+      be->swiglu_backward(DGU, DH, GU, n, f);
+      EXPECT_MATCHES(H.get(), h_ref, tol());
+      EXPECT_MATCHES(DGU.get(), dgu_ref, tol());
+    }
+}
+
+TEST_P(GpuOps, ResidualAdd) {
+  for (int n : {1, 7, 129, 1 << 20}) {
+    GpuBackend be(plan(), shape_for(1, 8));
+    auto a = input(n), b = input(n);
+    std::vector<double> ref(n);
+    ref::add(ref.data(), a.data(), b.data(), n);
+    DeviceBuffer A(act(), a), B(act(), b), OUT(act(), n);
+    OUT.poison();
+    be->add(OUT, A, B);
+    be->add(A, A, B);  // in place
+    EXPECT_MATCHES(OUT.get(), ref, tol());
+    EXPECT_MATCHES(A.get(), ref, tol());
+  }
+}
+
+TEST_P(GpuOps, CrossEntropy) {
+  for (auto [n, v] : {std::pair{1, 2}, {7, 1000}, {129, 1000}, {64, 4097}}) {
+    SCOPED_TRACE(testing::Message() << "n=" << n << " v=" << v);
+    GpuBackend be(plan(), shape_for(n, 8));
+    auto logits = input(size_t(n) * v, 5.0);
+    CounterRng r(rnd.next++, kStreamTest);
+    std::vector<double> tgt(n);
+    std::vector<int32_t> tgt_i(n);
+    for (int i = 0; i < n; ++i) tgt[i] = tgt_i[i] = int32_t(r.below(i, v));
+    std::vector<double> loss_ref(n), d_ref(logits.size());
+    ref::cross_entropy_forward(loss_ref.data(), logits.data(), tgt_i.data(), n, v);
+    ref::cross_entropy_backward(d_ref.data(), logits.data(), tgt_i.data(), n, v, 1.0 / n);
+    DeviceBuffer L(act(), logits), TGT(DType::I32, tgt), LOSS(DType::F32, n);
+    LOSS.poison();
+    be->cross_entropy_forward(LOSS, L, TGT, n, v);
+    be->cross_entropy_backward(L, L, TGT, n, v, 1.0 / n);  // in place, as the model runs it
+    EXPECT_MATCHES(LOSS.get(), loss_ref, act() == DType::F32 ? 1e-6 : 1e-5);
+    EXPECT_MATCHES(L.get(), d_ref, tol());
+  }
+}
+
+TEST_P(GpuOps, AdamW) {
+  const int n = 100003;
+  GpuBackend be(plan(), shape_for(1, 8));
+  auto p = rnd.uniform(n), g = rnd.uniform(n), m = rnd.uniform(n, 0.1), v = rnd.uniform(n, 0.01);
+  for (double& x : v) x = std::fabs(x);
+  AdamWStep s;
+  s.lr = 1e-3, s.t = 7;
+  std::vector<double> p_ref = p, m_ref = m, v_ref = v;
+  ref::adamw(p_ref.data(), g.data(), m_ref.data(), v_ref.data(), n, s);
+  DeviceBuffer P(DType::F32, p), G(DType::F32, g), M(DType::F32, m), V(DType::F32, v), PA(DType::BF16, n);
+  PA.poison();
+  be->adamw(P, G, M, V, act() == DType::BF16 ? PA.t() : Tensor{}, s);
+  EXPECT_MATCHES(P.get(), p_ref, 1e-6);
+  EXPECT_MATCHES(M.get(), m_ref, 1e-6);
+  EXPECT_MATCHES(V.get(), v_ref, 1e-6);
+  if (act() == DType::BF16) {  // the bf16 copy is the new fp32 value, rounded
+    const std::vector<double> pf = P.get(), pa = PA.get();
+    for (int i = 0; i < n; ++i) ASSERT_EQ(pa[i], bf16_to_float(float_to_bf16(float(pf[i])))) << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, GpuOps, ::testing::Values(DType::F32, DType::BF16),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+INSTANTIATE_TEST_SUITE_P(Types, GpuAttention, ::testing::Values(DType::F32, DType::BF16),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+}  // namespace
+}  // namespace tt::test
