@@ -207,7 +207,12 @@ TEST_P(GpuOps, CrossEntropy) {
     LOSS.poison();
     be->cross_entropy_forward(LOSS, L, TGT, n, v);
     be->cross_entropy_backward(L, L, TGT, n, v, 1.0 / n);  // in place, as the model runs it
-    EXPECT_MATCHES(LOSS.get(), loss_ref, act() == DType::F32 ? 1e-6 : 1e-5);
+    // loss = logsumexp - logit[target] cancels when the target dominates, so bound the
+    // error by fp32's resolution at the logits' magnitude rather than relative to the loss.
+    const std::vector<double> loss = LOSS.get();
+    double max_logit = 0;
+    for (double x : logits) max_logit = std::max(max_logit, std::fabs(x));
+    for (int i = 0; i < n; ++i) EXPECT_NEAR(loss[i], loss_ref[i], 1e-6 * (1 + max_logit)) << "row " << i;
     EXPECT_MATCHES(L.get(), d_ref, tol());
   }
 }
