@@ -67,6 +67,11 @@ class Backend {
   virtual void mark(int slot) = 0;
   virtual double elapsed_ms(int from, int to) = 0;
 
+  // Named ranges around the model's regions (NVTX on the GPU: Nsight tools and --profile see
+  // them). Nested; the model opens and closes them with ScopedRange.
+  virtual void range_push(const char* name) {}
+  virtual void range_pop() {}
+
   // Operations.
   virtual void matmul(const Gemm& g) = 0;
   virtual void embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& wte,
@@ -92,10 +97,24 @@ class Backend {
                                      const Tensor& targets, int64_t n, int v) = 0;
   virtual void cross_entropy_backward(const Tensor& dlogits, const Tensor& logits,
                                       const Tensor& targets, int64_t n, int v, double scale) = 0;
+  // The step's AdamW scalars (learning rate, bias corrections): adamw() uses the last ones
+  // set. The CUDA kernel reads them from device memory, so that a captured step replays with
+  // the scalars of the current step.
+  virtual void set_adamw_step(const AdamWStep& s) = 0;
   // p, g, m, v are master tensors of one parameter (or of all of them); p_act, when not
   // empty, is the act-typed copy of p used by the products, refreshed from the new p.
   virtual void adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v,
-                     const Tensor& p_act, const AdamWStep& s) = 0;
+                     const Tensor& p_act) = 0;
+
+  // CUDA graphs (the cuda-graph switch): the work enqueued between graph_capture_begin()
+  // and graph_capture_end() is captured once, then graph_replay() runs it again. A backend
+  // without graphs returns false from graph_capture_begin() and the caller runs eagerly.
+  virtual bool graph_capture_begin() { return false; }
+  virtual void graph_capture_end() {}
+  virtual void graph_replay() {}
+
+  // Which attention implementation runs, for the summary.
+  virtual std::string attention_kind() const = 0;
 };
 
 enum class DeviceKind { Auto, Cpu, Cuda };
@@ -103,6 +122,18 @@ enum class DeviceKind { Auto, Cpu, Cuda };
 struct BackendOptions {
   DeviceKind device = DeviceKind::Auto;
   Plan plan;
+  bool nvtx = true;  // named ranges on; off only to measure what they cost (--no-nvtx)
+};
+
+class ScopedRange {
+ public:
+  ScopedRange(Backend& b, const char* name) : b_(b) { b_.range_push(name); }
+  ~ScopedRange() { b_.range_pop(); }
+  ScopedRange(const ScopedRange&) = delete;
+  ScopedRange& operator=(const ScopedRange&) = delete;
+
+ private:
+  Backend& b_;
 };
 
 // Builds the backend the options ask for. With Auto: CUDA when a GPU is present, else CPU.

@@ -12,7 +12,7 @@ namespace tt {
 
 std::unique_ptr<Backend> make_cpu_backend(const Plan& plan);
 #ifdef TT_HAVE_CUDA
-std::unique_ptr<Backend> make_cuda_backend(const Plan& plan);
+std::unique_ptr<Backend> make_cuda_backend(const Plan& plan, bool nvtx);
 #endif
 
 bool cuda_available(std::string* why) {
@@ -51,7 +51,7 @@ std::unique_ptr<Backend> make_backend(const BackendOptions& options) {
       break;
   }
 #ifdef TT_HAVE_CUDA
-  return make_cuda_backend(options.plan);
+  return make_cuda_backend(options.plan, options.nvtx);
 #else
   usage_fail("--device cuda: this build has no CUDA backend");
 #endif

@@ -113,16 +113,18 @@ class CpuBackend final : public Backend {
     ref::cross_entropy_backward(dlogits.data<T>(), logits.data<T>(), targets.data<int32_t>(), n,
                                 v, scale);
   }
-  void adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v,
-             const Tensor& p_act, const AdamWStep& s) override {
+  void set_adamw_step(const AdamWStep& s) override { adamw_step_ = s; }
+  void adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const Tensor& p_act) override {
     TT_CHECK(p_act.empty(), "cpu backend keeps no separate copy of the weights");
-    ref::adamw(p.data<T>(), g.data<T>(), m.data<T>(), v.data<T>(), p.numel, s);
+    ref::adamw(p.data<T>(), g.data<T>(), m.data<T>(), v.data<T>(), p.numel, adamw_step_);
   }
+  std::string attention_kind() const override { return "reference (materialized, double loops)"; }
 
  private:
   using Clock = std::chrono::steady_clock;
   static constexpr DType kT = dtype_of<T>::value;
   Plan plan_;
+  AdamWStep adamw_step_;
   HostMemory memory_;
   Clock::time_point marks_[kMaxMarks];
 };

@@ -53,6 +53,11 @@ bool parse_train_options(const std::vector<std::string>& args, TrainOptions& o) 
   app.add_option("--json", o.json_path, "write the summary and per-step losses as JSON");
   app.add_option("--save", o.save_path, "write a checkpoint (safetensors) at the end");
   app.add_option("--resume", o.resume_path, "continue from a checkpoint written by --save");
+  app.add_option("--profile", o.profile_dir, "kernel trace (CUPTI) into DIR: trace.json, kernels.csv, regions.csv");
+  app.add_option("--profile-steps", o.profile_steps, "steps traced after the warm-up")->capture_default_str();
+  app.add_flag("--flops-profile", o.flops_profile, "per-module FLOPs, time, TFLOP/s and MFU (traces like --profile)");
+  bool no_nvtx = false;
+  app.add_flag("--no-nvtx", no_nvtx, "leave out the named ranges (only to measure what they cost)");
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
   try {
@@ -78,6 +83,7 @@ bool parse_train_options(const std::vector<std::string>& args, TrainOptions& o) 
   o.backend.plan = plan_for_version(version[1] - '0');
   o.backend.plan.amp = use_amp;
   o.backend.plan.tf32 = tf32;
+  o.backend.nvtx = !no_nvtx;
   return true;
 }
 

@@ -13,6 +13,7 @@ Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len
       arena_(backend.memory()),
       table_(param_table(config)) {
   cfg_.validate();
+  for (int l = 0; l < cfg_.layers; ++l) layer_names_.push_back("layer." + std::to_string(l));
   arena_.build([this](Arena& a) { layout(a); });
   w_ = weight_views(cfg_, params_act_.empty() ? params_ : params_act_);
   g_ = weight_views(cfg_, grads_);
@@ -87,6 +88,7 @@ void Llama::set_batch(const int32_t* tok, const int32_t* tgt) {
   for (int64_t i = 0; i < tokens(); ++i)
     if (tok[i] < 0 || tok[i] >= cfg_.vocab_size || tgt[i] < 0 || tgt[i] >= cfg_.vocab_size)
       usage_fail("token id out of range [0, " + std::to_string(cfg_.vocab_size) + ") in the batch");
+  ScopedRange range(be_, "inputs");
   be_.upload(tokens_, tok);
   be_.upload(targets_, tgt);
 }
@@ -104,90 +106,144 @@ void Llama::linear_backward(const Tensor& dx, float beta_dx, const Tensor& dw, c
 }
 
 void Llama::forward() {
-  const Plan& plan = be_.plan();
+  ScopedRange range(be_, "forward");
   const int64_t N = tokens();
-  const int C = cfg_.hidden, D = cfg_.head_dim(), H = cfg_.heads, KVH = cfg_.kv_heads;
-  const int F = cfg_.intermediate, QKV = cfg_.qkv_dim();
-  const int64_t ld = QKV;
-
-  be_.embedding_forward(acts_[0].x, tokens_, w_.wte, N, C);
-  for (int l = 0; l < cfg_.layers; ++l) {
-    const LayerActs& a = acts_[l];
-    const LayerWeights& w = w_.layers[l];
-    const Tensor& x_next = l + 1 < cfg_.layers ? acts_[l + 1].x : x_out_;
-
-    // Attention block.
-    be_.rmsnorm_forward(a.xn1, a.rstd1, a.x, w.attn_norm, N, C, cfg_.norm_eps);
-    if (plan.qkv_fusion) {
-      linear(a.qkv, ld, a.xn1, w.wqkv, C, QKV);
-    } else {  // three products, each writing its columns of the qkv buffer
-      const int q = H * D, kv = KVH * D;
-      linear(a.qkv, ld, a.xn1, w.wqkv.slice(0, int64_t(q) * C), C, q);
-      linear(a.qkv.slice(q, a.qkv.numel - q), ld, a.xn1, w.wqkv.slice(int64_t(q) * C, int64_t(kv) * C), C, kv);
-      linear(a.qkv.slice(q + kv, a.qkv.numel - q - kv), ld, a.xn1,
-             w.wqkv.slice(int64_t(q + kv) * C, int64_t(kv) * C), C, kv);
-    }
-    if (plan.custom_rope) {  // queries and keys are adjacent heads: one call rotates both
-      be_.rope_forward(a.qkv, rope_table_, {N, T_, H + KVH, D, 0, ld});
-    } else {
-      be_.rope_forward(a.qkv, rope_table_, {N, T_, H, D, 0, ld});
-      be_.rope_forward(a.qkv, rope_table_, {N, T_, KVH, D, attn_.k_col(), ld});
-    }
-    be_.attention_forward(a.att, a.saved, a.qkv, attn_);
-    linear(branch_, C, a.att, w.wo, H * D, C);
-    be_.add(a.x_mid, a.x, branch_);
-
-    // Feed-forward block.
-    be_.rmsnorm_forward(a.xn2, a.rstd2, a.x_mid, w.ffn_norm, N, C, cfg_.norm_eps);
-    if (plan.gate_up_fusion) {
-      linear(a.gateup, 2 * F, a.xn2, w.wgateup, C, 2 * F);
-    } else {
-      linear(a.gateup, 2 * F, a.xn2, w.wgateup.slice(0, int64_t(F) * C), C, F);
-      linear(a.gateup.slice(F, a.gateup.numel - F), 2 * F, a.xn2,
-             w.wgateup.slice(int64_t(F) * C, int64_t(F) * C), C, F);
-    }
-    be_.swiglu_forward(a.h, a.gateup, N, F);
-    linear(branch_, C, a.h, w.wdown, F, C);
-    be_.add(x_next, a.x_mid, branch_);
+  const int C = cfg_.hidden;
+  {
+    ScopedRange r(be_, "embedding");
+    be_.embedding_forward(acts_[0].x, tokens_, w_.wte, N, C);
   }
-  be_.rmsnorm_forward(xf_, rstd_f_, x_out_, w_.final_norm, N, C, cfg_.norm_eps);
+  for (int l = 0; l < cfg_.layers; ++l) {
+    ScopedRange r(be_, layer_names_[size_t(l)].c_str());
+    forward_attention(l);
+    forward_ffn(l);
+  }
+  {
+    ScopedRange r(be_, "final_norm");
+    be_.rmsnorm_forward(xf_, rstd_f_, x_out_, w_.final_norm, N, C, cfg_.norm_eps);
+  }
+  ScopedRange r(be_, "head_loss");
   linear(logits_, cfg_.vocab_size, xf_, w_.wte, C, cfg_.vocab_size);  // tied output head
   be_.cross_entropy_forward(losses_, logits_, targets_, N, cfg_.vocab_size);
 }
 
-void Llama::backward() {
+void Llama::forward_attention(int l) {
   const Plan& plan = be_.plan();
   const int64_t N = tokens();
   const int C = cfg_.hidden, D = cfg_.head_dim(), H = cfg_.heads, KVH = cfg_.kv_heads;
-  const int F = cfg_.intermediate, QKV = cfg_.qkv_dim(), V = cfg_.vocab_size;
+  const int64_t ld = cfg_.qkv_dim();
+  const LayerActs& a = acts_[size_t(l)];
+  const LayerWeights& w = w_.layers[size_t(l)];
+  {
+    ScopedRange r(be_, "attention_norm");
+    be_.rmsnorm_forward(a.xn1, a.rstd1, a.x, w.attn_norm, N, C, cfg_.norm_eps);
+  }
+  ScopedRange r(be_, "attention");
+  if (plan.qkv_fusion) {
+    linear(a.qkv, ld, a.xn1, w.wqkv, C, int(ld));
+  } else {  // three products, each writing its columns of the qkv buffer
+    const int64_t cols[3] = {0, int64_t(H) * D, int64_t(H + KVH) * D};
+    const int width[3] = {H * D, KVH * D, KVH * D};
+    for (int i = 0; i < 3; ++i)
+      linear(a.qkv.slice(cols[i], a.qkv.numel - cols[i]), ld, a.xn1, w.wqkv.slice(cols[i] * C, int64_t(width[i]) * C),
+             C, width[i]);
+  }
+  if (plan.custom_rope) {  // queries and keys are adjacent heads: one call rotates both
+    be_.rope_forward(a.qkv, rope_table_, {N, T_, H + KVH, D, 0, ld});
+  } else {
+    be_.rope_forward(a.qkv, rope_table_, {N, T_, H, D, 0, ld});
+    be_.rope_forward(a.qkv, rope_table_, {N, T_, KVH, D, attn_.k_col(), ld});
+  }
+  be_.attention_forward(a.att, a.saved, a.qkv, attn_);
+  linear(branch_, C, a.att, w.wo, H * D, C);
+  be_.add(a.x_mid, a.x, branch_);
+}
 
-  be_.zero(grads_);
-  // Loss and output head. The logits buffer becomes dlogits.
-  be_.cross_entropy_backward(logits_, logits_, targets_, N, V, 1.0 / double(N));
-  linear_backward(d_normed_, 0.0f, g_.wte, logits_, V, xf_, w_.wte, C, V);
-  be_.rmsnorm_backward(dres_, g_.final_norm, d_normed_, x_out_, w_.final_norm, rstd_f_, N, C);
+void Llama::forward_ffn(int l) {
+  const Plan& plan = be_.plan();
+  const int64_t N = tokens();
+  const int C = cfg_.hidden, F = cfg_.intermediate;
+  const LayerActs& a = acts_[size_t(l)];
+  const LayerWeights& w = w_.layers[size_t(l)];
+  const Tensor& x_next = l + 1 < cfg_.layers ? acts_[size_t(l) + 1].x : x_out_;
+  {
+    ScopedRange r(be_, "ffn_norm");
+    be_.rmsnorm_forward(a.xn2, a.rstd2, a.x_mid, w.ffn_norm, N, C, cfg_.norm_eps);
+  }
+  ScopedRange r(be_, "ffn");
+  if (plan.gate_up_fusion) {
+    linear(a.gateup, 2 * F, a.xn2, w.wgateup, C, 2 * F);
+  } else {  // two products, into the gate and the up half of each row
+    for (int half = 0; half < 2; ++half)
+      linear(a.gateup.slice(int64_t(half) * F, a.gateup.numel - int64_t(half) * F), 2 * F, a.xn2,
+             w.wgateup.slice(int64_t(half) * F * C, int64_t(F) * C), C, F);
+  }
+  be_.swiglu_forward(a.h, a.gateup, N, F);
+  linear(branch_, C, a.h, w.wdown, F, C);
+  be_.add(x_next, a.x_mid, branch_);
+}
 
+void Llama::backward() {
+  ScopedRange range(be_, "backward");
+  const int64_t N = tokens();
+  const int C = cfg_.hidden, V = cfg_.vocab_size;
+  {
+    ScopedRange r(be_, "head_loss");
+    be_.zero(grads_);
+    // The logits buffer becomes dlogits.
+    be_.cross_entropy_backward(logits_, logits_, targets_, N, V, 1.0 / double(N));
+    linear_backward(d_normed_, 0.0f, g_.wte, logits_, V, xf_, w_.wte, C, V);
+  }
+  {
+    ScopedRange r(be_, "final_norm");
+    be_.rmsnorm_backward(dres_, g_.final_norm, d_normed_, x_out_, w_.final_norm, rstd_f_, N, C);
+  }
+  // dres holds the gradient of the residual stream, from the last layer down.
   for (int l = cfg_.layers - 1; l >= 0; --l) {
-    const LayerActs& a = acts_[l];
-    const LayerWeights& w = w_.layers[l];
-    const LayerWeights& g = g_.layers[l];
-    // dres holds the gradient of the layer's output. Feed-forward block:
+    ScopedRange r(be_, layer_names_[size_t(l)].c_str());
+    backward_ffn(l);
+    backward_attention(l);
+  }
+  ScopedRange r(be_, "embedding");
+  be_.embedding_backward(g_.wte, dres_, tokens_, N, C, V);
+}
+
+void Llama::backward_ffn(int l) {
+  const Plan& plan = be_.plan();
+  const int64_t N = tokens();
+  const int C = cfg_.hidden, F = cfg_.intermediate;
+  const LayerActs& a = acts_[size_t(l)];
+  const LayerWeights& w = w_.layers[size_t(l)];
+  const LayerWeights& g = g_.layers[size_t(l)];
+  {
+    ScopedRange r(be_, "ffn");
     linear_backward(dh_, 0.0f, g.wdown, dres_, C, a.h, w.wdown, F, C);
     be_.swiglu_backward(dgateup_, dh_, a.gateup, N, F);
     if (plan.gate_up_fusion) {
       linear_backward(d_normed_, 0.0f, g.wgateup, dgateup_, 2 * F, a.xn2, w.wgateup, C, 2 * F);
     } else {
       const int64_t FC = int64_t(F) * C;
-      linear_backward(d_normed_, 0.0f, g.wgateup.slice(0, FC), dgateup_, 2 * F, a.xn2,
-                      w.wgateup.slice(0, FC), C, F);
-      linear_backward(d_normed_, 1.0f, g.wgateup.slice(FC, FC),
-                      dgateup_.slice(F, dgateup_.numel - F), 2 * F, a.xn2,
-                      w.wgateup.slice(FC, FC), C, F);
+      for (int half = 0; half < 2; ++half)
+        linear_backward(d_normed_, half ? 1.0f : 0.0f, g.wgateup.slice(half * FC, FC),
+                        dgateup_.slice(int64_t(half) * F, dgateup_.numel - int64_t(half) * F), 2 * F, a.xn2,
+                        w.wgateup.slice(half * FC, FC), C, F);
     }
-    be_.rmsnorm_backward(d_norm_in_, g.ffn_norm, d_normed_, a.x_mid, w.ffn_norm, a.rstd2, N, C);
-    be_.add(dres_, dres_, d_norm_in_);  // now the gradient of x_mid
+  }
+  ScopedRange r(be_, "ffn_norm");
+  be_.rmsnorm_backward(d_norm_in_, g.ffn_norm, d_normed_, a.x_mid, w.ffn_norm, a.rstd2, N, C);
+  be_.add(dres_, dres_, d_norm_in_);  // now the gradient of x_mid
+}
 
-    // Attention block.
+void Llama::backward_attention(int l) {
+  const Plan& plan = be_.plan();
+  const int64_t N = tokens();
+  const int C = cfg_.hidden, D = cfg_.head_dim(), H = cfg_.heads, KVH = cfg_.kv_heads;
+  const int QKV = cfg_.qkv_dim();
+  const LayerActs& a = acts_[size_t(l)];
+  const LayerWeights& w = w_.layers[size_t(l)];
+  const LayerWeights& g = g_.layers[size_t(l)];
+  {
+    ScopedRange r(be_, "attention");
     linear_backward(datt_, 0.0f, g.wo, dres_, C, a.att, w.wo, H * D, C);
     be_.attention_backward(dqkv_, datt_, a.qkv, a.att, a.saved, attn_);
     if (plan.custom_rope) {
@@ -199,34 +255,62 @@ void Llama::backward() {
     if (plan.qkv_fusion) {
       linear_backward(d_normed_, 0.0f, g.wqkv, dqkv_, QKV, a.xn1, w.wqkv, C, QKV);
     } else {
-      const int64_t rows[3] = {int64_t(H) * D, int64_t(KVH) * D, int64_t(KVH) * D};
-      int64_t col = 0;
-      for (int i = 0; i < 3; ++i) {
-        linear_backward(d_normed_, i == 0 ? 0.0f : 1.0f, g.wqkv.slice(col * C, rows[i] * C),
-                        dqkv_.slice(col, dqkv_.numel - col), QKV, a.xn1,
-                        w.wqkv.slice(col * C, rows[i] * C), C, int(rows[i]));
-        col += rows[i];
-      }
+      const int64_t cols[3] = {0, int64_t(H) * D, int64_t(H + KVH) * D};
+      const int width[3] = {H * D, KVH * D, KVH * D};
+      for (int i = 0; i < 3; ++i)
+        linear_backward(d_normed_, i == 0 ? 0.0f : 1.0f, g.wqkv.slice(cols[i] * C, int64_t(width[i]) * C),
+                        dqkv_.slice(cols[i], dqkv_.numel - cols[i]), QKV, a.xn1,
+                        w.wqkv.slice(cols[i] * C, int64_t(width[i]) * C), C, width[i]);
     }
-    be_.rmsnorm_backward(d_norm_in_, g.attn_norm, d_normed_, a.x, w.attn_norm, a.rstd1, N, C);
-    be_.add(dres_, dres_, d_norm_in_);  // now the gradient of the layer's input
   }
-  be_.embedding_backward(g_.wte, dres_, tokens_, N, C, V);
+  ScopedRange r(be_, "attention_norm");
+  be_.rmsnorm_backward(d_norm_in_, g.attn_norm, d_normed_, a.x, w.attn_norm, a.rstd1, N, C);
+  be_.add(dres_, dres_, d_norm_in_);  // now the gradient of the layer's input
 }
 
 void Llama::optimizer_step(const AdamWStep& step) {
+  ScopedRange range(be_, "optimizer");
+  be_.set_adamw_step(step);
   if (be_.plan().fused_adamw) {
-    be_.adamw(params_, grads_, m_, v_, params_act_, step);
+    be_.adamw(params_, grads_, m_, v_, params_act_);
     return;
   }
   for (const ParamEntry& e : table_) {  // one parameter tensor at a time, like torch's AdamW
     const Tensor act = params_act_.empty() ? Tensor{} : params_act_.slice(e.offset, e.numel);
     be_.adamw(params_.slice(e.offset, e.numel), grads_.slice(e.offset, e.numel),
-              m_.slice(e.offset, e.numel), v_.slice(e.offset, e.numel), act, step);
+              m_.slice(e.offset, e.numel), v_.slice(e.offset, e.numel), act);
   }
 }
 
+void Llama::train_step(const AdamWStep& step) {
+  if (be_.plan().cuda_graph && (graph_captured_ || be_.graph_capture_begin())) {
+    if (!graph_captured_) {
+      enqueue_step(step);
+      be_.graph_capture_end();
+      graph_captured_ = true;
+    }
+    {
+      ScopedRange range(be_, "optimizer");
+      be_.set_adamw_step(step);  // the captured copy of the scalars reads this step's values
+    }
+    be_.graph_replay();
+    return;
+  }
+  enqueue_step(step);
+}
+
+void Llama::enqueue_step(const AdamWStep& step) {
+  be_.mark(0);
+  forward();
+  be_.mark(1);
+  backward();
+  be_.mark(2);
+  optimizer_step(step);
+  be_.mark(3);
+}
+
 double Llama::mean_loss() {
+  ScopedRange range(be_, "loss_readback");
   double sum = 0;
   if (losses_.dtype == DType::F64) {
     std::vector<double> l(size_t(losses_.numel));

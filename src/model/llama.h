@@ -9,6 +9,7 @@
 // the backend's arena when the model is built; a step allocates nothing.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "backend/backend.h"
@@ -38,6 +39,9 @@ class Llama {
   void backward();
   void optimizer_step(const AdamWStep& step);
   double mean_loss();
+  // forward, backward and optimizer_step, with time marks 0..3 around them on the backend;
+  // with the cuda-graph switch, captured at the first call and replayed after.
+  void train_step(const AdamWStep& step);
 
   // The master buffers (parameters, gradients, Adam moments), all laid out by param_table.
   Tensor params() const { return params_; }
@@ -66,6 +70,11 @@ class Llama {
   };
 
   void layout(Arena& a);
+  void enqueue_step(const AdamWStep& step);
+  void forward_attention(int layer);
+  void forward_ffn(int layer);
+  void backward_ffn(int layer);
+  void backward_attention(int layer);
   void linear(const Tensor& out, int64_t ld_out, const Tensor& x, const Tensor& w, int in_f,
               int out_f);
   void linear_backward(const Tensor& dx, float beta_dx, const Tensor& dw, const Tensor& dout,
@@ -80,9 +89,11 @@ class Llama {
 
   Tensor params_, params_act_, grads_, m_, v_;
   std::vector<ParamEntry> table_;
+  std::vector<std::string> layer_names_;  // "layer.0", ...: the names of the layers' ranges
   Weights w_;  // views of the weights the products read (act-typed)
   Weights g_;  // views of the gradients
 
+  bool graph_captured_ = false;
   Tensor tokens_, targets_;
   std::vector<LayerActs> acts_;
   Tensor x_out_, xf_, rstd_f_, logits_, losses_;

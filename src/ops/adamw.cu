@@ -7,14 +7,12 @@
 namespace tt::cuda {
 namespace {
 
-struct AdamWScalars {
-  float decay, b1, b2, c1, c2, eps, step_size, bc2_sqrt;
-};
-
 template <class A>
-__global__ void adamw_kernel(float* p, const float* g, float* m, float* v, A* p_act, int64_t n, AdamWScalars k) {
+__global__ void adamw_kernel(float* p, const float* g, float* m, float* v, A* p_act, int64_t n,
+                             const AdamWScalars* scalars) {
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
+  const AdamWScalars k = *scalars;
   const float gi = g[i];
   const float mi = k.b1 * m[i] + k.c1 * gi;
   const float vi = k.b2 * v[i] + k.c2 * gi * gi;
@@ -29,9 +27,8 @@ constexpr int kThreads = 256;
 
 }  // namespace
 
-void adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const Tensor& p_act,
-           const AdamWStep& st, Stream s) {
-  const AdamWScalars k{float(1.0 - st.lr * st.weight_decay),
+AdamWScalars adamw_scalars(const AdamWStep& st) {
+  return AdamWScalars{float(1.0 - st.lr * st.weight_decay),
                        float(st.beta1),
                        float(st.beta2),
                        float(1.0 - st.beta1),
@@ -39,6 +36,10 @@ void adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, c
                        float(st.eps),
                        float(st.lr / st.bias_correction1()),
                        float(std::sqrt(st.bias_correction2()))};
+}
+
+void adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const Tensor& p_act,
+           const AdamWScalars* k, Stream s) {
   const unsigned blocks = blocks_for(p.numel, kThreads);
   if (p_act.empty()) {
     adamw_kernel<float><<<blocks, kThreads, 0, s>>>(p.data<float>(), g.data<float>(), m.data<float>(),

@@ -41,8 +41,13 @@ void adamw(T* p, const T* g, T* m, T* v, int64_t n, const AdamWStep& s) {
 }  // namespace ref
 }  // namespace tt
 
-// CUDA launcher (src/ops/adamw.cu): one elementwise kernel over the tensors given.
+// CUDA launcher (src/ops/adamw.cu): one elementwise kernel over the tensors given, reading the
+// step's scalars from device memory (so that a CUDA graph replays with new ones).
 namespace tt::cuda {
+struct AdamWScalars {
+  float decay, b1, b2, c1, c2, eps, step_size, bc2_sqrt;
+};
+AdamWScalars adamw_scalars(const AdamWStep& step);
 void adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const Tensor& p_act,
-           const AdamWStep& step, Stream s);
+           const AdamWScalars* device_scalars, Stream s);
 }  // namespace tt::cuda

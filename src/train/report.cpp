@@ -28,6 +28,7 @@ std::string step_line(const TrainOptions& o, const StepRecord& s, const MemoryRe
 void print_summary(std::ostream& log, const TrainOptions& o, const TrainResult& r) {
   log << "\n=== Performance Summary ===\n";
   log << fmt::format("Device: {} | backend: {} | plan: {}\n", r.device, r.backend, r.plan);
+  log << fmt::format("Attention: {}\n", r.attention);
   log << fmt::format("Total samples: {}\n", int64_t(r.steps.size()) * o.batch);
   if (r.timed_steps == 0) {
     log << fmt::format("Timing: none (all {} steps were warm-up; raise --num-steps above --warmup-steps {})\n",
@@ -51,6 +52,42 @@ void print_summary(std::ostream& log, const TrainOptions& o, const TrainResult& 
     log << fmt::format("  {:<16} {:>10}\n", category_name(Category(c)), format_mb(r.memory.bytes[c]));
 }
 
+void print_profile(std::ostream& log, const TraceData& t, const std::vector<HotspotRow>& hot) {
+  const std::vector<int64_t> launches = launches_per_step(t);
+  const std::vector<double> busy = busy_us_per_step(t);
+  std::string per_step;
+  for (size_t i = 0; i < launches.size(); ++i)
+    per_step += fmt::format("{}{} ({:.2f} ms busy)", i ? ", " : "", launches[i], busy[i] / 1e3);
+  log << fmt::format("Kernel launches per profiled step: {}\n", per_step);
+  log << "Top 10 kernels by GPU time:\n";
+  log << fmt::format("  {:>6} {:>10} {:>7} {:>9}  {}\n", "share", "total ms", "calls", "mean us", "kernel");
+  for (size_t i = 0; i < hot.size() && i < 10; ++i)
+    log << fmt::format("  {:>5.1f}% {:>10.3f} {:>7} {:>9.2f}  {}\n", 100 * hot[i].share, hot[i].total_us / 1e3,
+                       hot[i].calls, hot[i].mean_us, hot[i].name.substr(0, 90));
+}
+
+void print_flops_profile(std::ostream& log, const std::vector<ModuleFlops>& modules, double step_ms, double peak,
+                         const std::string& precision) {
+  log << "FLOP profile per module (per step; FLOPs from the formula in docs/profiling.md, time from the kernel trace):\n";
+  log << fmt::format("  {:<15}{:>12}{:>11}{:>11}{:>9}{:>9}{:>10}{:>10}{:>8}\n", "module", "params", "fwd GFLOP",
+                     "bwd GFLOP", "fwd ms", "bwd ms", "fwd TF/s", "bwd TF/s", "share");
+  double flops = 0;
+  for (const ModuleFlops& m : modules) {
+    auto rate = [](double f, double us) { return us > 0 ? f / (us * 1e-6) / 1e12 : 0.0; };
+    log << fmt::format("  {:<15}{:>12}{:>11.2f}{:>11.2f}{:>9.3f}{:>9.3f}{:>10.1f}{:>10.1f}{:>7.1f}%\n", m.module,
+                       m.params, m.forward_flops / 1e9, m.backward_flops / 1e9, m.forward_us / 1e3,
+                       m.backward_us / 1e3, rate(m.forward_flops, m.forward_us), rate(m.backward_flops, m.backward_us),
+                       100 * (m.forward_us + m.backward_us) / 1e3 / step_ms);
+    flops += m.forward_flops + m.backward_flops;
+  }
+  const double achieved = flops / (step_ms * 1e-3);
+  if (peak > 0)
+    log << fmt::format("Model FLOPs utilization: {:.2f} TFLOP/s of the {} peak {:.1f} TFLOP/s = {:.1f}% MFU\n",
+                       achieved / 1e12, precision, peak / 1e12, 100 * achieved / peak);
+  else
+    log << fmt::format("Model FLOPs: {:.2f} TFLOP/s ({} peak of this GPU unknown: no MFU)\n", achieved / 1e12, precision);
+}
+
 json result_json(const TrainOptions& o, const TrainResult& r) {
   json steps = json::array(), val = json::array(), mem = json::object();
   for (const StepRecord& s : r.steps)
@@ -68,8 +105,10 @@ json result_json(const TrainOptions& o, const TrainResult& r) {
       {"device", r.device},
       {"backend", r.backend},
       {"plan", r.plan},
+      {"attention", r.attention},
       {"steps", steps},
       {"validation", val},
+      {"launches_per_step", r.launches_per_step},
       {"summary",
        {{"total_samples", int64_t(r.steps.size()) * o.batch},
         {"timed_steps", r.timed_steps},

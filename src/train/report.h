@@ -4,6 +4,8 @@
 #include <ostream>
 #include <string>
 
+#include "profile/flops.h"
+#include "profile/trace.h"
 #include "train/trainer.h"
 
 namespace tt {
@@ -11,6 +13,11 @@ namespace tt {
 std::string format_mb(size_t bytes);
 std::string step_line(const TrainOptions& o, const StepRecord& s, const MemoryReport& m);
 void print_summary(std::ostream& log, const TrainOptions& o, const TrainResult& r);
+// The end of a --profile run: launches per step, GPU busy time, the top-10 kernels.
+void print_profile(std::ostream& log, const TraceData& t, const std::vector<HotspotRow>& hot);
+// The --flops-profile table and the model FLOPs utilization (peak 0: unknown GPU).
+void print_flops_profile(std::ostream& log, const std::vector<ModuleFlops>& modules, double step_ms, double peak,
+                         const std::string& precision);
 nlohmann::json result_json(const TrainOptions& o, const TrainResult& r);
 
 }  // namespace tt

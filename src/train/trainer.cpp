@@ -4,11 +4,14 @@
 
 #include <algorithm>
 #include <climits>
+#include <filesystem>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "core/files.h"
 #include "model/llama.h"
+#include "profile/cupti_trace.h"
+#include "profile/flops.h"
 #include "train/checkpoint.h"
 #include "train/data.h"
 #include "train/report.h"
@@ -23,6 +26,7 @@ void TrainOptions::validate() const {
   positive(seq_len, "--seq-len");
   positive(steps, "--num-steps");
   positive(log_every, "--log-every");
+  positive(profile_steps, "--profile-steps");
   if (warmup < 0) usage_fail("--warmup-steps: must not be negative (got " + std::to_string(warmup) + ")");
   if (!(std::isfinite(learning_rate) && learning_rate > 0))
     usage_fail("--learning-rate: must be a positive finite number");
@@ -74,6 +78,34 @@ double validation_loss(Llama& model, const DataSource& data) {
   return sum / n;
 }
 
+void prepare_directory(const std::string& dir, const char* flag) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir)) usage_fail(std::string(flag) + ": cannot create directory '" + dir + "'");
+  check_writable((std::filesystem::path(dir) / "trace.json").string(), flag);
+}
+
+void report_profile(std::ostream& log, const TrainOptions& o, TrainResult& r, const TraceData& t,
+                    const std::string& device) {
+  r.launches_per_step = launches_per_step(t);
+  const std::vector<HotspotRow> hot = hotspots(t);
+  const std::vector<RegionRow> regions = region_times(t);
+  if (!o.profile_dir.empty()) {
+    const std::filesystem::path dir(o.profile_dir);
+    write_file_atomic((dir / "trace.json").string(), [&](std::ostream& out) { write_chrome_trace(out, t); });
+    write_file_atomic((dir / "kernels.csv").string(), [&](std::ostream& out) { write_kernels_csv(out, hot); });
+    write_file_atomic((dir / "regions.csv").string(), [&](std::ostream& out) { write_regions_csv(out, regions); });
+    log << fmt::format("Profile of {} steps written to {}: trace.json, kernels.csv, regions.csv\n", t.steps, o.profile_dir);
+  }
+  print_profile(log, t, hot);
+  if (o.flops_profile) {
+    std::vector<ModuleFlops> modules = module_flops(o.model, o.batch, o.seq_len);
+    add_measured_times(modules, t);
+    const std::string precision = o.backend.plan.amp ? "bf16" : (o.backend.plan.tf32 ? "tf32" : "fp32");
+    print_flops_profile(log, modules, r.steps.back().step_ms, peak_flops(device, precision), precision);
+  }
+}
+
 }  // namespace
 
 TrainResult train(const TrainOptions& o, std::ostream& log) {
@@ -92,8 +124,18 @@ TrainResult train(const TrainOptions& o, std::ostream& log) {
   }
   if (!o.json_path.empty()) check_writable(o.json_path, "--json");
   if (!o.save_path.empty()) check_writable(o.save_path, "--save");
+  const bool profiling = !o.profile_dir.empty() || o.flops_profile;
+  if (profiling && o.steps - resume.step < int64_t(o.warmup) + o.profile_steps)
+    usage_fail(fmt::format("--profile-steps: {} warm-up and {} profiled steps need --num-steps of at least {}", o.warmup,
+                           o.profile_steps, resume.step + o.warmup + o.profile_steps));
+  if (!o.profile_dir.empty()) prepare_directory(o.profile_dir, "--profile");
 
   std::unique_ptr<Backend> backend = make_backend(o.backend);
+  std::unique_ptr<KernelTrace> trace;
+  if (profiling) {
+    if (!backend->is_cuda()) usage_fail("--profile and --flops-profile trace GPU kernels: they need --device cuda");
+    trace = KernelTrace::create();  // before the first step, so that graph captures are seen
+  }
   Llama model(o.model, *backend, o.batch, o.seq_len);
   if (o.resume_path.empty()) {
     model.init_weights(o.seed);
@@ -106,6 +148,7 @@ TrainResult train(const TrainOptions& o, std::ostream& log) {
   r.device = backend->is_cuda() ? "cuda" : "cpu";
   r.backend = backend->name();
   r.plan = backend->is_cuda() ? describe(backend->plan()) : "reference (plan switches apply to the CUDA backend)";
+  r.attention = backend->attention_kind();
   r.data = data->describe();
   for (int c = 0; c < kNumCategories; ++c) r.memory.bytes[c] = model.arena().bytes(Category(c));
   r.flops_per_step = training_flops(o.model, o.batch, o.seq_len);
@@ -115,6 +158,7 @@ TrainResult train(const TrainOptions& o, std::ostream& log) {
                      m.param_count(), m.vocab_size, m.hidden, m.layers, m.heads, m.kv_heads, m.head_dim(),
                      m.intermediate);
   log << fmt::format("Backend: {} | plan: {}\n", r.backend, r.plan);
+  log << fmt::format("Attention: {}\n", r.attention);
   log << fmt::format("Data: {}\n", r.data);
   log << fmt::format("Batch {} x {} tokens, steps {}..{}, lr {:g}, weight decay {:g}, seed {}\n", o.batch,
                      o.seq_len, resume.step + 1, o.steps, o.learning_rate, o.weight_decay, o.seed);
@@ -132,22 +176,23 @@ TrainResult train(const TrainOptions& o, std::ostream& log) {
   adam.weight_decay = o.weight_decay;
   Batch batch;
   std::vector<double> step_ms, fwd_ms, bwd_ms, opt_ms;
+  const int64_t first_profiled = resume.step + o.warmup + 1, last_profiled = first_profiled + o.profile_steps - 1;
   for (int64_t step = resume.step + 1; step <= o.steps; ++step) {
+    const bool profiled = trace && step >= first_profiled && step <= last_profiled;
+    if (profiled && step == first_profiled) trace->begin();
     data->next_batch(batch);
     model.set_batch(batch.tokens.data(), batch.targets.data());
-    backend->mark(0);
-    model.forward();
-    backend->mark(1);
-    model.backward();
-    backend->mark(2);
     adam.t = step;
-    model.optimizer_step(adam);
-    backend->mark(3);
+    model.train_step(adam);
     StepRecord s{step, model.mean_loss(), backend->elapsed_ms(0, 3), backend->elapsed_ms(0, 1),
                  backend->elapsed_ms(1, 2), backend->elapsed_ms(2, 3)};
     if (!std::isfinite(s.loss))
       fail(fmt::format("the loss is {} at step {}: training diverged (try a lower --learning-rate)", s.loss, step));
     r.steps.push_back(s);
+    if (profiled) {
+      trace->end_step();
+      if (step == last_profiled) report_profile(log, o, r, trace->finish(), backend->name());
+    }
     if (int64_t(r.steps.size()) > o.warmup) {
       step_ms.push_back(s.step_ms);
       fwd_ms.push_back(s.forward_ms);
@@ -156,7 +201,7 @@ TrainResult train(const TrainOptions& o, std::ostream& log) {
     }
     if (step % o.log_every == 0 || step == o.steps) {
       std::string line = step_line(o, s, r.memory);
-      if (data->validation_batches() > 0) {
+      if (data->validation_batches() > 0 && !profiled) {
         r.validation.emplace_back(step, validation_loss(model, *data));
         line += fmt::format(" | Val: {:.4f}", r.validation.back().second);
       }

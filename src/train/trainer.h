@@ -24,6 +24,10 @@ struct TrainOptions {
   BackendOptions backend;
   std::string data = "synthetic";
   std::string json_path, save_path, resume_path;
+  // Profiling (CUDA): a kernel trace of profile_steps steps after the warm-up.
+  std::string profile_dir;
+  int profile_steps = 3;
+  bool flops_profile = false;
 
   void validate() const;  // throws UsageError naming the flag
 };
@@ -40,7 +44,7 @@ struct MemoryReport {
 };
 
 struct TrainResult {
-  std::string device, backend, plan, data;
+  std::string device, backend, plan, attention, data;
   std::vector<StepRecord> steps;
   std::vector<std::pair<int64_t, double>> validation;  // (step, validation loss)
   int64_t timed_steps = 0;
@@ -49,6 +53,7 @@ struct TrainResult {
   double flops_per_step = 0, tflops = 0;
   double final_loss = 0;
   MemoryReport memory;
+  std::vector<int64_t> launches_per_step;  // from the kernel trace, when profiled
 };
 
 // Runs the training the options describe, printing progress and the summary to `log`.

@@ -5,6 +5,8 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <nvtx3/nvToolsExt.h>
+
 #include <cstdio>
 
 #include "backend/backend.h"
@@ -19,6 +21,7 @@
 #include "ops/rmsnorm.h"
 #include "ops/rope.h"
 #include "ops/swiglu.h"
+#include "profile/cupti_trace.h"
 
 namespace tt {
 namespace {
@@ -44,7 +47,7 @@ class DeviceMemory final : public MemoryResource {
 
 class CudaBackend final : public Backend {
  public:
-  explicit CudaBackend(const Plan& plan) : plan_(plan) {
+  CudaBackend(const Plan& plan, bool nvtx) : plan_(plan), nvtx_(nvtx) {
     CUDA_CHECK(cudaSetDevice(0));
     cudaDeviceProp prop;
     CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
@@ -53,8 +56,11 @@ class CudaBackend final : public Backend {
     CUBLAS_CHECK(cublasCreate(&cublas_));
     CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
     for (cudaEvent_t& e : marks_) CUDA_CHECK(cudaEventCreate(&e));
+    CUDA_CHECK(cudaMallocHost(&adamw_host_, sizeof(cuda::AdamWScalars)));
   }
   ~CudaBackend() override {
+    if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
+    cudaFreeHost(adamw_host_);
     for (cudaEvent_t e : marks_) cudaEventDestroy(e);
     cublasDestroy(cublas_);
     cudaStreamDestroy(stream_);
@@ -75,6 +81,7 @@ class CudaBackend final : public Backend {
     const AttnShape attn{m.B, m.T, m.H, m.KVH, m.D};
     auto take = [&](DType d, int64_t n) { return a.take(Category::Workspace, d, n); };
     cublas_workspace_ = take(DType::F32, kCublasWorkspaceBytes / 4);
+    adamw_device_ = take(DType::F32, sizeof(cuda::AdamWScalars) / 4);
     const std::vector<int64_t> sizes = cuda::attention_scratch_numel(attn);
     Tensor* bufs[] = {&attn_.qh, &attn_.kh, &attn_.vh, &attn_.oh, &attn_.dqh, &attn_.dkh, &attn_.dvh, &attn_.ds};
     for (size_t i = 0; i < sizes.size(); ++i) *bufs[i] = take(act, sizes[i]);
@@ -99,12 +106,25 @@ class CudaBackend final : public Backend {
   void convert(const Tensor& dst, const Tensor& src) override { cuda::convert(dst, src, stream_); }
   void synchronize() override { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
-  void mark(int slot) override { CUDA_CHECK(cudaEventRecord(marks_[slot], stream_)); }
+  void mark(int slot) override {  // inside a capture the record becomes a node of the graph
+    CUDA_CHECK(cudaEventRecordWithFlags(marks_[slot], stream_, capturing_ ? cudaEventRecordExternal : 0));
+  }
   double elapsed_ms(int from, int to) override {
     CUDA_CHECK(cudaEventSynchronize(marks_[to]));
     float ms = 0;
     CUDA_CHECK(cudaEventElapsedTime(&ms, marks_[from], marks_[to]));
     return ms;
+  }
+
+  void range_push(const char* name) override {
+    if (!nvtx_) return;
+    nvtxRangePushA(name);
+    trace_range_push(name);
+  }
+  void range_pop() override {
+    if (!nvtx_) return;
+    nvtxRangePop();
+    trace_range_pop();
   }
 
   void matmul(const Gemm& g) override { cuda::gemm(blas(), g); }
@@ -151,9 +171,34 @@ class CudaBackend final : public Backend {
                               double scale) override {
     cuda::cross_entropy_backward(dlogits, logits, targets, n, v, float(scale), stream_);
   }
-  void adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const Tensor& p_act,
-             const AdamWStep& s) override {
-    cuda::adamw(p, g, m, v, p_act, s, stream_);
+  void set_adamw_step(const AdamWStep& s) override {
+    *adamw_host_ = cuda::adamw_scalars(s);  // pinned: a captured copy reads it at each replay
+    CUDA_CHECK(cudaMemcpyAsync(adamw_device_.ptr, adamw_host_, sizeof(cuda::AdamWScalars), cudaMemcpyHostToDevice,
+                               stream_));
+  }
+  void adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const Tensor& p_act) override {
+    cuda::adamw(p, g, m, v, p_act, static_cast<const cuda::AdamWScalars*>(adamw_device_.ptr), stream_);
+  }
+
+  bool graph_capture_begin() override {
+    CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    capturing_ = true;
+    return true;
+  }
+  void graph_capture_end() override {
+    cudaGraph_t graph = nullptr;
+    capturing_ = false;
+    CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+    if (graph_exec_) CUDA_CHECK(cudaGraphExecDestroy(graph_exec_));
+    const cudaError_t err = cudaGraphInstantiate(&graph_exec_, graph, 0);
+    cudaGraphDestroy(graph);
+    CUDA_CHECK(err);
+  }
+  void graph_replay() override { CUDA_CHECK(cudaGraphLaunch(graph_exec_, stream_)); }
+
+  std::string attention_kind() const override {
+    return plan_.flash_attention ? "materialized scores, fused scale+mask+softmax kernel"
+                                 : "materialized scores, separate scale and mask+softmax kernels";
   }
 
  private:
@@ -161,17 +206,23 @@ class CudaBackend final : public Backend {
   cuda::Blas blas() const { return {cublas_, plan_.tf32, stream_}; }
 
   Plan plan_;
+  bool nvtx_;
   std::string device_name_;
   DeviceMemory memory_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   cudaEvent_t marks_[kMaxMarks] = {};
-  Tensor cublas_workspace_, rmsnorm_scratch_, swiglu_scratch_;
+  Tensor cublas_workspace_, rmsnorm_scratch_, swiglu_scratch_, adamw_device_;
+  cuda::AdamWScalars* adamw_host_ = nullptr;  // pinned
+  cudaGraphExec_t graph_exec_ = nullptr;
+  bool capturing_ = false;
   cuda::AttentionScratch attn_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cuda_backend(const Plan& plan) { return std::make_unique<CudaBackend>(plan); }
+std::unique_ptr<Backend> make_cuda_backend(const Plan& plan, bool nvtx) {
+  return std::make_unique<CudaBackend>(plan, nvtx);
+}
 
 }  // namespace tt

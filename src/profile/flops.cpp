@@ -1,0 +1,49 @@
+#include "profile/flops.h"
+
+namespace tt {
+
+std::vector<ModuleFlops> module_flops(const ModelConfig& c, int64_t batch, int64_t seq_len) {
+  const double N = double(batch) * double(seq_len), L = c.layers, C = c.hidden, F = c.intermediate;
+  const double HD = double(c.heads) * c.head_dim(), QKV = c.qkv_dim(), V = c.vocab_size;
+  const double attn_params = C * QKV + HD * C;
+  // Forward FLOPs: 2 per multiply-add of each product; the causal attention products count
+  // half of the T x T square (q k^T and P v: 2 * 2 * B * T^2 * H * D / 2).
+  const double attn_fwd = L * (2 * N * attn_params + 2.0 * double(batch) * double(seq_len) * double(seq_len) * HD);
+  const double ffn_fwd = L * 2 * N * 3 * C * F;
+  const double head_fwd = 2 * N * C * V;
+  auto m = [](const char* name, double params, double fwd) { return ModuleFlops{name, int64_t(params), fwd, 2 * fwd, 0, 0}; };
+  return {
+      m("embedding", V * C, 0),
+      m("attention_norm", L * C, 0),
+      m("attention", L * attn_params, attn_fwd),
+      m("ffn_norm", L * C, 0),
+      m("ffn", L * 3 * C * F, ffn_fwd),
+      m("final_norm", C, 0),
+      m("head_loss", 0, head_fwd),  // the head is the embedding (tied): its parameters are counted there
+      m("optimizer", 0, 0),
+  };
+}
+
+void add_measured_times(std::vector<ModuleFlops>& modules, const TraceData& trace) {
+  const double steps = trace.steps > 0 ? trace.steps : 1;
+  for (const RegionRow& row : region_times(trace)) {
+    const std::string& path = row.path;
+    const std::string leaf = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
+    const bool backward = path.rfind("backward", 0) == 0;
+    for (ModuleFlops& m : modules)
+      if (m.module == leaf || (m.module == "optimizer" && path.rfind("optimizer", 0) == 0))
+        (backward ? m.backward_us : m.forward_us) += row.gpu_us / steps;
+  }
+}
+
+double peak_flops(const std::string& device_name, const std::string& precision) {
+  // NVIDIA H100 SXM5 and H200 datasheets, dense (no sparsity).
+  if (device_name.find("H100") != std::string::npos || device_name.find("H200") != std::string::npos) {
+    if (precision == "bf16") return 989.4e12;
+    if (precision == "tf32") return 494.7e12;
+    if (precision == "fp32") return 66.9e12;
+  }
+  return 0;
+}
+
+}  // namespace tt

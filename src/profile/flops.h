@@ -1,0 +1,32 @@
+// The FLOP profile behind --flops-profile: FLOPs and parameters per model module, from the
+// one formula of model/config.h split by where the work happens, joined with the GPU time
+// the kernel trace measured for each module's ranges; and the model FLOPs utilization
+// against the peak of the precision in use.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+#include "profile/trace.h"
+
+namespace tt {
+
+struct ModuleFlops {
+  std::string module;  // the innermost range name: attention, ffn, head_loss, ...
+  int64_t params = 0;
+  double forward_flops = 0, backward_flops = 0;  // per step, all layers
+  double forward_us = 0, backward_us = 0;        // measured, per step
+};
+
+// The modules of one step with their FLOPs (times zero); forward + backward sums to
+// training_flops(config, batch, seq_len).
+std::vector<ModuleFlops> module_flops(const ModelConfig& c, int64_t batch, int64_t seq_len);
+
+// Adds the measured GPU time per module (mean over the trace's steps).
+void add_measured_times(std::vector<ModuleFlops>& modules, const TraceData& trace);
+
+// Dense peak FLOP rate of the precision in use on a known GPU (datasheet values, listed in
+// docs/profiling.md), or 0 when the GPU is not in the table.
+double peak_flops(const std::string& device_name, const std::string& precision);
+
+}  // namespace tt

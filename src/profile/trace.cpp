@@ -1,0 +1,152 @@
+#include "profile/trace.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <map>
+#include <nlohmann/json.hpp>
+
+namespace tt {
+
+std::vector<HotspotRow> hotspots(const TraceData& t) {
+  std::map<std::string, HotspotRow> by_name;
+  double total = 0;
+  for (const TraceRecord& r : t.records) {
+    HotspotRow& h = by_name[r.name];
+    const double us = r.duration_us();
+    if (h.calls == 0) h.name = r.name, h.min_us = us, h.max_us = us;
+    h.calls += 1;
+    h.total_us += us;
+    h.min_us = std::min(h.min_us, us);
+    h.max_us = std::max(h.max_us, us);
+    total += us;
+  }
+  std::vector<HotspotRow> rows;
+  for (auto& [name, h] : by_name) {
+    h.mean_us = h.total_us / double(h.calls);
+    h.share = total > 0 ? h.total_us / total : 0;
+    rows.push_back(h);
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const HotspotRow& a, const HotspotRow& b) { return a.total_us > b.total_us; });
+  return rows;
+}
+
+std::vector<RegionRow> region_times(const TraceData& t) {
+  std::vector<RegionRow> rows;
+  std::vector<int> row_of(t.regions.size() + 1, -1);  // slot 0: outside any range
+  double total = 0;
+  for (const TraceRecord& r : t.records) {
+    int& slot = row_of[size_t(r.region + 1)];
+    if (slot < 0) {
+      slot = int(rows.size());
+      rows.push_back({r.region >= 0 ? t.regions[size_t(r.region)] : "(outside any range)", 0, 0, 0});
+    }
+    rows[size_t(slot)].kernels += r.kind == TraceRecord::Kernel;
+    rows[size_t(slot)].gpu_us += r.duration_us();
+    total += r.duration_us();
+  }
+  for (RegionRow& row : rows) row.share = total > 0 ? row.gpu_us / total : 0;
+  return rows;
+}
+
+std::vector<int64_t> launches_per_step(const TraceData& t) {
+  std::vector<int64_t> n(size_t(t.steps), 0);
+  for (const TraceRecord& r : t.records)
+    if (r.kind == TraceRecord::Kernel && r.step >= 0 && r.step < t.steps) n[size_t(r.step)]++;
+  return n;
+}
+
+std::vector<double> busy_us_per_step(const TraceData& t) {
+  std::vector<double> us(size_t(t.steps), 0);
+  for (const TraceRecord& r : t.records)
+    if (r.step >= 0 && r.step < t.steps) us[size_t(r.step)] += r.duration_us();
+  return us;
+}
+
+void write_chrome_trace(std::ostream& out, const TraceData& t) {
+  using json = nlohmann::json;
+  uint64_t t0 = UINT64_MAX;
+  for (const TraceRecord& r : t.records) t0 = std::min(t0, r.start_ns);
+  auto us = [&](uint64_t ns) { return double(ns - t0) / 1e3; };
+  static const char* kinds[] = {"kernel", "memcpy", "memset"};
+  json events = json::array();
+  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 0}, {"args", {{"name", "GPU"}}}});
+  events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", 1}, {"args", {{"name", "kernels"}}}});
+  events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", 2}, {"args", {{"name", "model regions"}}}});
+  for (const TraceRecord& r : t.records) {
+    json args = {{"step", r.step}, {"region", r.region >= 0 ? t.regions[size_t(r.region)] : ""}};
+    if (r.kind == TraceRecord::Kernel) {
+      args["grid"] = {r.grid[0], r.grid[1], r.grid[2]};
+      args["block"] = {r.block[0], r.block[1], r.block[2]};
+      args["registers"] = r.registers;
+      args["shared_memory"] = r.static_smem + r.dynamic_smem;
+    } else {
+      args["bytes"] = r.bytes;
+    }
+    events.push_back({{"name", r.name}, {"cat", kinds[r.kind]}, {"ph", "X"}, {"pid", 0}, {"tid", 1},
+                      {"ts", us(r.start_ns)}, {"dur", r.duration_us()}, {"args", args}});
+  }
+  // Each range of each step spans the records inside it (its own and its children's).
+  std::map<std::pair<int, std::string>, std::pair<uint64_t, uint64_t>> spans;
+  for (const TraceRecord& r : t.records) {
+    if (r.region < 0) continue;
+    const std::string& path = t.regions[size_t(r.region)];
+    for (size_t cut = path.find('/'); ; cut = path.find('/', cut + 1)) {
+      const std::string prefix = cut == std::string::npos ? path : path.substr(0, cut);
+      auto it = spans.find({r.step, prefix});
+      if (it == spans.end())
+        spans[{r.step, prefix}] = {r.start_ns, r.end_ns};
+      else
+        it->second = {std::min(it->second.first, r.start_ns), std::max(it->second.second, r.end_ns)};
+      if (cut == std::string::npos) break;
+    }
+  }
+  for (const auto& [key, span] : spans) {
+    const std::string& path = key.second;
+    const size_t slash = path.rfind('/');
+    events.push_back({{"name", slash == std::string::npos ? path : path.substr(slash + 1)},
+                      {"cat", "region"}, {"ph", "X"}, {"pid", 0}, {"tid", 2}, {"ts", us(span.first)},
+                      {"dur", double(span.second - span.first) / 1e3},
+                      {"args", {{"path", path}, {"step", key.first}}}});
+  }
+  out << json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump() << "\n";
+}
+
+static std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+void write_kernels_csv(std::ostream& out, const std::vector<HotspotRow>& rows) {
+  out << "kernel,calls,total_us,mean_us,min_us,max_us,share\n";
+  for (const HotspotRow& h : rows)
+    out << fmt::format("{},{},{:.3f},{:.3f},{:.3f},{:.3f},{:.5f}\n", csv_field(h.name), h.calls, h.total_us, h.mean_us,
+                       h.min_us, h.max_us, h.share);
+}
+
+void write_regions_csv(std::ostream& out, const std::vector<RegionRow>& rows) {
+  out << "region,kernels,gpu_us,share\n";
+  for (const RegionRow& r : rows)
+    out << fmt::format("{},{},{:.3f},{:.5f}\n", csv_field(r.path), r.kernels, r.gpu_us, r.share);
+}
+
+std::string short_kernel_name(const std::string& demangled) {
+  std::string s = demangled;
+  for (const char* drop : {"(anonymous namespace)::", "tt::cuda::"})
+    for (size_t p; (p = s.find(drop)) != std::string::npos;) s.erase(p, std::string(drop).size());
+  // Drop the argument list: the first '(' outside template brackets.
+  int depth = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '<') depth++;
+    else if (s[i] == '>') depth--;
+    else if (s[i] == '(' && depth == 0 && i > 0) {
+      s.resize(i);
+      break;
+    }
+  }
+  if (s.rfind("void ", 0) == 0) s.erase(0, 5);
+  return s;
+}
+
+}  // namespace tt

@@ -1,0 +1,61 @@
+// What a kernel trace holds, and everything computed from it: the hotspot table, GPU time
+// per model region, launches per step, and the Chrome trace-event file. Nothing here needs
+// CUDA, so all of it is tested on the CPU; the collector is src/profile/cupti_trace.h.
+#pragma once
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace tt {
+
+struct TraceRecord {
+  enum Kind { Kernel, Memcpy, Memset } kind = Kernel;
+  std::string name;
+  uint64_t start_ns = 0, end_ns = 0;
+  int grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
+  int registers = 0, static_smem = 0, dynamic_smem = 0;
+  uint64_t bytes = 0;  // memcpy and memset
+  int step = 0;        // which profiled step
+  int region = -1;     // index into TraceData::regions (innermost named range), -1 outside any
+  double duration_us() const { return double(end_ns - start_ns) / 1e3; }
+};
+
+struct TraceData {
+  std::vector<std::string> regions;  // paths of nested ranges, e.g. "forward/layer.3/attention"
+  std::vector<TraceRecord> records;
+  int steps = 0;
+};
+
+struct HotspotRow {
+  std::string name;
+  int64_t calls = 0;
+  double total_us = 0, mean_us = 0, min_us = 0, max_us = 0, share = 0;  // share of GPU time
+};
+// Per kernel (and memory operation) name, sorted by total time, largest first.
+std::vector<HotspotRow> hotspots(const TraceData& t);
+
+struct RegionRow {
+  std::string path;
+  int64_t kernels = 0;
+  double gpu_us = 0, share = 0;  // summed over the profiled steps
+};
+// GPU time of the records attributed to each innermost region, in first-seen order.
+std::vector<RegionRow> region_times(const TraceData& t);
+
+// Kernel launches in each profiled step.
+std::vector<int64_t> launches_per_step(const TraceData& t);
+// Sum of the kernel and memory-operation durations in each profiled step (microseconds).
+std::vector<double> busy_us_per_step(const TraceData& t);
+
+// Chrome trace-event JSON (opens in Perfetto and chrome://tracing): the records on a "GPU"
+// track, the named ranges on a second track, each range spanning its records; ranges of one
+// step nest, since their records run in sequence on one stream.
+void write_chrome_trace(std::ostream& out, const TraceData& t);
+void write_kernels_csv(std::ostream& out, const std::vector<HotspotRow>& rows);
+void write_regions_csv(std::ostream& out, const std::vector<RegionRow>& rows);
+
+// "tt::cuda::(anonymous namespace)::rms_kernel<float>(float*, ...)" -> "rms_kernel<float>".
+std::string short_kernel_name(const std::string& demangled);
+
+}  // namespace tt

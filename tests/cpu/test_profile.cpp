@@ -1,0 +1,131 @@
+// The profiler's logic without a GPU: hotspot and region aggregation, the Chrome trace
+// (valid JSON, ranges nested), CSV output, and the per-module FLOPs against the formula.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "profile/flops.h"
+#include "profile/trace.h"
+
+namespace tt::test {
+namespace {
+
+// Two steps of three kernels and a memset: a and the memset inside forward/layer.0/attention,
+// b inside forward/layer.0/ffn, c outside any range.
+TraceData sample_trace() {
+  TraceData t;
+  t.regions = {"forward/layer.0/attention", "forward/layer.0/ffn"};
+  t.steps = 2;
+  uint64_t now = 1000;
+  auto add = [&](TraceRecord::Kind kind, const char* name, uint64_t dur, int region, int step) {
+    TraceRecord r;
+    r.kind = kind, r.name = name, r.start_ns = now, r.end_ns = now + dur, r.region = region, r.step = step;
+    now += dur + 500;
+    t.records.push_back(r);
+  };
+  for (int step = 0; step < 2; ++step) {
+    add(TraceRecord::Kernel, "a", 2000, 0, step);
+    add(TraceRecord::Memset, "memset", 1000, 0, step);
+    add(TraceRecord::Kernel, "b", 6000, 1, step);
+    add(TraceRecord::Kernel, "c", 1000, -1, step);
+  }
+  return t;
+}
+
+TEST(Profile, HotspotsAggregateByName) {
+  const std::vector<HotspotRow> rows = hotspots(sample_trace());
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0].name, "b");
+  EXPECT_EQ(rows[0].calls, 2);
+  EXPECT_DOUBLE_EQ(rows[0].total_us, 12.0);
+  EXPECT_DOUBLE_EQ(rows[0].mean_us, 6.0);
+  EXPECT_DOUBLE_EQ(rows[0].share, 12.0 / 20.0);
+  double share = 0;
+  for (const HotspotRow& r : rows) share += r.share;
+  EXPECT_NEAR(share, 1.0, 1e-12);
+}
+
+TEST(Profile, RegionsAndSteps) {
+  const TraceData t = sample_trace();
+  const std::vector<RegionRow> rows = region_times(t);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].path, "forward/layer.0/attention");
+  EXPECT_EQ(rows[0].kernels, 2);           // memsets are not kernel launches
+  EXPECT_DOUBLE_EQ(rows[0].gpu_us, 6.0);   // 2 x (2 us kernel + 1 us memset)
+  EXPECT_EQ(rows[2].path, "(outside any range)");
+  EXPECT_EQ(launches_per_step(t), (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(busy_us_per_step(t), (std::vector<double>{10.0, 10.0}));
+}
+
+TEST(Profile, ChromeTraceIsValidJsonWithNestedRanges) {
+  std::ostringstream out;
+  write_chrome_trace(out, sample_trace());
+  const nlohmann::json j = nlohmann::json::parse(out.str());
+  int kernels = 0;
+  std::map<std::pair<int, std::string>, std::pair<double, double>> ranges;  // (step, path) -> [ts, ts + dur]
+  for (const auto& e : j.at("traceEvents")) {
+    if (e.at("ph") != "X") continue;
+    if (e.at("cat") == "region")
+      ranges[{e["args"]["step"].get<int>(), e["args"]["path"].get<std::string>()}] = {
+          e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>()};
+    else
+      kernels++;
+  }
+  EXPECT_EQ(kernels, 8);
+  for (int step = 0; step < 2; ++step) {
+    const auto fwd = ranges.at({step, "forward"}), layer = ranges.at({step, "forward/layer.0"});
+    const auto att = ranges.at({step, "forward/layer.0/attention"}), ffn = ranges.at({step, "forward/layer.0/ffn"});
+    for (auto child : {att, ffn}) {  // children inside the parent, the parent inside its own parent
+      EXPECT_GE(child.first, layer.first);
+      EXPECT_LE(child.second, layer.second);
+    }
+    EXPECT_GE(layer.first, fwd.first);
+    EXPECT_LE(layer.second, fwd.second);
+    EXPECT_LE(att.second, ffn.first);  // siblings do not overlap
+  }
+}
+
+TEST(Profile, CsvFiles) {
+  std::ostringstream k, r;
+  write_kernels_csv(k, hotspots(sample_trace()));
+  write_regions_csv(r, region_times(sample_trace()));
+  EXPECT_EQ(k.str().substr(0, k.str().find('\n')), "kernel,calls,total_us,mean_us,min_us,max_us,share");
+  EXPECT_NE(k.str().find("\nb,2,12.000,6.000,6.000,6.000,0.60000\n"), std::string::npos) << k.str();
+  EXPECT_NE(r.str().find("forward/layer.0/ffn,2,12.000,0.60000"), std::string::npos) << r.str();
+}
+
+TEST(Profile, ShortKernelNames) {
+  EXPECT_EQ(short_kernel_name("void tt::cuda::(anonymous namespace)::rms_kernel<float>(float*, float const*, long)"),
+            "rms_kernel<float>");
+  EXPECT_EQ(short_kernel_name("sm90_xmma_gemm_f32f32_f32f32_f32_tn_n"), "sm90_xmma_gemm_f32f32_f32f32_f32_tn_n");
+}
+
+TEST(Profile, ModuleFlopsAddUpToTheFormula) {
+  ModelConfig c;
+  for (int T : {1, 128, 4096}) {
+    double total = 0;
+    int64_t params = 0;
+    for (const ModuleFlops& m : module_flops(c, 8, T)) {
+      total += m.forward_flops + m.backward_flops;
+      params += m.params;
+      EXPECT_DOUBLE_EQ(m.backward_flops, 2 * m.forward_flops) << m.module;
+    }
+    EXPECT_NEAR(total, training_flops(c, 8, T), 1e-9 * total);
+    EXPECT_EQ(params, c.param_count());
+  }
+}
+
+TEST(Profile, MeasuredTimesJoinModulesByRangeName) {
+  std::vector<ModuleFlops> m = module_flops(ModelConfig{}, 8, 128);
+  TraceData t = sample_trace();
+  t.regions[1] = "backward/layer.0/ffn";
+  add_measured_times(m, t);
+  for (const ModuleFlops& x : m) {
+    if (x.module == "attention") EXPECT_DOUBLE_EQ(x.forward_us, 3.0);  // mean over the 2 steps
+    if (x.module == "ffn") EXPECT_DOUBLE_EQ(x.backward_us, 6.0);
+  }
+}
+
+}  // namespace
+}  // namespace tt::test
