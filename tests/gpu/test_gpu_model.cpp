@@ -119,9 +119,14 @@ TEST_P(GpuModel, TwoRunsAreBitIdentical) {
 }
 
 // A captured and replayed step computes exactly what the same step run eagerly computes.
-TEST_P(GpuModel, GraphReplayEqualsEagerBitForBit) {
-  Plan with = plan_of(GetParam()), without = with;
-  if (!with.cuda_graph) GTEST_SKIP() << "this plan runs without CUDA graphs";
+class GpuGraph : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override { REQUIRE_GPU(); }
+};
+
+TEST_P(GpuGraph, ReplayEqualsEagerBitForBit) {
+  Plan with = plan_for_version(2), without = with;
+  with.amp = without.amp = GetParam();
   without.cuda_graph = false;
   std::vector<float> p1, p2;
   auto be1 = make_backend({DeviceKind::Cuda, with});
@@ -132,6 +137,8 @@ TEST_P(GpuModel, GraphReplayEqualsEagerBitForBit) {
   EXPECT_EQ(a, b);
   EXPECT_TRUE(p1 == p2);
 }
+
+INSTANTIATE_TEST_SUITE_P(Amp, GpuGraph, ::testing::Bool());
 
 INSTANTIATE_TEST_SUITE_P(Plans, GpuModel, ::testing::ValuesIn(kCases),
                          [](const auto& info) { return std::string(info.param.name); });
