@@ -1,4 +1,6 @@
-// tiny_llama: train a Tiny LLaMA (the default action, also spelled `tiny_llama train`).
+// tiny_llama: train a Tiny LLaMA, and the tools around it.
+//   tiny_llama [train] ...   train (the default action)
+//   tiny_llama ablate ...    time a version with each of its plan switches off in turn
 // Exit codes: 0 success, 1 failure of the program or the device, 2 bad input.
 #include <iostream>
 #include <string>
@@ -6,16 +8,31 @@
 
 #include "cli/options.h"
 #include "core/error.h"
+#include "train/ablate.h"
 #include "train/trainer.h"
 
-int main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  if (!args.empty() && args[0] == "train") args.erase(args.begin());
-  try {
+namespace {
+
+int run(std::vector<std::string> args) {
+  const std::string command = !args.empty() && args[0].rfind("-", 0) != 0 ? args[0] : "train";
+  if (!args.empty() && args[0] == command) args.erase(args.begin());
+  if (command == "train") {
     tt::TrainOptions options;
-    if (!tt::parse_train_options(args, options)) return 0;
-    tt::train(options, std::cout);
-    return 0;
+    if (tt::parse_train_options(args, options)) tt::train(options, std::cout);
+  } else if (command == "ablate") {
+    tt::AblateOptions options;
+    if (tt::parse_ablate_options(args, options)) tt::run_ablation(options, std::cout);
+  } else {
+    tt::usage_fail("unknown command '" + command + "' (commands: train, ablate; see --help)");
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(std::vector<std::string>(argv + 1, argv + argc));
   } catch (const tt::UsageError& e) {
     std::cerr << "tiny_llama: error: " << e.what() << "\n";
     return 2;

@@ -1,6 +1,7 @@
 #include "cli/options.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <iostream>
 
 #include "core/error.h"
@@ -17,49 +18,98 @@ std::string one_line(std::string s) {
   return s;
 }
 
-}  // namespace
-
-bool parse_train_options(const std::vector<std::string>& args, TrainOptions& o) {
-  CLI::App app{"Train a Tiny LLaMA from scratch (CPU reference or CUDA, versions v1..v4)", "tiny_llama"};
-  ModelConfig& m = o.model;
+// Flags shared by every subcommand that builds a model: its shape, the device, the version
+// preset, the precision and the plan switches.
+struct ModelFlags {
   std::string device = "auto", version = "v1";
-  bool use_amp = false;
-  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // last one wins
+  bool amp = false, tf32 = false, no_nvtx = false;
+  std::vector<std::string> enable, disable;
+  CLI::Option *kv = nullptr, *ffn = nullptr, *vocab = nullptr;
+};
 
-  app.add_option("--batch-size", o.batch, "sequences per step")->capture_default_str();
-  app.add_option("--seq-len", o.seq_len, "tokens per sequence")->capture_default_str();
-  app.add_option("--num-steps", o.steps, "optimizer steps (total, also when resuming)")->capture_default_str();
+void add_model_flags(CLI::App& app, TrainOptions& o, ModelFlags& f) {
+  ModelConfig& m = o.model;
   app.add_option("--hidden-dim", m.hidden, "model width")->capture_default_str();
   app.add_option("--num-layers", m.layers, "transformer blocks")->capture_default_str();
   app.add_option("--num-heads", m.heads, "attention heads")->capture_default_str();
-  CLI::Option* kv = app.add_option("--num-kv-heads", m.kv_heads, "key/value heads (default: heads/2)");
-  CLI::Option* ffn = app.add_option("--intermediate-size", m.intermediate, "SwiGLU width (default: 4 x hidden)");
-  CLI::Option* vocab = app.add_option("--vocab-size", m.vocab_size, "vocabulary (256 for a text file)")
-                           ->capture_default_str();
+  f.kv = app.add_option("--num-kv-heads", m.kv_heads, "key/value heads (default: heads/2)");
+  f.ffn = app.add_option("--intermediate-size", m.intermediate, "SwiGLU width (default: 4 x hidden)");
+  f.vocab = app.add_option("--vocab-size", m.vocab_size, "vocabulary (256 for a text file)")->capture_default_str();
   app.add_option("--norm-eps", m.norm_eps, "RMSNorm epsilon")->capture_default_str();
   app.add_option("--rope-theta", m.rope_theta, "RoPE base")->capture_default_str();
-  app.add_option("--learning-rate", o.learning_rate, "AdamW learning rate")->capture_default_str();
-  app.add_option("--weight-decay", o.weight_decay, "AdamW decoupled weight decay")->capture_default_str();
   app.add_option("--seed", o.seed, "initialisation and synthetic data")->capture_default_str();
-  app.add_option("--warmup-steps", o.warmup, "steps excluded from timing")->capture_default_str();
-  app.add_option("--log-every", o.log_every, "print a line (and validation loss) every N steps")
-      ->capture_default_str();
-  app.add_flag("--use-amp", use_amp, "bf16 mixed precision (CUDA; fp32 master weights and optimizer)");
-  bool tf32 = false;
-  app.add_flag("--tf32", tf32, "allow TF32 tensor-core products in fp32 (default: true fp32)");
-  app.add_option("--device", device, "auto, cpu or cuda")->capture_default_str();
-  app.add_option("--version", version, "optimization level: v1, v2, v3 or v4")->capture_default_str();
-  app.add_option("--data", o.data, "synthetic, or a text file whose bytes are the tokens")->capture_default_str();
-  app.add_option("--json", o.json_path, "write the summary and per-step losses as JSON");
-  app.add_option("--save", o.save_path, "write a checkpoint (safetensors) at the end");
-  app.add_option("--resume", o.resume_path, "continue from a checkpoint written by --save");
-  app.add_option("--profile", o.profile_dir, "kernel trace (CUPTI) into DIR: trace.json, kernels.csv, regions.csv");
-  app.add_option("--profile-steps", o.profile_steps, "steps traced after the warm-up")->capture_default_str();
-  app.add_flag("--flops-profile", o.flops_profile, "per-module FLOPs, time, TFLOP/s and MFU (traces like --profile)");
-  bool no_nvtx = false;
-  app.add_flag("--no-nvtx", no_nvtx, "leave out the named ranges (only to measure what they cost)");
+  app.add_option("--device", f.device, "auto, cpu or cuda")->capture_default_str();
+  app.add_option("--version", f.version, "optimization level: v1, v2, v3 or v4")->capture_default_str();
+  app.add_flag("--use-amp", f.amp, "bf16 mixed precision (CUDA; fp32 master weights and optimizer)");
+  app.add_flag("--tf32", f.tf32, "allow TF32 tensor-core products in fp32 (default: true fp32)");
+  std::string names;
+  for (const PlanSwitch& sw : plan_switches()) names += std::string(names.empty() ? "" : ", ") + sw.name;
+  app.add_option("--enable", f.enable, "turn plan switches on (comma list, or --enable-NAME): " + names)
+      ->delimiter(',')
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--disable", f.disable, "turn plan switches off (comma list, or --disable-NAME)")
+      ->delimiter(',')
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_flag("--no-nvtx", f.no_nvtx, "leave out the named ranges (only to measure what they cost)");
+}
 
-  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
+int parse_version(const std::string& v) {
+  if (v.size() != 2 || v[0] != 'v' || v[1] < '1' || v[1] > '4')
+    usage_fail("--version: must be one of v1, v2, v3, v4 (got '" + v + "')");
+  return v[1] - '0';
+}
+
+// The plan of a version with the user's switches applied.
+Plan make_plan(int version, const ModelFlags& f) {
+  Plan p = plan_for_version(version);
+  p.amp = f.amp;
+  p.tf32 = f.tf32;
+  for (int on = 0; on < 2; ++on)
+    for (const std::string& name : on ? f.enable : f.disable) {
+      const PlanSwitch* sw = nullptr;
+      for (const PlanSwitch& s : plan_switches())
+        if (name == s.name) sw = &s;
+      if (!sw) usage_fail(std::string(on ? "--enable" : "--disable") + ": no plan switch named '" + name + "'");
+      p.*(sw->field) = on;
+    }
+  return p;
+}
+
+void finish_model_flags(TrainOptions& o, const ModelFlags& f) {
+  ModelConfig& m = o.model;
+  if (!f.kv->count()) m.kv_heads = m.heads % 2 == 0 ? m.heads / 2 : m.heads;
+  if (!f.ffn->count()) m.intermediate = 4 * m.hidden;
+  if (o.data != "synthetic" && !f.vocab->count()) m.vocab_size = kTextVocab;
+  if (f.device == "auto") o.backend.device = DeviceKind::Auto;
+  else if (f.device == "cpu") o.backend.device = DeviceKind::Cpu;
+  else if (f.device == "cuda") o.backend.device = DeviceKind::Cuda;
+  else usage_fail("--device: must be auto, cpu or cuda (got '" + f.device + "')");
+  o.backend.plan = make_plan(parse_version(f.version), f);
+  o.backend.nvtx = !f.no_nvtx;
+}
+
+// --enable-NAME and --disable-NAME are spelled as --enable NAME / --disable NAME for CLI11.
+std::vector<std::string> expand_switch_flags(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  for (const std::string& a : args) {
+    bool expanded = false;
+    for (const char* prefix : {"--enable-", "--disable-"}) {
+      const std::string p(prefix);
+      if (a.rfind(p, 0) == 0 && a.size() > p.size()) {
+        out.push_back(p.substr(0, p.size() - 1));
+        out.push_back(a.substr(p.size()));
+        expanded = true;
+      }
+    }
+    if (!expanded) out.push_back(a);
+  }
+  return out;
+}
+
+// Parses; false when help was printed.
+bool parse(CLI::App& app, const std::vector<std::string>& args) {
+  std::vector<std::string> reversed = expand_switch_flags(args);
+  std::reverse(reversed.begin(), reversed.end());  // CLI11 consumes from the back
   try {
     app.parse(reversed);
   } catch (const CLI::CallForHelp&) {
@@ -68,22 +118,53 @@ bool parse_train_options(const std::vector<std::string>& args, TrainOptions& o) 
   } catch (const CLI::ParseError& e) {
     usage_fail(one_line(e.what()) + " (see --help)");
   }
+  return true;
+}
 
-  if (!kv->count()) m.kv_heads = m.heads % 2 == 0 ? m.heads / 2 : m.heads;
-  if (!ffn->count()) m.intermediate = 4 * m.hidden;
-  if (o.data != "synthetic" && !vocab->count()) m.vocab_size = kTextVocab;
+void add_train_flags(CLI::App& app, TrainOptions& o) {
+  app.add_option("--batch-size", o.batch, "sequences per step")->capture_default_str();
+  app.add_option("--seq-len", o.seq_len, "tokens per sequence")->capture_default_str();
+  app.add_option("--num-steps", o.steps, "optimizer steps (total, also when resuming)")->capture_default_str();
+  app.add_option("--learning-rate", o.learning_rate, "AdamW learning rate")->capture_default_str();
+  app.add_option("--weight-decay", o.weight_decay, "AdamW decoupled weight decay")->capture_default_str();
+  app.add_option("--warmup-steps", o.warmup, "steps excluded from timing")->capture_default_str();
+  app.add_option("--log-every", o.log_every, "print a line (and validation loss) every N steps")->capture_default_str();
+  app.add_option("--data", o.data, "synthetic, or a text file whose bytes are the tokens")->capture_default_str();
+  app.add_option("--json", o.json_path, "write the summary and per-step losses as JSON");
+}
 
-  if (device == "auto") o.backend.device = DeviceKind::Auto;
-  else if (device == "cpu") o.backend.device = DeviceKind::Cpu;
-  else if (device == "cuda") o.backend.device = DeviceKind::Cuda;
-  else usage_fail("--device: must be auto, cpu or cuda (got '" + device + "')");
+}  // namespace
 
-  if (version.size() != 2 || version[0] != 'v' || version[1] < '1' || version[1] > '4')
-    usage_fail("--version: must be one of v1, v2, v3, v4 (got '" + version + "')");
-  o.backend.plan = plan_for_version(version[1] - '0');
-  o.backend.plan.amp = use_amp;
-  o.backend.plan.tf32 = tf32;
-  o.backend.nvtx = !no_nvtx;
+bool parse_train_options(const std::vector<std::string>& args, TrainOptions& o) {
+  CLI::App app{"Train a Tiny LLaMA from scratch (CPU reference or CUDA, versions v1..v4)", "tiny_llama"};
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // last one wins
+  ModelFlags f;
+  add_train_flags(app, o);
+  add_model_flags(app, o, f);
+  app.add_option("--save", o.save_path, "write a checkpoint (safetensors) at the end");
+  app.add_option("--resume", o.resume_path, "continue from a checkpoint written by --save");
+  app.add_option("--profile", o.profile_dir, "kernel trace (CUPTI) into DIR: trace.json, kernels.csv, regions.csv");
+  app.add_option("--profile-steps", o.profile_steps, "steps traced after the warm-up")->capture_default_str();
+  app.add_flag("--flops-profile", o.flops_profile, "per-module FLOPs, time, TFLOP/s and MFU (traces like --profile)");
+  if (!parse(app, args)) return false;
+  finish_model_flags(o, f);
+  return true;
+}
+
+bool parse_ablate_options(const std::vector<std::string>& args, AblateOptions& o) {
+  CLI::App app{"Ablation: a version's plan with each of its switches turned off in turn, timed in one run",
+               "tiny_llama ablate"};
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  ModelFlags f;
+  f.version = "v2";
+  o.train.seq_len = 128;
+  o.train.steps = 40;
+  o.train.warmup = 10;
+  add_train_flags(app, o.train);
+  add_model_flags(app, o.train, f);
+  app.add_option("--csv", o.csv_path, "write the table as CSV");
+  if (!parse(app, args)) return false;
+  finish_model_flags(o.train, f);
   return true;
 }
 

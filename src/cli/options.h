@@ -11,4 +11,10 @@ namespace tt {
 // when help was printed. Throws UsageError with one line naming the flag for any bad value.
 bool parse_train_options(const std::vector<std::string>& args, TrainOptions& out);
 
+struct AblateOptions {
+  TrainOptions train;
+  std::string csv_path;
+};
+bool parse_ablate_options(const std::vector<std::string>& args, AblateOptions& out);
+
 }  // namespace tt

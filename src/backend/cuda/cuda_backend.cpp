@@ -48,6 +48,11 @@ class DeviceMemory final : public MemoryResource {
 class CudaBackend final : public Backend {
  public:
   CudaBackend(const Plan& plan, bool nvtx) : plan_(plan), nvtx_(nvtx) {
+    // Switches whose kernels are not written yet are refused, never silently ignored.
+    for (const PlanSwitch& sw : plan_switches())
+      if (plan_.*sw.field && !implemented(sw.field))
+        usage_fail(std::string("plan switch '") + sw.name + "' (version " + std::to_string(sw.version) +
+                   ") is not implemented yet in the CUDA backend; turn it off with --disable-" + sw.name);
     CUDA_CHECK(cudaSetDevice(0));
     cudaDeviceProp prop;
     CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
@@ -203,6 +208,12 @@ class CudaBackend final : public Backend {
 
  private:
   static constexpr size_t kCublasWorkspaceBytes = size_t(32) << 20;
+  static bool implemented(bool Plan::*field) {
+    for (bool Plan::*f : {&Plan::qkv_fusion, &Plan::gate_up_fusion, &Plan::flash_attention, &Plan::cuda_graph,
+                          &Plan::custom_rope, &Plan::fused_adamw})
+      if (f == field) return true;
+    return false;
+  }
   cuda::Blas blas() const { return {cublas_, plan_.tf32, stream_}; }
 
   Plan plan_;

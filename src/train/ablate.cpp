@@ -1,0 +1,71 @@
+#include "train/ablate.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/files.h"
+#include "train/trainer.h"
+
+namespace tt {
+
+std::vector<AblationRow> run_ablation(const AblateOptions& options, std::ostream& log) {
+  TrainOptions base = options.train;
+  base.validate();
+  if (!options.csv_path.empty()) check_writable(options.csv_path, "--csv");
+  if (!base.json_path.empty()) check_writable(base.json_path, "--json");
+  const std::string json_path = base.json_path;
+  base.json_path.clear();
+
+  // The full plan, then one run per switch that the plan has on.
+  std::vector<std::pair<std::string, Plan>> configs = {{"full " + describe(base.backend.plan), base.backend.plan}};
+  for (const PlanSwitch& sw : plan_switches())
+    if (base.backend.plan.*sw.field) {
+      Plan p = base.backend.plan;
+      p.*sw.field = false;
+      configs.push_back({std::string("-") + sw.name, p});
+    }
+
+  std::vector<AblationRow> rows;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    log << fmt::format("[{}/{}] {} ...", i + 1, configs.size(), configs[i].first) << std::flush;
+    TrainOptions o = base;
+    o.backend.plan = configs[i].second;
+    std::ostringstream quiet;
+    const TrainResult r = train(o, quiet);
+    AblationRow row{configs[i].first, r.step_ms_median, o.batch / (r.step_ms_median / 1e3), r.final_loss,
+                    r.memory.total(), 0};
+    row.change = rows.empty() ? 0 : row.step_ms / rows.front().step_ms - 1;
+    log << fmt::format(" {:.2f} ms/step\n", row.step_ms);
+    rows.push_back(row);
+  }
+
+  log << fmt::format("\nAblation of {}: batch {}, sequence {}, {} timed steps each (median ms/step)\n",
+                     describe(base.backend.plan), base.batch, base.seq_len, base.steps - base.warmup);
+  log << fmt::format("{:<28}{:>10}{:>12}{:>11}{:>12}{:>10}\n", "config", "ms/step", "samples/s", "peak MB",
+                     "vs full", "loss");
+  for (const AblationRow& r : rows)
+    log << fmt::format("{:<28}{:>10.3f}{:>12.0f}{:>11.1f}{:>11}{:>10.4f}\n", r.config, r.step_ms, r.samples_per_sec,
+                       r.peak_bytes / 1e6, &r == &rows.front() ? std::string("-") : fmt::format("{:+.1f}%", 100 * r.change),
+                       r.final_loss);
+
+  if (!options.csv_path.empty())
+    write_file_atomic(options.csv_path, [&](std::ostream& out) {
+      out << "config,ms_per_step,samples_per_sec,peak_bytes,change,final_loss\n";
+      for (const AblationRow& r : rows)
+        out << fmt::format("{},{:.4f},{:.2f},{},{:.5f},{:.6f}\n", r.config, r.step_ms, r.samples_per_sec, r.peak_bytes,
+                           r.change, r.final_loss);
+    });
+  if (!json_path.empty())
+    write_file_atomic(json_path, [&](std::ostream& out) {
+      nlohmann::json j = nlohmann::json::array();
+      for (const AblationRow& r : rows)
+        j.push_back({{"config", r.config}, {"ms_per_step", r.step_ms}, {"samples_per_sec", r.samples_per_sec},
+                     {"peak_bytes", r.peak_bytes}, {"change", r.change}, {"final_loss", r.final_loss}});
+      out << j.dump(2) << "\n";
+    });
+  return rows;
+}
+
+}  // namespace tt

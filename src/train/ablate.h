@@ -1,0 +1,22 @@
+// The ablation study behind `tiny_llama ablate`: a version's full plan, then that plan with
+// each of its switches turned off in turn, each trained and timed in the same process, and
+// one table of ms per step, samples/s, peak memory and the change against the full plan.
+#pragma once
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "cli/options.h"
+
+namespace tt {
+
+struct AblationRow {
+  std::string config;  // "full v2" or "-qkv-fusion"
+  double step_ms = 0, samples_per_sec = 0, final_loss = 0;
+  size_t peak_bytes = 0;
+  double change = 0;  // step time against the full plan, +0.05 = 5% slower
+};
+
+std::vector<AblationRow> run_ablation(const AblateOptions& options, std::ostream& log);
+
+}  // namespace tt
