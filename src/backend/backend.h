@@ -146,4 +146,15 @@ std::unique_ptr<Backend> make_cpu_backend_f64(const Plan& plan = plan_for_versio
 // Whether a CUDA device is usable, and if not, why (for messages).
 bool cuda_available(std::string* why);
 
+// What the reports say about the machine a run used.
+struct DeviceInfo {
+  std::string name;             // GPU or CPU model
+  int sm_clock_mhz = 0;         // peak clocks (GPU)
+  int memory_clock_mhz = 0;
+  int multiprocessors = 0;
+  std::string driver, runtime;  // CUDA versions, "12.8"
+  size_t memory_total = 0, memory_free = 0;
+};
+DeviceInfo device_info(bool cuda);
+
 }  // namespace tt

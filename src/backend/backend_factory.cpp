@@ -1,6 +1,8 @@
 // Chooses the backend: the CUDA backend when asked or, with --device auto, when a GPU is
 // present; otherwise the CPU reference.
+#include <fstream>
 #include <iostream>
+#include <thread>
 
 #include "backend/backend.h"
 
@@ -33,6 +35,35 @@ bool cuda_available(std::string* why) {
   if (why) *why = "this build has no CUDA backend (nvcc was not found at build time)";
   return false;
 #endif
+}
+
+DeviceInfo device_info(bool cuda) {
+  DeviceInfo d;
+#ifdef TT_HAVE_CUDA
+  if (cuda) {
+    cudaDeviceProp p;
+    int v = 0;
+    if (cudaGetDeviceProperties(&p, 0) == cudaSuccess) {
+      d.name = p.name;
+      d.multiprocessors = p.multiProcessorCount;
+    }
+    if (cudaDeviceGetAttribute(&v, cudaDevAttrClockRate, 0) == cudaSuccess) d.sm_clock_mhz = v / 1000;
+    if (cudaDeviceGetAttribute(&v, cudaDevAttrMemoryClockRate, 0) == cudaSuccess) d.memory_clock_mhz = v / 1000;
+    auto version = [](int x) { return std::to_string(x / 1000) + "." + std::to_string(x % 1000 / 10); };
+    if (cudaDriverGetVersion(&v) == cudaSuccess) d.driver = version(v);
+    if (cudaRuntimeGetVersion(&v) == cudaSuccess) d.runtime = version(v);
+    cudaMemGetInfo(&d.memory_free, &d.memory_total);
+    return d;
+  }
+#endif
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);)
+    if (line.rfind("model name", 0) == 0) {
+      d.name = line.substr(line.find(':') + 2);
+      break;
+    }
+  d.multiprocessors = int(std::thread::hardware_concurrency());
+  return d;
 }
 
 std::unique_ptr<Backend> make_backend(const BackendOptions& options) {

@@ -1,6 +1,7 @@
 // tiny_llama: train a Tiny LLaMA, and the tools around it.
 //   tiny_llama [train] ...   train (the default action)
 //   tiny_llama ablate ...    time a version with each of its plan switches off in turn
+//   tiny_llama bench ...     sweep versions x batch sizes x sequence lengths x precisions
 // Exit codes: 0 success, 1 failure of the program or the device, 2 bad input.
 #include <iostream>
 #include <string>
@@ -8,6 +9,7 @@
 
 #include "cli/options.h"
 #include "core/error.h"
+#include "bench/bench.h"
 #include "train/ablate.h"
 #include "train/trainer.h"
 
@@ -22,8 +24,14 @@ int run(std::vector<std::string> args) {
   } else if (command == "ablate") {
     tt::AblateOptions options;
     if (tt::parse_ablate_options(args, options)) tt::run_ablation(options, std::cout);
+  } else if (command == "bench") {
+    tt::BenchOptions options;
+    if (tt::parse_bench_options(args, options) && !tt::run_bench(options, std::cout)) {
+      std::cerr << "tiny_llama: bench: performance regression against the baseline\n";
+      return 1;
+    }
   } else {
-    tt::usage_fail("unknown command '" + command + "' (commands: train, ablate; see --help)");
+    tt::usage_fail("unknown command '" + command + "' (commands: train, ablate, bench; see --help)");
   }
   return 0;
 }

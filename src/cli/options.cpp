@@ -64,14 +64,8 @@ Plan make_plan(int version, const ModelFlags& f) {
   Plan p = plan_for_version(version);
   p.amp = f.amp;
   p.tf32 = f.tf32;
-  for (int on = 0; on < 2; ++on)
-    for (const std::string& name : on ? f.enable : f.disable) {
-      const PlanSwitch* sw = nullptr;
-      for (const PlanSwitch& s : plan_switches())
-        if (name == s.name) sw = &s;
-      if (!sw) usage_fail(std::string(on ? "--enable" : "--disable") + ": no plan switch named '" + name + "'");
-      p.*(sw->field) = on;
-    }
+  for (const std::string& name : f.disable) set_switch(p, name, false, "--disable");
+  for (const std::string& name : f.enable) set_switch(p, name, true, "--enable");
   return p;
 }
 
@@ -165,6 +159,36 @@ bool parse_ablate_options(const std::vector<std::string>& args, AblateOptions& o
   app.add_option("--csv", o.csv_path, "write the table as CSV");
   if (!parse(app, args)) return false;
   finish_model_flags(o.train, f);
+  return true;
+}
+
+bool parse_bench_options(const std::vector<std::string>& args, BenchOptions& o) {
+  CLI::App app{"Benchmark sweep: versions x batch sizes x sequence lengths x precisions", "tiny_llama bench"};
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  ModelFlags f;
+  add_model_flags(app, o.base, f);
+  std::vector<std::string> versions;
+  app.add_option("--versions", versions, "versions to run, e.g. v1,v2 (default v1,v2)")->delimiter(',');
+  app.add_option("--batch-sizes", o.batch_sizes, "batch sizes, e.g. 4,8,16 (default 8)")->delimiter(',');
+  app.add_option("--seq-lens", o.seq_lens, "sequence lengths, e.g. 128,256 (default 128)")->delimiter(',');
+  app.add_option("--precisions", o.precisions, "fp32, tf32, bf16 (default fp32,bf16)")->delimiter(',');
+  app.add_option("--warmup-steps", o.warmup, "untimed steps per point")->capture_default_str();
+  app.add_option("--steps", o.steps, "steps per timed repetition")->capture_default_str();
+  app.add_option("--repeats", o.repeats, "timed repetitions per point")->capture_default_str();
+  app.add_option("--csv", o.csv_path, "write the points as CSV");
+  app.add_option("--json", o.json_path, "write the points and the machine as JSON");
+  app.add_option("--baseline", o.baseline_path, "a bench JSON to compare against");
+  app.add_option("--min-speedup", o.min_speedup, "fail when a point's speed is below this times the baseline's");
+  app.add_flag("--find-max-batch", o.find_max_batch, "the largest batch that fits the memory budget");
+  app.add_option("--memory-budget", o.memory_budget_mb, "MB for --find-max-batch (default: free memory)");
+  if (!parse(app, args)) return false;
+  finish_model_flags(o.base, f);
+  o.enable = f.enable;
+  o.disable = f.disable;
+  if (!versions.empty()) {
+    o.versions.clear();
+    for (const std::string& v : versions) o.versions.push_back(parse_version(v));
+  }
   return true;
 }
 

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench.h"
 #include "train/trainer.h"
 
 namespace tt {
@@ -16,5 +17,6 @@ struct AblateOptions {
   std::string csv_path;
 };
 bool parse_ablate_options(const std::vector<std::string>& args, AblateOptions& out);
+bool parse_bench_options(const std::vector<std::string>& args, BenchOptions& out);
 
 }  // namespace tt

@@ -41,6 +41,14 @@ void Arena::build(const std::function<void(Arena&)>& layout) {
   TT_CHECK(used_ == committed_, "arena layout changed between its two passes");
 }
 
+void Arena::measure(const std::function<void(Arena&)>& layout) {
+  TT_CHECK(base_ == nullptr, "arena already built");
+  measuring_ = true;
+  used_ = {};
+  layout(*this);
+  committed_ = used_;
+}
+
 Tensor Arena::take(Category c, DType dtype, int64_t numel) {
   TT_CHECK(numel >= 0, "negative tensor size");
   const size_t bytes = align_up(size_t(numel) * dtype_size(dtype), kAlignment);

@@ -40,6 +40,8 @@ class Arena {
 
   // Runs `layout` to measure, allocates, and runs it again to hand out pointers.
   void build(const std::function<void(Arena&)>& layout);
+  // Only the measuring pass: bytes() tells what build() would allocate; nothing is allocated.
+  void measure(const std::function<void(Arena&)>& layout);
 
   Tensor take(Category c, DType dtype, int64_t numel);
 

@@ -26,6 +26,26 @@ Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len
     be_.upload(rope_table_, table_f.data());
 }
 
+Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len, MeasureOnly)
+    : cfg_(config),
+      be_(backend),
+      B_(batch),
+      T_(seq_len),
+      attn_{batch, seq_len, config.heads, config.kv_heads, config.head_dim()},
+      arena_(backend.memory()),
+      table_(param_table(config)) {
+  cfg_.validate();
+  arena_.measure([this](Arena& a) { layout(a); });
+}
+
+std::array<size_t, kNumCategories> Llama::memory_needed(const ModelConfig& config, Backend& backend, int batch,
+                                                        int seq_len) {
+  const Llama shell(config, backend, batch, seq_len, MeasureOnly{});
+  std::array<size_t, kNumCategories> bytes{};
+  for (int c = 0; c < kNumCategories; ++c) bytes[size_t(c)] = shell.arena_.bytes(Category(c));
+  return bytes;
+}
+
 void Llama::layout(Arena& a) {
   const DType M = be_.master_dtype(), A = be_.act_dtype(), S = be_.acc_dtype();
   const int64_t P = cfg_.param_count(), N = tokens();

@@ -8,6 +8,7 @@
 // All memory (parameters, gradients, Adam moments, activations, scratch) is laid out once in
 // the backend's arena when the model is built; a step allocates nothing.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -21,6 +22,11 @@ namespace tt {
 class Llama {
  public:
   Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len);
+
+  // What a model of this shape would reserve on this backend, by category, without
+  // allocating anything (the batch-size finder searches with it).
+  static std::array<size_t, kNumCategories> memory_needed(const ModelConfig& config, Backend& backend, int batch,
+                                                          int seq_len);
 
   const ModelConfig& config() const { return cfg_; }
   Backend& backend() { return be_; }
@@ -55,6 +61,9 @@ class Llama {
   void write(const Tensor& master, const std::vector<float>& values);
 
  private:
+  struct MeasureOnly {};
+  Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len, MeasureOnly);
+
   struct LayerActs {
     Tensor x;       // [N, C] residual stream entering the layer
     Tensor xn1;     // [N, C] rmsnorm(x)

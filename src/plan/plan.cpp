@@ -34,6 +34,15 @@ Plan plan_for_version(int version) {
   return p;
 }
 
+void set_switch(Plan& plan, const std::string& name, bool on, const std::string& flag) {
+  for (const PlanSwitch& s : plan_switches())
+    if (name == s.name) {
+      plan.*s.field = on;
+      return;
+    }
+  usage_fail(flag + ": no plan switch named '" + name + "'");
+}
+
 std::string describe(const Plan& plan) {
   std::string s = "v" + std::to_string(plan.version);
   const Plan preset = plan_for_version(plan.version);

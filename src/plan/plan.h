@@ -48,6 +48,9 @@ const std::vector<PlanSwitch>& plan_switches();
 // own switches and those of the versions below it. Precision is chosen separately.
 Plan plan_for_version(int version);
 
+// Turns the switch named `name` on or off; UsageError (naming `flag`) for an unknown name.
+void set_switch(Plan& plan, const std::string& name, bool on, const std::string& flag);
+
 // "v2 (qkv-fusion, gate-up-fusion, ...)" for logs and reports.
 std::string describe(const Plan& plan);
 

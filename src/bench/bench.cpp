@@ -1,0 +1,331 @@
+#include "bench/bench.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/files.h"
+#include "model/llama.h"
+#include "profile/flops.h"
+
+namespace tt {
+
+using json = nlohmann::json;
+
+RepetitionStats repetition_stats(const std::vector<double>& values, int per) {
+  std::vector<double> means;
+  for (size_t i = 0; i + size_t(per) <= values.size(); i += size_t(per)) {
+    double s = 0;
+    for (int k = 0; k < per; ++k) s += values[i + size_t(k)];
+    means.push_back(s / per);
+  }
+  if (means.empty()) return {};
+  std::sort(means.begin(), means.end());
+  const size_t n = means.size();
+  const double median = n % 2 ? means[n / 2] : 0.5 * (means[n / 2 - 1] + means[n / 2]);
+  return {median, means.front(), means.back()};
+}
+
+std::vector<Regression> find_regressions(const std::vector<BenchPoint>& current, const std::vector<BenchPoint>& baseline,
+                                         double min_speedup) {
+  std::vector<Regression> out;
+  for (const BenchPoint& c : current) {
+    if (c.status != "ok") continue;
+    for (const BenchPoint& b : baseline)
+      if (b.status == "ok" && b.version == c.version && b.batch == c.batch && b.seq_len == c.seq_len &&
+          b.precision == c.precision) {
+        const double speedup = b.ms_median / c.ms_median;
+        if (speedup < min_speedup) out.push_back({c, b.ms_median, speedup});
+      }
+  }
+  return out;
+}
+
+static json point_json(const BenchPoint& p) {
+  return {{"version", p.version},         {"batch_size", p.batch},        {"seq_len", p.seq_len},
+          {"precision", p.precision},     {"plan", p.plan},               {"status", p.status},
+          {"ms_median", p.ms_median},     {"ms_min", p.ms_min},           {"ms_max", p.ms_max},
+          {"spread", p.spread},           {"forward_ms", p.forward_ms},   {"backward_ms", p.backward_ms},
+          {"optimizer_ms", p.optimizer_ms}, {"samples_per_sec", p.samples_per_sec},
+          {"tokens_per_sec", p.tokens_per_sec}, {"tflops", p.tflops},     {"mfu", p.mfu},
+          {"loss", p.loss},               {"peak_bytes", p.peak_bytes}};
+}
+
+std::vector<BenchPoint> read_bench_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) usage_fail("--baseline: cannot read '" + path + "'");
+  std::vector<BenchPoint> points;
+  try {
+    const json j = json::parse(in);
+    for (const json& p : j.at("points")) {
+      BenchPoint b;
+      b.version = p.at("version");
+      b.batch = p.at("batch_size");
+      b.seq_len = p.at("seq_len");
+      b.precision = p.at("precision");
+      b.status = p.at("status");
+      b.ms_median = p.at("ms_median");
+      points.push_back(b);
+    }
+  } catch (const json::exception&) {
+    usage_fail("--baseline: '" + path + "' is not a bench JSON file (tiny_llama bench --json)");
+  }
+  return points;
+}
+
+void write_bench_csv(std::ostream& out, const std::vector<BenchPoint>& points, const DeviceInfo& d,
+                     const std::string& commit) {
+  out << "version,batch_size,seq_len,precision,status,ms_median,ms_min,ms_max,spread,forward_ms,backward_ms,"
+         "optimizer_ms,samples_per_sec,tokens_per_sec,tflops,mfu,loss,peak_bytes,device,sm_clock_mhz,driver,cuda,commit\n";
+  for (const BenchPoint& p : points)
+    out << fmt::format("v{},{},{},{},{},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.2f},{:.0f},{:.3f},{:.4f},{:.5f},{},"
+                       "\"{}\",{},{},{},{}\n",
+                       p.version, p.batch, p.seq_len, p.precision, p.status, p.ms_median, p.ms_min, p.ms_max, p.spread,
+                       p.forward_ms, p.backward_ms, p.optimizer_ms, p.samples_per_sec, p.tokens_per_sec, p.tflops, p.mfu,
+                       p.loss, p.peak_bytes, d.name, d.sm_clock_mhz, d.driver, d.runtime, commit);
+}
+
+static json device_json(const DeviceInfo& d, const std::string& commit) {
+  return {{"name", d.name},       {"sm_clock_mhz", d.sm_clock_mhz}, {"memory_clock_mhz", d.memory_clock_mhz},
+          {"multiprocessors", d.multiprocessors}, {"driver", d.driver}, {"cuda_runtime", d.runtime},
+          {"memory_total_bytes", d.memory_total}, {"commit", commit}};
+}
+
+void write_bench_json(std::ostream& out, const BenchOptions& o, const std::vector<BenchPoint>& points,
+                      const DeviceInfo& d, const std::string& commit) {
+  json pts = json::array();
+  for (const BenchPoint& p : points) pts.push_back(point_json(p));
+  out << json{{"environment", device_json(d, commit)},
+              {"model", o.base.model.to_json()},
+              {"timing", {{"warmup_steps", o.warmup}, {"steps_per_repetition", o.steps}, {"repetitions", o.repeats}}},
+              {"points", pts}}
+             .dump(2)
+      << "\n";
+}
+
+namespace {
+
+std::string git_commit() {
+  const std::string dir = TT_SOURCE_DIR;
+  auto run = [](const std::string& cmd) {
+    std::string out;
+    if (FILE* f = popen(cmd.c_str(), "r")) {
+      char buf[256];
+      while (fgets(buf, sizeof buf, f)) out += buf;
+      pclose(f);
+    }
+    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+    return out;
+  };
+  std::string commit = run("git -C '" + dir + "' rev-parse --short=12 HEAD 2>/dev/null");
+  if (commit.empty()) return "unknown";
+  if (!run("git -C '" + dir + "' status --porcelain --untracked-files=no 2>/dev/null").empty()) commit += "+dirty";
+  return commit;
+}
+
+Plan point_plan(int version, const std::string& precision, const BenchOptions& o) {
+  Plan p = plan_for_version(version);
+  for (const std::string& n : o.disable) set_switch(p, n, false, "--disable");
+  for (const std::string& n : o.enable) set_switch(p, n, true, "--enable");
+  p.amp = precision == "bf16";
+  p.tf32 = precision == "tf32";
+  return p;
+}
+
+void validate(const BenchOptions& o) {
+  auto positive_list = [](const std::vector<int>& v, const char* flag) {
+    if (v.empty()) usage_fail(std::string(flag) + ": give at least one value");
+    for (int x : v)
+      if (x <= 0) usage_fail(std::string(flag) + ": values must be positive (got " + std::to_string(x) + ")");
+  };
+  positive_list(o.versions, "--versions");
+  for (int v : o.versions)
+    if (v > 4) usage_fail("--versions: versions are 1 to 4 (got " + std::to_string(v) + ")");
+  positive_list(o.batch_sizes, "--batch-sizes");
+  positive_list(o.seq_lens, "--seq-lens");
+  if (o.precisions.empty()) usage_fail("--precisions: give at least one of fp32, tf32, bf16");
+  for (const std::string& p : o.precisions)
+    if (p != "fp32" && p != "tf32" && p != "bf16") usage_fail("--precisions: each must be fp32, tf32 or bf16 (got '" + p + "')");
+  if (o.warmup < 0) usage_fail("--warmup-steps: must not be negative");
+  if (o.steps <= 0) usage_fail("--steps: must be positive");
+  if (o.repeats <= 0) usage_fail("--repeats: must be positive");
+  if (o.min_speedup < 0 || (o.min_speedup > 0 && o.baseline_path.empty()))
+    usage_fail("--min-speedup: needs --baseline and a positive value");
+  if (o.memory_budget_mb < 0) usage_fail("--memory-budget: must not be negative");
+  if (!o.csv_path.empty()) check_writable(o.csv_path, "--csv");
+  if (!o.json_path.empty()) check_writable(o.json_path, "--json");
+  o.base.model.validate();
+  for (int v : o.versions)
+    for (const std::string& p : o.precisions) point_plan(v, p, o);  // unknown switch names fail here
+}
+
+void progress(std::ostream& log, size_t done, size_t total, const std::string& what) {
+  const int width = 30;
+  const int filled = int(width * done / total);
+  const std::string bar = std::string(size_t(filled), '#') + std::string(size_t(width - filled), '.');
+  if (isatty(STDERR_FILENO)) {
+    std::fprintf(stderr, "\r[%s] %zu/%zu %-40s", bar.c_str(), done, total, what.c_str());
+    if (done == total) std::fprintf(stderr, "\n");
+  } else {
+    log << fmt::format("[{}] {}/{} {}\n", bar, done, total, what) << std::flush;
+  }
+}
+
+BenchPoint run_point(const BenchOptions& o, int version, int batch, int seq_len, const std::string& precision,
+                     const std::string& device_name) {
+  BenchPoint p;
+  p.version = version, p.batch = batch, p.seq_len = seq_len, p.precision = precision;
+  TrainOptions t = o.base;
+  t.batch = batch;
+  t.seq_len = seq_len;
+  t.warmup = o.warmup;
+  t.steps = o.warmup + o.steps * o.repeats;
+  t.log_every = t.steps;
+  t.json_path.clear();
+  t.backend.plan = point_plan(version, precision, o);
+  p.plan = describe(t.backend.plan);
+  std::ostringstream quiet;
+  TrainResult r;
+  try {
+    r = train(t, quiet);
+  } catch (const UsageError& e) {  // out of memory, or a switch this point cannot run
+    p.status = e.what();
+    return p;
+  }
+  std::vector<double> ms, fwd, bwd, opt;
+  for (size_t i = size_t(o.warmup); i < r.steps.size(); ++i) {
+    ms.push_back(r.steps[i].step_ms);
+    fwd.push_back(r.steps[i].forward_ms);
+    bwd.push_back(r.steps[i].backward_ms);
+    opt.push_back(r.steps[i].optimizer_ms);
+  }
+  const RepetitionStats s = repetition_stats(ms, o.steps);
+  p.ms_median = s.median, p.ms_min = s.min, p.ms_max = s.max;
+  p.spread = s.median > 0 ? (s.max - s.min) / s.median : 0;
+  p.forward_ms = repetition_stats(fwd, o.steps).median;
+  p.backward_ms = repetition_stats(bwd, o.steps).median;
+  p.optimizer_ms = repetition_stats(opt, o.steps).median;
+  p.samples_per_sec = batch / (p.ms_median / 1e3);
+  p.tokens_per_sec = p.samples_per_sec * seq_len;
+  p.tflops = r.flops_per_step / (p.ms_median / 1e3) / 1e12;
+  const double peak = peak_flops(device_name, precision);
+  p.mfu = peak > 0 ? p.tflops * 1e12 / peak : 0;
+  p.loss = r.final_loss;
+  p.peak_bytes = r.memory.total();
+  return p;
+}
+
+void print_table(std::ostream& log, const std::vector<BenchPoint>& points) {
+  log << fmt::format("{:<4}{:<6}{:>6}{:>7}{:>10}{:>8}{:>10}{:>11}{:>8}{:>8}{:>8}{:>9}{:>7}{:>8}\n", "ver", "prec",
+                     "batch", "seq", "ms/step", "spread", "samp/s", "tok/s", "fwd", "bwd", "opt", "peak MB", "MFU",
+                     "loss");
+  for (const BenchPoint& p : points) {
+    if (p.status != "ok") {
+      log << fmt::format("v{:<3}{:<6}{:>6}{:>7}  {}\n", p.version, p.precision, p.batch, p.seq_len, p.status.substr(0, 90));
+      continue;
+    }
+    log << fmt::format("v{:<3}{:<6}{:>6}{:>7}{:>10.3f}{:>7.1f}%{:>10.0f}{:>11.0f}{:>8.2f}{:>8.2f}{:>8.2f}{:>9.1f}{:>6.1f}%{:>8.4f}\n",
+                       p.version, p.precision, p.batch, p.seq_len, p.ms_median, 100 * p.spread, p.samples_per_sec,
+                       p.tokens_per_sec, p.forward_ms, p.backward_ms, p.optimizer_ms, p.peak_bytes / 1e6, 100 * p.mfu,
+                       p.loss);
+  }
+}
+
+size_t memory_budget(const BenchOptions& o, bool cuda) {
+  if (o.memory_budget_mb > 0) return size_t(o.memory_budget_mb * 1e6);
+  if (cuda) return device_info(true).memory_free;
+  std::ifstream meminfo("/proc/meminfo");
+  for (std::string key; meminfo >> key;) {
+    size_t kb = 0;
+    meminfo >> kb;
+    if (key == "MemAvailable:") return kb * 1024;
+    meminfo.ignore(256, '\n');
+  }
+  return 0;
+}
+
+void find_max_batches(const BenchOptions& o, std::ostream& log) {
+  log << fmt::format("{:<4}{:<6}{:>7}{:>11}{:>13}{:>13}\n", "ver", "prec", "seq", "max batch", "needs MB", "budget MB");
+  for (int version : o.versions)
+    for (const std::string& precision : o.precisions)
+      for (int seq_len : o.seq_lens) {
+        BackendOptions bo = o.base.backend;
+        bo.plan = point_plan(version, precision, o);
+        std::unique_ptr<Backend> be = make_backend(bo);
+        const size_t budget = memory_budget(o, be->is_cuda());
+        auto needs = [&](int b) {
+          size_t total = 0;
+          for (size_t bytes : Llama::memory_needed(o.base.model, *be, b, seq_len)) total += bytes;
+          return total;
+        };
+        // Grow, then bisect: the largest batch whose arena fits the budget.
+        int lo = 0, hi = 1;
+        while (hi <= (1 << 20) && int64_t(hi) * seq_len <= (int64_t(1) << 28) && needs(hi) <= budget) lo = hi, hi *= 2;
+        while (hi - lo > 1) {
+          const int mid = lo + (hi - lo) / 2;
+          (needs(mid) <= budget ? lo : hi) = mid;
+        }
+        // Prove it: build the model at that batch (allocating), stepping down if it does not fit.
+        while (lo > 0) {
+          try {
+            Llama m(o.base.model, *be, lo, seq_len);
+            break;
+          } catch (const UsageError&) {
+            --lo;
+          }
+        }
+        log << fmt::format("v{:<3}{:<6}{:>7}{:>11}{:>13.1f}{:>13.1f}\n", version, precision, seq_len, lo,
+                           lo ? needs(lo) / 1e6 : 0.0, budget / 1e6);
+      }
+}
+
+}  // namespace
+
+bool run_bench(const BenchOptions& o, std::ostream& log) {
+  validate(o);
+  const std::vector<BenchPoint> baseline = o.baseline_path.empty() ? std::vector<BenchPoint>{} : read_bench_json(o.baseline_path);
+  std::string why;
+  const bool cuda = o.base.backend.device == DeviceKind::Cuda ||
+                    (o.base.backend.device == DeviceKind::Auto && cuda_available(&why));
+  if (o.base.backend.device == DeviceKind::Cuda && !cuda_available(&why)) usage_fail("--device cuda: " + why);
+  const DeviceInfo device = device_info(cuda);
+  const std::string commit = git_commit();
+  log << fmt::format("Device: {} (SM clock {} MHz, driver {}, CUDA {}) | commit {}\n", device.name, device.sm_clock_mhz,
+                     device.driver, device.runtime, commit);
+  if (o.find_max_batch) {
+    find_max_batches(o, log);
+    return true;
+  }
+
+  std::vector<BenchPoint> points;
+  const size_t total = o.versions.size() * o.precisions.size() * o.batch_sizes.size() * o.seq_lens.size();
+  for (int version : o.versions)
+    for (const std::string& precision : o.precisions)
+      for (int batch : o.batch_sizes)
+        for (int seq_len : o.seq_lens) {
+          progress(log, points.size(), total, fmt::format("v{} {} batch {} seq {}", version, precision, batch, seq_len));
+          points.push_back(run_point(o, version, batch, seq_len, precision, device.name));
+        }
+  progress(log, total, total, "done");
+  print_table(log, points);
+  if (!o.csv_path.empty())
+    write_file_atomic(o.csv_path, [&](std::ostream& out) { write_bench_csv(out, points, device, commit); });
+  if (!o.json_path.empty())
+    write_file_atomic(o.json_path, [&](std::ostream& out) { write_bench_json(out, o, points, device, commit); });
+
+  if (o.baseline_path.empty()) return true;
+  const std::vector<Regression> slow = find_regressions(points, baseline, o.min_speedup);
+  log << fmt::format("Against {}: {} of {} points slower than {:.2f}x the baseline's speed\n", o.baseline_path,
+                     slow.size(), points.size(), o.min_speedup);
+  for (const Regression& r : slow)
+    log << fmt::format("  v{} {} batch {} seq {}: {:.3f} ms against {:.3f} ms ({:.2f}x)\n", r.point.version,
+                       r.point.precision, r.point.batch, r.point.seq_len, r.point.ms_median, r.baseline_ms, r.speedup);
+  return slow.empty();
+}
+
+}  // namespace tt

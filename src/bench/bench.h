@@ -1,0 +1,64 @@
+// The benchmark suite behind `tiny_llama bench`: a sweep of versions x batch sizes x
+// sequence lengths x precisions, each point trained with a warm-up and several timed
+// repetitions; the median and spread of the step time, throughput, the forward/backward/
+// optimizer split, peak memory, MFU and loss; a terminal table, CSV and JSON with the machine
+// and the git commit; a comparison against a baseline file (the performance regression
+// test); and the largest batch that fits a memory budget (the batch-size finder).
+#pragma once
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "train/trainer.h"
+
+namespace tt {
+
+struct BenchOptions {
+  TrainOptions base;  // model shape, device, seed, data; its plan carries the user's switches
+  std::vector<std::string> enable, disable;  // switches applied to every point's version preset
+  std::vector<int> versions = {1, 2};
+  std::vector<int> batch_sizes = {8};
+  std::vector<int> seq_lens = {128};
+  std::vector<std::string> precisions = {"fp32", "bf16"};
+  int warmup = 5, steps = 10, repeats = 5;  // each repetition times `steps` steps
+  std::string csv_path, json_path, baseline_path;
+  double min_speedup = 0;  // with a baseline: fail when current/baseline speed is below this
+  bool find_max_batch = false;
+  double memory_budget_mb = 0;  // 0: the GPU's free memory (host memory on the CPU)
+};
+
+struct BenchPoint {
+  int version = 1, batch = 0, seq_len = 0;
+  std::string precision, plan, status = "ok";  // status: ok, or why the point did not run
+  double ms_median = 0, ms_min = 0, ms_max = 0, spread = 0;  // over repetitions; spread = (max-min)/median
+  double forward_ms = 0, backward_ms = 0, optimizer_ms = 0;
+  double samples_per_sec = 0, tokens_per_sec = 0, tflops = 0, mfu = 0, loss = 0;
+  size_t peak_bytes = 0;
+};
+
+// Median, min, max of the repetition means (each the mean of `per` consecutive values).
+struct RepetitionStats {
+  double median = 0, min = 0, max = 0;
+};
+RepetitionStats repetition_stats(const std::vector<double>& values, int per);
+
+// Points of `current` slower than the same point in `baseline` by more than allowed:
+// speedup = baseline ms / current ms < min_speedup. Points are matched by version, batch,
+// sequence length and precision.
+struct Regression {
+  BenchPoint point;
+  double baseline_ms, speedup;
+};
+std::vector<Regression> find_regressions(const std::vector<BenchPoint>& current, const std::vector<BenchPoint>& baseline,
+                                         double min_speedup);
+
+std::vector<BenchPoint> read_bench_json(const std::string& path);
+void write_bench_csv(std::ostream& out, const std::vector<BenchPoint>& points, const DeviceInfo& device,
+                     const std::string& commit);
+void write_bench_json(std::ostream& out, const BenchOptions& o, const std::vector<BenchPoint>& points,
+                      const DeviceInfo& device, const std::string& commit);
+
+// Runs everything the options ask for; returns false when the regression check failed.
+bool run_bench(const BenchOptions& o, std::ostream& log);
+
+}  // namespace tt

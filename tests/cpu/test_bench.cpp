@@ -1,0 +1,129 @@
+// The benchmark suite without a GPU: statistics, the regression comparison, the writers and
+// the list flags, and the whole sweep end to end on the CPU at a tiny size.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "bench/bench.h"
+#include "cli/options.h"
+
+namespace tt::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(Bench, RepetitionStatistics) {
+  // Three repetitions of two steps: means 2, 4, 10.
+  const RepetitionStats s = repetition_stats({1, 3, 4, 4, 9, 11}, 2);
+  EXPECT_DOUBLE_EQ(s.median, 4);
+  EXPECT_DOUBLE_EQ(s.min, 2);
+  EXPECT_DOUBLE_EQ(s.max, 10);
+  EXPECT_DOUBLE_EQ(repetition_stats({1, 2, 3, 4}, 1).median, 2.5);
+  EXPECT_DOUBLE_EQ(repetition_stats({5, 6, 7}, 2).median, 5.5);  // an incomplete repetition is dropped
+}
+
+BenchPoint point(int version, int batch, double ms, const char* precision = "bf16") {
+  BenchPoint p;
+  p.version = version, p.batch = batch, p.seq_len = 128, p.precision = precision, p.ms_median = ms;
+  return p;
+}
+
+TEST(Bench, RegressionsAgainstABaseline) {
+  const std::vector<BenchPoint> baseline = {point(1, 8, 10.0), point(2, 8, 2.0), point(2, 16, 3.0)};
+  const std::vector<BenchPoint> current = {point(1, 8, 10.4), point(2, 8, 2.5), point(2, 16, 2.0),
+                                           point(2, 8, 9.0, "fp32")};  // no fp32 baseline: not compared
+  const std::vector<Regression> r = find_regressions(current, baseline, 0.95);
+  ASSERT_EQ(r.size(), 1u);  // v1 is 4% slower (allowed); v2 batch 8 is 25% slower
+  EXPECT_EQ(r[0].point.version, 2);
+  EXPECT_EQ(r[0].point.batch, 8);
+  EXPECT_DOUBLE_EQ(r[0].speedup, 0.8);
+  EXPECT_TRUE(find_regressions(current, baseline, 0.7).empty());
+}
+
+TEST(Bench, ListFlags) {
+  BenchOptions o;
+  ASSERT_TRUE(parse_bench_options({"--versions", "v1,v3", "--batch-sizes", "4,8,16,32", "--seq-lens", "128,256",
+                                   "--precisions", "fp32,bf16", "--disable-cuda-graph", "--device", "cpu"},
+                                  o));
+  EXPECT_EQ(o.versions, (std::vector<int>{1, 3}));
+  EXPECT_EQ(o.batch_sizes, (std::vector<int>{4, 8, 16, 32}));
+  EXPECT_EQ(o.seq_lens, (std::vector<int>{128, 256}));
+  EXPECT_EQ(o.precisions, (std::vector<std::string>{"fp32", "bf16"}));
+  EXPECT_EQ(o.disable, (std::vector<std::string>{"cuda-graph"}));
+  EXPECT_THROW(parse_bench_options({"--versions", "v5"}, o), UsageError);
+}
+
+TEST(Bench, JsonAndCsvWriters) {
+  BenchOptions o;
+  DeviceInfo d;
+  d.name = "Test GPU";
+  d.driver = "13.0";
+  std::vector<BenchPoint> pts = {point(1, 8, 9.5), point(2, 8, 2.5)};
+  pts[1].status = "out of GPU memory";
+  std::ostringstream js, csv;
+  write_bench_json(js, o, pts, d, "abc123");
+  write_bench_csv(csv, pts, d, "abc123");
+  const nlohmann::json j = nlohmann::json::parse(js.str());
+  EXPECT_EQ(j["environment"]["name"], "Test GPU");
+  EXPECT_EQ(j["environment"]["commit"], "abc123");
+  ASSERT_EQ(j["points"].size(), 2u);
+  EXPECT_EQ(j["points"][1]["status"], "out of GPU memory");
+  // The JSON reads back as a baseline.
+  const fs::path p = fs::temp_directory_path() / "tt_bench_writer.json";
+  std::ofstream(p) << js.str();
+  const std::vector<BenchPoint> back = read_bench_json(p.string());
+  fs::remove(p);
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_DOUBLE_EQ(back[0].ms_median, 9.5);
+  std::string header;
+  std::istringstream lines(csv.str());
+  std::getline(lines, header);
+  EXPECT_EQ(header.rfind("version,batch_size,seq_len,precision,status,ms_median", 0), 0u);
+  const std::string text = csv.str();
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 3);
+}
+
+int run(const std::string& args, const fs::path& dir) {
+  const std::string cmd = std::string(TT_BINARY) + " bench --device cpu --hidden-dim 32 --num-layers 1 --num-heads 2 "
+                          "--vocab-size 50 --steps 2 --repeats 2 --warmup-steps 1 " + args + " >" +
+                          (dir / "out.txt").string() + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(Bench, SweepEndToEndOnTheCpu) {
+  const fs::path dir = fs::temp_directory_path() / ("tt_bench_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string out = " --json " + (dir / "b.json").string() + " --csv " + (dir / "b.csv").string();
+  ASSERT_EQ(run("--versions v1,v2 --batch-sizes 2,3 --seq-lens 8 --precisions fp32" + out, dir), 0);
+  std::ifstream f(dir / "b.json");
+  const nlohmann::json j = nlohmann::json::parse(f);
+  ASSERT_EQ(j["points"].size(), 4u);
+  for (const auto& p : j["points"]) {
+    EXPECT_EQ(p["status"], "ok");
+    EXPECT_GT(p["ms_median"].get<double>(), 0);
+    EXPECT_NEAR(p["loss"].get<double>(), std::log(49.0), 0.2);
+  }
+  // The same sweep against itself passes; against a baseline 1000x faster it fails.
+  EXPECT_EQ(run("--versions v1 --batch-sizes 2 --seq-lens 8 --precisions fp32 --baseline " + (dir / "b.json").string() +
+                    " --min-speedup 0.001",
+                dir),
+            0);
+  nlohmann::json fast = j;
+  for (auto& p : fast["points"]) p["ms_median"] = p["ms_median"].get<double>() / 1000;
+  std::ofstream(dir / "fast.json") << fast.dump();
+  EXPECT_EQ(run("--versions v1 --batch-sizes 2 --seq-lens 8 --precisions fp32 --baseline " + (dir / "fast.json").string() +
+                    " --min-speedup 0.9",
+                dir),
+            1);
+  // The batch-size finder answers without running out of memory.
+  EXPECT_EQ(run("--find-max-batch --versions v1 --seq-lens 8 --precisions fp32 --memory-budget 20", dir), 0);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace tt::test
