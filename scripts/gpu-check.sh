@@ -3,9 +3,10 @@
 # racecheck) on 2-step training runs, profile and time the default model. Everything is
 # logged under a work folder, packed into $OUT/gpu-check.tgz (OUT defaults to
 # /tmp/tt-gpu-check); a short table is printed last.
-#   bash scripts/gpu-check.sh                     everything
-#   TT_SKIP_TESTS=1 bash scripts/gpu-check.sh     build, profile and time only
-#   TT_TIMING="v2:128: v2:128:--use-amp" ...      choose the timed runs (version:seq:flags)
+#   bash scripts/gpu-check.sh                          the default stages
+#   TT_STAGES="tests timing" bash scripts/gpu-check.sh  choose stages: tests sanitizer profile timing
+#                                                       ablate memory pytorch
+#   TT_TIMING="v2:128: v2:128:--use-amp" ...           choose the timed runs (version:seq:flags)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/tt-gpu-check}
@@ -14,6 +15,8 @@ mkdir -p "$OUT"
 BUILD=${BUILD:-build}
 TT=$BUILD/tiny_llama
 failures=()
+STAGES=" ${TT_STAGES:-tests sanitizer profile timing} "
+stage() { [[ "$STAGES" == *" $1 "* ]]; }
 finish() { tar czf "$OUT/gpu-check.tgz" -C "$LOGS" . ; }
 trap finish EXIT
 
@@ -26,14 +29,16 @@ if ! { cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >"$LOGS/config
 fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv,noheader | tee "$LOGS/gpu.txt"
 
-if [ -z "${TT_SKIP_TESTS:-}" ]; then
+if stage tests; then
   echo "== GPU tests (ctest -L gpu)"
   if ! (cd "$BUILD" && ctest -L gpu --output-on-failure >"$LOGS/gpu-tests.log" 2>&1); then
     failures+=("gpu tests")
     grep -E "Failure|Expected|Which is|actual|FAILED|has unwritten|step [0-9]|Trace|\.cpp:[0-9]+:" "$LOGS/gpu-tests.log" | head -60
   fi
   grep -E "tests passed|tests failed" "$LOGS/gpu-tests.log"
+fi
 
+if stage sanitizer; then
   echo "== compute-sanitizer on 2-step runs"
   for tool in memcheck racecheck; do
     for flags in "--version v1" "--version v2" "--version v2 --use-amp"; do
@@ -48,6 +53,7 @@ if [ -z "${TT_SKIP_TESTS:-}" ]; then
   done
 fi
 
+if stage profile; then
 echo "== profiles (default model, batch 8, sequence 128)"
 for flags in ${TT_PROFILES:-"v1" "v2" "v2:--use-amp"}; do
   IFS=: read -r version extra <<<"$flags"
@@ -56,9 +62,38 @@ for flags in ${TT_PROFILES:-"v1" "v2" "v2:--use-amp"}; do
        --log-every 100 --profile "$LOGS/profile_$name" --flops-profile >"$LOGS/profile_$name.log" 2>&1; then
     failures+=("profile $name"); tail -5 "$LOGS/profile_$name.log"
   fi
-  grep -E "launches per profiled step|Model FLOPs" "$LOGS/profile_$name.log" | sed "s/^/$name: /"
+  grep -E "launches per profiled step|Model FLOPs|Attention:" "$LOGS/profile_$name.log" | sed "s/^/$name: /"
 done
+fi
 
+if stage ablate; then
+  echo "== ablation of v2 (bf16 and fp32, batch 8, sequence 128)"
+  for amp in "--use-amp" ""; do
+    "$TT" ablate --device cuda --version v2 $amp --seq-len 128 --num-steps 60 --warmup-steps 10 \
+      --csv "$LOGS/ablate${amp//[- ]/_}.csv" >"$LOGS/ablate${amp//[- ]/_}.log" 2>&1 || failures+=("ablate $amp")
+    sed -n '/^Ablation/,$p' "$LOGS/ablate${amp//[- ]/_}.log"
+  done
+fi
+
+if stage memory; then
+  echo "== memory and time against sequence length (batch 1, bf16)"
+  "$TT" bench --device cuda --versions v1,v2 --precisions bf16 --batch-sizes 1 --seq-lens 256,512,1024,2048,4096,8192 \
+    --warmup-steps 3 --steps 5 --repeats 3 --json "$LOGS/memory.json" --csv "$LOGS/memory.csv" >"$LOGS/memory.log" 2>&1 ||
+    failures+=("memory sweep")
+  grep -E "^v[0-9]|^ver" "$LOGS/memory.log"
+fi
+
+if stage pytorch; then
+  echo "== the same model in PyTorch (same job, same GPU)"
+  PYTHONUNBUFFERED=1 python3 bench/pytorch_reference.py --modes eager,graph,compile,compile+graph --precisions fp32,bf16 \
+    --batch-sizes 8 --seq-lens 128 --json "$LOGS/pytorch.json" 2>&1 | tee "$LOGS/pytorch.log" | grep -E "^pytorch|Error" ||
+    failures+=("pytorch reference")
+  "$TT" bench --device cuda --versions v1,v2 --precisions fp32,bf16 --batch-sizes 8 --seq-lens 128 \
+    --json "$LOGS/ours.json" >"$LOGS/ours.log" 2>&1 || failures+=("bench v1 v2")
+  grep -E "^v[0-9]|^ver" "$LOGS/ours.log"
+fi
+
+if stage timing; then
 echo "== timing (default model, batch 8)"
 for spec in ${TT_TIMING:-"v1:128:" "v1:256:" "v1:128:--tf32" "v1:128:--use-amp" "v1:128:--no-nvtx" "v2:128:" "v2:256:" "v2:128:--use-amp" "v2:256:--use-amp"}; do
   IFS=: read -r version seq extra <<<"$spec"
@@ -77,6 +112,7 @@ for f in sorted(glob.glob(os.path.join(sys.argv[1], "time_*.json"))):
           f"{s['optimizer_ms']:>7.2f}{s['samples_per_sec']:>8.0f}{s['tokens_per_sec']:>9.0f}{s['tflops']:>8.2f}"
           f"{s['peak_memory_bytes'] / 1e6:>8.1f}{j['steps'][-1]['loss']:>8.4f}")
 PY
+fi
 if [ ${#failures[@]} -gt 0 ]; then
   echo "FAILED: ${failures[*]}"
   exit 1

@@ -115,6 +115,8 @@ class Backend {
 
   // Which attention implementation runs, for the summary.
   virtual std::string attention_kind() const = 0;
+  // Whether two runs give bitwise the same results (cuDNN's attention backward does not).
+  virtual bool deterministic() const { return true; }
 };
 
 enum class DeviceKind { Auto, Cpu, Cuda };

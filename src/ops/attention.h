@@ -18,6 +18,8 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
+#include <string>
 #include <vector>
 
 namespace tt {
@@ -133,4 +135,38 @@ void attention_forward(const Blas& blas, const Tensor& att, const Tensor& probs,
                        const AttnShape& s, bool fused_softmax, const AttentionScratch& w);
 void attention_backward(const Blas& blas, const Tensor& dqkv, const Tensor& datt, const Tensor& qkv,
                         const Tensor& probs, const AttnShape& s, bool fused_softmax, const AttentionScratch& w);
+}  // namespace tt::cuda
+
+// CUDA, cuDNN's fused flash attention (src/ops/attention_cudnn.cpp), bf16 only: the scores
+// never leave the chip; the forward keeps the softmax statistics (max + log of the sum of
+// exponentials, per row: [B, H, T] fp32) for the backward, which recomputes the probabilities.
+// Q, K, V are read in place from the qkv buffer and dQ, dK, dV written in place into dqkv
+// (strided views). The operation graphs (matmul, scale, causal mask, softmax, matmul and the
+// backward's) are built once per shape with cuDNN's backend API and their plans cached.
+// cuDNN sums dQ with atomics: its backward is not bitwise reproducible from run to run.
+struct cudnnContext;
+namespace tt::cuda {
+class CudnnAttention {
+ public:
+  explicit CudnnAttention(Stream stream);
+  ~CudnnAttention();
+  CudnnAttention(const CudnnAttention&) = delete;
+  CudnnAttention& operator=(const CudnnAttention&) = delete;
+
+  // Bytes of workspace the forward and backward of this shape need (an upper bound known
+  // without building anything, so memory can be planned before the plans exist).
+  static int64_t workspace_bytes(const AttnShape& s);
+  // Builds (or finds) the plans of this shape and checks that they fit the workspace.
+  void prepare(const AttnShape& s, const Tensor& workspace);
+  void forward(const Tensor& att, const Tensor& stats, const Tensor& qkv, const AttnShape& s, const Tensor& workspace);
+  void backward(const Tensor& dqkv, const Tensor& datt, const Tensor& qkv, const Tensor& att, const Tensor& stats,
+                const AttnShape& s, const Tensor& workspace);
+  static std::string version();  // "9.14.0"
+
+ private:
+  struct Plan;
+  Plan& plan(const AttnShape& s, bool backward);
+  cudnnContext* handle_ = nullptr;
+  std::vector<std::unique_ptr<Plan>> plans_;
+};
 }  // namespace tt::cuda

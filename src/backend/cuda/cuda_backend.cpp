@@ -64,6 +64,7 @@ class CudaBackend final : public Backend {
     CUDA_CHECK(cudaMallocHost(&adamw_host_, sizeof(cuda::AdamWScalars)));
   }
   ~CudaBackend() override {
+    cudnn_.reset();
     if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
     cudaFreeHost(adamw_host_);
     for (cudaEvent_t e : marks_) cudaEventDestroy(e);
@@ -87,16 +88,26 @@ class CudaBackend final : public Backend {
     auto take = [&](DType d, int64_t n) { return a.take(Category::Workspace, d, n); };
     cublas_workspace_ = take(DType::F32, kCublasWorkspaceBytes / 4);
     adamw_device_ = take(DType::F32, sizeof(cuda::AdamWScalars) / 4);
-    const std::vector<int64_t> sizes = cuda::attention_scratch_numel(attn);
-    Tensor* bufs[] = {&attn_.qh, &attn_.kh, &attn_.vh, &attn_.oh, &attn_.dqh, &attn_.dkh, &attn_.dvh, &attn_.ds};
-    for (size_t i = 0; i < sizes.size(); ++i) *bufs[i] = take(act, sizes[i]);
+    use_cudnn_ = uses_cudnn(attn);
+    if (use_cudnn_) {
+      cudnn_workspace_ = take(DType::F32, cuda::CudnnAttention::workspace_bytes(attn) / 4);
+      if (cudnn_workspace_.ptr) {  // the arena's real pass: build the plans now, before any capture
+        if (!cudnn_) cudnn_ = std::make_unique<cuda::CudnnAttention>(stream_);
+        cudnn_->prepare(attn, cudnn_workspace_);
+      }
+    } else {
+      const std::vector<int64_t> sizes = cuda::attention_scratch_numel(attn);
+      Tensor* bufs[] = {&attn_.qh, &attn_.kh, &attn_.vh, &attn_.oh, &attn_.dqh, &attn_.dkh, &attn_.dvh, &attn_.ds};
+      for (size_t i = 0; i < sizes.size(); ++i) *bufs[i] = take(act, sizes[i]);
+    }
     rmsnorm_scratch_ = take(DType::F32, cuda::rmsnorm_scratch_numel(m.tokens(), m.C));
     swiglu_scratch_ = plan_.gate_up_fusion ? Tensor{} : take(act, m.tokens() * m.F);
     if (cublas_workspace_.ptr)  // the arena's real pass: bind the workspace
       CUBLAS_CHECK(cublasSetWorkspace(cublas_, cublas_workspace_.ptr, kCublasWorkspaceBytes));
   }
   TensorSpec attention_saved(const AttnShape& s) const override {
-    return {act_dtype(), int64_t(s.B) * s.H * s.T * s.T};  // the probabilities
+    if (uses_cudnn(s)) return {DType::F32, int64_t(s.B) * s.H * s.T};  // the softmax statistics
+    return {act_dtype(), int64_t(s.B) * s.H * s.T * s.T};             // the probabilities
   }
 
   void upload(const Tensor& dst, const void* host) override {
@@ -155,11 +166,17 @@ class CudaBackend final : public Backend {
     cuda::rope(dx, table, s, true, stream_);
   }
   void attention_forward(const Tensor& att, const Tensor& saved, const Tensor& qkv, const AttnShape& s) override {
-    cuda::attention_forward(blas(), att, saved, qkv, s, plan_.flash_attention, attn_);
+    if (use_cudnn_)
+      cudnn_->forward(att, saved, qkv, s, cudnn_workspace_);
+    else
+      cuda::attention_forward(blas(), att, saved, qkv, s, plan_.flash_attention, attn_);
   }
-  void attention_backward(const Tensor& dqkv, const Tensor& datt, const Tensor& qkv, const Tensor&,
+  void attention_backward(const Tensor& dqkv, const Tensor& datt, const Tensor& qkv, const Tensor& att,
                           const Tensor& saved, const AttnShape& s) override {
-    cuda::attention_backward(blas(), dqkv, datt, qkv, saved, s, plan_.flash_attention, attn_);
+    if (use_cudnn_)
+      cudnn_->backward(dqkv, datt, qkv, att, saved, s, cudnn_workspace_);
+    else
+      cuda::attention_backward(blas(), dqkv, datt, qkv, saved, s, plan_.flash_attention, attn_);
   }
   void swiglu_forward(const Tensor& h, const Tensor& gateup, int64_t n, int f) override {
     cuda::swiglu_forward(h, gateup, n, f, plan_.gate_up_fusion, swiglu_scratch_, stream_);
@@ -202,9 +219,14 @@ class CudaBackend final : public Backend {
   void graph_replay() override { CUDA_CHECK(cudaGraphLaunch(graph_exec_, stream_)); }
 
   std::string attention_kind() const override {
-    return plan_.flash_attention ? "materialized scores, fused scale+mask+softmax kernel"
-                                 : "materialized scores, separate scale and mask+softmax kernels";
+    if (use_cudnn_) return "cuDNN " + cuda::CudnnAttention::version() + " fused flash attention (bf16)";
+    if (plan_.flash_attention)
+      return std::string("materialized scores, fused scale+mask+softmax kernel") +
+             (plan_.amp ? " (cuDNN's flash attention needs a head size multiple of 8 and a sequence over 1)"
+                        : " (cuDNN has no fp32 fused attention)");
+    return "materialized scores, separate scale and mask+softmax kernels";
   }
+  bool deterministic() const override { return !use_cudnn_; }
 
  private:
   static constexpr size_t kCublasWorkspaceBytes = size_t(32) << 20;
@@ -215,6 +237,10 @@ class CudaBackend final : public Backend {
     return false;
   }
   cuda::Blas blas() const { return {cublas_, plan_.tf32, stream_}; }
+  // cuDNN's fused attention: bf16 with the flash-attention switch, where cuDNN supports the shape.
+  bool uses_cudnn(const AttnShape& s) const {
+    return plan_.flash_attention && plan_.amp && s.T > 1 && s.D % 8 == 0 && s.D <= 256;
+  }
 
   Plan plan_;
   bool nvtx_;
@@ -228,6 +254,9 @@ class CudaBackend final : public Backend {
   cudaGraphExec_t graph_exec_ = nullptr;
   bool capturing_ = false;
   cuda::AttentionScratch attn_;
+  bool use_cudnn_ = false;
+  std::unique_ptr<cuda::CudnnAttention> cudnn_;
+  Tensor cudnn_workspace_;
 };
 
 }  // namespace
