@@ -5,7 +5,7 @@
 # /tmp/tt-gpu-check); a short table is printed last.
 #   bash scripts/gpu-check.sh                          the default stages
 #   TT_STAGES="tests timing" bash scripts/gpu-check.sh  choose stages: tests sanitizer profile timing
-#                                                       ablate memory pytorch
+#                                                       ablate memory pytorch results ncu
 #   TT_TIMING="v2:128: v2:128:--use-amp" ...           choose the timed runs (version:seq:flags)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -41,7 +41,7 @@ fi
 if stage sanitizer; then
   echo "== compute-sanitizer on 2-step runs"
   for tool in memcheck racecheck; do
-    for flags in "--version v1" "--version v2" "--version v2 --use-amp"; do
+    for flags in "--version v1" "--version v2" "--version v2 --use-amp" "--version v2 --use-amp --disable-cuda-graph"; do
       log="$LOGS/sanitizer-$tool-${flags//[- ]/_}.log"
       compute-sanitizer --tool "$tool" --error-exitcode 3 "$TT" --device cuda $flags --num-steps 2 \
         --batch-size 2 --seq-len 64 --hidden-dim 128 --num-layers 2 --log-every 1 >"$log" 2>&1
@@ -55,11 +55,11 @@ fi
 
 if stage profile; then
 echo "== profiles (default model, batch 8, sequence 128)"
-for flags in ${TT_PROFILES:-"v1" "v2" "v2:--use-amp"}; do
+for flags in ${TT_PROFILES:-"v1" "v2" "v1:--use-amp" "v2:--use-amp"}; do
   IFS=: read -r version extra <<<"$flags"
   name="${version}${extra//[- ]/_}"
   if ! "$TT" --device cuda --version "$version" $extra --seq-len 128 --num-steps 15 --warmup-steps 10 --profile-steps 3 \
-       --log-every 100 --profile "$LOGS/profile_$name" --flops-profile >"$LOGS/profile_$name.log" 2>&1; then
+       --log-every 100 --profile "$LOGS/profile_$name" --flops-profile --profile-memory >"$LOGS/profile_$name.log" 2>&1; then
     failures+=("profile $name"); tail -5 "$LOGS/profile_$name.log"
   fi
   grep -E "launches per profiled step|Model FLOPs|Attention:" "$LOGS/profile_$name.log" | sed "s/^/$name: /"
@@ -91,6 +91,28 @@ if stage pytorch; then
   "$TT" bench --device cuda --versions v1,v2 --precisions fp32,bf16 --batch-sizes 8 --seq-lens 128 \
     --json "$LOGS/ours.json" >"$LOGS/ours.log" 2>&1 || failures+=("bench v1 v2")
   grep -E "^v[0-9]|^ver" "$LOGS/ours.log"
+fi
+
+if stage results; then
+  echo "== results: our bench and PyTorch in one job, a sweep, memory against sequence length"
+  BATCHES=8 SEQS=128 bash scripts/bench-vs-pytorch.sh "$LOGS/results" >"$LOGS/results.log" 2>&1 || failures+=("bench vs pytorch")
+  sed -n '/^Speed-up/,$p' "$LOGS/results.log"
+  "$TT" bench --device cuda --versions v1,v2 --precisions fp32,bf16 --batch-sizes 4,8,16,32 --seq-lens 128,512 \
+    --steps 10 --repeats 3 --json "$LOGS/results/sweep.json" --csv "$LOGS/results/sweep.csv" >"$LOGS/sweep.log" 2>&1 ||
+    failures+=("sweep")
+  grep -E "^v[0-9]|^ver" "$LOGS/sweep.log"
+  "$TT" bench --device cuda --find-max-batch --versions v1,v2 --precisions bf16 --seq-lens 512,4096 \
+    >"$LOGS/maxbatch.log" 2>&1 || failures+=("find-max-batch")
+  tail -5 "$LOGS/maxbatch.log"
+  "$TT" validate --device cuda --steps 10 --json "$LOGS/results/validate.json" >"$LOGS/validate.log" 2>&1 ||
+    failures+=("validate")
+  sed -n '/^Validation/,$p' "$LOGS/validate.log"
+fi
+
+if stage ncu; then
+  echo "== Nsight Compute on the top kernels (v2 bf16)"
+  bash scripts/profile/ncu.sh "$LOGS/ncu" --version v2 --use-amp --seq-len 128 >"$LOGS/ncu.log" 2>&1 || failures+=("ncu")
+  tail -8 "$LOGS/ncu.log"
 fi
 
 if stage timing; then

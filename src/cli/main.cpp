@@ -2,6 +2,7 @@
 //   tiny_llama [train] ...   train (the default action)
 //   tiny_llama ablate ...    time a version with each of its plan switches off in turn
 //   tiny_llama bench ...     sweep versions x batch sizes x sequence lengths x precisions
+//   tiny_llama validate ...  every version against the CPU reference and against v1
 // Exit codes: 0 success, 1 failure of the program or the device, 2 bad input.
 #include <iostream>
 #include <string>
@@ -30,8 +31,14 @@ int run(std::vector<std::string> args) {
       std::cerr << "tiny_llama: bench: performance regression against the baseline\n";
       return 1;
     }
+  } else if (command == "validate") {
+    tt::ValidateOptions options;
+    if (tt::parse_validate_options(args, options) && !tt::run_validate(options, std::cout)) {
+      std::cerr << "tiny_llama: validate: an error exceeds the bound of its precision\n";
+      return 1;
+    }
   } else {
-    tt::usage_fail("unknown command '" + command + "' (commands: train, ablate, bench; see --help)");
+    tt::usage_fail("unknown command '" + command + "' (commands: train, ablate, bench, validate; see --help)");
   }
   return 0;
 }

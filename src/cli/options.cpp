@@ -140,6 +140,7 @@ bool parse_train_options(const std::vector<std::string>& args, TrainOptions& o) 
   app.add_option("--profile", o.profile_dir, "kernel trace (CUPTI) into DIR: trace.json, kernels.csv, regions.csv");
   app.add_option("--profile-steps", o.profile_steps, "steps traced after the warm-up")->capture_default_str();
   app.add_flag("--flops-profile", o.flops_profile, "per-module FLOPs, time, TFLOP/s and MFU (traces like --profile)");
+  app.add_flag("--profile-memory", o.profile_memory, "the arena's live bytes by category over one step: DIR/memory.csv");
   if (!parse(app, args)) return false;
   finish_model_flags(o, f);
   return true;
@@ -185,6 +186,28 @@ bool parse_bench_options(const std::vector<std::string>& args, BenchOptions& o) 
   finish_model_flags(o.base, f);
   o.enable = f.enable;
   o.disable = f.disable;
+  if (!versions.empty()) {
+    o.versions.clear();
+    for (const std::string& v : versions) o.versions.push_back(parse_version(v));
+  }
+  return true;
+}
+
+bool parse_validate_options(const std::vector<std::string>& args, ValidateOptions& o) {
+  CLI::App app{"Numerical validation of every version against the CPU reference and against v1", "tiny_llama validate"};
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  ModelFlags f;
+  o.base.seq_len = 128;
+  add_model_flags(app, o.base, f);
+  app.add_option("--batch-size", o.base.batch, "batch of the comparison against v1")->capture_default_str();
+  app.add_option("--seq-len", o.base.seq_len, "sequence length of the comparison against v1")->capture_default_str();
+  app.add_option("--steps", o.steps, "training steps compared")->capture_default_str();
+  std::vector<std::string> versions;
+  app.add_option("--versions", versions, "versions to validate (default v1,v2,v3,v4)")->delimiter(',');
+  app.add_option("--precisions", o.precisions, "fp32, tf32, bf16 (default fp32,bf16)")->delimiter(',');
+  app.add_option("--json", o.json_path, "write the results as JSON");
+  if (!parse(app, args)) return false;
+  finish_model_flags(o.base, f);
   if (!versions.empty()) {
     o.versions.clear();
     for (const std::string& v : versions) o.versions.push_back(parse_version(v));

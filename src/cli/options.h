@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "bench/bench.h"
+#include "bench/validate.h"
 #include "train/trainer.h"
 
 namespace tt {
@@ -18,5 +19,6 @@ struct AblateOptions {
 };
 bool parse_ablate_options(const std::vector<std::string>& args, AblateOptions& out);
 bool parse_bench_options(const std::vector<std::string>& args, BenchOptions& out);
+bool parse_validate_options(const std::vector<std::string>& args, ValidateOptions& out);
 
 }  // namespace tt

@@ -97,6 +97,34 @@ void Llama::layout(Arena& a) {
                                      cfg_.head_dim(), cfg_.intermediate, cfg_.vocab_size});
 }
 
+std::vector<Llama::MemoryPoint> Llama::memory_timeline() const {
+  auto bytes = [](const Tensor& t) { return (t.bytes() + Arena::kAlignment - 1) / Arena::kAlignment * Arena::kAlignment; };
+  std::vector<size_t> layer(size_t(cfg_.layers));
+  for (int l = 0; l < cfg_.layers; ++l) {
+    const LayerActs& a = acts_[size_t(l)];
+    for (const Tensor* t : {&a.x, &a.xn1, &a.rstd1, &a.qkv, &a.saved, &a.att, &a.x_mid, &a.xn2, &a.rstd2, &a.gateup, &a.h})
+      layer[size_t(l)] += bytes(*t);
+  }
+  const size_t inputs = bytes(tokens_) + bytes(targets_);
+  const size_t final_acts = bytes(x_out_) + bytes(xf_) + bytes(rstd_f_), head = bytes(logits_) + bytes(losses_);
+  std::vector<MemoryPoint> points;
+  auto add = [&](const std::string& region, size_t activations) {
+    MemoryPoint p{region, {}};
+    for (int c = 0; c < kNumCategories; ++c) p.live[size_t(c)] = arena_.bytes(Category(c));
+    p.live[size_t(Category::Activations)] = activations;
+    points.push_back(p);
+  };
+  size_t live = inputs;
+  for (int l = 0; l < cfg_.layers; ++l) add("forward/" + layer_names_[size_t(l)], live += layer[size_t(l)]);
+  add("forward/final_norm", live += final_acts);
+  add("forward/head_loss", live += head);
+  add("backward/head_loss", live -= head);  // the logits, become dlogits, are consumed here
+  add("backward/final_norm", live -= final_acts);
+  for (int l = cfg_.layers - 1; l >= 0; --l) add("backward/" + layer_names_[size_t(l)], live -= layer[size_t(l)]);
+  add("optimizer", live);
+  return points;
+}
+
 void Llama::init_weights(uint64_t seed) {
   write(params_, initial_params(cfg_, seed));
   be_.zero(grads_);

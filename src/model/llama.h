@@ -49,6 +49,15 @@ class Llama {
   // with the cuda-graph switch, captured at the first call and replayed after.
   void train_step(const AdamWStep& step);
 
+  // The arena's use over one step: after each region (in execution order), the bytes that
+  // hold data still needed, by category. Parameters, gradients, optimizer state and the
+  // workspace are live throughout; a layer's activations from its forward until its backward.
+  struct MemoryPoint {
+    std::string region;
+    std::array<size_t, kNumCategories> live;
+  };
+  std::vector<MemoryPoint> memory_timeline() const;
+
   // The master buffers (parameters, gradients, Adam moments), all laid out by param_table.
   Tensor params() const { return params_; }
   Tensor grads() const { return grads_; }

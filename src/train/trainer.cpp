@@ -106,6 +106,26 @@ void report_profile(std::ostream& log, const TrainOptions& o, TrainResult& r, co
   }
 }
 
+void report_memory(std::ostream& log, const std::string& path, const Llama& model) {
+  const std::vector<Llama::MemoryPoint> points = model.memory_timeline();
+  size_t peak = 0;
+  std::string peak_region;
+  write_file_atomic(path, [&](std::ostream& out) {
+    out << "region";
+    for (int c = 0; c < kNumCategories; ++c) out << "," << category_name(Category(c));
+    out << ",total\n";
+    for (const Llama::MemoryPoint& p : points) {
+      size_t total = 0;
+      out << p.region;
+      for (size_t b : p.live) out << "," << b, total += b;
+      out << "," << total << "\n";
+      if (total > peak) peak = total, peak_region = p.region;
+    }
+  });
+  log << fmt::format("Memory over one step written to {}: live data peaks at {} after {} (the arena reserves {})\n",
+                     path, format_mb(peak), peak_region, format_mb(model.arena().total_bytes()));
+}
+
 }  // namespace
 
 TrainResult train(const TrainOptions& o, std::ostream& log) {
@@ -128,6 +148,8 @@ TrainResult train(const TrainOptions& o, std::ostream& log) {
   if (profiling && o.steps - resume.step < int64_t(o.warmup) + o.profile_steps)
     usage_fail(fmt::format("--profile-steps: {} warm-up and {} profiled steps need --num-steps of at least {}", o.warmup,
                            o.profile_steps, resume.step + o.warmup + o.profile_steps));
+  if (o.profile_memory && o.profile_dir.empty())
+    usage_fail("--profile-memory: writes DIR/memory.csv, so it needs --profile DIR");
   if (!o.profile_dir.empty()) prepare_directory(o.profile_dir, "--profile");
 
   std::unique_ptr<Backend> backend = make_backend(o.backend);
@@ -164,6 +186,7 @@ TrainResult train(const TrainOptions& o, std::ostream& log) {
                      o.seq_len, resume.step + 1, o.steps, o.learning_rate, o.weight_decay, o.seed);
   log << fmt::format("Memory: {} reserved at start\n", format_mb(r.memory.total()));
   if (!o.resume_path.empty()) log << fmt::format("Resumed from {} at step {}\n", o.resume_path, resume.step);
+  if (o.profile_memory) report_memory(log, (std::filesystem::path(o.profile_dir) / "memory.csv").string(), model);
   log.flush();
 
   if (data->validation_batches() > 0) {

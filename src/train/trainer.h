@@ -28,6 +28,7 @@ struct TrainOptions {
   std::string profile_dir;
   int profile_steps = 3;
   bool flops_profile = false;
+  bool profile_memory = false;  // writes profile_dir/memory.csv
 
   void validate() const;  // throws UsageError naming the flag
 };

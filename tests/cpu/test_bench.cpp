@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "bench/bench.h"
+#include "bench/validate.h"
 #include "cli/options.h"
 
 namespace tt::test {
@@ -123,6 +124,26 @@ TEST(Bench, SweepEndToEndOnTheCpu) {
   // The batch-size finder answers without running out of memory.
   EXPECT_EQ(run("--find-max-batch --versions v1 --seq-lens 8 --precisions fp32 --memory-budget 20", dir), 0);
   fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace tt::test
+
+namespace tt::test {
+namespace {
+
+TEST(Validate, CpuAgainstDoubleAndTheBounds) {
+  EXPECT_DOUBLE_EQ(validation_bound("fp32"), 1e-4);
+  EXPECT_DOUBLE_EQ(validation_bound("bf16"), 2e-2);
+  ValidateOptions o;
+  o.base.backend.device = DeviceKind::Cpu;
+  o.base.model.hidden = 64;
+  o.base.model.layers = 1;
+  o.steps = 2;
+  std::ostringstream log;
+  EXPECT_TRUE(run_validate(o, log)) << log.str();
+  EXPECT_NE(log.str().find("cpu-fp64  v1   fp32"), std::string::npos) << log.str();
+  EXPECT_NE(log.str().find("pass"), std::string::npos);
 }
 
 }  // namespace

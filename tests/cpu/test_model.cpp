@@ -200,3 +200,32 @@ TEST(ModelInit, LossOnSyntheticDataIsLnVocab) {
 
 }  // namespace
 }  // namespace tt::test
+
+namespace tt::test {
+namespace {
+
+// The arena's use over a step: activations grow through the forward, peak at the loss, and
+// are released layer by layer in the backward; everything else stays reserved.
+TEST(ModelMemory, TimelineOverOneStep) {
+  ModelConfig c;
+  c.layers = 3;
+  auto be = make_backend({DeviceKind::Cpu, plan_for_version(1)});
+  Llama model(c, *be, 2, 16);
+  const std::vector<Llama::MemoryPoint> t = model.memory_timeline();
+  ASSERT_EQ(t.size(), size_t(3 + 2 + 2 + 3 + 1));
+  const size_t act = size_t(Category::Activations);
+  size_t peak = 0, peak_at = 0;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t[i].live[act] > peak) peak = t[i].live[act], peak_at = i;
+    EXPECT_EQ(t[i].live[size_t(Category::Parameters)], model.arena().bytes(Category::Parameters));
+  }
+  EXPECT_EQ(t[peak_at].region, "forward/head_loss");
+  EXPECT_EQ(peak, model.arena().bytes(Category::Activations));  // at the peak every activation is live
+  for (size_t i = 1; i < 5; ++i) EXPECT_GT(t[i].live[act], t[i - 1].live[act]) << t[i].region;
+  for (size_t i = 6; i < t.size() - 1; ++i) EXPECT_LT(t[i].live[act], t[i - 1].live[act]) << t[i].region;
+  EXPECT_EQ(t.back().region, "optimizer");
+  EXPECT_EQ(t.back().live[act], t[t.size() - 2].live[act]);  // only the inputs remain
+}
+
+}  // namespace
+}  // namespace tt::test

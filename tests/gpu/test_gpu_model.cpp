@@ -12,15 +12,25 @@ namespace {
 struct Case {
   const char* name;
   int version;
+  const char* only;  // with version 1: this one switch turned on ("" for none)
   bool amp;
   double loss_tol, grad_tol, track_tol;
 };
 
+// Every version-2 switch alone on top of v1, and all of them (v2), in fp32 and bf16.
 const Case kCases[] = {
-    {"v1_fp32", 1, false, 1e-5, 1e-4, 1e-4},
-    {"v1_bf16", 1, true, 2e-2, 2e-2, 2e-2},
-    {"v2_fp32", 2, false, 1e-5, 1e-4, 1e-4},
-    {"v2_bf16", 2, true, 2e-2, 2e-2, 2e-2},
+    {"v1_fp32", 1, "", false, 1e-5, 1e-4, 1e-4},
+    {"v1_bf16", 1, "", true, 2e-2, 2e-2, 2e-2},
+    {"qkv_fusion_fp32", 1, "qkv-fusion", false, 1e-5, 1e-4, 1e-4},
+    {"qkv_fusion_bf16", 1, "qkv-fusion", true, 2e-2, 2e-2, 2e-2},
+    {"gate_up_fusion_fp32", 1, "gate-up-fusion", false, 1e-5, 1e-4, 1e-4},
+    {"gate_up_fusion_bf16", 1, "gate-up-fusion", true, 2e-2, 2e-2, 2e-2},
+    {"flash_attention_fp32", 1, "flash-attention", false, 1e-5, 1e-4, 1e-4},
+    {"flash_attention_bf16", 1, "flash-attention", true, 2e-2, 2e-2, 2e-2},
+    {"cuda_graph_fp32", 1, "cuda-graph", false, 1e-5, 1e-4, 1e-4},
+    {"cuda_graph_bf16", 1, "cuda-graph", true, 2e-2, 2e-2, 2e-2},
+    {"v2_fp32", 2, "", false, 1e-5, 1e-4, 1e-4},
+    {"v2_bf16", 2, "", true, 2e-2, 2e-2, 2e-2},
 };
 
 ModelConfig small_config() {
@@ -37,6 +47,7 @@ constexpr int kB = 2, kT = 33;
 
 Plan plan_of(const Case& k) {
   Plan p = plan_for_version(k.version);
+  if (*k.only) set_switch(p, k.only, true, "test");
   p.amp = k.amp;
   return p;
 }
