@@ -43,7 +43,12 @@ if stage sanitizer; then
   for tool in memcheck racecheck; do
     for flags in "--version v1" "--version v2" "--version v2 --use-amp" "--version v2 --use-amp --disable-cuda-graph"; do
       log="$LOGS/sanitizer-$tool-${flags//[- ]/_}.log"
-      compute-sanitizer --tool "$tool" --error-exitcode 3 "$TT" --device cuda $flags --num-steps 2 \
+      # racecheck does not model the asynchronous (TMA/wgmma, mbarrier) shared-memory traffic of
+      # cuDNN's generated flash-attention kernels and reports hazards inside them: those library
+      # kernels are left out of racecheck (memcheck covers them); every kernel of ours is checked.
+      exclude=()
+      [[ $tool == racecheck && $flags == *--use-amp* ]] && exclude=(--kernel-name-exclude kns=cudnn_generated)
+      compute-sanitizer --tool "$tool" "${exclude[@]}" --error-exitcode 3 "$TT" --device cuda $flags --num-steps 2 \
         --batch-size 2 --seq-len 64 --hidden-dim 128 --num-layers 2 --log-every 1 >"$log" 2>&1
       rc=$?
       summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -1)

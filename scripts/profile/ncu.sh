@@ -38,21 +38,24 @@ ncu --clock-control none --nvtx --target-processes all \
   --kernel-name "regex:^($regex)$" --launch-skip 10 --launch-count 10 -f -o "$out/top" \
   "$TT" --device cuda "${flags[@]}" --num-steps 4 --warmup-steps 0 --log-every 100 >"$out/ncu.log" 2>&1
 ncu --import "$out/top.ncu-rep" --page raw --csv --metrics \
-  gpu__time_duration.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes.sum,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active \
+  gpu__time_duration.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active \
   >"$out/top.csv"
 python3 - "$out/top.csv" <<'PY'
 import csv, sys
 rows = list(csv.reader(open(sys.argv[1])))
-head, data = rows[0], [r for r in rows[2:] if r]
-col = {name: head.index(name) for name in head}
-def get(r, m):
-    return r[col[m]] if m in col else ""
-print(f"{'kernel':<58}{'us':>9}{'SM %':>7}{'mem %':>7}{'DRAM MB':>9}{'regs':>6}{'occ %':>7}")
+head, units, data = rows[0], rows[1], [r for r in rows[2:] if r]
+col = {name: i for i, name in enumerate(head)}
+def num(r, m):
+    try:
+        v = float(r[col[m]].replace(",", ""))
+    except (KeyError, ValueError):
+        return float("nan")
+    return v / 1e3 if m == "gpu__time_duration.sum" and units[col[m]] == "ns" else v
+print(f"{'kernel':<60}{'us':>9}{'SM %':>8}{'memory %':>10}{'regs':>6}{'occupancy %':>13}")
 for r in data:
-    print(f"{get(r, 'Kernel Name')[:57]:<58}{float(get(r, 'gpu__time_duration.sum') or 0) / 1e3:>9.2f}"
-          f"{get(r, 'sm__throughput.avg.pct_of_peak_sustained_elapsed'):>7}"
-          f"{get(r, 'gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed'):>7}"
-          f"{float(get(r, 'dram__bytes.sum') or 0) / 1e6:>9.2f}{get(r, 'launch__registers_per_thread'):>6}"
-          f"{get(r, 'sm__warps_active.avg.pct_of_peak_sustained_active'):>7}")
+    print(f"{r[col['Kernel Name']][:59]:<60}{num(r, 'gpu__time_duration.sum'):>9.2f}"
+          f"{num(r, 'sm__throughput.avg.pct_of_peak_sustained_elapsed'):>8.1f}"
+          f"{num(r, 'gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed'):>10.1f}"
+          f"{num(r, 'launch__registers_per_thread'):>6.0f}{num(r, 'sm__warps_active.avg.pct_of_peak_sustained_active'):>13.1f}")
 PY
 echo "report: $out/top.ncu-rep (open in Nsight Compute, or: ncu --import $out/top.ncu-rep --page details)"
