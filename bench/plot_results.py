@@ -52,6 +52,7 @@ def bars(rows, columns, ylabel, title, out, stacked=False, extra=""):
     text = "label " + " ".join(f'"{c}"' for c in columns) + "\n"
     text += "".join(f'"{r}" ' + " ".join(f"{v:.6g}" for v in vals) + "\n" for r, vals in rows)
     style = "rowstacked" if stacked else "clustered gap 1"
+    extra = ("set key top right\n" if stacked else "") + extra
     plots = ", ".join(f"'d.txt' using {i + 2}:xtic(1) title columnhead" for i in range(len(columns)))
     gnuplot(f"""set title "{title}"
 set ylabel "{ylabel}"
@@ -74,6 +75,7 @@ def main():
     ap.add_argument("--seq-len", type=int, default=128)
     ap.add_argument("--out", default="docs/img")
     a = ap.parse_args()
+    a.out = os.path.abspath(a.out)  # gnuplot runs in a temporary folder
     os.makedirs(a.out, exist_ok=True)
     ours, torch_pts, memory = load(a.ours), load(a.pytorch), load(a.memory)
     at = lambda pts: [p for p in pts if p["batch_size"] == a.batch and p["seq_len"] == a.seq_len]

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -110,7 +111,10 @@ void write_bench_json(std::ostream& out, const BenchOptions& o, const std::vecto
 
 namespace {
 
+// The commit of the source tree: TT_GIT_COMMIT when set (a copy of the tree without its .git,
+// as on a remote GPU machine), else asked of git.
 std::string git_commit() {
+  if (const char* env = std::getenv("TT_GIT_COMMIT"); env && *env) return env;
   const std::string dir = TT_SOURCE_DIR;
   auto run = [](const std::string& cmd) {
     std::string out;
