@@ -23,11 +23,7 @@ Arena::~Arena() {
 }
 
 void Arena::build(const std::function<void(Arena&)>& layout) {
-  TT_CHECK(base_ == nullptr, "arena built twice");
-  measuring_ = true;
-  used_ = {};
-  layout(*this);
-  committed_ = used_;
+  measure(layout);
   size_t offset = 0;
   for (int c = 0; c < kNumCategories; ++c) {
     region_[c] = offset;
@@ -42,7 +38,7 @@ void Arena::build(const std::function<void(Arena&)>& layout) {
 }
 
 void Arena::measure(const std::function<void(Arena&)>& layout) {
-  TT_CHECK(base_ == nullptr, "arena already built");
+  TT_CHECK(base_ == nullptr, "arena built twice");
   measuring_ = true;
   used_ = {};
   layout(*this);

@@ -4,7 +4,9 @@
 
 namespace tt {
 
-Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len)
+// Measures the layout without allocating: what memory_needed reports, and the first half of
+// the allocating constructor below.
+Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len, MeasureOnly)
     : cfg_(config),
       be_(backend),
       B_(batch),
@@ -14,6 +16,11 @@ Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len
       table_(param_table(config)) {
   cfg_.validate();
   for (int l = 0; l < cfg_.layers; ++l) layer_names_.push_back("layer." + std::to_string(l));
+  arena_.measure([this](Arena& a) { layout(a); });
+}
+
+Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len)
+    : Llama(config, backend, batch, seq_len, MeasureOnly{}) {
   arena_.build([this](Arena& a) { layout(a); });
   w_ = weight_views(cfg_, params_act_.empty() ? params_ : params_act_);
   g_ = weight_views(cfg_, grads_);
@@ -24,18 +31,6 @@ Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len
     be_.upload(rope_table_, table.data());
   else
     be_.upload(rope_table_, table_f.data());
-}
-
-Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len, MeasureOnly)
-    : cfg_(config),
-      be_(backend),
-      B_(batch),
-      T_(seq_len),
-      attn_{batch, seq_len, config.heads, config.kv_heads, config.head_dim()},
-      arena_(backend.memory()),
-      table_(param_table(config)) {
-  cfg_.validate();
-  arena_.measure([this](Arena& a) { layout(a); });
 }
 
 std::array<size_t, kNumCategories> Llama::memory_needed(const ModelConfig& config, Backend& backend, int batch,
