@@ -170,10 +170,22 @@ void Llama::forward() {
   be_.cross_entropy_forward(losses_, logits_, targets_, N, cfg_.vocab_size);
 }
 
+std::vector<Llama::QkvBlock> Llama::qkv_blocks() const {
+  const int D = cfg_.head_dim(), H = cfg_.heads, KVH = cfg_.kv_heads;
+  return {{0, H * D}, {attn_.k_col(), KVH * D}, {attn_.v_col(), KVH * D}};
+}
+
+std::vector<RopeShape> Llama::rope_shapes() const {
+  const int64_t N = tokens(), ld = cfg_.qkv_dim();
+  const int D = cfg_.head_dim(), H = cfg_.heads, KVH = cfg_.kv_heads;
+  if (be_.plan().custom_rope) return {{N, T_, H + KVH, D, 0, ld}};
+  return {{N, T_, H, D, 0, ld}, {N, T_, KVH, D, attn_.k_col(), ld}};
+}
+
 void Llama::forward_attention(int l) {
   const Plan& plan = be_.plan();
   const int64_t N = tokens();
-  const int C = cfg_.hidden, D = cfg_.head_dim(), H = cfg_.heads, KVH = cfg_.kv_heads;
+  const int C = cfg_.hidden, D = cfg_.head_dim(), H = cfg_.heads;
   const int64_t ld = cfg_.qkv_dim();
   const LayerActs& a = acts_[size_t(l)];
   const LayerWeights& w = w_.layers[size_t(l)];
@@ -185,18 +197,11 @@ void Llama::forward_attention(int l) {
   if (plan.qkv_fusion) {
     linear(a.qkv, ld, a.xn1, w.wqkv, C, int(ld));
   } else {  // three products, each writing its columns of the qkv buffer
-    const int64_t cols[3] = {0, int64_t(H) * D, int64_t(H + KVH) * D};
-    const int width[3] = {H * D, KVH * D, KVH * D};
-    for (int i = 0; i < 3; ++i)
-      linear(a.qkv.slice(cols[i], a.qkv.numel - cols[i]), ld, a.xn1, w.wqkv.slice(cols[i] * C, int64_t(width[i]) * C),
-             C, width[i]);
+    for (const QkvBlock& b : qkv_blocks())
+      linear(a.qkv.slice(b.col, a.qkv.numel - b.col), ld, a.xn1, w.wqkv.slice(b.col * C, int64_t(b.width) * C), C,
+             b.width);
   }
-  if (plan.custom_rope) {  // queries and keys are adjacent heads: one call rotates both
-    be_.rope_forward(a.qkv, rope_table_, {N, T_, H + KVH, D, 0, ld});
-  } else {
-    be_.rope_forward(a.qkv, rope_table_, {N, T_, H, D, 0, ld});
-    be_.rope_forward(a.qkv, rope_table_, {N, T_, KVH, D, attn_.k_col(), ld});
-  }
+  for (const RopeShape& s : rope_shapes()) be_.rope_forward(a.qkv, rope_table_, s);
   be_.attention_forward(a.att, a.saved, a.qkv, attn_);
   linear(branch_, C, a.att, w.wo, H * D, C);
   be_.add(a.x_mid, a.x, branch_);
@@ -280,7 +285,7 @@ void Llama::backward_ffn(int l) {
 void Llama::backward_attention(int l) {
   const Plan& plan = be_.plan();
   const int64_t N = tokens();
-  const int C = cfg_.hidden, D = cfg_.head_dim(), H = cfg_.heads, KVH = cfg_.kv_heads;
+  const int C = cfg_.hidden, D = cfg_.head_dim(), H = cfg_.heads;
   const int QKV = cfg_.qkv_dim();
   const LayerActs& a = acts_[size_t(l)];
   const LayerWeights& w = w_.layers[size_t(l)];
@@ -289,21 +294,17 @@ void Llama::backward_attention(int l) {
     ScopedRange r(be_, "attention");
     linear_backward(datt_, 0.0f, g.wo, dres_, C, a.att, w.wo, H * D, C);
     be_.attention_backward(dqkv_, datt_, a.qkv, a.att, a.saved, attn_);
-    if (plan.custom_rope) {
-      be_.rope_backward(dqkv_, rope_table_, {N, T_, H + KVH, D, 0, QKV});
-    } else {
-      be_.rope_backward(dqkv_, rope_table_, {N, T_, H, D, 0, QKV});
-      be_.rope_backward(dqkv_, rope_table_, {N, T_, KVH, D, attn_.k_col(), QKV});
-    }
+    for (const RopeShape& s : rope_shapes()) be_.rope_backward(dqkv_, rope_table_, s);
     if (plan.qkv_fusion) {
       linear_backward(d_normed_, 0.0f, g.wqkv, dqkv_, QKV, a.xn1, w.wqkv, C, QKV);
-    } else {
-      const int64_t cols[3] = {0, int64_t(H) * D, int64_t(H + KVH) * D};
-      const int width[3] = {H * D, KVH * D, KVH * D};
-      for (int i = 0; i < 3; ++i)
-        linear_backward(d_normed_, i == 0 ? 0.0f : 1.0f, g.wqkv.slice(cols[i] * C, int64_t(width[i]) * C),
-                        dqkv_.slice(cols[i], dqkv_.numel - cols[i]), QKV, a.xn1,
-                        w.wqkv.slice(cols[i] * C, int64_t(width[i]) * C), C, width[i]);
+    } else {  // the first product writes dX, the next two add to it
+      float beta = 0.0f;
+      for (const QkvBlock& b : qkv_blocks()) {
+        const int64_t n = int64_t(b.width) * C;
+        linear_backward(d_normed_, beta, g.wqkv.slice(b.col * C, n), dqkv_.slice(b.col, dqkv_.numel - b.col), QKV,
+                        a.xn1, w.wqkv.slice(b.col * C, n), C, b.width);
+        beta = 1.0f;
+      }
     }
   }
   ScopedRange r(be_, "attention_norm");
@@ -355,15 +356,7 @@ void Llama::enqueue_step(const AdamWStep& step) {
 double Llama::mean_loss() {
   ScopedRange range(be_, "loss_readback");
   double sum = 0;
-  if (losses_.dtype == DType::F64) {
-    std::vector<double> l(size_t(losses_.numel));
-    be_.download(l.data(), losses_);
-    for (double x : l) sum += x;
-  } else {
-    std::vector<float> l(size_t(losses_.numel));
-    be_.download(l.data(), losses_);
-    for (float x : l) sum += x;
-  }
+  for (double x : read(losses_)) sum += x;  // in order, in double: deterministic
   return sum / double(losses_.numel);
 }
 

@@ -63,7 +63,7 @@ class Llama {
   Tensor grads() const { return grads_; }
   Tensor adam_m() const { return m_; }
   Tensor adam_v() const { return v_; }
-  // Host copies of a master buffer, converted from or to its element type. write() also
+  // Host copies of an fp32 or fp64 buffer, converted from or to its element type. write() also
   // refreshes the act-typed copy of the weights when it writes the parameters.
   std::vector<double> read(const Tensor& master);
   std::vector<float> read_f32(const Tensor& master);
@@ -89,6 +89,15 @@ class Llama {
 
   void layout(Arena& a);
   void enqueue_step(const AdamWStep& step);
+  // The column blocks of the QKV buffer that the unfused products write (q, k, v).
+  struct QkvBlock {
+    int64_t col;
+    int width;
+  };
+  std::vector<QkvBlock> qkv_blocks() const;
+  // What RoPE rotates: queries and keys in one call with custom-rope (they are adjacent
+  // heads), otherwise one call each.
+  std::vector<RopeShape> rope_shapes() const;
   void forward_attention(int layer);
   void forward_ffn(int layer);
   void backward_ffn(int layer);

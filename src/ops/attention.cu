@@ -78,6 +78,14 @@ void heads(const Tensor& head_major, const Tensor& token_major, int64_t ld, int6
   CUDA_CHECK_LAUNCH("heads_kernel");
 }
 
+// Q, K and V of the qkv buffer into their head-major scratch buffers.
+template <class T>
+void split_qkv(const AttentionScratch& w, const Tensor& qkv, const AttnShape& s, Stream st) {
+  heads<T, false>(w.qh, qkv, s.ld(), 0, s, s.H, st);
+  heads<T, false>(w.kh, qkv, s.ld(), s.k_col(), s, s.KVH, st);
+  heads<T, false>(w.vh, qkv, s.ld(), s.v_col(), s, s.KVH, st);
+}
+
 template <class T>
 void scale(const Tensor& x, int64_t n, float s, Stream st) {
   scale_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, st>>>(static_cast<T*>(x.ptr), n, s);
@@ -107,9 +115,7 @@ void attention_forward(const Blas& blas, const Tensor& att, const Tensor& probs,
   const int64_t rows = int64_t(s.B) * s.H * Tn;
   const float sc = float(s.scale());
   TT_DISPATCH_ACT(qkv.dtype, {
-    heads<T, false>(w.qh, qkv, s.ld(), 0, s, s.H, blas.stream);
-    heads<T, false>(w.kh, qkv, s.ld(), s.k_col(), s, s.KVH, blas.stream);
-    heads<T, false>(w.vh, qkv, s.ld(), s.v_col(), s, s.KVH, blas.stream);
+    split_qkv<T>(w, qkv, s, blas.stream);
     // scores of the group's rep*T query rows against its T keys
     gemm(blas, group_gemm(false, true, rep * Tn, Tn, D, w.qh, D, w.kh, D, probs, Tn),
          {groups, int64_t(rep) * Tn * D, int64_t(Tn) * D, int64_t(rep) * Tn * Tn});
@@ -135,9 +141,7 @@ void attention_backward(const Blas& blas, const Tensor& dqkv, const Tensor& datt
   TT_DISPATCH_ACT(qkv.dtype, {
     const Tensor& doh = w.oh;
     heads<T, false>(doh, datt, int64_t(s.H) * D, 0, s, s.H, blas.stream);
-    heads<T, false>(w.qh, qkv, s.ld(), 0, s, s.H, blas.stream);
-    heads<T, false>(w.kh, qkv, s.ld(), s.k_col(), s, s.KVH, blas.stream);
-    heads<T, false>(w.vh, qkv, s.ld(), s.v_col(), s, s.KVH, blas.stream);
+    split_qkv<T>(w, qkv, s, blas.stream);
     gemm(blas, group_gemm(false, true, rep * Tn, Tn, D, doh, D, w.vh, D, w.ds, Tn), {groups, qg, kg, pg});  // dP
     if (fused_softmax) {
       causal_softmax_backward_kernel<T, true><<<unsigned(rows), kThreads, 0, blas.stream>>>(
