@@ -170,3 +170,16 @@ class CudnnAttention {
   std::vector<std::unique_ptr<Plan>> plans_;
 };
 }  // namespace tt::cuda
+
+// CUDA, our flash attention (src/ops/flash_attention.cu, the custom-attention switch): tensor
+// cores in bf16, FMA in fp32, head sizes 32, 64 and 128, any sequence length. `lse` is the
+// saved log-sum-exp per row, [B, H, T] fp32 (natural log, of the scaled scores). The backward
+// needs flash_attention_scratch_numel fp32 elements of scratch (rowsum(dO * O) per row); it
+// overwrites all of dqkv and is bitwise reproducible (no atomics).
+namespace tt::cuda {
+bool flash_attention_supports(const AttnShape& s);
+int64_t flash_attention_scratch_numel(const AttnShape& s);
+void flash_attention_forward(const Tensor& att, const Tensor& lse, const Tensor& qkv, const AttnShape& s, Stream st);
+void flash_attention_backward(const Tensor& dqkv, const Tensor& datt, const Tensor& qkv, const Tensor& att,
+                              const Tensor& lse, const AttnShape& s, const Tensor& scratch, Stream st);
+}  // namespace tt::cuda

@@ -17,7 +17,7 @@ struct Case {
   double loss_tol, grad_tol, track_tol;
 };
 
-// Every version-2 switch alone on top of v1, and all of them (v2), in fp32 and bf16.
+// Every version-2 and version-3 switch alone on top of v1, and all of them (v2, v3), in fp32 and bf16.
 const Case kCases[] = {
     {"v1_fp32", 1, "", false, 1e-5, 1e-4, 1e-4},
     {"v1_bf16", 1, "", true, 2e-2, 2e-2, 2e-2},
@@ -31,16 +31,26 @@ const Case kCases[] = {
     {"cuda_graph_bf16", 1, "cuda-graph", true, 2e-2, 2e-2, 2e-2},
     {"v2_fp32", 2, "", false, 1e-5, 1e-4, 1e-4},
     {"v2_bf16", 2, "", true, 2e-2, 2e-2, 2e-2},
+    {"custom_attention_fp32", 1, "custom-attention", false, 1e-5, 1e-4, 1e-4},
+    {"custom_attention_bf16", 1, "custom-attention", true, 2e-2, 2e-2, 2e-2},
+    {"custom_rmsnorm_fp32", 1, "custom-rmsnorm", false, 1e-5, 1e-4, 1e-4},
+    {"custom_rmsnorm_bf16", 1, "custom-rmsnorm", true, 2e-2, 2e-2, 2e-2},
+    {"custom_swiglu_fp32", 1, "custom-swiglu", false, 1e-5, 1e-4, 1e-4},
+    {"custom_swiglu_bf16", 1, "custom-swiglu", true, 2e-2, 2e-2, 2e-2},
+    {"custom_rope_fp32", 1, "custom-rope", false, 1e-5, 1e-4, 1e-4},
+    {"custom_rope_bf16", 1, "custom-rope", true, 2e-2, 2e-2, 2e-2},
+    {"v3_fp32", 3, "", false, 1e-5, 1e-4, 1e-4},
+    {"v3_bf16", 3, "", true, 2e-2, 2e-2, 2e-2},
 };
 
 ModelConfig small_config() {
   ModelConfig c;
   c.vocab_size = 97;
-  c.hidden = 64;
+  c.hidden = 128;  // head size 32: a size our flash attention (version 3) takes
   c.layers = 2;
   c.heads = 4;
   c.kv_heads = 2;
-  c.intermediate = 128;
+  c.intermediate = 256;
   return c;
 }
 constexpr int kB = 2, kT = 33;

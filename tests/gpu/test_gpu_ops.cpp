@@ -1,6 +1,7 @@
 // Every CUDA operation, forward and backward, against the CPU reference computed in double,
 // at awkward shapes, with fresh random inputs and poisoned outputs, in fp32 and bf16. Inputs
 // are rounded to the tested type first, so the error measured is the kernel's own.
+#include <algorithm>
 #include <cmath>
 
 #include "gpu_harness.h"
@@ -131,13 +132,15 @@ TEST_P(GpuOps, Rope) {
 class GpuAttention : public GpuOps {};
 
 // v1: materialized with a separate scale kernel; v2: fused scale+mask+softmax in fp32, cuDNN's
-// flash attention in bf16 (materialized for a sequence of 1, which cuDNN does not take).
+// flash attention in bf16 (materialized for a sequence of 1, which cuDNN does not take); v3: our
+// flash attention (tensor cores in bf16, FMA in fp32), whose backward must also repeat bit for bit.
 TEST_P(GpuAttention, MatchesReference) {
-  for (int version : {1, 2})
+  for (int version : {1, 2, 3})
     for (int T : {1, 7, 129, 1000})
       for (int D : {32, 64, 128})
         for (int kv : {4, 2, 1}) {
-          Plan p = plan(version);
+          Plan p = plan(std::min(version, 2));
+          p.custom_attention = version == 3;
           SCOPED_TRACE(testing::Message() << "v" << version << " T=" << T << " D=" << D << " kv_heads=" << kv);
           const AttnShape s{2, T, 4, kv, D};
           const int64_t N = int64_t(s.B) * T;
@@ -154,8 +157,16 @@ TEST_P(GpuAttention, MatchesReference) {
           be->attention_backward(DQKV, DATT, QKV, ATT, SAVED, s);
           if (version == 2 && p.amp && T > 1)
             EXPECT_NE(be->attention_kind().find("cuDNN"), std::string::npos) << be->attention_kind();
+          if (version == 3)
+            EXPECT_EQ(be->attention_kind().rfind("our flash attention (", 0), 0u) << be->attention_kind();
           EXPECT_MATCHES(ATT.get(), att_ref, tol());
-          EXPECT_MATCHES(DQKV.get(), dqkv_ref, act() == DType::F32 ? 1e-5 : 2e-2);
+          const std::vector<double> dqkv = DQKV.get();
+          EXPECT_MATCHES(dqkv, dqkv_ref, act() == DType::F32 ? 1e-5 : 2e-2);
+          if (version == 3) {
+            DQKV.poison();
+            be->attention_backward(DQKV, DATT, QKV, ATT, SAVED, s);
+            EXPECT_TRUE(DQKV.get() == dqkv) << "a second backward differs from the first";
+          }
         }
 }
 

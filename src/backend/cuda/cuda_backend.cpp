@@ -88,8 +88,11 @@ class CudaBackend final : public Backend {
     auto take = [&](DType d, int64_t n) { return a.take(Category::Workspace, d, n); };
     cublas_workspace_ = take(DType::F32, kCublasWorkspaceBytes / 4);
     adamw_device_ = take(DType::F32, sizeof(cuda::AdamWScalars) / 4);
+    use_custom_attention_ = uses_custom_attention(attn);
     use_cudnn_ = uses_cudnn(attn);
-    if (use_cudnn_) {
+    if (use_custom_attention_) {
+      flash_scratch_ = take(DType::F32, cuda::flash_attention_scratch_numel(attn));
+    } else if (use_cudnn_) {
       cudnn_workspace_ = take(DType::F32, cuda::CudnnAttention::workspace_bytes(attn) / 4);
       if (cudnn_workspace_.ptr) {  // the arena's real pass: build the plans now, before any capture
         if (!cudnn_) cudnn_ = std::make_unique<cuda::CudnnAttention>(stream_);
@@ -106,7 +109,8 @@ class CudaBackend final : public Backend {
       CUBLAS_CHECK(cublasSetWorkspace(cublas_, cublas_workspace_.ptr, kCublasWorkspaceBytes));
   }
   TensorSpec attention_saved(const AttnShape& s) const override {
-    if (uses_cudnn(s)) return {DType::F32, int64_t(s.B) * s.H * s.T};  // the softmax statistics
+    if (uses_custom_attention(s) || uses_cudnn(s))
+      return {DType::F32, int64_t(s.B) * s.H * s.T};  // the softmax statistics
     return {act_dtype(), int64_t(s.B) * s.H * s.T * s.T};             // the probabilities
   }
 
@@ -166,14 +170,18 @@ class CudaBackend final : public Backend {
     cuda::rope(dx, table, s, true, stream_);
   }
   void attention_forward(const Tensor& att, const Tensor& saved, const Tensor& qkv, const AttnShape& s) override {
-    if (use_cudnn_)
+    if (use_custom_attention_)
+      cuda::flash_attention_forward(att, saved, qkv, s, stream_);
+    else if (use_cudnn_)
       cudnn_->forward(att, saved, qkv, s, cudnn_workspace_);
     else
       cuda::attention_forward(blas(), att, saved, qkv, s, plan_.flash_attention, attn_);
   }
   void attention_backward(const Tensor& dqkv, const Tensor& datt, const Tensor& qkv, const Tensor& att,
                           const Tensor& saved, const AttnShape& s) override {
-    if (use_cudnn_)
+    if (use_custom_attention_)
+      cuda::flash_attention_backward(dqkv, datt, qkv, att, saved, s, flash_scratch_, stream_);
+    else if (use_cudnn_)
       cudnn_->backward(dqkv, datt, qkv, att, saved, s, cudnn_workspace_);
     else
       cuda::attention_backward(blas(), dqkv, datt, qkv, saved, s, plan_.flash_attention, attn_);
@@ -219,6 +227,13 @@ class CudaBackend final : public Backend {
   void graph_replay() override { CUDA_CHECK(cudaGraphLaunch(graph_exec_, stream_)); }
 
   std::string attention_kind() const override {
+    if (use_custom_attention_)
+      return plan_.amp ? "our flash attention (tensor cores, mma.sync bf16)" : "our flash attention (fp32 FMA)";
+    if (plan_.custom_attention)
+      return "our flash attention needs head size 32, 64 or 128: " + fallback_attention_kind();
+    return fallback_attention_kind();
+  }
+  std::string fallback_attention_kind() const {
     if (use_cudnn_) return "cuDNN " + cuda::CudnnAttention::version() + " fused flash attention (bf16)";
     if (plan_.flash_attention)
       return std::string("materialized scores, fused scale+mask+softmax kernel") +
@@ -232,14 +247,18 @@ class CudaBackend final : public Backend {
   static constexpr size_t kCublasWorkspaceBytes = size_t(32) << 20;
   static bool implemented(bool Plan::*field) {
     for (bool Plan::*f : {&Plan::qkv_fusion, &Plan::gate_up_fusion, &Plan::flash_attention, &Plan::cuda_graph,
-                          &Plan::custom_rope, &Plan::fused_adamw})
+                          &Plan::custom_attention, &Plan::custom_rope, &Plan::fused_adamw})
       if (f == field) return true;
     return false;
   }
   cuda::Blas blas() const { return {cublas_, plan_.tf32, stream_}; }
-  // cuDNN's fused attention: bf16 with the flash-attention switch, where cuDNN supports the shape.
+  // Our flash attention (custom-attention) where it supports the head size; otherwise cuDNN's
+  // fused attention, bf16 with the flash-attention switch, where cuDNN supports the shape.
+  bool uses_custom_attention(const AttnShape& s) const {
+    return plan_.custom_attention && cuda::flash_attention_supports(s);
+  }
   bool uses_cudnn(const AttnShape& s) const {
-    return plan_.flash_attention && plan_.amp && s.T > 1 && s.D % 8 == 0 && s.D <= 256;
+    return !uses_custom_attention(s) && plan_.flash_attention && plan_.amp && s.T > 1 && s.D % 8 == 0 && s.D <= 256;
   }
 
   Plan plan_;
@@ -254,7 +273,8 @@ class CudaBackend final : public Backend {
   cudaGraphExec_t graph_exec_ = nullptr;
   bool capturing_ = false;
   cuda::AttentionScratch attn_;
-  bool use_cudnn_ = false;
+  bool use_cudnn_ = false, use_custom_attention_ = false;
+  Tensor flash_scratch_;  // our flash attention's backward: rowsum(dO * O)
   std::unique_ptr<cuda::CudnnAttention> cudnn_;
   Tensor cudnn_workspace_;
 };
