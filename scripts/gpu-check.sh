@@ -5,7 +5,7 @@
 # /tmp/tt-gpu-check); a short table is printed last.
 #   bash scripts/gpu-check.sh                          the default stages
 #   TT_STAGES="tests timing" bash scripts/gpu-check.sh  choose stages: tests sanitizer profile timing
-#                                                       ablate memory pytorch results ncu
+#                                                       ablate memory long kernels debug pytorch results ncu
 #   TT_TIMING="v2:128: v2:128:--use-amp" ...           choose the timed runs (version:seq:flags)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -41,7 +41,8 @@ fi
 if stage sanitizer; then
   echo "== compute-sanitizer on 2-step runs"
   for tool in memcheck racecheck; do
-    for flags in "--version v1" "--version v2" "--version v2 --use-amp" "--version v2 --use-amp --disable-cuda-graph"; do
+    for flags in "--version v1" "--version v2" "--version v2 --use-amp" "--version v2 --use-amp --disable-cuda-graph" \
+                 "--version v3" "--version v3 --use-amp"; do
       log="$LOGS/sanitizer-$tool-${flags//[- ]/_}.log"
       # racecheck does not model the asynchronous (TMA/wgmma, mbarrier) shared-memory traffic of
       # cuDNN's generated flash-attention kernels and reports hazards inside them: those library
@@ -60,7 +61,7 @@ fi
 
 if stage profile; then
 echo "== profiles (default model, batch 8, sequence 128)"
-for flags in ${TT_PROFILES:-"v1" "v2" "v1:--use-amp" "v2:--use-amp"}; do
+for flags in ${TT_PROFILES:-"v1" "v2" "v3" "v1:--use-amp" "v2:--use-amp" "v3:--use-amp"}; do
   IFS=: read -r version extra <<<"$flags"
   name="${version}${extra//[- ]/_}"
   if ! "$TT" --device cuda --version "$version" $extra --seq-len 128 --num-steps 15 --warmup-steps 10 --profile-steps 3 \
@@ -72,11 +73,13 @@ done
 fi
 
 if stage ablate; then
-  echo "== ablation of v2 (bf16 and fp32, batch 8, sequence 128)"
-  for amp in "--use-amp" ""; do
-    "$TT" ablate --device cuda --version v2 $amp --seq-len 128 --num-steps 60 --warmup-steps 10 \
-      --csv "$LOGS/ablate${amp//[- ]/_}.csv" >"$LOGS/ablate${amp//[- ]/_}.log" 2>&1 || failures+=("ablate $amp")
-    sed -n '/^Ablation/,$p' "$LOGS/ablate${amp//[- ]/_}.log"
+  echo "== ablations (batch 8, sequence 128)"
+  for spec in ${TT_ABLATE:-"v2:--use-amp" "v2:" "v3:--use-amp"}; do
+    IFS=: read -r version amp <<<"$spec"
+    name="ablate_${version}${amp//[- ]/_}"
+    "$TT" ablate --device cuda --version "$version" $amp --seq-len 128 --num-steps 60 --warmup-steps 10 \
+      --csv "$LOGS/$name.csv" >"$LOGS/$name.log" 2>&1 || failures+=("$name")
+    sed -n '/^Ablation/,$p' "$LOGS/$name.log"
   done
 fi
 
@@ -86,6 +89,32 @@ if stage memory; then
     --warmup-steps 3 --steps 5 --repeats 3 --json "$LOGS/memory.json" --csv "$LOGS/memory.csv" >"$LOGS/memory.log" 2>&1 ||
     failures+=("memory sweep")
   grep -E "^v[0-9]|^ver" "$LOGS/memory.log"
+fi
+
+if stage long; then
+  echo "== long sequences (batch 1, bf16): v2 (cuDNN attention) against v3 (ours)"
+  for spec in ${TT_LONG:-"v2:4096" "v3:4096" "v2:32768" "v3:32768"}; do
+    IFS=: read -r version seq <<<"$spec"
+    name="long_${version}_T${seq}"
+    if ! "$TT" --device cuda --version "$version" --use-amp --batch-size 1 --seq-len "$seq" --num-steps 20 \
+         --warmup-steps 5 --log-every 100 --json "$LOGS/$name.json" >"$LOGS/$name.log" 2>&1; then
+      failures+=("$name"); tail -5 "$LOGS/$name.log"
+    fi
+    grep -E "median|Peak memory|Final loss" "$LOGS/$name.log" | sed "s/^/$name: /"
+  done
+fi
+
+if stage kernels; then
+  echo "== kernel benchmark: our version-3 kernels against their version-2 counterparts"
+  "$TT" kernels --json "$LOGS/kernels.json" --csv "$LOGS/kernels.csv" >"$LOGS/kernels.log" 2>&1 ||
+    failures+=("kernels")
+  cat "$LOGS/kernels.log"
+fi
+
+if stage debug; then
+  echo "== the performance-debugging stages"
+  "$TT" debug all >"$LOGS/debug.log" 2>&1 || failures+=("debug stages")
+  cat "$LOGS/debug.log"
 fi
 
 if stage pytorch; then
@@ -122,7 +151,7 @@ fi
 
 if stage timing; then
 echo "== timing (default model, batch 8)"
-for spec in ${TT_TIMING:-"v1:128:" "v1:256:" "v1:128:--tf32" "v1:128:--use-amp" "v1:128:--no-nvtx" "v2:128:" "v2:256:" "v2:128:--use-amp" "v2:256:--use-amp"}; do
+for spec in ${TT_TIMING:-"v1:128:" "v1:256:" "v1:128:--tf32" "v1:128:--use-amp" "v1:128:--no-nvtx" "v2:128:" "v2:256:" "v2:128:--use-amp" "v2:256:--use-amp" "v3:128:" "v3:128:--use-amp" "v3:256:--use-amp"}; do
   IFS=: read -r version seq extra <<<"$spec"
   name="${version}_T${seq}${extra//[- ]/_}"
   if ! "$TT" --device cuda --version "$version" --batch-size 8 --seq-len "$seq" --num-steps 60 --warmup-steps 10 \

@@ -154,10 +154,13 @@ struct Tiles {
   static constexpr int kLd = D + 8;                 // shared row stride (elements)
   static constexpr int kFwdM = D <= 64 ? 2 : 1;     // forward: 16-row slices per warp
   static constexpr int kFwdRows = 16 * kFwdM * kWarps;
-  static constexpr int kDqRows = 16 * kWarps;       // dQ: one slice per warp
-  static constexpr int kKeys = 64;                  // key tile of the forward and dQ kernels
-  static constexpr int kBwdKeys = 16 * kWarps;      // dK/dV: 16 keys per warp
-  static constexpr int kBwdRows = D <= 64 ? 64 : 32;  // dK/dV: query tile per step
+  static constexpr int kKeys = 64;                  // key tile of the forward
+  static constexpr int kDqM = D <= 64 ? 2 : 1;      // dQ: 16-row slices per warp
+  static constexpr int kDqRows = 16 * kDqM * kWarps;
+  static constexpr int kDqKeys = D <= 64 ? 32 : 64;  // dQ: key tile per step
+  static constexpr int kBwdM = D <= 64 ? 2 : 1;     // dK/dV: 16-key slices per warp
+  static constexpr int kBwdKeys = 16 * kBwdM * kWarps;
+  static constexpr int kBwdRows = 32;               // dK/dV: query tile per step
 };
 
 // ---- forward, bf16 ------------------------------------------------------------------------
@@ -290,7 +293,7 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dq_kernel(bf16_t* dqk
                                                                      const float* delta, AttnShape s, float scale,
                                                                      float scale_log2) {
   using C = Tiles<D>;
-  constexpr int kRows = C::kDqRows, kKeys = C::kKeys, kLd = C::kLd, kN = kKeys / 8;
+  constexpr int kM = C::kDqM, kRows = C::kDqRows, kKeys = C::kDqKeys, kLd = C::kLd, kN = kKeys / 8;
   extern __shared__ __align__(16) unsigned char smem[];
   bf16_t* sq = reinterpret_cast<bf16_t*>(smem);  // [kRows][kLd]
   bf16_t* sdo = sq + kRows * kLd;                 // [kRows][kLd]
@@ -312,15 +315,17 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dq_kernel(bf16_t* dqk
   cp_async_commit();
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int wrow = warp * 16;
+  const int wrow = warp * 16 * kM;
   const int64_t stats = (int64_t(b) * s.H + h) * s.T;
-  float2 row_stat[2];  // (lse in base 2, delta) of rows g and g + 8
+  float2 row_stat[kM][2];  // (lse in base 2, delta) of rows g and g + 8 of each slice
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int row = min(q0 + wrow + g + 8 * r, s.T - 1);
-    row_stat[r] = make_float2(lse[stats + row] * kLog2e, delta[stats + row]);
-  }
-  float dq[1][D / 8][4] = {};
+  for (int m = 0; m < kM; ++m)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int row = min(q0 + wrow + m * 16 + g + 8 * r, s.T - 1);
+      row_stat[m][r] = make_float2(lse[stats + row] * kLog2e, delta[stats + row]);
+    }
+  float dq[kM][D / 8][4] = {};
 
   for (int j = 0; j < tiles; ++j) {
     cp_async_wait_all();
@@ -332,31 +337,35 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dq_kernel(bf16_t* dqk
     }
     const bf16_t* kt = sk + (j & 1) * kKeys * kLd;
     const bf16_t* vt = sv + (j & 1) * kKeys * kLd;
-    float sc[1][kN][4] = {}, dp[1][kN][4] = {};
-    mma_abt<1, kN, D>(sc, sq + wrow * kLd, kLd, kt, kLd);   // S = Q K^T
-    mma_abt<1, kN, D>(dp, sdo + wrow * kLd, kLd, vt, kLd);  // dP = dO V^T
+    float sc[kM][kN][4] = {}, dp[kM][kN][4] = {};
+    mma_abt<kM, kN, D>(sc, sq + wrow * kLd, kLd, kt, kLd);   // S = Q K^T
+    mma_abt<kM, kN, D>(dp, sdo + wrow * kLd, kLd, vt, kLd);  // dP = dO V^T
     const int k0 = j * kKeys;
     const bool edge = k0 + kKeys - 1 > q0 + wrow || k0 + kKeys > s.T;
     recompute_p_ds(
         sc, dp, edge, s.T, scale_log2,
-        [&](int, int n, int e) { return make_int2(q0 + wrow + g + 8 * (e / 2), k0 + n * 8 + 2 * t + e % 2); },
-        [&](int, int, int e) { return row_stat[e / 2]; });
-    mma_sb<1, kN, D / 8>(dq, dp, kt, kLd);  // dQ += dS K
+        [&](int m, int n, int e) {
+          return make_int2(q0 + wrow + m * 16 + g + 8 * (e / 2), k0 + n * 8 + 2 * t + e % 2);
+        },
+        [&](int m, int, int e) { return row_stat[m][e / 2]; });
+    mma_sb<kM, kN, D / 8>(dq, dp, kt, kLd);  // dQ += dS K
   }
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int row = q0 + wrow + g + 8 * r;
-    if (row >= s.T) continue;
-    bf16_t* out = dqkv + (int64_t(b) * s.T + row) * ld + int64_t(h) * D + 2 * t;
+  for (int m = 0; m < kM; ++m)
 #pragma unroll
-    for (int n = 0; n < D / 8; ++n)
-      *reinterpret_cast<__nv_bfloat162*>(out + n * 8) =
-          __floats2bfloat162_rn(dq[0][n][2 * r] * scale, dq[0][n][2 * r + 1] * scale);
-  }
+    for (int r = 0; r < 2; ++r) {
+      const int row = q0 + wrow + m * 16 + g + 8 * r;
+      if (row >= s.T) continue;
+      bf16_t* out = dqkv + (int64_t(b) * s.T + row) * ld + int64_t(h) * D + 2 * t;
+#pragma unroll
+      for (int n = 0; n < D / 8; ++n)
+        *reinterpret_cast<__nv_bfloat162*>(out + n * 8) =
+            __floats2bfloat162_rn(dq[m][n][2 * r] * scale, dq[m][n][2 * r + 1] * scale);
+    }
 }
 
 // dK = scale * dS^T Q and dV = P^T dO for one (key tile, batch, kv head), summed over the query
-// heads of the group. Each warp owns 16 keys and computes the transposed tiles S^T = K Q^T and
+// heads of the group. Each warp owns 16 kM keys and computes the transposed tiles S^T = K Q^T and
 // dP^T = V dO^T, so every product it needs has its operands in registers or shared memory.
 template <int D>
 __global__ void __launch_bounds__(kThreads) flash_backward_dkdv_kernel(bf16_t* dqkv, const bf16_t* datt,
@@ -364,7 +373,7 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dkdv_kernel(bf16_t* d
                                                                        const float* delta, AttnShape s,
                                                                        float scale, float scale_log2) {
   using C = Tiles<D>;
-  constexpr int kKeys = C::kBwdKeys, kRows = C::kBwdRows, kLd = C::kLd, kN = kRows / 8;
+  constexpr int kM = C::kBwdM, kKeys = C::kBwdKeys, kRows = C::kBwdRows, kLd = C::kLd, kN = kRows / 8;
   extern __shared__ __align__(16) unsigned char smem[];
   bf16_t* sk = reinterpret_cast<bf16_t*>(smem);  // [kKeys][kLd]
   bf16_t* sv = sk + kKeys * kLd;                  // [kKeys][kLd]
@@ -394,8 +403,8 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dkdv_kernel(bf16_t* d
   cp_async_commit();
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int wkey = warp * 16;
-  float dk[1][D / 8][4] = {}, dv[1][D / 8][4] = {};
+  const int wkey = warp * 16 * kM;
+  float dk[kM][D / 8][4] = {}, dv[kM][D / 8][4] = {};
   for (int i = 0; i < steps; ++i) {
     cp_async_wait_all();
     __syncthreads();
@@ -408,35 +417,39 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dkdv_kernel(bf16_t* d
     const float* lse_t = slse + (i & 1) * kRows;
     const float* delta_t = sdelta + (i & 1) * kRows;
     const int q0 = (first + i % per_head) * kRows;
-    float st[1][kN][4] = {}, dpt[1][kN][4] = {};
-    mma_abt<1, kN, D>(st, sk + wkey * kLd, kLd, qt, kLd);    // S^T = K Q^T
-    mma_abt<1, kN, D>(dpt, sv + wkey * kLd, kLd, dot, kLd);  // dP^T = V dO^T
-    const bool edge = k0 + wkey + 15 > q0 || q0 + kRows > s.T;
+    float st[kM][kN][4] = {}, dpt[kM][kN][4] = {};
+    mma_abt<kM, kN, D>(st, sk + wkey * kLd, kLd, qt, kLd);    // S^T = K Q^T
+    mma_abt<kM, kN, D>(dpt, sv + wkey * kLd, kLd, dot, kLd);  // dP^T = V dO^T
+    const bool edge = k0 + wkey + 16 * kM - 1 > q0 || q0 + kRows > s.T;
     recompute_p_ds(
         st, dpt, edge, s.T, scale_log2,
-        [&](int, int n, int e) { return make_int2(q0 + n * 8 + 2 * t + e % 2, k0 + wkey + g + 8 * (e / 2)); },
+        [&](int m, int n, int e) {
+          return make_int2(q0 + n * 8 + 2 * t + e % 2, k0 + wkey + m * 16 + g + 8 * (e / 2));
+        },
         [&](int, int n, int e) {
           const int c = n * 8 + 2 * t + e % 2;
           return make_float2(lse_t[c] * kLog2e, delta_t[c]);
         });
-    mma_sb<1, kN, D / 8>(dv, st, dot, kLd);   // dV += P^T dO
-    mma_sb<1, kN, D / 8>(dk, dpt, qt, kLd);   // dK += dS^T Q
+    mma_sb<kM, kN, D / 8>(dv, st, dot, kLd);   // dV += P^T dO
+    mma_sb<kM, kN, D / 8>(dk, dpt, qt, kLd);   // dK += dS^T Q
   }
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int key = k0 + wkey + g + 8 * r;
-    if (key >= s.T) continue;
-    bf16_t* row = dqkv + (int64_t(b) * s.T + key) * ld + 2 * t;
-    bf16_t* dk_out = row + int64_t(s.H + kvh) * D;
-    bf16_t* dv_out = row + int64_t(s.H + s.KVH + kvh) * D;
+  for (int m = 0; m < kM; ++m)
 #pragma unroll
-    for (int n = 0; n < D / 8; ++n) {
-      *reinterpret_cast<__nv_bfloat162*>(dk_out + n * 8) =
-          __floats2bfloat162_rn(dk[0][n][2 * r] * scale, dk[0][n][2 * r + 1] * scale);
-      *reinterpret_cast<__nv_bfloat162*>(dv_out + n * 8) =
-          __floats2bfloat162_rn(dv[0][n][2 * r], dv[0][n][2 * r + 1]);
+    for (int r = 0; r < 2; ++r) {
+      const int key = k0 + wkey + m * 16 + g + 8 * r;
+      if (key >= s.T) continue;
+      bf16_t* row = dqkv + (int64_t(b) * s.T + key) * ld + 2 * t;
+      bf16_t* dk_out = row + int64_t(s.H + kvh) * D;
+      bf16_t* dv_out = row + int64_t(s.H + s.KVH + kvh) * D;
+#pragma unroll
+      for (int n = 0; n < D / 8; ++n) {
+        *reinterpret_cast<__nv_bfloat162*>(dk_out + n * 8) =
+            __floats2bfloat162_rn(dk[m][n][2 * r] * scale, dk[m][n][2 * r + 1] * scale);
+        *reinterpret_cast<__nv_bfloat162*>(dv_out + n * 8) =
+            __floats2bfloat162_rn(dv[m][n][2 * r], dv[m][n][2 * r + 1]);
+      }
     }
-  }
 }
 
 // delta[b, h, t] = sum_d dO[b, t, h, d] * O[b, t, h, d], one warp per (token, head).
@@ -671,7 +684,7 @@ void flash_attention_backward(const Tensor& dqkv, const Tensor& datt, const Tens
       flash_backward_dkdv_kernel<D><<<dim3(blocks_of(s.T, C::kBwdKeys), s.B * s.KVH), kThreads, dkdv_smem, st>>>(
           dq, g, x, lse.data<float>(), delta, s, scale, scale_log2);
       CUDA_CHECK_LAUNCH("flash_backward_dkdv_kernel");
-      const size_t dq_smem = sizeof(bf16_t) * C::kLd * (2 * C::kDqRows + 4 * C::kKeys);
+      const size_t dq_smem = sizeof(bf16_t) * C::kLd * (2 * C::kDqRows + 4 * C::kDqKeys);
       allow_smem(flash_backward_dq_kernel<D>, dq_smem);
       flash_backward_dq_kernel<D><<<dim3(blocks_of(s.T, C::kDqRows), s.B * s.H), kThreads, dq_smem, st>>>(
           dq, g, x, lse.data<float>(), delta, s, scale, scale_log2);
