@@ -121,6 +121,8 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--num-steps", o.steps, "optimizer steps (total, also when resuming)")->capture_default_str();
   app.add_option("--learning-rate", o.learning_rate, "AdamW learning rate")->capture_default_str();
   app.add_option("--weight-decay", o.weight_decay, "AdamW decoupled weight decay")->capture_default_str();
+  app.add_option("--init-std", o.init_std, "std of the normal weight initialisation (1 shows a broken init)")
+      ->capture_default_str();
   app.add_option("--warmup-steps", o.warmup, "steps excluded from timing")->capture_default_str();
   app.add_option("--log-every", o.log_every, "print a line (and validation loss) every N steps")->capture_default_str();
   app.add_option("--data", o.data, "synthetic, or a text file whose bytes are the tokens")->capture_default_str();
