@@ -91,7 +91,7 @@ void write_bench_csv(std::ostream& out, const std::vector<BenchPoint>& points, c
                        p.loss, p.peak_bytes, d.name, d.sm_clock_mhz, d.driver, d.runtime, commit);
 }
 
-static json device_json(const DeviceInfo& d, const std::string& commit) {
+json environment_json(const DeviceInfo& d, const std::string& commit) {
   return {{"name", d.name},       {"sm_clock_mhz", d.sm_clock_mhz}, {"memory_clock_mhz", d.memory_clock_mhz},
           {"multiprocessors", d.multiprocessors}, {"driver", d.driver}, {"cuda_runtime", d.runtime},
           {"memory_total_bytes", d.memory_total}, {"commit", commit}};
@@ -101,7 +101,7 @@ void write_bench_json(std::ostream& out, const BenchOptions& o, const std::vecto
                       const DeviceInfo& d, const std::string& commit) {
   json pts = json::array();
   for (const BenchPoint& p : points) pts.push_back(point_json(p));
-  out << json{{"environment", device_json(d, commit)},
+  out << json{{"environment", environment_json(d, commit)},
               {"model", o.base.model.to_json()},
               {"timing", {{"warmup_steps", o.warmup}, {"steps_per_repetition", o.steps}, {"repetitions", o.repeats}}},
               {"points", pts}}
@@ -109,10 +109,7 @@ void write_bench_json(std::ostream& out, const BenchOptions& o, const std::vecto
       << "\n";
 }
 
-namespace {
-
-// The commit of the source tree: TT_GIT_COMMIT when set (a copy of the tree without its .git,
-// as on a remote GPU machine), else asked of git.
+// TT_GIT_COMMIT serves a copy of the tree without its .git, as on a remote GPU machine.
 std::string git_commit() {
   if (const char* env = std::getenv("TT_GIT_COMMIT"); env && *env) return env;
   const std::string dir = TT_SOURCE_DIR;
@@ -131,6 +128,8 @@ std::string git_commit() {
   if (!run("git -C '" + dir + "' status --porcelain --untracked-files=no 2>/dev/null").empty()) commit += "+dirty";
   return commit;
 }
+
+namespace {
 
 Plan point_plan(int version, const std::string& precision, const BenchOptions& o) {
   Plan p = plan_for_version(version);

@@ -5,6 +5,7 @@
 // and the git commit; a comparison against a baseline file (the performance regression
 // test); and the largest batch that fits a memory budget (the batch-size finder).
 #pragma once
+#include <nlohmann/json_fwd.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -57,6 +58,11 @@ void write_bench_csv(std::ostream& out, const std::vector<BenchPoint>& points, c
                      const std::string& commit);
 void write_bench_json(std::ostream& out, const BenchOptions& o, const std::vector<BenchPoint>& points,
                       const DeviceInfo& device, const std::string& commit);
+
+// The commit of the source tree (TT_GIT_COMMIT when set, else git; "+dirty" with local changes),
+// and the machine and commit as the reports' "environment" object.
+std::string git_commit();
+nlohmann::json environment_json(const DeviceInfo& device, const std::string& commit);
 
 // Runs everything the options ask for; returns false when the regression check failed.
 bool run_bench(const BenchOptions& o, std::ostream& log);

@@ -3,6 +3,8 @@
 //   tiny_llama ablate ...    time a version with each of its plan switches off in turn
 //   tiny_llama bench ...     sweep versions x batch sizes x sequence lengths x precisions
 //   tiny_llama validate ...  every version against the CPU reference and against v1
+//   tiny_llama kernels ...   each custom kernel against its v2 counterpart and the GPU's ceilings
+//   tiny_llama debug STAGE   the performance-debugging stages: init, layout, sync, gemm, all
 // Exit codes: 0 success, 1 failure of the program or the device, 2 bad input.
 #include <iostream>
 #include <string>
@@ -37,8 +39,15 @@ int run(std::vector<std::string> args) {
       std::cerr << "tiny_llama: validate: an error exceeds the bound of its precision\n";
       return 1;
     }
+  } else if (command == "kernels") {
+    tt::KernelBenchOptions options;
+    if (tt::parse_kernel_options(args, options)) tt::run_kernel_bench(options, std::cout);
+  } else if (command == "debug") {
+    tt::DebugOptions options;
+    if (tt::parse_debug_options(args, options)) tt::run_debug(options, std::cout);
   } else {
-    tt::usage_fail("unknown command '" + command + "' (commands: train, ablate, bench, validate; see --help)");
+    tt::usage_fail("unknown command '" + command +
+                   "' (commands: train, ablate, bench, validate, kernels, debug; see --help)");
   }
   return 0;
 }

@@ -121,6 +121,8 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--num-steps", o.steps, "optimizer steps (total, also when resuming)")->capture_default_str();
   app.add_option("--learning-rate", o.learning_rate, "AdamW learning rate")->capture_default_str();
   app.add_option("--weight-decay", o.weight_decay, "AdamW decoupled weight decay")->capture_default_str();
+  app.add_option("--init-std", o.init_std, "std of the normal weight initialisation (1 shows a broken init)")
+      ->capture_default_str();
   app.add_option("--warmup-steps", o.warmup, "steps excluded from timing")->capture_default_str();
   app.add_option("--log-every", o.log_every, "print a line (and validation loss) every N steps")->capture_default_str();
   app.add_option("--data", o.data, "synthetic, or a text file whose bytes are the tokens")->capture_default_str();
@@ -141,6 +143,8 @@ bool parse_train_options(const std::vector<std::string>& args, TrainOptions& o) 
   app.add_option("--profile-steps", o.profile_steps, "steps traced after the warm-up")->capture_default_str();
   app.add_flag("--flops-profile", o.flops_profile, "per-module FLOPs, time, TFLOP/s and MFU (traces like --profile)");
   app.add_flag("--profile-memory", o.profile_memory, "the arena's live bytes by category over one step: DIR/memory.csv");
+  app.footer("Other commands (each takes --help): ablate, bench, validate, kernels (each custom kernel against its v2\n"
+             "counterpart and the GPU's measured ceilings), debug STAGE (the performance-debugging stages).");
   if (!parse(app, args)) return false;
   finish_model_flags(o, f);
   return true;
@@ -212,6 +216,61 @@ bool parse_validate_options(const std::vector<std::string>& args, ValidateOption
     o.versions.clear();
     for (const std::string& v : versions) o.versions.push_back(parse_version(v));
   }
+  return true;
+}
+
+bool parse_kernel_options(const std::vector<std::string>& args, KernelBenchOptions& o) {
+  CLI::App app{"Each custom kernel against its v2 counterpart, against the GEMM and copy ceilings measured in the same run",
+               "tiny_llama kernels"};
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  std::vector<std::string> impls;
+  CLI::Option* kv = nullptr;
+  CLI::Option* ffn = nullptr;
+  app.add_option("--impl", impls, "implementations, by version preset: v1, v2, v3 (default v2,v3)")->delimiter(',');
+  app.add_option("--precision", o.precision, "bf16 or fp32")->capture_default_str();
+  app.add_option("--batch-size", o.batch, "batch of the default shape")->capture_default_str();
+  app.add_option("--seq-len", o.seq_len, "sequence length of the default shape")->capture_default_str();
+  app.add_option("--seq-lens", o.seq_lens, "the long sequences (default 1024,2048,4096,8192)")->delimiter(',');
+  app.add_option("--long-batch", o.long_batch, "batch of the long sequences")->capture_default_str();
+  app.add_option("--hidden-dim", o.hidden, "RMSNorm width")->capture_default_str();
+  app.add_option("--num-heads", o.heads, "query heads")->capture_default_str();
+  kv = app.add_option("--num-kv-heads", o.kv_heads, "key/value heads (default: heads/2)");
+  app.add_option("--head-dim", o.head_dim, "head size")->capture_default_str();
+  ffn = app.add_option("--intermediate-size", o.intermediate, "SwiGLU width (default: 4 x hidden)");
+  app.add_option("--warmup", o.warmup, "untimed calls before the repetitions")->capture_default_str();
+  app.add_option("--repeats", o.repeats, "timed repetitions (the median is reported)")->capture_default_str();
+  app.add_option("--seed", o.seed, "random inputs")->capture_default_str();
+  app.add_option("--csv", o.csv_path, "write the rows as CSV");
+  app.add_option("--json", o.json_path, "write the rows, the ceilings and the machine as JSON");
+  if (!parse(app, args)) return false;
+  if (!kv->count()) o.kv_heads = o.heads % 2 == 0 ? o.heads / 2 : o.heads;
+  if (!ffn->count()) o.intermediate = 4 * o.hidden;
+  if (!impls.empty()) {
+    o.versions.clear();
+    for (const std::string& v : impls) {
+      if (v != "v1" && v != "v2" && v != "v3") usage_fail("--impl: each must be v1, v2 or v3 (got '" + v + "')");
+      o.versions.push_back(v[1] - '0');
+    }
+  }
+  return true;
+}
+
+bool parse_debug_options(const std::vector<std::string>& args, DebugOptions& o) {
+  CLI::App app{"The performance-debugging stages: each shows a symptom, then its fix, measured", "tiny_llama debug"};
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  ModelFlags f;
+  TrainOptions& t = o.train;
+  t.batch = 8;
+  t.seq_len = 128;
+  t.steps = 3;
+  app.add_option("stage", o.stage, "init, layout, sync, gemm or all");
+  app.add_option("--batch-size", t.batch, "init: sequences per step; gemm: tokens = batch x seq")->capture_default_str();
+  app.add_option("--seq-len", t.seq_len, "init: tokens per sequence")->capture_default_str();
+  app.add_option("--num-steps", t.steps, "init: steps trained with each initialisation")->capture_default_str();
+  app.add_option("--repeats", o.repeats, "layout, sync, gemm: timed repetitions (median)")->capture_default_str();
+  add_model_flags(app, t, f);
+  if (!parse(app, args)) return false;
+  finish_model_flags(t, f);
   return true;
 }
 

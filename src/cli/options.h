@@ -4,6 +4,8 @@
 #include <vector>
 
 #include "bench/bench.h"
+#include "bench/debug_stages.h"
+#include "bench/kernels.h"
 #include "bench/validate.h"
 #include "train/trainer.h"
 
@@ -20,5 +22,7 @@ struct AblateOptions {
 bool parse_ablate_options(const std::vector<std::string>& args, AblateOptions& out);
 bool parse_bench_options(const std::vector<std::string>& args, BenchOptions& out);
 bool parse_validate_options(const std::vector<std::string>& args, ValidateOptions& out);
+bool parse_kernel_options(const std::vector<std::string>& args, KernelBenchOptions& out);
+bool parse_debug_options(const std::vector<std::string>& args, DebugOptions& out);
 
 }  // namespace tt

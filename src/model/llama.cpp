@@ -120,8 +120,8 @@ std::vector<Llama::MemoryPoint> Llama::memory_timeline() const {
   return points;
 }
 
-void Llama::init_weights(uint64_t seed) {
-  write(params_, initial_params(cfg_, seed));
+void Llama::init_weights(uint64_t seed, double std) {
+  write(params_, initial_params(cfg_, seed, std));
   be_.zero(grads_);
   be_.zero(m_);
   be_.zero(v_);

@@ -50,7 +50,7 @@ Weights weight_views(const ModelConfig& c, const Tensor& flat) {
   return w;
 }
 
-std::vector<float> initial_params(const ModelConfig& c, uint64_t seed) {
+std::vector<float> initial_params(const ModelConfig& c, uint64_t seed, double std) {
   const std::vector<ParamEntry> table = param_table(c);
   std::vector<float> values(size_t(c.param_count()));
   for (size_t i = 0; i < table.size(); ++i) {
@@ -62,7 +62,7 @@ std::vector<float> initial_params(const ModelConfig& c, uint64_t seed) {
     }
     const CounterRng rng(seed, kStreamParamBase + i);
 #pragma omp parallel for
-    for (int64_t j = 0; j < e.numel; ++j) out[j] = float(0.02 * rng.normal(uint64_t(j)));
+    for (int64_t j = 0; j < e.numel; ++j) out[j] = float(std * rng.normal(uint64_t(j)));
   }
   return values;
 }

@@ -15,7 +15,9 @@
 
 namespace tt {
 
-enum class Init { Normal, Ones };  // N(0, 0.02) for products and the embedding; 1 for norms
+enum class Init { Normal, Ones };  // N(0, std) for products and the embedding (std 0.02); 1 for norms
+
+constexpr double kInitStd = 0.02;  // the standard deviation of Init::Normal
 
 struct ParamEntry {
   std::string name;
@@ -47,6 +49,8 @@ Weights weight_views(const ModelConfig& c, const Tensor& flat);
 
 // The initial values, in fp32, a pure function of (config, seed): entry i draws from
 // CounterRng(seed, kStreamParamBase + i).
-std::vector<float> initial_params(const ModelConfig& c, uint64_t seed);
+// `std` is that of the normal entries; another value than kInitStd only to show what a wrong
+// initialisation does (tiny_llama train --init-std, tiny_llama debug init).
+std::vector<float> initial_params(const ModelConfig& c, uint64_t seed, double std = kInitStd);
 
 }  // namespace tt

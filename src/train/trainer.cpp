@@ -30,6 +30,7 @@ void TrainOptions::validate() const {
   if (warmup < 0) usage_fail("--warmup-steps: must not be negative (got " + std::to_string(warmup) + ")");
   if (!(std::isfinite(learning_rate) && learning_rate > 0))
     usage_fail("--learning-rate: must be a positive finite number");
+  if (!(std::isfinite(init_std) && init_std > 0)) usage_fail("--init-std: must be a positive finite number");
   if (!(std::isfinite(weight_decay) && weight_decay >= 0))
     usage_fail("--weight-decay: must be a finite number, zero or more");
   if (int64_t(batch) * seq_len > INT_MAX / 8)
@@ -160,7 +161,7 @@ TrainResult train(const TrainOptions& o, std::ostream& log) {
   }
   Llama model(o.model, *backend, o.batch, o.seq_len);
   if (o.resume_path.empty()) {
-    model.init_weights(o.seed);
+    model.init_weights(o.seed, o.init_std);
   } else {
     load_checkpoint(o.resume_path, model);
     data->set_position(resume.data_position);

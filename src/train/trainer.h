@@ -8,6 +8,7 @@
 
 #include "backend/backend.h"
 #include "model/config.h"
+#include "model/params.h"
 
 namespace tt {
 
@@ -19,6 +20,7 @@ struct TrainOptions {
   double learning_rate = 3e-4;
   double weight_decay = 0.01;
   uint64_t seed = 42;
+  double init_std = kInitStd;  // of the normal-initialised weights; 0.02 unless showing a broken init
   int warmup = 5;  // steps excluded from timing
   int log_every = 10;
   BackendOptions backend;

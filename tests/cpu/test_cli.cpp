@@ -43,8 +43,13 @@ class Cli : public ::testing::Test {
                                      " --seq-len 8 --num-steps 2 --vocab-size 50"
                                    : "";
     const std::string outputs = " --json " + (dir / "out/r.json").string() + " --save " + (dir / "out/c.safetensors").string();
-    const std::string cmd = std::string(TT_BINARY) + base + outputs + " " + args + " >" + (dir / "stdout").string() +
-                            " 2>" + (dir / "stderr").string();
+    return run_command(base + outputs + " " + args);
+  }
+
+  // Runs tiny_llama with exactly these arguments (a command other than train comes first).
+  Outcome run_command(const std::string& args) {
+    const std::string cmd = std::string(TT_BINARY) + " " + args + " >" + (dir / "stdout").string() + " 2>" +
+                            (dir / "stderr").string();
     const int status = std::system(cmd.c_str());
     auto slurp = [](const fs::path& p) {
       std::ifstream f(p);
@@ -54,7 +59,12 @@ class Cli : public ::testing::Test {
   }
 
   void expect_usage_error(const std::string& args, const std::string& mention) {
-    const Outcome r = run(args);
+    check_usage_error(run(args), args, mention);
+  }
+  void expect_command_error(const std::string& args, const std::string& mention) {
+    check_usage_error(run_command(args), args, mention);
+  }
+  void check_usage_error(const Outcome& r, const std::string& args, const std::string& mention) {
     EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": not one line:\n" << r.err;
     EXPECT_NE(r.err.find(mention), std::string::npos) << args << ": '" << mention << "' not in: " << r.err;
@@ -124,6 +134,43 @@ TEST_F(Cli, GoodRunWritesJsonAndCheckpoint) {
   EXPECT_TRUE(fs::exists(dir / "out/c.safetensors"));
   // Nothing but the two outputs: no temporary files remain.
   EXPECT_EQ(std::distance(fs::directory_iterator(dir / "out"), fs::directory_iterator()), 2);
+}
+
+TEST_F(Cli, ZeroInitStd) { expect_usage_error("--init-std 0", "--init-std"); }
+TEST_F(Cli, InfiniteInitStd) { expect_usage_error("--init-std inf", "--init-std"); }
+
+TEST_F(Cli, KernelBenchWithoutGpu) {
+  std::string why;
+  if (cuda_available(&why)) GTEST_SKIP() << "a GPU is present: the kernel benchmark runs here";
+  expect_command_error("kernels --json " + (dir / "out/k.json").string(), "needs a CUDA GPU");
+}
+TEST_F(Cli, KernelBenchBadFlags) {
+  expect_command_error("kernels --precision fp16", "--precision");
+  expect_command_error("kernels --impl v2,v9", "--impl");
+  expect_command_error("kernels --seq-lens 1024,-1", "--seq-lens");
+  expect_command_error("kernels --num-heads 8 --num-kv-heads 3", "--num-kv-heads");
+  expect_command_error("kernels --head-dim 63", "--head-dim");
+  expect_command_error("kernels --repeats 0", "--repeats");
+  expect_command_error("kernels --csv " + (dir / "no/such/dir/k.csv").string(), "--csv");
+}
+
+TEST_F(Cli, DebugBadStage) {
+  expect_command_error("debug", "stage");
+  expect_command_error("debug warp", "warp");
+  expect_command_error("debug init --init-std 1", "--init-std");  // the stage chooses the two
+  expect_command_error("debug init --repeats 0", "--repeats");
+}
+TEST_F(Cli, DebugGpuStageWithoutGpu) {
+  std::string why;
+  if (cuda_available(&why)) GTEST_SKIP() << "a GPU is present: the GPU stages run here";
+  expect_command_error("debug layout", "needs a CUDA GPU");
+}
+TEST_F(Cli, DebugInitOnTheCpu) {
+  const Outcome r = run_command("debug init --device cpu --hidden-dim 32 --num-layers 1 --num-heads 2 --batch-size 2"
+                                " --seq-len 8 --num-steps 2 --vocab-size 50");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* part : {"Symptom:", "Fix:", "Lesson:", "ln(50)"})
+    EXPECT_NE(r.out.find(part), std::string::npos) << part << " not in: " << r.out;
 }
 
 TEST_F(Cli, HelpExitsZero) {

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "bench/debug_stages.h"
 #include "model/llama.h"
 #include "train/checkpoint.h"
 #include "train/data.h"
@@ -65,6 +66,32 @@ TEST(Training, ValidationLossFallsOnRepeatedText) {
   EXPECT_EQ(r.validation.front().first, 0);
   EXPECT_NEAR(r.validation.front().second, std::log(256.0), 0.1);
   EXPECT_LT(r.validation.back().second, 0.25 * r.validation.front().second) << log.str();
+}
+
+// The init stage of `tiny_llama debug`: N(0, 1) weights start far above ln(vocab), the
+// project's N(0, 0.02) starts at it.
+TEST(Training, BrokenInitialisationStartsFarAboveLnVocab) {
+  TrainOptions o = small_options();
+  o.steps = 2;
+  std::ostringstream log;
+  const InitStageResult r = run_init_stage(o, log);
+  EXPECT_NEAR(r.ln_vocab, std::log(64.0), 1e-12);
+  EXPECT_NEAR(r.fixed_first, r.ln_vocab, 0.1) << log.str();
+  EXPECT_GT(r.broken_first, 2 * r.ln_vocab) << log.str();
+  EXPECT_NE(log.str().find("Lesson:"), std::string::npos) << log.str();
+}
+
+TEST(Training, InitStdScalesTheNormalWeights) {
+  ModelConfig c;
+  c.vocab_size = 64, c.hidden = 32, c.layers = 1, c.heads = 4, c.kv_heads = 2, c.intermediate = 64;
+  const std::vector<float> a = initial_params(c, 5), b = initial_params(c, 5, 1.0);
+  const std::vector<ParamEntry> table = param_table(c);
+  for (const ParamEntry& e : table)
+    for (int64_t j = 0; j < e.numel; ++j) {
+      const size_t i = size_t(e.offset + j);
+      if (e.init == Init::Ones) ASSERT_EQ(a[i], b[i]) << e.name;
+      else ASSERT_NEAR(b[i], a[i] / kInitStd, 1e-5 * (1 + std::fabs(b[i]))) << e.name;
+    }
 }
 
 TEST(Checkpoint, RoundTripRestoresEveryBuffer) {

@@ -1,0 +1,448 @@
+// `tiny_llama kernels` (see kernels.h): every row builds a CUDA backend for the plan of one
+// implementation, lays out its workspace and the operation's tensors in an arena, fills them
+// with random values, and times the backend's calls. A batch of calls is captured as a CUDA
+// graph and replayed between two events, so that the time is the GPU's, not the launches'.
+#include "bench/kernels.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "backend/backend.h"
+#include "bench/bench.h"
+#include "core/files.h"
+#include "core/rng.h"
+#include "model/config.h"
+#include "ops/rope.h"
+
+namespace tt {
+
+// The device-to-device copy rate (src/bench/copy_bandwidth.cpp, CUDA builds only).
+#ifdef TT_HAVE_CUDA
+double device_copy_gbps(size_t bytes, int warmup, int repeats);
+#endif
+
+void KernelBenchOptions::validate() const {
+  auto positive = [](int v, const char* flag) {
+    if (v <= 0) usage_fail(std::string(flag) + ": must be a positive integer (got " + std::to_string(v) + ")");
+  };
+  if (versions.empty()) usage_fail("--impl: give at least one of v1, v2, v3");
+  for (int v : versions)
+    if (v < 1 || v > 3) usage_fail("--impl: implementations are v1, v2 and v3 (got v" + std::to_string(v) + ")");
+  if (precision != "bf16" && precision != "fp32") usage_fail("--precision: must be bf16 or fp32 (got '" + precision + "')");
+  positive(batch, "--batch-size");
+  positive(seq_len, "--seq-len");
+  positive(long_batch, "--long-batch");
+  if (seq_lens.empty()) usage_fail("--seq-lens: give at least one sequence length");
+  for (int t : seq_lens) positive(t, "--seq-lens");
+  positive(hidden, "--hidden-dim");
+  positive(heads, "--num-heads");
+  positive(kv_heads, "--num-kv-heads");
+  positive(head_dim, "--head-dim");
+  positive(intermediate, "--intermediate-size");
+  if (heads % kv_heads != 0) usage_fail("--num-kv-heads: must divide --num-heads");
+  if (head_dim % 2 != 0) usage_fail("--head-dim: must be even (RoPE rotates pairs)");
+  positive(repeats, "--repeats");
+  if (warmup < 0) usage_fail("--warmup: must not be negative (got " + std::to_string(warmup) + ")");
+  // Every tensor must stay under 2^31 elements (the widest is gate|up or qkv, per token).
+  const int64_t width = std::max({int64_t(2) * intermediate, int64_t(heads + 2 * kv_heads) * head_dim, int64_t(hidden)});
+  auto check_shape = [&](int b, int t, const char* flag) {
+    if (int64_t(b) * t * width > INT_MAX)
+      usage_fail(std::string(flag) + ": batch " + std::to_string(b) + " x sequence " + std::to_string(t) +
+                 " gives a tensor of more than 2^31 elements");
+  };
+  check_shape(batch, seq_len, "--seq-len");
+  for (int t : seq_lens) check_shape(long_batch, t, "--seq-lens");
+  if (!csv_path.empty()) check_writable(csv_path, "--csv");
+  if (!json_path.empty()) check_writable(json_path, "--json");
+}
+
+namespace {
+
+enum class Op { Attention, RmsNorm, SwiGlu, Rope };
+const Op kOps[] = {Op::Attention, Op::RmsNorm, Op::SwiGlu, Op::Rope};
+
+const char* op_name(Op op) {
+  switch (op) {
+    case Op::Attention: return "attention";
+    case Op::RmsNorm: return "rmsnorm";
+    case Op::SwiGlu: return "swiglu";
+    case Op::Rope: return "rope";
+  }
+  return "?";
+}
+
+// The plan of `version` for timing `op`: the preset in the run's precision with the custom
+// kernels of the other operations off (they do not change this operation), so that a row is
+// refused only when its own kernel is missing.
+Plan op_plan(int version, Op op, bool amp) {
+  Plan p = plan_for_version(version);
+  p.amp = amp;
+  p.tf32 = false;
+  if (op != Op::Attention) p.custom_attention = false;
+  if (op != Op::RmsNorm) p.custom_rmsnorm = false;
+  if (op != Op::SwiGlu) p.custom_swiglu = false;
+  if (op != Op::Rope) p.custom_rope = false;
+  return p;
+}
+
+struct Shape {
+  int B, T;
+  std::string label() const { return fmt::format("B{} T{}", B, T); }
+};
+
+// The operations' tensors of one shape, in the backend's types (see the op headers).
+struct Buffers {
+  Tensor qkv, att, saved, dqkv, datt;     // attention; RoPE rotates the heads of qkv in place
+  Tensor x, w, out, rstd, dout, dx, dw;  // RMSNorm
+  Tensor gateup, h, dh, dgateup;         // SwiGLU
+  Tensor table;                          // RoPE's cos/sin
+};
+
+// A backend of one plan with its workspace and the buffers of one shape in one arena.
+struct Rig {
+  std::unique_ptr<Backend> be;
+  std::unique_ptr<Arena> arena;  // declared after be: released before it
+  Buffers buf;
+  AttnShape attn;
+  int64_t n = 0;  // tokens
+};
+
+uint64_t g_stream = 0;  // a fresh random stream per filled tensor
+
+// Uniform values in [lo, hi), converted to the tensor's type and uploaded.
+void fill_uniform(Backend& be, const Tensor& t, double lo, double hi, uint64_t seed) {
+  const CounterRng rng(seed, kStreamTest + ++g_stream);
+  std::vector<float> v(size_t(t.numel));
+#pragma omp parallel for
+  for (int64_t i = 0; i < t.numel; ++i) v[size_t(i)] = float(lo + (hi - lo) * rng.uniform(uint64_t(i)));
+  if (t.dtype == DType::F32) return be.upload(t, v.data());
+  TT_CHECK(t.dtype == DType::BF16, std::string("kernel bench: cannot fill ") + dtype_name(t.dtype));
+  std::vector<bf16> b(v.size());
+#pragma omp parallel for
+  for (int64_t i = 0; i < t.numel; ++i) b[size_t(i)] = float_to_bf16(v[size_t(i)]);
+  be.upload(t, b.data());
+}
+
+std::unique_ptr<Rig> make_rig(const Plan& plan, const KernelBenchOptions& o, const Shape& s) {
+  auto r = std::make_unique<Rig>();
+  r->be = make_backend({DeviceKind::Cuda, plan, false});
+  Backend& be = *r->be;
+  r->attn = {s.B, s.T, o.heads, o.kv_heads, o.head_dim};
+  r->n = int64_t(s.B) * s.T;
+  const int64_t n = r->n, C = o.hidden, F = o.intermediate, HD = int64_t(o.heads) * o.head_dim;
+  const DType A = be.act_dtype(), S = be.acc_dtype(), M = be.master_dtype();
+  const TensorSpec saved = be.attention_saved(r->attn);
+  const ModelShape shape{s.B, s.T, o.hidden, o.heads, o.kv_heads, o.head_dim, o.intermediate, ModelConfig().vocab_size};
+  r->arena = std::make_unique<Arena>(be.memory());
+  Buffers& b = r->buf;
+  r->arena->build([&](Arena& a) {
+    be.layout_workspace(a, shape);
+    auto take = [&](DType d, int64_t numel) { return a.take(Category::Activations, d, numel); };
+    b.qkv = take(A, n * r->attn.ld()), b.att = take(A, n * HD), b.saved = take(saved.dtype, saved.numel);
+    b.dqkv = take(A, n * r->attn.ld()), b.datt = take(A, n * HD);
+    b.x = take(A, n * C), b.w = take(A, C), b.out = take(A, n * C), b.rstd = take(S, n);
+    b.dout = take(A, n * C), b.dx = take(A, n * C), b.dw = take(M, C);
+    b.gateup = take(A, n * 2 * F), b.h = take(A, n * F), b.dh = take(A, n * F), b.dgateup = take(A, n * 2 * F);
+    b.table = take(S, int64_t(s.T) * o.head_dim);
+  });
+  for (const Tensor* t : {&b.qkv, &b.dqkv, &b.datt, &b.x, &b.dout, &b.gateup, &b.dh}) fill_uniform(be, *t, -1, 1, o.seed);
+  fill_uniform(be, b.w, 0.5, 1.5, o.seed);
+  be.zero(b.dw);
+  TT_CHECK(S == DType::F32, "kernel bench: the CUDA backend keeps RoPE's table in fp32");
+  const std::vector<double> table = rope_table(s.T, o.head_dim, 10000.0);
+  const std::vector<float> table_f(table.begin(), table.end());
+  be.upload(b.table, table_f.data());
+  return r;
+}
+
+// The rotations one RoPE operation makes, as the model makes them (src/model/llama.cpp): the
+// query and key heads in one call with the custom-rope switch, else one call each.
+std::vector<RopeShape> rope_calls(const Rig& r) {
+  const AttnShape& s = r.attn;
+  if (r.be->plan().custom_rope) return {{r.n, s.T, s.H + s.KVH, s.D, 0, s.ld()}};
+  return {{r.n, s.T, s.H, s.D, 0, s.ld()}, {r.n, s.T, s.KVH, s.D, s.k_col(), s.ld()}};
+}
+
+// Per-call milliseconds of `times` replays of a graph of `calls` calls.
+std::vector<double> replay_ms(Backend& be, const std::function<void()>& call, int calls, int times) {
+  if (!be.graph_capture_begin()) fail("kernel bench: the backend cannot capture CUDA graphs");
+  for (int i = 0; i < calls; ++i) call();
+  be.graph_capture_end();
+  be.graph_replay();  // the first replay uploads the graph
+  std::vector<double> ms;
+  for (int i = 0; i < times; ++i) {
+    be.mark(0);
+    be.graph_replay();
+    be.mark(1);
+    ms.push_back(be.elapsed_ms(0, 1) / calls);
+  }
+  return ms;
+}
+
+// Warm-up calls run eagerly (they do any first-call set-up); then a graph of one call tells
+// how many calls make a batch of about a millisecond, and the repetitions time such batches.
+RepetitionStats time_call(Backend& be, const std::function<void()>& call, const KernelBenchOptions& o) {
+  for (int i = 0; i < o.warmup; ++i) call();
+  be.synchronize();
+  const double one = repetition_stats(replay_ms(be, call, 1, 3), 1).median;
+  const int calls = std::clamp(int(std::ceil(1.0 / std::max(one, 1e-4))), 1, 200);
+  return repetition_stats(replay_ms(be, call, calls, o.repeats), 1);
+}
+
+double attention_forward_flops(const AttnShape& s) { return 4.0 * s.B * s.H * double(s.T) * s.T * s.D / 2; }
+
+// The rows of one operation on one rig: forward and backward.
+void time_op(Rig& r, Op op, const KernelBenchOptions& o, std::vector<KernelRow>& rows, KernelRow row) {
+  Backend& be = *r.be;
+  const Buffers& b = r.buf;
+  const AttnShape& s = r.attn;
+  const double a = double(dtype_size(be.act_dtype())), n = double(r.n), C = o.hidden, F = o.intermediate;
+  std::function<void()> fwd, bwd;
+  double fwd_amount = 0, bwd_amount = 0;  // FLOPs (attention) or bytes
+  switch (op) {
+    case Op::Attention:
+      fwd = [&] { be.attention_forward(b.att, b.saved, b.qkv, s); };
+      bwd = [&] { be.attention_backward(b.dqkv, b.datt, b.qkv, b.att, b.saved, s); };
+      fwd_amount = attention_forward_flops(s);
+      bwd_amount = 2.5 * fwd_amount;
+      break;
+    case Op::RmsNorm:
+      fwd = [&] { be.rmsnorm_forward(b.out, b.rstd, b.x, b.w, r.n, o.hidden, 1e-5); };
+      bwd = [&] { be.rmsnorm_backward(b.dx, b.dw, b.dout, b.x, b.w, b.rstd, r.n, o.hidden); };
+      fwd_amount = a * (2 * n * C + C) + 4 * n;
+      bwd_amount = a * (3 * n * C + C) + 4 * n + 8 * C;
+      break;
+    case Op::SwiGlu:
+      fwd = [&] { be.swiglu_forward(b.h, b.gateup, r.n, o.intermediate); };
+      bwd = [&] { be.swiglu_backward(b.dgateup, b.dh, b.gateup, r.n, o.intermediate); };
+      fwd_amount = a * 3 * n * F;
+      bwd_amount = a * 5 * n * F;
+      break;
+    case Op::Rope: {
+      const std::vector<RopeShape> calls = rope_calls(r);
+      fwd = [&, calls] { for (const RopeShape& c : calls) be.rope_forward(b.qkv, b.table, c); };
+      bwd = [&, calls] { for (const RopeShape& c : calls) be.rope_backward(b.dqkv, b.table, c); };
+      fwd_amount = bwd_amount = 2 * a * n * (s.H + s.KVH) * s.D + 4.0 * s.T * s.D;
+      break;
+    }
+  }
+  const bool flops = op == Op::Attention;
+  for (int backward = 0; backward < 2; ++backward) {
+    KernelRow x = row;
+    x.direction = backward ? "bwd" : "fwd";
+    (flops ? x.flops : x.bytes) = backward ? bwd_amount : fwd_amount;
+    try {
+      fwd();  // the backward reads what the forward saved
+      const RepetitionStats t = time_call(be, backward ? bwd : fwd, o);
+      x.ms = t.median, x.ms_min = t.min, x.ms_max = t.max;
+    } catch (const UsageError& e) {  // an implementation that refuses this shape
+      x.status = e.what();
+    }
+    rows.push_back(x);
+  }
+  if (flops && rows.back().status == "ok" && rows[rows.size() - 2].status == "ok") {
+    KernelRow both = row;
+    both.direction = "fwd+bwd";
+    both.flops = fwd_amount + bwd_amount;
+    both.ms = rows[rows.size() - 2].ms + rows.back().ms;
+    both.ms_min = rows[rows.size() - 2].ms_min + rows.back().ms_min;
+    both.ms_max = rows[rows.size() - 2].ms_max + rows.back().ms_max;
+    rows.push_back(both);
+  }
+}
+
+// A ceiling GEMM: C = A B with square n x n operands of `dtype`, on a v1 backend (cuBLAS).
+double gemm_tflops(DType dtype, int size, const KernelBenchOptions& o) {
+  Plan p = plan_for_version(1);
+  p.amp = dtype == DType::BF16;
+  std::unique_ptr<Backend> be = make_backend({DeviceKind::Cuda, p, false});
+  Arena arena(be->memory());
+  Gemm g;
+  g.m = g.n = g.k = size;
+  g.lda = g.ldb = g.ldc = size;
+  const int64_t numel = int64_t(size) * size;
+  arena.build([&](Arena& a) {
+    be->layout_workspace(a, ModelShape{1, 2, 64, 1, 1, 64, 64, ModelConfig().vocab_size});
+    g.a = a.take(Category::Workspace, dtype, numel);
+    g.b = a.take(Category::Workspace, dtype, numel);
+    g.c = a.take(Category::Workspace, dtype, numel);
+  });
+  fill_uniform(*be, g.a, -1, 1, o.seed);
+  fill_uniform(*be, g.b, -1, 1, o.seed);
+  const RepetitionStats t = time_call(*be, [&] { be->matmul(g); }, o);
+  return 2.0 * size * double(size) * size / (t.median * 1e-3) / 1e12;
+}
+
+KernelCeilings measure_ceilings(const KernelBenchOptions& o) {
+  KernelCeilings c;
+  c.gemm_bf16_tflops = gemm_tflops(DType::BF16, 8192, o);
+  c.gemm_fp32_tflops = gemm_tflops(DType::F32, 8192, o);
+#ifdef TT_HAVE_CUDA
+  c.copy_gbps = device_copy_gbps(size_t(1) << 30, o.warmup, o.repeats);
+#endif
+  return c;
+}
+
+// Rates, fractions of the ceilings, and the speed against v2's row of the same measurement.
+void finish_rows(std::vector<KernelRow>& rows, const KernelCeilings& c, bool bf16) {
+  const double gemm = bf16 ? c.gemm_bf16_tflops : c.gemm_fp32_tflops;
+  for (KernelRow& r : rows) {
+    if (r.status != "ok") continue;
+    if (r.flops > 0) {
+      r.tflops = r.flops / (r.ms * 1e-3) / 1e12;
+      r.ceiling_fraction = r.tflops / gemm;
+    } else {
+      r.gbps = r.bytes / (r.ms * 1e-3) / 1e9;
+      r.ceiling_fraction = r.gbps / c.copy_gbps;
+    }
+  }
+  for (KernelRow& r : rows)
+    for (const KernelRow& v2 : rows)
+      if (r.status == "ok" && v2.status == "ok" && v2.version == 2 && v2.op == r.op && v2.direction == r.direction &&
+          v2.shape == r.shape)
+        r.vs_v2 = v2.ms / r.ms;
+}
+
+// Whether a custom (v3) row meets its target: attention at 90% of cuDNN's (v2's) rate, the
+// memory-bound operations at 80% of the copy bandwidth.
+std::string target(const KernelRow& r) {
+  if (r.version != 3 || r.status != "ok") return "";
+  if (r.op == "attention") return r.vs_v2 == 0 ? "" : r.vs_v2 >= 0.9 ? "met" : "MISSED";
+  return r.ceiling_fraction >= 0.8 ? "met" : "MISSED";
+}
+
+std::string short_status(const std::string& status) {
+  if (status.find("not implemented") != std::string::npos) return "not implemented";
+  return status.size() > 100 ? status.substr(0, 97) + "..." : status;
+}
+
+void print_table(std::ostream& log, const std::vector<KernelRow>& rows) {
+  log << fmt::format("{:<10}{:<8}{:<12}{:<5}{:>10}{:>14}{:>9}{:>8}  {}\n", "op", "dir", "shape", "impl", "ms",
+                     "rate", "% ceil", "vs v2", "target");
+  for (const KernelRow& r : rows) {
+    const std::string head = fmt::format("{:<10}{:<8}{:<12}v{:<4}", r.op, r.direction, r.shape, r.version);
+    if (r.status != "ok") {
+      log << head << "  " << short_status(r.status) << "\n";
+      continue;
+    }
+    const std::string rate = r.flops > 0 ? fmt::format("{:.1f} TFLOP/s", r.tflops) : fmt::format("{:.0f} GB/s", r.gbps);
+    const std::string vs = r.vs_v2 > 0 && r.version != 2 ? fmt::format("{:.2f}x", r.vs_v2) : "";
+    log << head
+        << fmt::format("{:>10.4f}{:>14}{:>8.1f}%{:>8}  {}\n", r.ms, rate, 100 * r.ceiling_fraction, vs, target(r));
+  }
+}
+
+void write_csv(std::ostream& out, const KernelBenchOptions& o, const std::vector<KernelRow>& rows,
+               const KernelCeilings& c, const DeviceInfo& d, const std::string& commit) {
+  out << "op,direction,shape,version,precision,status,ms_median,ms_min,ms_max,flops,bytes,tflops,gbps,"
+         "ceiling_fraction,vs_v2,gemm_bf16_tflops,gemm_fp32_tflops,copy_gbps,device,sm_clock_mhz,driver,cuda,commit\n";
+  for (const KernelRow& r : rows)
+    out << fmt::format("{},{},{},v{},{},\"{}\",{:.5f},{:.5f},{:.5f},{:.0f},{:.0f},{:.3f},{:.1f},{:.4f},{:.4f},{:.1f},"
+                       "{:.1f},{:.1f},\"{}\",{},{},{},{}\n",
+                       r.op, r.direction, r.shape, r.version, o.precision, short_status(r.status), r.ms, r.ms_min,
+                       r.ms_max, r.flops, r.bytes, r.tflops, r.gbps, r.ceiling_fraction, r.vs_v2, c.gemm_bf16_tflops,
+                       c.gemm_fp32_tflops, c.copy_gbps, d.name, d.sm_clock_mhz, d.driver, d.runtime, commit);
+}
+
+void write_json(std::ostream& out, const KernelBenchOptions& o, const std::vector<KernelRow>& rows,
+                const KernelCeilings& c, const DeviceInfo& d, const std::string& commit) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const KernelRow& r : rows)
+    list.push_back({{"op", r.op}, {"direction", r.direction}, {"shape", r.shape}, {"version", r.version},
+                    {"status", short_status(r.status)}, {"ms_median", r.ms}, {"ms_min", r.ms_min},
+                    {"ms_max", r.ms_max}, {"flops", r.flops}, {"bytes", r.bytes}, {"tflops", r.tflops},
+                    {"gbps", r.gbps}, {"ceiling_fraction", r.ceiling_fraction}, {"vs_v2", r.vs_v2},
+                    {"target", target(r)}});
+  out << nlohmann::json{{"environment", environment_json(d, commit)},
+                        {"precision", o.precision},
+                        {"model", {{"hidden", o.hidden}, {"heads", o.heads}, {"kv_heads", o.kv_heads},
+                                   {"head_dim", o.head_dim}, {"intermediate", o.intermediate}}},
+                        {"timing", {{"warmup_calls", o.warmup}, {"repetitions", o.repeats}}},
+                        {"ceilings", {{"gemm_bf16_tflops", c.gemm_bf16_tflops},
+                                      {"gemm_fp32_tflops", c.gemm_fp32_tflops},
+                                      {"copy_gbps", c.copy_gbps}}},
+                        {"rows", list}}
+             .dump(2)
+      << "\n";
+}
+
+}  // namespace
+
+void run_kernel_bench(const KernelBenchOptions& o, std::ostream& log) {
+  o.validate();
+  std::string why;
+  if (!cuda_available(&why)) usage_fail("kernels: the kernel benchmark needs a CUDA GPU: " + why);
+  const bool bf16 = o.precision == "bf16";
+  const DeviceInfo device = device_info(true);
+  const std::string commit = git_commit();
+  log << fmt::format("Kernel benchmark on {} (SM clock {} MHz, driver {}, CUDA {}) | commit {}\n", device.name,
+                     device.sm_clock_mhz, device.driver, device.runtime, commit);
+  log << fmt::format("{} | heads {} (kv {}) of {}, hidden {}, ffn {} | {} warm-up calls, median of {} repetitions "
+                     "(each a CUDA graph of calls adding up to about 1 ms)\n",
+                     o.precision, o.heads, o.kv_heads, o.head_dim, o.hidden, o.intermediate, o.warmup, o.repeats);
+  log << "Accounting: causal attention fwd = 4 B H T^2 D / 2 FLOPs, bwd = 2.5 x fwd; RMSNorm, SwiGLU and RoPE: the\n"
+         "bytes each must move at least (every input read once, every output written once). Ceilings: a cuBLAS\n"
+         "8192^3 GEMM, a 1 GiB device-to-device copy as (read + write) bytes / time. Inputs that fit in the L2\n"
+         "cache (50 MB) can exceed the copy rate. Target: v3 attention >= 0.90x v2 (cuDNN), others >= 80% copy.\n"
+      << std::flush;
+  const KernelCeilings ceilings = measure_ceilings(o);
+  log << fmt::format("Ceilings: bf16 GEMM {:.1f} TFLOP/s, fp32 GEMM {:.1f} TFLOP/s, device copy {:.0f} GB/s\n\n",
+                     ceilings.gemm_bf16_tflops, ceilings.gemm_fp32_tflops, ceilings.copy_gbps)
+      << std::flush;
+
+  std::vector<Shape> shapes = {{o.batch, o.seq_len}};
+  for (int t : o.seq_lens) shapes.push_back({o.long_batch, t});
+  std::vector<KernelRow> rows;
+  for (const Shape& shape : shapes)
+    for (int version : o.versions) {
+      std::unique_ptr<Rig> rig;  // shared by the operations whose plans are the same
+      std::string rig_plan, refusal;
+      for (Op op : kOps) {
+        const Plan plan = op_plan(version, op, bf16);
+        if (!rig || describe(plan) != rig_plan) {
+          rig.reset();
+          refusal.clear();
+          rig_plan = describe(plan);
+          try {
+            rig = make_rig(plan, o, shape);
+          } catch (const UsageError& e) {  // a switch not implemented yet, or out of memory
+            refusal = e.what();
+          }
+        }
+        KernelRow row;
+        row.op = op_name(op), row.shape = shape.label(), row.version = version;
+        if (!rig) {
+          for (const char* dir : {"fwd", "bwd"}) {
+            row.direction = dir, row.status = refusal;
+            rows.push_back(row);
+          }
+          continue;
+        }
+        time_op(*rig, op, o, rows, row);
+      }
+    }
+  // Side by side: the implementations of one operation, direction and shape.
+  std::vector<KernelRow> grouped;
+  for (const Shape& shape : shapes)
+    for (Op op : kOps)
+      for (const char* dir : {"fwd", "bwd", "fwd+bwd"})
+        for (int version : o.versions)
+          for (const KernelRow& r : rows)
+            if (r.shape == shape.label() && r.op == op_name(op) && r.direction == dir && r.version == version)
+              grouped.push_back(r);
+  rows = grouped;
+  finish_rows(rows, ceilings, bf16);
+  print_table(log, rows);
+  if (!o.csv_path.empty())
+    write_file_atomic(o.csv_path, [&](std::ostream& out) { write_csv(out, o, rows, ceilings, device, commit); });
+  if (!o.json_path.empty())
+    write_file_atomic(o.json_path, [&](std::ostream& out) { write_json(out, o, rows, ceilings, device, commit); });
+}
+
+}  // namespace tt

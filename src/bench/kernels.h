@@ -1,0 +1,55 @@
+// `tiny_llama kernels`: each operation that version 3 replaces with a kernel of our own
+// (attention, RMSNorm, SwiGLU, RoPE), timed per implementation through the Backend interface
+// at the default shape and at long sequences, against ceilings measured in the same run: the
+// tensor-core rate of a large cuBLAS GEMM and the bandwidth of a large device-to-device copy.
+//
+// Accounting (also printed in the table's header):
+//   attention (causal): forward FLOPs = 4 B H T^2 D / 2 (q k^T and P v, half under the mask);
+//                       backward = 2.5 x forward (five products of the same size).
+//   memory-bound ops:   the bytes they must move at least, each tensor read or written once:
+//     RMSNorm  fwd: x, w read; out, rstd written.  bwd: dout, x, w, rstd read; dx written,
+//                   dw (fp32) read and written.
+//     SwiGLU   fwd: gate|up [n, 2F] read, h [n, F] written.  bwd: dh, gate|up read, dgate|up written.
+//     RoPE     fwd and bwd: the Q and K heads read and written in place, the table read.
+#pragma once
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace tt {
+
+struct KernelBenchOptions {
+  std::vector<int> versions = {2, 3};  // implementations, by version preset (1, 2 or 3)
+  std::string precision = "bf16";      // bf16 (activations bf16, statistics fp32) or fp32
+  int batch = 8, seq_len = 128;        // the default shape (the default training step)
+  std::vector<int> seq_lens = {1024, 2048, 4096, 8192};  // the long sequences
+  int long_batch = 1;                                    // their batch
+  int hidden = 512, heads = 8, kv_heads = 4, head_dim = 64, intermediate = 2048;
+  int warmup = 3, repeats = 20;
+  uint64_t seed = 42;
+  std::string csv_path, json_path;
+
+  void validate() const;  // throws UsageError naming the flag
+};
+
+struct KernelRow {
+  std::string op, direction, shape;  // e.g. "attention", "fwd", "B1 T1024"
+  int version = 0;
+  std::string status = "ok";  // ok, "not implemented", or why the row did not run
+  double ms = 0, ms_min = 0, ms_max = 0;  // per call: median, min, max over the repetitions
+  double flops = 0, bytes = 0;            // per call (flops for attention, bytes for the others)
+  double tflops = 0, gbps = 0;
+  double ceiling_fraction = 0;  // of the GEMM rate (attention) or the copy bandwidth (the others)
+  double vs_v2 = 0;             // v2's ms / this ms (0 when v2 did not run)
+};
+
+struct KernelCeilings {
+  double gemm_bf16_tflops = 0, gemm_fp32_tflops = 0;  // 8192^3 cuBLAS products
+  double copy_gbps = 0;                              // 1 GiB device-to-device copy, (read + write) / time
+};
+
+// Runs the benchmark; the table goes to `log`, the files to --csv / --json. Needs a GPU.
+void run_kernel_bench(const KernelBenchOptions& o, std::ostream& log);
+
+}  // namespace tt
