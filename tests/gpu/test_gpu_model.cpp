@@ -17,7 +17,8 @@ struct Case {
   double loss_tol, grad_tol, track_tol;
 };
 
-// Every version-2 switch alone on top of v1, and all of them (v2), in fp32 and bf16.
+// Every version-2 switch alone on top of v1, and all of them (v2), and the version-3 switches
+// implemented so far alone on top of v1, in fp32 and bf16.
 const Case kCases[] = {
     {"v1_fp32", 1, "", false, 1e-5, 1e-4, 1e-4},
     {"v1_bf16", 1, "", true, 2e-2, 2e-2, 2e-2},
@@ -29,6 +30,10 @@ const Case kCases[] = {
     {"flash_attention_bf16", 1, "flash-attention", true, 2e-2, 2e-2, 2e-2},
     {"cuda_graph_fp32", 1, "cuda-graph", false, 1e-5, 1e-4, 1e-4},
     {"cuda_graph_bf16", 1, "cuda-graph", true, 2e-2, 2e-2, 2e-2},
+    {"custom_rmsnorm_fp32", 1, "custom-rmsnorm", false, 1e-5, 1e-4, 1e-4},
+    {"custom_rmsnorm_bf16", 1, "custom-rmsnorm", true, 2e-2, 2e-2, 2e-2},
+    {"custom_swiglu_fp32", 1, "custom-swiglu", false, 1e-5, 1e-4, 1e-4},
+    {"custom_swiglu_bf16", 1, "custom-swiglu", true, 2e-2, 2e-2, 2e-2},
     {"v2_fp32", 2, "", false, 1e-5, 1e-4, 1e-4},
     {"v2_bf16", 2, "", true, 2e-2, 2e-2, 2e-2},
 };
