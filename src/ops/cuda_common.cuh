@@ -1,10 +1,11 @@
-// Shared pieces of the CUDA kernels: element-type conversions, warp and block reductions,
-// and the dispatch from a tensor's dtype to the kernel instantiation for it.
+// Shared pieces of the CUDA kernels: element-type conversions, vector accesses, warp and
+// block reductions, and the dispatch from a tensor's dtype to the kernel instantiation for it.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "backend/cuda/cuda_check.h"
 #include "core/tensor.h"
@@ -18,6 +19,50 @@ __device__ __forceinline__ float to_float(bf16_t x) { return __bfloat162float(x)
 template <class T> __device__ __forceinline__ T from_float(float x);
 template <> __device__ __forceinline__ float from_float<float>(float x) { return x; }
 template <> __device__ __forceinline__ bf16_t from_float<bf16_t>(float x) { return __float2bfloat16_rn(x); }
+
+// The unsigned type of a plain access of kBytes bytes (at most 16: one vector instruction).
+template <int kBytes> struct RawWord;
+template <> struct RawWord<2> { using type = unsigned short; };
+template <> struct RawWord<4> { using type = unsigned; };
+template <> struct RawWord<8> { using type = uint2; };
+template <> struct RawWord<16> { using type = uint4; };
+
+// kN consecutive elements moved with the widest accesses their size allows: with
+// kN = kVec16<T>, one 16-byte load or store (8 bf16 or 4 fp32); with kN = 1, the plain scalar
+// access. load and store go through integer words, so that the compiler cannot split them
+// into element accesses. The address must be a multiple of the vector's size.
+template <class T, int kN>
+struct alignas(sizeof(T) * kN) Vec {
+  static constexpr int kBytes = int(sizeof(T)) * kN;
+  using Word = typename RawWord<(kBytes < 16 ? kBytes : 16)>::type;
+  static constexpr int kWords = kBytes / int(sizeof(Word));
+  T v[kN];
+
+  __device__ __forceinline__ static Vec load(const T* p) {
+    Vec out;
+#pragma unroll
+    for (int i = 0; i < kWords; ++i) reinterpret_cast<Word*>(out.v)[i] = reinterpret_cast<const Word*>(p)[i];
+    return out;
+  }
+  __device__ __forceinline__ void store(T* p) const {
+#pragma unroll
+    for (int i = 0; i < kWords; ++i) reinterpret_cast<Word*>(p)[i] = reinterpret_cast<const Word*>(v)[i];
+  }
+};
+template <class T>
+constexpr int kVec16 = int(16 / sizeof(T));
+
+inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// Calls f(std::integral_constant<int, K>{}) with K = kVec16<T> when `wide`, else K = 1: the
+// launchers' choice between the vectorized instantiation of a kernel and its scalar fallback.
+template <class T, class F>
+void with_vec_width(bool wide, F&& f) {
+  if (wide)
+    f(std::integral_constant<int, kVec16<T>>{});
+  else
+    f(std::integral_constant<int, 1>{});
+}
 
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll

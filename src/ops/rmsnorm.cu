@@ -1,8 +1,26 @@
-// RMSNorm on the GPU (see rmsnorm.h for the contract). Version 1 splits it the way eager
-// PyTorch does, one kernel per step: a row reduction for rstd, then an elementwise scaling;
-// backward: a row reduction for the coefficient, an elementwise kernel for dx, and a
-// two-stage column reduction for dw (partial sums over fixed row chunks, then the chunks in
-// order), which keeps the weight gradient deterministic without atomics.
+// RMSNorm on the GPU (see rmsnorm.h for the contract).
+//
+// Version 1 splits it the way eager PyTorch does, one kernel per step: a row reduction for
+// rstd, then an elementwise scaling; backward: a row reduction for the coefficient, an
+// elementwise kernel for dx, and a two-stage column reduction for dw (partial sums over fixed
+// row chunks, then the chunks in order), which keeps the weight gradient deterministic
+// without atomics. x is read twice forward, g and x three times backward.
+//
+// Version 3 (custom-rmsnorm): one kernel each way, one warp per row, 16-byte accesses when
+// the row length and the pointers allow it (scalar ones otherwise).
+//   forward:  the row is read once, kept in registers (the part beyond kCachedForward vectors
+//             per lane is re-read from cache), rstd and out computed from it. Moves n*c*2
+//             elements (x, out) + n rstd floats + c elements of w.
+//   backward: per row, g and x are read once for the dot product and the dx of that row; the
+//             same pass adds g*x*rstd into the warp's column sums in shared memory; each block
+//             (a fixed chunk of rows) writes its column sums to one row of `partial`, and the
+//             second stage adds the chunks in order into dw. Moves n*c*3 elements (g, x, dx) +
+//             n rstd floats + c elements of w + 2*c floats of dw, plus chunks*c*2 floats for the
+//             partial sums. Rows longer than kSmemFloats take version 1's kernels.
+// The chunking depends only on n and c, so the weight gradient is the same bits every run.
+// Both versions share the second dw stage.
+#include <algorithm>
+
 #include "ops/cuda_common.cuh"
 #include "ops/rmsnorm.h"
 
@@ -11,7 +29,21 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kRowsPerBlock = kThreads / 32;  // one warp per row in the row reductions
-constexpr int kDwChunks = 64;                 // row chunks of the first dw stage
+constexpr int kDwChunks = 64;                 // row chunks of version 1's first dw stage
+constexpr int kSumSlices = 16;                // warps of the second dw stage, see rms_dw_sum_kernel
+// Version 3: vectors per lane kept in registers between the reduction and the writes (longer
+// rows re-read the rest, from cache; the counts keep the kernels at 64 and 80 registers
+// without spills, 4 and 3 blocks per SM), the shared memory of the backward's per-warp column
+// sums, and its row chunks: at least kMinRowsPerWarp rows per warp, so that the partial sums
+// stay small next to the rows, and at most kMaxFusedChunks, one wave of 3 blocks on each of
+// the H100's 132 SMs.
+constexpr int kCachedForward = 4;
+constexpr int kCachedBackward = 2;
+constexpr int kSmemFloats = 48 * 1024 / 4;
+constexpr int kMinRowsPerWarp = 4;
+constexpr int kMaxFusedChunks = 384;
+
+// ---- version 1 ----
 
 // rstd[i] = 1 / sqrt(mean(x[i]^2) + eps), one warp per row.
 template <class T>
@@ -74,22 +106,189 @@ __global__ void rms_dw_partial_kernel(float* partial, const T* dout, const T* x,
   partial[int64_t(blockIdx.y) * c + j] = acc;
 }
 
-// dw[j] += sum of the chunks' partial sums, in chunk order.
-__global__ void rms_dw_sum_kernel(float* dw, const float* partial, int c) {
-  const int j = blockIdx.x * blockDim.x + threadIdx.x;
-  if (j >= c) return;
+// ---- both versions: the second dw stage ----
+
+// dw[j] += sum over the chunks k of partial[k, j]. A block covers 32 columns; its warp s adds
+// chunks s, s + kSumSlices, ... in order, then the warps' sums are added in warp order: a
+// fixed order, so the same bits every run.
+__global__ void __launch_bounds__(32 * kSumSlices) rms_dw_sum_kernel(float* dw, const float* partial, int c,
+                                                                    int chunks) {
+  __shared__ float slice_sum[kSumSlices][32];
+  const int lane = threadIdx.x % 32, slice = threadIdx.x / 32, j = blockIdx.x * 32 + lane;
   float acc = 0.0f;
-  for (int k = 0; k < kDwChunks; ++k) acc += partial[int64_t(k) * c + j];
-  dw[j] += acc;
+  if (j < c)
+    for (int k = slice; k < chunks; k += kSumSlices) acc += partial[int64_t(k) * c + j];
+  slice_sum[slice][lane] = acc;
+  __syncthreads();
+  if (slice != 0 || j >= c) return;
+  float total = 0.0f;
+  for (int s = 0; s < kSumSlices; ++s) total += slice_sum[s][lane];
+  dw[j] += total;
+}
+
+// ---- version 3 ----
+
+// Element e of the kVec-wide vector v of a row is column v * kVec + e.
+template <class T, int kVec>
+__device__ __forceinline__ float sum_squares(const Vec<T, kVec>& x) {
+  float s = 0.0f;
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) s += to_float(x.v[e]) * to_float(x.v[e]);
+  return s;
+}
+
+template <class T, int kVec>
+__device__ __forceinline__ Vec<T, kVec> scaled(const Vec<T, kVec>& x, float r, const Vec<T, kVec>& w) {
+  Vec<T, kVec> out;
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) out.v[e] = from_float<T>(to_float(x.v[e]) * r * to_float(w.v[e]));
+  return out;
+}
+
+template <class T, int kVec>
+__device__ __forceinline__ float dot3(const Vec<T, kVec>& w, const Vec<T, kVec>& g, const Vec<T, kVec>& x) {
+  float s = 0.0f;
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) s += to_float(w.v[e]) * to_float(g.v[e]) * to_float(x.v[e]);
+  return s;
+}
+
+// dx = r w g - x coef for one vector, and g x r added to the column sums of its elements,
+// which sit `stride` floats apart in shared memory.
+template <class T, int kVec>
+__device__ __forceinline__ Vec<T, kVec> dx_and_dw(const Vec<T, kVec>& g, const Vec<T, kVec>& x,
+                                                  const Vec<T, kVec>& w, float r, float coef, float* dw_sum,
+                                                  int stride) {
+  Vec<T, kVec> dx;
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) {
+    const float ge = to_float(g.v[e]), xe = to_float(x.v[e]);
+    dx.v[e] = from_float<T>(r * to_float(w.v[e]) * ge - xe * coef);
+    dw_sum[e * stride] += ge * xe * r;
+  }
+  return dx;
+}
+
+// One warp per row: x read once (the first kCachedForward vectors of each lane stay in
+// registers), rstd and out written. Lane l takes the vectors l, l + 32, ... of the row.
+template <class T, int kVec>
+__global__ void __launch_bounds__(kThreads, 4) rmsnorm_fused_forward_kernel(T* out, float* rstd, const T* x,
+                                                                        const T* w, int64_t n, int c, float eps) {
+  using V = Vec<T, kVec>;
+  const int64_t row = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
+  if (row >= n) return;
+  const int lane = threadIdx.x % 32, nv = c / kVec;
+  const T* xr = x + row * c;
+  T* outr = out + row * c;
+  V cached[kCachedForward];
+  float sum = 0.0f;
+#pragma unroll
+  for (int k = 0; k < kCachedForward; ++k)
+    if (lane + 32 * k < nv) {
+      cached[k] = V::load(xr + (lane + 32 * k) * kVec);
+      sum += sum_squares(cached[k]);
+    }
+  for (int v = lane + 32 * kCachedForward; v < nv; v += 32) sum += sum_squares(V::load(xr + v * kVec));
+  const float r = rsqrtf(warp_sum(sum) / c + eps);
+  if (lane == 0) rstd[row] = r;
+#pragma unroll
+  for (int k = 0; k < kCachedForward; ++k) {
+    const int j = (lane + 32 * k) * kVec;
+    if (j < c) scaled(cached[k], r, V::load(w + j)).store(outr + j);
+  }
+  for (int j = (lane + 32 * kCachedForward) * kVec; j < c; j += 32 * kVec)
+    scaled(V::load(xr + j), r, V::load(w + j)).store(outr + j);
+}
+
+// Block b owns rows [b * rows_per_chunk, (b + 1) * rows_per_chunk); its warp w takes rows
+// w, w + warps, ... of them, one row at a time: g and x read once (the first kCachedBackward
+// vectors of each lane stay in registers), the dot product w.g.x reduced over the warp, dx
+// written, g x rstd added to the warp's column sums. The sums are kept in shared memory as
+// [warp][e][v] (element e of vector v) so that the lanes of a warp hit consecutive banks;
+// at the end the block adds the warps' sums in warp order into partial[b, :].
+template <class T, int kVec>
+__global__ void __launch_bounds__(kThreads, 3) rmsnorm_fused_backward_kernel(T* dx, float* partial, const T* dout,
+                                                                         const T* x, const T* w, const float* rstd,
+                                                                         int64_t n, int c, int64_t rows_per_chunk) {
+  using V = Vec<T, kVec>;
+  extern __shared__ float warp_dw[];  // [warps][kVec][nv]
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32, nv = c / kVec;
+  float* dw_sum = warp_dw + int64_t(warp) * c;
+  for (int j = lane; j < c; j += 32) dw_sum[j] = 0.0f;
+  __syncwarp();  // the lanes below add into elements zeroed by other lanes
+  const int64_t begin = int64_t(blockIdx.x) * rows_per_chunk;
+  const int64_t end = begin + rows_per_chunk < n ? begin + rows_per_chunk : n;
+  for (int64_t row = begin + warp; row < end; row += warps) {
+    const T* gr = dout + row * c;
+    const T* xr = x + row * c;
+    T* dxr = dx + row * c;
+    V g_cached[kCachedBackward], x_cached[kCachedBackward];
+    float dot = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kCachedBackward; ++k) {
+      const int j = (lane + 32 * k) * kVec;
+      if (j < c) {
+        g_cached[k] = V::load(gr + j);
+        x_cached[k] = V::load(xr + j);
+        dot += dot3(V::load(w + j), g_cached[k], x_cached[k]);
+      }
+    }
+    for (int j = (lane + 32 * kCachedBackward) * kVec; j < c; j += 32 * kVec)
+      dot += dot3(V::load(w + j), V::load(gr + j), V::load(xr + j));
+    const float r = rstd[row], coef = r * r * r * warp_sum(dot) / c;
+#pragma unroll
+    for (int k = 0; k < kCachedBackward; ++k) {
+      const int v = lane + 32 * k;
+      if (v < nv)
+        dx_and_dw(g_cached[k], x_cached[k], V::load(w + v * kVec), r, coef, dw_sum + v, nv).store(dxr + v * kVec);
+    }
+    for (int v = lane + 32 * kCachedBackward; v < nv; v += 32)
+      dx_and_dw(V::load(gr + v * kVec), V::load(xr + v * kVec), V::load(w + v * kVec), r, coef, dw_sum + v, nv)
+          .store(dxr + v * kVec);
+  }
+  __syncthreads();
+  for (int j = threadIdx.x; j < c; j += blockDim.x) {
+    const int at = (j % kVec) * nv + j / kVec;
+    float sum = 0.0f;
+    for (int k = 0; k < warps; ++k) sum += warp_dw[int64_t(k) * c + at];
+    partial[int64_t(blockIdx.x) * c + j] = sum;
+  }
+}
+
+// The fused backward keeps c floats of column sums per warp in 48 KB of shared memory: 8
+// warps up to c = 1536, fewer above, and version 1's kernels beyond c = kSmemFloats.
+bool fused_backward_fits(int c) { return c <= kSmemFloats; }
+int fused_backward_warps(int c) { return std::min(kThreads / 32, kSmemFloats / c); }
+int fused_backward_chunks(int64_t n, int c) {
+  const int64_t rows = int64_t(fused_backward_warps(c)) * kMinRowsPerWarp;
+  return int(std::min<int64_t>(kMaxFusedChunks, (n + rows - 1) / rows));
+}
+
+void launch_dw_sum(const Tensor& dw, const float* partial, int c, int chunks, Stream s) {
+  rms_dw_sum_kernel<<<blocks_for(c, 32), 32 * kSumSlices, 0, s>>>(dw.data<float>(), partial, c, chunks);
+  CUDA_CHECK_LAUNCH("rms_dw_sum_kernel");
 }
 
 }  // namespace
 
-int64_t rmsnorm_scratch_numel(int64_t n, int c) { return n + int64_t(kDwChunks) * c; }
+int64_t rmsnorm_scratch_numel(int64_t n, int c, bool fused) {
+  if (fused && fused_backward_fits(c)) return int64_t(kMaxFusedChunks) * c;
+  return n + int64_t(kDwChunks) * c;
+}
 
 void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, const Tensor& w, int64_t n, int c,
-                     float eps, Stream s) {
+                     float eps, bool fused, Stream s) {
   TT_DISPATCH_ACT(x.dtype, {
+    if (fused) {
+      const bool wide = c % kVec16<T> == 0 && aligned16(out.ptr) && aligned16(x.ptr) && aligned16(w.ptr);
+      with_vec_width<T>(wide, [&](auto vec) {
+        rmsnorm_fused_forward_kernel<T, decltype(vec)::value><<<blocks_for(n, kRowsPerBlock), kThreads, 0, s>>>(
+            static_cast<T*>(out.ptr), rstd.data<float>(), static_cast<const T*>(x.ptr),
+            static_cast<const T*>(w.ptr), n, c, eps);
+        CUDA_CHECK_LAUNCH("rmsnorm_fused_forward_kernel");
+      });
+      return;
+    }
     rms_kernel<T><<<blocks_for(n, kRowsPerBlock), kThreads, 0, s>>>(rstd.data<float>(),
                                                                     static_cast<const T*>(x.ptr), n, c, eps);
     CUDA_CHECK_LAUNCH("rms_kernel");
@@ -101,26 +300,40 @@ void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, con
 }
 
 void rmsnorm_backward(const Tensor& dx, const Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
-                      const Tensor& rstd, int64_t n, int c, const Tensor& scratch, Stream s) {
-  TT_CHECK(scratch.numel >= rmsnorm_scratch_numel(n, c), "rmsnorm scratch too small");
-  float* coef = scratch.data<float>();
-  float* partial = coef + n;
+                      const Tensor& rstd, int64_t n, int c, bool fused, const Tensor& scratch, Stream s) {
+  fused = fused && fused_backward_fits(c);
+  TT_CHECK(scratch.numel >= rmsnorm_scratch_numel(n, c, fused), "rmsnorm scratch too small");
   TT_DISPATCH_ACT(x.dtype, {
+    T* dxp = static_cast<T*>(dx.ptr);
     const T* g = static_cast<const T*>(dout.ptr);
     const T* xp = static_cast<const T*>(x.ptr);
     const T* wp = static_cast<const T*>(w.ptr);
+    if (fused) {
+      float* partial = scratch.data<float>();
+      const int warps = fused_backward_warps(c), chunks = fused_backward_chunks(n, c);
+      const int64_t rows_per_chunk = (n + chunks - 1) / chunks;
+      const bool wide = c % kVec16<T> == 0 && aligned16(dxp) && aligned16(g) && aligned16(xp) && aligned16(wp);
+      with_vec_width<T>(wide, [&](auto vec) {
+        rmsnorm_fused_backward_kernel<T, decltype(vec)::value><<<chunks, 32 * warps, warps * c * sizeof(float), s>>>(
+            dxp, partial, g, xp, wp, rstd.data<float>(), n, c, rows_per_chunk);
+        CUDA_CHECK_LAUNCH("rmsnorm_fused_backward_kernel");
+      });
+      launch_dw_sum(dw, partial, c, chunks, s);
+      return;
+    }
+    float* coef = scratch.data<float>();
+    float* partial = coef + n;
     rms_backward_coef_kernel<T><<<blocks_for(n, kRowsPerBlock), kThreads, 0, s>>>(coef, g, xp, wp,
                                                                                   rstd.data<float>(), n, c);
     CUDA_CHECK_LAUNCH("rms_backward_coef_kernel");
-    rms_backward_dx_kernel<T><<<blocks_for(n * c, kThreads), kThreads, 0, s>>>(
-        static_cast<T*>(dx.ptr), g, xp, wp, rstd.data<float>(), coef, n, c);
+    rms_backward_dx_kernel<T><<<blocks_for(n * c, kThreads), kThreads, 0, s>>>(dxp, g, xp, wp, rstd.data<float>(),
+                                                                               coef, n, c);
     CUDA_CHECK_LAUNCH("rms_backward_dx_kernel");
     rms_dw_partial_kernel<T><<<dim3(blocks_for(c, kThreads), kDwChunks), kThreads, 0, s>>>(partial, g, xp,
                                                                                            rstd.data<float>(), n, c);
     CUDA_CHECK_LAUNCH("rms_dw_partial_kernel");
+    launch_dw_sum(dw, partial, c, kDwChunks, s);
   });
-  rms_dw_sum_kernel<<<blocks_for(c, kThreads), kThreads, 0, s>>>(dw.data<float>(), partial, c);
-  CUDA_CHECK_LAUNCH("rms_dw_sum_kernel");
 }
 
 }  // namespace tt::cuda

@@ -47,15 +47,17 @@ void rmsnorm_backward(T* dx, T* dw, const T* dout, const T* x, const T* w, const
 
 }  // namespace tt::ref
 
-// CUDA launchers (src/ops/rmsnorm.cu). Version 1 runs it the way eager PyTorch does: a
-// reduction kernel for rstd and an elementwise kernel for the scaling; the backward is a
-// row reduction, an elementwise kernel for dx and a deterministic two-stage column
-// reduction for dw. Scratch (from rmsnorm_scratch_numel) holds the row coefficients and the
+// CUDA launchers (src/ops/rmsnorm.cu). Version 1 (fused = false) runs it the way eager
+// PyTorch does: a reduction kernel for rstd and an elementwise kernel for the scaling; the
+// backward is a row reduction, an elementwise kernel for dx and a deterministic two-stage
+// column reduction for dw. With fused (the custom-rmsnorm switch): one kernel forward, and
+// backward one kernel for dx and the per-chunk column sums, then the same second dw stage.
+// Scratch (rmsnorm_scratch_numel, for the same `fused`) holds the row coefficients and the
 // partial column sums.
 namespace tt::cuda {
-int64_t rmsnorm_scratch_numel(int64_t n, int c);  // fp32 elements
+int64_t rmsnorm_scratch_numel(int64_t n, int c, bool fused);  // fp32 elements
 void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, const Tensor& w, int64_t n, int c,
-                     float eps, Stream s);
+                     float eps, bool fused, Stream s);
 void rmsnorm_backward(const Tensor& dx, const Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
-                      const Tensor& rstd, int64_t n, int c, const Tensor& scratch, Stream s);
+                      const Tensor& rstd, int64_t n, int c, bool fused, const Tensor& scratch, Stream s);
 }  // namespace tt::cuda

@@ -59,7 +59,9 @@ void rope(T* x, const S* table, const RopeShape& s, bool backward) {
 }  // namespace ref
 }  // namespace tt
 
-// CUDA launcher (src/ops/rope.cu): one thread per rotated pair.
+// CUDA launcher (src/ops/rope.cu): one thread per rotated pair, or with `wide` (the
+// custom-rope switch) one thread per 16 bytes of a head (4 pairs in bf16, 2 in fp32) where
+// head_dim, col and ld are multiples of 16 bytes' elements and the pointers 16-byte aligned.
 namespace tt::cuda {
-void rope(const Tensor& x, const Tensor& table, const RopeShape& shape, bool backward, Stream s);
+void rope(const Tensor& x, const Tensor& table, const RopeShape& shape, bool backward, bool wide, Stream s);
 }  // namespace tt::cuda

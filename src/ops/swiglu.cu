@@ -3,7 +3,12 @@
 //   forward:  silu(gate) -> scratch; h = scratch * up
 //   backward: silu(gate) -> scratch; dup = dh * scratch; dsilu = dh * up -> scratch;
 //             dgate = dsilu * silu'(gate)
-// Fused (gate-up-fusion): one kernel each way, reading gate and up once.
+// Fused (gate-up-fusion): one kernel each way, reading gate and up once, one element per
+// thread. Vectorized (custom-swiglu): the same kernels with 16-byte accesses (8 bf16 or 4 fp32
+// per thread) when F and the pointers allow it. Bytes moved, forward: read gate and up, write
+// h, 3*n*F elements; backward: read gate, up and dh, write dgate and dup, 5*n*F elements.
+#include <initializer_list>
+
 #include "ops/cuda_common.cuh"
 #include "ops/swiglu.h"
 
@@ -46,39 +51,66 @@ __global__ void silu_backward_kernel(T* dg, int64_t ld_dg, const T* dsilu, int64
   dg[v.at(i, ld_dg)] = from_float<T>(to_float(dsilu[v.at(i, ld_ds)]) * s * (1.0f + x * (1.0f - s)));
 }
 
-template <class T>
+// Thread t computes elements [t * kVec, (t + 1) * kVec) of h, which lie in one row since
+// kVec divides f.
+template <class T, int kVec>
 __global__ void swiglu_forward_kernel(T* h, const T* gateup, int64_t count, View2D v) {
-  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  using V = Vec<T, kVec>;
+  const int64_t i = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * kVec;
   if (i >= count) return;
   const int64_t gi = v.at(i, 2 * v.f);
-  const float g = to_float(gateup[gi]), u = to_float(gateup[gi + v.f]);
-  h[i] = from_float<T>(g * sigmoid(g) * u);
+  const V g = V::load(gateup + gi), u = V::load(gateup + gi + v.f);
+  V out;
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) {
+    const float ge = to_float(g.v[e]);
+    out.v[e] = from_float<T>(ge * sigmoid(ge) * to_float(u.v[e]));
+  }
+  out.store(h + i);
 }
 
-template <class T>
+template <class T, int kVec>
 __global__ void swiglu_backward_kernel(T* dgateup, const T* dh, const T* gateup, int64_t count, View2D v) {
-  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  using V = Vec<T, kVec>;
+  const int64_t i = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * kVec;
   if (i >= count) return;
   const int64_t gi = v.at(i, 2 * v.f);
-  const float g = to_float(gateup[gi]), u = to_float(gateup[gi + v.f]), d = to_float(dh[i]);
-  const float s = sigmoid(g);
-  dgateup[gi] = from_float<T>(d * u * s * (1.0f + g * (1.0f - s)));
-  dgateup[gi + v.f] = from_float<T>(d * g * s);
+  const V g = V::load(gateup + gi), u = V::load(gateup + gi + v.f), d = V::load(dh + i);
+  V dg, du;
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) {
+    const float ge = to_float(g.v[e]), ue = to_float(u.v[e]), de = to_float(d.v[e]), s = sigmoid(ge);
+    dg.v[e] = from_float<T>(de * ue * s * (1.0f + ge * (1.0f - s)));
+    du.v[e] = from_float<T>(de * ge * s);
+  }
+  dg.store(dgateup + gi);
+  du.store(dgateup + gi + v.f);
+}
+
+// The vectorized kernels need whole vectors in each row and aligned pointers.
+bool vectorizable(SwiGluKernels kernels, int f, int vec, std::initializer_list<const void*> ptrs) {
+  if (kernels != SwiGluKernels::Vectorized || f % vec != 0) return false;
+  for (const void* p : ptrs)
+    if (!aligned16(p)) return false;
+  return true;
 }
 
 }  // namespace
 
-void swiglu_forward(const Tensor& h, const Tensor& gateup, int64_t n, int f, bool fused, const Tensor& scratch,
-                    Stream s) {
+void swiglu_forward(const Tensor& h, const Tensor& gateup, int64_t n, int f, SwiGluKernels kernels,
+                    const Tensor& scratch, Stream s) {
   const int64_t count = n * f;
   const unsigned blocks = blocks_for(count, kThreads);
   const View2D v{f};
   TT_DISPATCH_ACT(h.dtype, {
     T* hp = static_cast<T*>(h.ptr);
     const T* gate = static_cast<const T*>(gateup.ptr);
-    if (fused) {
-      swiglu_forward_kernel<T><<<blocks, kThreads, 0, s>>>(hp, gate, count, v);
-      CUDA_CHECK_LAUNCH("swiglu_forward_kernel");
+    if (kernels != SwiGluKernels::Unfused) {
+      with_vec_width<T>(vectorizable(kernels, f, kVec16<T>, {hp, gate}), [&](auto vec) {
+        constexpr int kVec = decltype(vec)::value;
+        swiglu_forward_kernel<T, kVec><<<blocks_for(count / kVec, kThreads), kThreads, 0, s>>>(hp, gate, count, v);
+        CUDA_CHECK_LAUNCH("swiglu_forward_kernel");
+      });
     } else {
       T* tmp = static_cast<T*>(scratch.ptr);
       silu_kernel<T><<<blocks, kThreads, 0, s>>>(tmp, f, gate, 2 * f, count, v);
@@ -89,8 +121,8 @@ void swiglu_forward(const Tensor& h, const Tensor& gateup, int64_t n, int f, boo
   });
 }
 
-void swiglu_backward(const Tensor& dgateup, const Tensor& dh, const Tensor& gateup, int64_t n, int f, bool fused,
-                     const Tensor& scratch, Stream s) {
+void swiglu_backward(const Tensor& dgateup, const Tensor& dh, const Tensor& gateup, int64_t n, int f,
+                     SwiGluKernels kernels, const Tensor& scratch, Stream s) {
   const int64_t count = n * f;
   const unsigned blocks = blocks_for(count, kThreads);
   const View2D v{f};
@@ -98,9 +130,13 @@ void swiglu_backward(const Tensor& dgateup, const Tensor& dh, const Tensor& gate
     T* dgu = static_cast<T*>(dgateup.ptr);
     const T* d = static_cast<const T*>(dh.ptr);
     const T* gate = static_cast<const T*>(gateup.ptr);
-    if (fused) {
-      swiglu_backward_kernel<T><<<blocks, kThreads, 0, s>>>(dgu, d, gate, count, v);
-      CUDA_CHECK_LAUNCH("swiglu_backward_kernel");
+    if (kernels != SwiGluKernels::Unfused) {
+      with_vec_width<T>(vectorizable(kernels, f, kVec16<T>, {dgu, d, gate}), [&](auto vec) {
+        constexpr int kVec = decltype(vec)::value;
+        swiglu_backward_kernel<T, kVec><<<blocks_for(count / kVec, kThreads), kThreads, 0, s>>>(dgu, d, gate, count,
+                                                                                               v);
+        CUDA_CHECK_LAUNCH("swiglu_backward_kernel");
+      });
     } else {
       T* tmp = static_cast<T*>(scratch.ptr);
       silu_kernel<T><<<blocks, kThreads, 0, s>>>(tmp, f, gate, 2 * f, count, v);

@@ -41,12 +41,17 @@ void swiglu_backward(T* dgateup, const T* dh, const T* gateup, int64_t n, int f)
 
 }  // namespace tt::ref
 
-// CUDA launchers (src/ops/swiglu.cu). Unfused (version 1, like eager PyTorch): SiLU into
-// scratch, then the product; the backward recomputes SiLU and runs the product rule and
-// SiLU's derivative as separate kernels. Fused (the gate-up-fusion switch): one kernel each way.
+// CUDA launchers (src/ops/swiglu.cu), in one of three ways chosen by the backend from the plan:
+//   Unfused (version 1, like eager PyTorch): SiLU into scratch (n*F elements), then the
+//     product; the backward recomputes SiLU and runs the product rule and SiLU's derivative
+//     as separate kernels.
+//   Fused (gate-up-fusion): one kernel each way, one element per thread; no scratch.
+//   Vectorized (custom-swiglu): the fused kernels with 16-byte accesses when F is a multiple
+//     of 8 (bf16) or 4 (fp32) and the pointers are 16-byte aligned, else the fused ones.
 namespace tt::cuda {
-void swiglu_forward(const Tensor& h, const Tensor& gateup, int64_t n, int f, bool fused, const Tensor& scratch,
-                    Stream s);
-void swiglu_backward(const Tensor& dgateup, const Tensor& dh, const Tensor& gateup, int64_t n, int f, bool fused,
-                     const Tensor& scratch, Stream s);
+enum class SwiGluKernels { Unfused, Fused, Vectorized };
+void swiglu_forward(const Tensor& h, const Tensor& gateup, int64_t n, int f, SwiGluKernels kernels,
+                    const Tensor& scratch, Stream s);
+void swiglu_backward(const Tensor& dgateup, const Tensor& dh, const Tensor& gateup, int64_t n, int f,
+                     SwiGluKernels kernels, const Tensor& scratch, Stream s);
 }  // namespace tt::cuda

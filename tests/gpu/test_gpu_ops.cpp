@@ -88,45 +88,56 @@ TEST_P(GpuOps, Embedding) {
   }
 }
 
+// v1: the eager kernels; v2 runs them too; v3: one kernel each way (custom-rmsnorm), with
+// 16-byte accesses where c allows (c = 1000 in bf16 takes the scalar instantiation), fewer
+// warps per block for c = 2048, and a weight gradient that repeats bit for bit.
 TEST_P(GpuOps, RmsNorm) {
-  for (auto [n, c] : {std::pair{1, 32}, {7, 64}, {129, 512}, {1000, 1000}}) {
-    SCOPED_TRACE(testing::Message() << "n=" << n << " c=" << c);
-    GpuBackend be(plan(), shape_for(n, c));
-    auto x = input(size_t(n) * c, 2.0), w = input(c), dout = input(size_t(n) * c);
-    std::vector<double> out_ref(size_t(n) * c), rstd_ref(n), dx_ref(size_t(n) * c), dw0 = rnd.uniform(c), dw_ref = dw0;
-    ref::rmsnorm_forward(out_ref.data(), rstd_ref.data(), x.data(), w.data(), n, c, 1e-5);
-    ref::rmsnorm_backward(dx_ref.data(), dw_ref.data(), dout.data(), x.data(), w.data(), rstd_ref.data(), n, c);
-    DeviceBuffer X(act(), x), W(act(), w), DOUT(act(), dout), OUT(act(), int64_t(n) * c), RSTD(DType::F32, n),
-        DX(act(), int64_t(n) * c), DW(DType::F32, dw0);
-    OUT.poison(), RSTD.poison(), DX.poison();
-    be->rmsnorm_forward(OUT, RSTD, X, W, n, c, 1e-5);
-    EXPECT_MATCHES(OUT.get(), out_ref, tol());
-    EXPECT_MATCHES(RSTD.get(), rstd_ref, act() == DType::F32 ? 1e-6 : 1e-5);
-    be->rmsnorm_backward(DX, DW, DOUT, X, W, RSTD, n, c);
-    EXPECT_MATCHES(DX.get(), dx_ref, tol());
-    EXPECT_MATCHES(DW.get(), dw_ref, tol());
-  }
+  for (int version : {1, 2, 3})
+    for (auto [n, c] : {std::pair{1, 32}, {7, 64}, {129, 512}, {1000, 1000}, {33, 2048}}) {
+      SCOPED_TRACE(testing::Message() << "v" << version << " n=" << n << " c=" << c);
+      GpuBackend be(plan(version), shape_for(n, c));
+      auto x = input(size_t(n) * c, 2.0), w = input(c), dout = input(size_t(n) * c);
+      std::vector<double> out_ref(size_t(n) * c), rstd_ref(n), dx_ref(size_t(n) * c), dw0 = rnd.uniform(c),
+          dw_ref = dw0;
+      ref::rmsnorm_forward(out_ref.data(), rstd_ref.data(), x.data(), w.data(), n, c, 1e-5);
+      ref::rmsnorm_backward(dx_ref.data(), dw_ref.data(), dout.data(), x.data(), w.data(), rstd_ref.data(), n, c);
+      DeviceBuffer X(act(), x), W(act(), w), DOUT(act(), dout), OUT(act(), int64_t(n) * c), RSTD(DType::F32, n),
+          DX(act(), int64_t(n) * c), DW(DType::F32, dw0), DW2(DType::F32, dw0);
+      OUT.poison(), RSTD.poison(), DX.poison();
+      be->rmsnorm_forward(OUT, RSTD, X, W, n, c, 1e-5);
+      EXPECT_MATCHES(OUT.get(), out_ref, tol());
+      EXPECT_MATCHES(RSTD.get(), rstd_ref, act() == DType::F32 ? 1e-6 : 1e-5);
+      be->rmsnorm_backward(DX, DW, DOUT, X, W, RSTD, n, c);
+      EXPECT_MATCHES(DX.get(), dx_ref, tol());
+      EXPECT_MATCHES(DW.get(), dw_ref, tol());
+      be->rmsnorm_backward(DX, DW2, DOUT, X, W, RSTD, n, c);
+      EXPECT_EQ(DW.get(), DW2.get()) << "the weight gradient differs between two identical runs";
+    }
 }
 
+// v1 and v2: one pair per thread, Q and K in two calls (as the model makes them); v3: 16 bytes
+// per thread, or one pair where the heads are not 16-byte aligned (pad = 2).
 TEST_P(GpuOps, Rope) {
-  for (int T : {1, 7, 129})
-    for (int D : {32, 64, 128}) {
-      SCOPED_TRACE(testing::Message() << "T=" << T << " D=" << D);
-      const int B = 2, heads = 3, col = D, ld = 5 * D;  // rotate heads 1..3 of 5
-      GpuBackend be(plan(), shape_for(int64_t(B) * T, D));
-      const std::vector<double> table = rope_table(T, D, 10000.0);
-      const RopeShape s{int64_t(B) * T, T, heads, D, col, ld};
-      auto x = input(size_t(B) * T * ld);
-      std::vector<double> fwd_ref = x, bwd_ref = x, tab_f(table.begin(), table.end());
-      for (double& v : tab_f) v = float(v);  // the GPU reads the table in fp32
-      ref::rope(fwd_ref.data(), tab_f.data(), s, false);
-      ref::rope(bwd_ref.data(), tab_f.data(), s, true);
-      DeviceBuffer TAB(DType::F32, tab_f), X(act(), x), DX(act(), x);
-      be->rope_forward(X, TAB, s);
-      be->rope_backward(DX, TAB, s);
-      EXPECT_MATCHES(X.get(), fwd_ref, tol());
-      EXPECT_MATCHES(DX.get(), bwd_ref, tol());
-    }
+  for (int version : {1, 2, 3})
+    for (int T : {1, 7, 129})
+      for (int D : {32, 64, 128})
+        for (int pad : {0, 2}) {
+          SCOPED_TRACE(testing::Message() << "v" << version << " T=" << T << " D=" << D << " pad=" << pad);
+          const int B = 2, heads = 3, col = D + pad, ld = 5 * D + pad;  // rotate heads 1..3 of 5
+          GpuBackend be(plan(version), shape_for(int64_t(B) * T, D));
+          const std::vector<double> table = rope_table(T, D, 10000.0);
+          const RopeShape s{int64_t(B) * T, T, heads, D, col, ld};
+          auto x = input(size_t(B) * T * ld);
+          std::vector<double> fwd_ref = x, bwd_ref = x, tab_f(table.begin(), table.end());
+          for (double& v : tab_f) v = float(v);  // the GPU reads the table in fp32
+          ref::rope(fwd_ref.data(), tab_f.data(), s, false);
+          ref::rope(bwd_ref.data(), tab_f.data(), s, true);
+          DeviceBuffer TAB(DType::F32, tab_f), X(act(), x), DX(act(), x);
+          be->rope_forward(X, TAB, s);
+          be->rope_backward(DX, TAB, s);
+          EXPECT_MATCHES(X.get(), fwd_ref, tol());
+          EXPECT_MATCHES(DX.get(), bwd_ref, tol());
+        }
 }
 
 class GpuAttention : public GpuOps {};
@@ -139,8 +150,7 @@ TEST_P(GpuAttention, MatchesReference) {
     for (int T : {1, 7, 129, 1000})
       for (int D : {32, 64, 128})
         for (int kv : {4, 2, 1}) {
-          Plan p = plan(std::min(version, 2));
-          p.custom_attention = version == 3;
+          Plan p = plan(version);
           SCOPED_TRACE(testing::Message() << "v" << version << " T=" << T << " D=" << D << " kv_heads=" << kv);
           const AttnShape s{2, T, 4, kv, D};
           const int64_t N = int64_t(s.B) * T;
@@ -170,12 +180,17 @@ TEST_P(GpuAttention, MatchesReference) {
         }
 }
 
+// v1: unfused; gate-up-fusion: one scalar kernel each way; custom-swiglu alone and v3: the
+// vectorized kernels (f = 100 in bf16 and f = 98 take their scalar instantiation).
 TEST_P(GpuOps, SwiGlu) {
-  for (bool fused : {false, true})
-    for (auto [n, f] : {std::pair{1, 32}, {7, 100}, {129, 2048}}) {
-      SCOPED_TRACE(testing::Message() << (fused ? "fused" : "unfused") << " n=" << n << " f=" << f);
-      Plan p = plan();
-      p.gate_up_fusion = fused;
+  Plan gate_up = plan(1), custom = plan(1);
+  gate_up.gate_up_fusion = true;
+  custom.custom_swiglu = true;
+  const std::pair<const char*, Plan> plans[] = {
+      {"v1", plan(1)}, {"gate-up-fusion", gate_up}, {"custom-swiglu", custom}, {"v2", plan(2)}, {"v3", plan(3)}};
+  for (const auto& [name, p] : plans)
+    for (auto [n, f] : {std::pair{1, 8}, {7, 100}, {5, 98}, {33, 1408}, {129, 2048}}) {
+      SCOPED_TRACE(testing::Message() << name << " n=" << n << " f=" << f);
       GpuBackend be(p, shape_for(n, 8, f));
       auto gu = input(size_t(n) * 2 * f, 4.0), dh = input(size_t(n) * f);
       std::vector<double> h_ref(size_t(n) * f), dgu_ref(gu.size());

@@ -103,8 +103,8 @@ class CudaBackend final : public Backend {
       Tensor* bufs[] = {&attn_.qh, &attn_.kh, &attn_.vh, &attn_.oh, &attn_.dqh, &attn_.dkh, &attn_.dvh, &attn_.ds};
       for (size_t i = 0; i < sizes.size(); ++i) *bufs[i] = take(act, sizes[i]);
     }
-    rmsnorm_scratch_ = take(DType::F32, cuda::rmsnorm_scratch_numel(m.tokens(), m.C));
-    swiglu_scratch_ = plan_.gate_up_fusion ? Tensor{} : take(act, m.tokens() * m.F);
+    rmsnorm_scratch_ = take(DType::F32, cuda::rmsnorm_scratch_numel(m.tokens(), m.C, plan_.custom_rmsnorm));
+    swiglu_scratch_ = swiglu_kernels() == cuda::SwiGluKernels::Unfused ? take(act, m.tokens() * m.F) : Tensor{};
     if (cublas_workspace_.ptr)  // the arena's real pass: bind the workspace
       CUBLAS_CHECK(cublasSetWorkspace(cublas_, cublas_workspace_.ptr, kCublasWorkspaceBytes));
   }
@@ -157,17 +157,17 @@ class CudaBackend final : public Backend {
   }
   void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, const Tensor& w, int64_t n, int c,
                        double eps) override {
-    cuda::rmsnorm_forward(out, rstd, x, w, n, c, float(eps), stream_);
+    cuda::rmsnorm_forward(out, rstd, x, w, n, c, float(eps), plan_.custom_rmsnorm, stream_);
   }
   void rmsnorm_backward(const Tensor& dx, const Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
                         const Tensor& rstd, int64_t n, int c) override {
-    cuda::rmsnorm_backward(dx, dw, dout, x, w, rstd, n, c, rmsnorm_scratch_, stream_);
+    cuda::rmsnorm_backward(dx, dw, dout, x, w, rstd, n, c, plan_.custom_rmsnorm, rmsnorm_scratch_, stream_);
   }
   void rope_forward(const Tensor& x, const Tensor& table, const RopeShape& s) override {
-    cuda::rope(x, table, s, false, stream_);
+    cuda::rope(x, table, s, false, plan_.custom_rope, stream_);
   }
   void rope_backward(const Tensor& dx, const Tensor& table, const RopeShape& s) override {
-    cuda::rope(dx, table, s, true, stream_);
+    cuda::rope(dx, table, s, true, plan_.custom_rope, stream_);
   }
   void attention_forward(const Tensor& att, const Tensor& saved, const Tensor& qkv, const AttnShape& s) override {
     if (use_custom_attention_)
@@ -187,10 +187,10 @@ class CudaBackend final : public Backend {
       cuda::attention_backward(blas(), dqkv, datt, qkv, saved, s, plan_.flash_attention, attn_);
   }
   void swiglu_forward(const Tensor& h, const Tensor& gateup, int64_t n, int f) override {
-    cuda::swiglu_forward(h, gateup, n, f, plan_.gate_up_fusion, swiglu_scratch_, stream_);
+    cuda::swiglu_forward(h, gateup, n, f, swiglu_kernels(), swiglu_scratch_, stream_);
   }
   void swiglu_backward(const Tensor& dgateup, const Tensor& dh, const Tensor& gateup, int64_t n, int f) override {
-    cuda::swiglu_backward(dgateup, dh, gateup, n, f, plan_.gate_up_fusion, swiglu_scratch_, stream_);
+    cuda::swiglu_backward(dgateup, dh, gateup, n, f, swiglu_kernels(), swiglu_scratch_, stream_);
   }
   void add(const Tensor& out, const Tensor& a, const Tensor& b) override { cuda::add(out, a, b, stream_); }
   void cross_entropy_forward(const Tensor& losses, const Tensor& logits, const Tensor& targets, int64_t n,
@@ -247,11 +247,18 @@ class CudaBackend final : public Backend {
   static constexpr size_t kCublasWorkspaceBytes = size_t(32) << 20;
   static bool implemented(bool Plan::*field) {
     for (bool Plan::*f : {&Plan::qkv_fusion, &Plan::gate_up_fusion, &Plan::flash_attention, &Plan::cuda_graph,
-                          &Plan::custom_attention, &Plan::custom_rope, &Plan::fused_adamw})
+                          &Plan::custom_attention, &Plan::custom_rmsnorm, &Plan::custom_swiglu, &Plan::custom_rope,
+                          &Plan::fused_adamw})
       if (f == field) return true;
     return false;
   }
   cuda::Blas blas() const { return {cublas_, plan_.tf32, stream_}; }
+  // custom-swiglu alone also gets the vectorized kernels: the model lays out gate and up as
+  // the two halves of each gateup row with or without gate-up-fusion.
+  cuda::SwiGluKernels swiglu_kernels() const {
+    if (plan_.custom_swiglu) return cuda::SwiGluKernels::Vectorized;
+    return plan_.gate_up_fusion ? cuda::SwiGluKernels::Fused : cuda::SwiGluKernels::Unfused;
+  }
   // Our flash attention (custom-attention) where it supports the head size; otherwise cuDNN's
   // fused attention, bf16 with the flash-attention switch, where cuDNN supports the shape.
   bool uses_custom_attention(const AttnShape& s) const {
