@@ -7,6 +7,7 @@
 #   TT_STAGES="tests timing" bash scripts/gpu-check.sh  choose stages: tests sanitizer profile timing
 #                                                       ablate memory long kernels debug pytorch results ncu
 #   TT_TIMING="v2:128: v2:128:--use-amp" ...           choose the timed runs (version:seq:flags)
+#   TT_SANITIZE="v3:v3 --use-amp" ...                  choose the sanitized runs (version and flags, ':' between)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/tt-gpu-check}
@@ -41,8 +42,9 @@ fi
 if stage sanitizer; then
   echo "== compute-sanitizer on 2-step runs"
   for tool in memcheck racecheck; do
-    for flags in "--version v1" "--version v2" "--version v2 --use-amp" "--version v2 --use-amp --disable-cuda-graph" \
-                 "--version v3" "--version v3 --use-amp"; do
+    IFS=: read -ra runs <<<"${TT_SANITIZE:-v1:v2:v2 --use-amp:v2 --use-amp --disable-cuda-graph:v3:v3 --use-amp}"
+    for run in "${runs[@]}"; do
+      flags="--version $run"
       log="$LOGS/sanitizer-$tool-${flags//[- ]/_}.log"
       # racecheck does not model the asynchronous (TMA/wgmma, mbarrier) shared-memory traffic of
       # cuDNN's generated flash-attention kernels and reports hazards inside them: those library
