@@ -25,8 +25,7 @@ class GpuOps : public ::testing::TestWithParam<DType> {
   // Fresh random values, rounded to the tested type.
   std::vector<double> input(size_t n, double scale = 1.0) {
     std::vector<double> v = rnd.uniform(n, scale);
-    if (act() == DType::BF16)
-      for (double& x : v) x = bf16_to_float(float_to_bf16(float(x)));
+    for (double& x : v) x = act() == DType::BF16 ? bf16_to_float(float_to_bf16(float(x))) : float(x);
     return v;
   }
   Plan plan(int version = 1) const {
