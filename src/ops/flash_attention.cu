@@ -18,8 +18,9 @@
 //                    forward.
 //            P and dP are recomputed in both: seven tile products against the five of a
 //            backward that sums dQ with atomics. That is the price of determinism.
-// fp32, CUDA cores (FMA): the same algorithm with one thread per row and the shared tiles in
-//   fp32; exact fp32 arithmetic (cuDNN has no fp32 flash attention).
+// fp32, CUDA cores (FMA): the same algorithm with one warp per row (its lanes split the head
+//   dimension) and the shared tiles in fp32; exact fp32 arithmetic (cuDNN has no fp32 flash
+//   attention).
 #include <cuda_bf16.h>
 
 #include <string>
@@ -148,28 +149,26 @@ __device__ __forceinline__ void load_row_stats(float* dst, const float* src, int
     cp_async_4(dst + r, src + min(row0 + r, T - 1), row0 + r < T ? 4 : 0);
 }
 
-// The tile shapes. Tuning them is an exercise of docs/versions/v3.md.
-template <int D>
+// The tile shapes, for kM 16-row slices per warp (two only up to head size 64: registers). A
+// block owns 16 kM kWarps rows: queries in the forward and dQ kernels, keys in the dK/dV one.
+// Tuning them is an exercise of docs/versions/v3.md.
+template <int D, int kM>
 struct Tiles {
-  static constexpr int kLd = D + 8;                 // shared row stride (elements)
-  static constexpr int kFwdM = D <= 64 ? 2 : 1;     // forward: 16-row slices per warp
-  static constexpr int kFwdRows = 16 * kFwdM * kWarps;
-  static constexpr int kKeys = 64;                  // key tile of the forward
-  static constexpr int kDqM = D <= 64 ? 2 : 1;      // dQ: 16-row slices per warp
-  static constexpr int kDqRows = 16 * kDqM * kWarps;
-  static constexpr int kDqKeys = D <= 64 ? 32 : 64;  // dQ: key tile per step
-  static constexpr int kBwdM = D <= 64 ? 2 : 1;     // dK/dV: 16-key slices per warp
-  static constexpr int kBwdKeys = 16 * kBwdM * kWarps;
-  static constexpr int kBwdRows = 32;               // dK/dV: query tile per step
+  static_assert(kM == 1 || (kM == 2 && D <= 64), "two slices per warp only up to head size 64");
+  static constexpr int kLd = D + 8;                  // shared row stride (elements)
+  static constexpr int kRows = 16 * kM * kWarps;     // rows a block owns
+  static constexpr int kKeys = 64;                   // forward: key tile per step
+  static constexpr int kDqKeys = kM == 2 ? 32 : 64;  // dQ: key tile per step
+  static constexpr int kBwdRows = kM == 1 && D <= 64 ? 64 : 32;  // dK/dV: query tile per step
 };
 
 // ---- forward, bf16 ------------------------------------------------------------------------
 
-template <int D>
+template <int D, int kM>
 __global__ void __launch_bounds__(kThreads) flash_forward_kernel(bf16_t* att, float* lse, const bf16_t* qkv,
                                                                  AttnShape s, float scale_log2) {
-  using C = Tiles<D>;
-  constexpr int kM = C::kFwdM, kRows = C::kFwdRows, kKeys = C::kKeys, kLd = C::kLd, kN = kKeys / 8;
+  using C = Tiles<D, kM>;
+  constexpr int kRows = C::kRows, kKeys = C::kKeys, kLd = C::kLd, kN = kKeys / 8;
   extern __shared__ __align__(16) unsigned char smem[];
   bf16_t* sq = reinterpret_cast<bf16_t*>(smem);  // [kRows][kLd]
   bf16_t* sk = sq + kRows * kLd;                  // [2][kKeys][kLd]
@@ -287,13 +286,13 @@ __device__ __forceinline__ void recompute_p_ds(float (&sc)[kM][kN][4], float (&d
 }
 
 // dQ = scale * dS K for one (query tile, batch, head).
-template <int D>
+template <int D, int kM>
 __global__ void __launch_bounds__(kThreads) flash_backward_dq_kernel(bf16_t* dqkv, const bf16_t* datt,
                                                                      const bf16_t* qkv, const float* lse,
                                                                      const float* delta, AttnShape s, float scale,
                                                                      float scale_log2) {
-  using C = Tiles<D>;
-  constexpr int kM = C::kDqM, kRows = C::kDqRows, kKeys = C::kDqKeys, kLd = C::kLd, kN = kKeys / 8;
+  using C = Tiles<D, kM>;
+  constexpr int kRows = C::kRows, kKeys = C::kDqKeys, kLd = C::kLd, kN = kKeys / 8;
   extern __shared__ __align__(16) unsigned char smem[];
   bf16_t* sq = reinterpret_cast<bf16_t*>(smem);  // [kRows][kLd]
   bf16_t* sdo = sq + kRows * kLd;                 // [kRows][kLd]
@@ -367,13 +366,13 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dq_kernel(bf16_t* dqk
 // dK = scale * dS^T Q and dV = P^T dO for one (key tile, batch, kv head), summed over the query
 // heads of the group. Each warp owns 16 kM keys and computes the transposed tiles S^T = K Q^T and
 // dP^T = V dO^T, so every product it needs has its operands in registers or shared memory.
-template <int D>
+template <int D, int kM>
 __global__ void __launch_bounds__(kThreads) flash_backward_dkdv_kernel(bf16_t* dqkv, const bf16_t* datt,
                                                                        const bf16_t* qkv, const float* lse,
                                                                        const float* delta, AttnShape s,
                                                                        float scale, float scale_log2) {
-  using C = Tiles<D>;
-  constexpr int kM = C::kBwdM, kKeys = C::kBwdKeys, kRows = C::kBwdRows, kLd = C::kLd, kN = kRows / 8;
+  using C = Tiles<D, kM>;
+  constexpr int kKeys = C::kRows, kRows = C::kBwdRows, kLd = C::kLd, kN = kRows / 8;
   extern __shared__ __align__(16) unsigned char smem[];
   bf16_t* sk = reinterpret_cast<bf16_t*>(smem);  // [kKeys][kLd]
   bf16_t* sv = sk + kKeys * kLd;                  // [kKeys][kLd]
@@ -466,10 +465,12 @@ __global__ void attention_delta_kernel(float* delta, const T* datt, const T* att
   if (threadIdx.x % 32 == 0) delta[(int64_t(b) * s.H + h) * s.T + t] = acc;
 }
 
-// ---- fp32 on the CUDA cores: one thread per row ---------------------------------------------
+// ---- fp32 on the CUDA cores: one warp per row ----------------------------------------------
+// Lane l holds elements l, l + 32, ... of the row's D-vectors (D / 32 of them), so the shared
+// tiles are read without bank conflicts; a dot product is a warp sum.
 
-constexpr int kSimtRows = 64;  // threads (rows) per block
-constexpr int kSimtTile = 32;  // rows of the shared tiles
+constexpr int kSimtWarps = 8;   // rows (warps) per block
+constexpr int kSimtTile = 32;   // rows of the shared tiles
 
 // Rows [row0, row0 + kSimtTile) of D columns of a [T, ld] matrix into a shared fp32 tile (zeros past T).
 template <int D>
@@ -479,26 +480,42 @@ __device__ __forceinline__ void load_tile_f32(float (*dst)[D], const float* src,
     dst[r][c] = row0 + r < T ? src[int64_t(row0 + r) * ld + c] : 0.0f;
   }
 }
+// The lane's slice of a D-vector in global or shared memory.
 template <int D>
-__device__ __forceinline__ float dot(const float (&a)[D], const float* b) {
+__device__ __forceinline__ void load_slice(float (&v)[D / 32], const float* row, float scale = 1.0f) {
+#pragma unroll
+  for (int e = 0; e < D / 32; ++e) v[e] = row[threadIdx.x % 32 + 32 * e] * scale;
+}
+template <int D>
+__device__ __forceinline__ float warp_dot(const float (&a)[D / 32], const float* row) {
   float acc = 0.0f;
 #pragma unroll
-  for (int d = 0; d < D; ++d) acc += a[d] * b[d];
-  return acc;
+  for (int e = 0; e < D / 32; ++e) acc += a[e] * row[threadIdx.x % 32 + 32 * e];
+  return warp_sum(acc);
+}
+template <int D>
+__device__ __forceinline__ void axpy(float (&y)[D / 32], float a, const float* row) {
+#pragma unroll
+  for (int e = 0; e < D / 32; ++e) y[e] += a * row[threadIdx.x % 32 + 32 * e];
+}
+template <int D>
+__device__ __forceinline__ void store_slice(float* row, const float (&v)[D / 32], float scale) {
+#pragma unroll
+  for (int e = 0; e < D / 32; ++e) row[threadIdx.x % 32 + 32 * e] = v[e] * scale;
 }
 
 template <int D>
-__global__ void __launch_bounds__(kSimtRows) flash_forward_simt_kernel(float* att, float* lse, const float* qkv,
-                                                                       AttnShape s, float scale_log2) {
+__global__ void __launch_bounds__(32 * kSimtWarps) flash_forward_simt_kernel(float* att, float* lse,
+                                                                             const float* qkv, AttnShape s,
+                                                                             float scale_log2) {
   __shared__ float ks[kSimtTile][D], vs[kSimtTile][D];
   const int b = blockIdx.y / s.H, h = blockIdx.y % s.H, kvh = h / (s.H / s.KVH);
   const int64_t ld = int64_t(s.H + 2 * s.KVH) * D;
   const float* base = qkv + int64_t(b) * s.T * ld;
-  const int row = blockIdx.x * kSimtRows + threadIdx.x;
-  const int last = min(s.T, (blockIdx.x + 1) * kSimtRows) - 1;  // the block's last row
-  float q[D], o[D] = {};
-#pragma unroll
-  for (int d = 0; d < D; ++d) q[d] = row < s.T ? base[int64_t(row) * ld + int64_t(h) * D + d] * scale_log2 : 0.0f;
+  const int row = blockIdx.x * kSimtWarps + threadIdx.x / 32;
+  const int last = min(s.T, (blockIdx.x + 1) * kSimtWarps) - 1;  // the block's last row
+  float q[D / 32], o[D / 32] = {};
+  load_slice<D>(q, base + int64_t(min(row, s.T - 1)) * ld + int64_t(h) * D, scale_log2);
   float mx = -INFINITY, sum = 0.0f;
   for (int k0 = 0; k0 <= last; k0 += kSimtTile) {
     __syncthreads();
@@ -507,47 +524,40 @@ __global__ void __launch_bounds__(kSimtRows) flash_forward_simt_kernel(float* at
     __syncthreads();
     const int keys = row < s.T ? min(kSimtTile, row - k0 + 1) : 0;  // keys at or before the row
     for (int u = 0; u < keys; ++u) {
-      const float x = dot<D>(q, ks[u]);
-      if (x > mx) {
+      const float x = warp_dot<D>(q, ks[u]);
+      if (x > mx) {  // a new maximum: rescale what was summed so far
         const float alpha = exp2f(mx - x);
         sum *= alpha;
 #pragma unroll
-        for (int d = 0; d < D; ++d) o[d] *= alpha;
+        for (int e = 0; e < D / 32; ++e) o[e] *= alpha;
         mx = x;
       }
       const float p = exp2f(x - mx);
       sum += p;
-#pragma unroll
-      for (int d = 0; d < D; ++d) o[d] += p * vs[u][d];
+      axpy<D>(o, p, vs[u]);
     }
   }
   if (row >= s.T) return;
-  float* out = att + (int64_t(b) * s.T + row) * s.H * D + int64_t(h) * D;
-#pragma unroll
-  for (int d = 0; d < D; ++d) out[d] = o[d] / sum;
-  lse[(int64_t(b) * s.H + h) * s.T + row] = (mx + log2f(sum)) * kLn2;
+  store_slice<D>(att + (int64_t(b) * s.T + row) * s.H * D + int64_t(h) * D, o, 1.0f / sum);
+  if (threadIdx.x % 32 == 0) lse[(int64_t(b) * s.H + h) * s.T + row] = (mx + log2f(sum)) * kLn2;
 }
 
 template <int D>
-__global__ void __launch_bounds__(kSimtRows) flash_backward_dq_simt_kernel(float* dqkv, const float* datt,
-                                                                           const float* qkv, const float* lse,
-                                                                           const float* delta, AttnShape s,
-                                                                           float scale, float scale_log2) {
+__global__ void __launch_bounds__(32 * kSimtWarps) flash_backward_dq_simt_kernel(float* dqkv, const float* datt,
+                                                                                 const float* qkv, const float* lse,
+                                                                                 const float* delta, AttnShape s,
+                                                                                 float scale, float scale_log2) {
   __shared__ float ks[kSimtTile][D], vs[kSimtTile][D];
   const int b = blockIdx.y / s.H, h = blockIdx.y % s.H, kvh = h / (s.H / s.KVH);
   const int64_t ld = int64_t(s.H + 2 * s.KVH) * D;
   const float* base = qkv + int64_t(b) * s.T * ld;
-  const int row = blockIdx.x * kSimtRows + threadIdx.x;
-  const int last = min(s.T, (blockIdx.x + 1) * kSimtRows) - 1;
-  const int rs = min(row, s.T - 1);
+  const int row = blockIdx.x * kSimtWarps + threadIdx.x / 32, rs = min(row, s.T - 1);
+  const int last = min(s.T, (blockIdx.x + 1) * kSimtWarps) - 1;
   const int64_t stat = (int64_t(b) * s.H + h) * s.T + rs;
   const float lse2 = lse[stat] * kLog2e, dl = delta[stat];
-  float q[D], g[D], dq[D] = {};
-#pragma unroll
-  for (int d = 0; d < D; ++d) {
-    q[d] = base[int64_t(rs) * ld + int64_t(h) * D + d] * scale_log2;
-    g[d] = datt[(int64_t(b) * s.T + rs) * s.H * D + int64_t(h) * D + d];
-  }
+  float q[D / 32], g[D / 32], dq[D / 32] = {};
+  load_slice<D>(q, base + int64_t(rs) * ld + int64_t(h) * D, scale_log2);
+  load_slice<D>(g, datt + (int64_t(b) * s.T + rs) * s.H * D + int64_t(h) * D);
   for (int k0 = 0; k0 <= last; k0 += kSimtTile) {
     __syncthreads();
     load_tile_f32<D>(ks, base + int64_t(s.H + kvh) * D, ld, k0, s.T);
@@ -555,37 +565,30 @@ __global__ void __launch_bounds__(kSimtRows) flash_backward_dq_simt_kernel(float
     __syncthreads();
     const int keys = row < s.T ? min(kSimtTile, row - k0 + 1) : 0;
     for (int u = 0; u < keys; ++u) {
-      const float p = exp2f(dot<D>(q, ks[u]) - lse2);
-      const float ds = p * (dot<D>(g, vs[u]) - dl);
-#pragma unroll
-      for (int d = 0; d < D; ++d) dq[d] += ds * ks[u][d];
+      const float p = exp2f(warp_dot<D>(q, ks[u]) - lse2);
+      axpy<D>(dq, p * (warp_dot<D>(g, vs[u]) - dl), ks[u]);
     }
   }
-  if (row >= s.T) return;
-  float* out = dqkv + (int64_t(b) * s.T + row) * ld + int64_t(h) * D;
-#pragma unroll
-  for (int d = 0; d < D; ++d) out[d] = dq[d] * scale;
+  if (row < s.T) store_slice<D>(dqkv + (int64_t(b) * s.T + row) * ld + int64_t(h) * D, dq, scale);
 }
 
 template <int D>
-__global__ void __launch_bounds__(kSimtRows) flash_backward_dkdv_simt_kernel(float* dqkv, const float* datt,
-                                                                             const float* qkv, const float* lse,
-                                                                             const float* delta, AttnShape s,
-                                                                             float scale, float scale_log2) {
+__global__ void __launch_bounds__(32 * kSimtWarps) flash_backward_dkdv_simt_kernel(float* dqkv, const float* datt,
+                                                                                   const float* qkv,
+                                                                                   const float* lse,
+                                                                                   const float* delta, AttnShape s,
+                                                                                   float scale, float scale_log2) {
   __shared__ float qs[kSimtTile][D], gs[kSimtTile][D], lse2s[kSimtTile], deltas[kSimtTile];
   const int b = blockIdx.y / s.KVH, kvh = blockIdx.y % s.KVH, group = s.H / s.KVH;
   const int64_t ld = int64_t(s.H + 2 * s.KVH) * D, ld_att = int64_t(s.H) * D;
   const float* base = qkv + int64_t(b) * s.T * ld;
-  const int key = blockIdx.x * kSimtRows + threadIdx.x, ks = min(key, s.T - 1);
-  float k[D], v[D], dk[D] = {}, dv[D] = {};
-#pragma unroll
-  for (int d = 0; d < D; ++d) {
-    k[d] = base[int64_t(ks) * ld + int64_t(s.H + kvh) * D + d] * scale_log2;
-    v[d] = base[int64_t(ks) * ld + int64_t(s.H + s.KVH + kvh) * D + d];
-  }
-  for (int h = kvh * group; h < (kvh + 1) * group; ++h) {
+  const int key = blockIdx.x * kSimtWarps + threadIdx.x / 32, ks = min(key, s.T - 1);
+  float k[D / 32], v[D / 32], dk[D / 32] = {}, dv[D / 32] = {};
+  load_slice<D>(k, base + int64_t(ks) * ld + int64_t(s.H + kvh) * D, scale_log2);
+  load_slice<D>(v, base + int64_t(ks) * ld + int64_t(s.H + s.KVH + kvh) * D);
+  for (int h = kvh * group; h < (kvh + 1) * group; ++h) {  // the group's query heads, in order
     const int64_t stats = (int64_t(b) * s.H + h) * s.T;
-    for (int q0 = blockIdx.x * kSimtRows; q0 < s.T; q0 += kSimtTile) {  // query tiles from the diagonal on
+    for (int q0 = blockIdx.x * kSimtWarps; q0 < s.T; q0 += kSimtTile) {  // query tiles from the diagonal on
       __syncthreads();
       load_tile_f32<D>(qs, base + int64_t(h) * D, ld, q0, s.T);
       load_tile_f32<D>(gs, datt + int64_t(b) * s.T * ld_att + int64_t(h) * D, ld_att, q0, s.T);
@@ -596,20 +599,16 @@ __global__ void __launch_bounds__(kSimtRows) flash_backward_dkdv_simt_kernel(flo
       __syncthreads();
       if (key >= s.T) continue;
       for (int r = max(0, key - q0); r < min(kSimtTile, s.T - q0); ++r) {  // queries at or after the key
-        const float p = exp2f(dot<D>(k, qs[r]) - lse2s[r]);
-        const float ds = p * (dot<D>(v, gs[r]) - deltas[r]);
-#pragma unroll
-        for (int d = 0; d < D; ++d) dv[d] += p * gs[r][d], dk[d] += ds * qs[r][d];
+        const float p = exp2f(warp_dot<D>(k, qs[r]) - lse2s[r]);
+        axpy<D>(dv, p, gs[r]);
+        axpy<D>(dk, p * (warp_dot<D>(v, gs[r]) - deltas[r]), qs[r]);
       }
     }
   }
   if (key >= s.T) return;
   float* row = dqkv + (int64_t(b) * s.T + key) * ld;
-#pragma unroll
-  for (int d = 0; d < D; ++d) {
-    row[int64_t(s.H + kvh) * D + d] = dk[d] * scale;
-    row[int64_t(s.H + s.KVH + kvh) * D + d] = dv[d];
-  }
+  store_slice<D>(row + int64_t(s.H + kvh) * D, dk, scale);
+  store_slice<D>(row + int64_t(s.H + s.KVH + kvh) * D, dv, 1.0f);
 }
 
 // ---- launchers ------------------------------------------------------------------------------
@@ -633,6 +632,20 @@ void with_head_dim(int d, F&& f) {
 
 int blocks_of(int n, int per) { return (n + per - 1) / per; }
 
+// Two 16-row slices per warp halve the shared-memory reads per tensor-core instruction, but
+// also the number of blocks: they are used only where at least two blocks per SM remain.
+template <int D, class F>
+void with_slices(int rows, int heads, F&& f) {
+  static const int sms = [] {
+    int n = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, 0));
+    return n;
+  }();
+  if constexpr (D <= 64)
+    if (int64_t(blocks_of(rows, Tiles<D, 2>::kRows)) * heads >= 2 * sms) return f(std::integral_constant<int, 2>{});
+  f(std::integral_constant<int, 1>{});
+}
+
 }  // namespace
 
 bool flash_attention_supports(const AttnShape& s) { return s.D == 32 || s.D == 64 || s.D == 128; }
@@ -644,16 +657,19 @@ void flash_attention_forward(const Tensor& att, const Tensor& lse, const Tensor&
   const float scale_log2 = float(s.scale()) * kLog2e;
   with_head_dim(s.D, [&](auto dim) {
     constexpr int D = decltype(dim)::value;
-    using C = Tiles<D>;
     if (qkv.dtype == DType::BF16) {
-      const size_t smem = sizeof(bf16_t) * C::kLd * (C::kFwdRows + 4 * C::kKeys);
-      allow_smem(flash_forward_kernel<D>, smem);
-      flash_forward_kernel<D><<<dim3(blocks_of(s.T, C::kFwdRows), s.B * s.H), kThreads, smem, st>>>(
-          static_cast<bf16_t*>(att.ptr), lse.data<float>(), static_cast<const bf16_t*>(qkv.ptr), s, scale_log2);
-      CUDA_CHECK_LAUNCH("flash_forward_kernel");
+      with_slices<D>(s.T, s.B * s.H, [&](auto slices) {
+        constexpr int kM = decltype(slices)::value;
+        using C = Tiles<D, kM>;
+        const size_t smem = sizeof(bf16_t) * C::kLd * (C::kRows + 4 * C::kKeys);
+        allow_smem(flash_forward_kernel<D, kM>, smem);
+        flash_forward_kernel<D, kM><<<dim3(blocks_of(s.T, C::kRows), s.B * s.H), kThreads, smem, st>>>(
+            static_cast<bf16_t*>(att.ptr), lse.data<float>(), static_cast<const bf16_t*>(qkv.ptr), s, scale_log2);
+        CUDA_CHECK_LAUNCH("flash_forward_kernel");
+      });
     } else {
       TT_CHECK(qkv.dtype == DType::F32, "flash attention: fp32 or bf16 only");
-      flash_forward_simt_kernel<D><<<dim3(blocks_of(s.T, kSimtRows), s.B * s.H), kSimtRows, 0, st>>>(
+      flash_forward_simt_kernel<D><<<dim3(blocks_of(s.T, kSimtWarps), s.B * s.H), 32 * kSimtWarps, 0, st>>>(
           att.data<float>(), lse.data<float>(), qkv.data<float>(), s, scale_log2);
       CUDA_CHECK_LAUNCH("flash_forward_simt_kernel");
     }
@@ -673,29 +689,36 @@ void flash_attention_backward(const Tensor& dqkv, const Tensor& datt, const Tens
   CUDA_CHECK_LAUNCH("attention_delta_kernel");
   with_head_dim(s.D, [&](auto dim) {
     constexpr int D = decltype(dim)::value;
-    using C = Tiles<D>;
     if (qkv.dtype == DType::BF16) {
       auto* dq = static_cast<bf16_t*>(dqkv.ptr);
       auto* g = static_cast<const bf16_t*>(datt.ptr);
       auto* x = static_cast<const bf16_t*>(qkv.ptr);
-      const size_t dkdv_smem =
-          sizeof(bf16_t) * C::kLd * (2 * C::kBwdKeys + 4 * C::kBwdRows) + sizeof(float) * 4 * C::kBwdRows;
-      allow_smem(flash_backward_dkdv_kernel<D>, dkdv_smem);
-      flash_backward_dkdv_kernel<D><<<dim3(blocks_of(s.T, C::kBwdKeys), s.B * s.KVH), kThreads, dkdv_smem, st>>>(
-          dq, g, x, lse.data<float>(), delta, s, scale, scale_log2);
-      CUDA_CHECK_LAUNCH("flash_backward_dkdv_kernel");
-      const size_t dq_smem = sizeof(bf16_t) * C::kLd * (2 * C::kDqRows + 4 * C::kDqKeys);
-      allow_smem(flash_backward_dq_kernel<D>, dq_smem);
-      flash_backward_dq_kernel<D><<<dim3(blocks_of(s.T, C::kDqRows), s.B * s.H), kThreads, dq_smem, st>>>(
-          dq, g, x, lse.data<float>(), delta, s, scale, scale_log2);
-      CUDA_CHECK_LAUNCH("flash_backward_dq_kernel");
+      with_slices<D>(s.T, s.B * s.KVH, [&](auto slices) {
+        constexpr int kM = decltype(slices)::value;
+        using C = Tiles<D, kM>;
+        const size_t smem = sizeof(bf16_t) * C::kLd * (2 * C::kRows + 4 * C::kBwdRows) + sizeof(float) * 4 * C::kBwdRows;
+        allow_smem(flash_backward_dkdv_kernel<D, kM>, smem);
+        flash_backward_dkdv_kernel<D, kM><<<dim3(blocks_of(s.T, C::kRows), s.B * s.KVH), kThreads, smem, st>>>(
+            dq, g, x, lse.data<float>(), delta, s, scale, scale_log2);
+        CUDA_CHECK_LAUNCH("flash_backward_dkdv_kernel");
+      });
+      with_slices<D>(s.T, s.B * s.H, [&](auto slices) {
+        constexpr int kM = decltype(slices)::value;
+        using C = Tiles<D, kM>;
+        const size_t smem = sizeof(bf16_t) * C::kLd * (2 * C::kRows + 4 * C::kDqKeys);
+        allow_smem(flash_backward_dq_kernel<D, kM>, smem);
+        flash_backward_dq_kernel<D, kM><<<dim3(blocks_of(s.T, C::kRows), s.B * s.H), kThreads, smem, st>>>(
+            dq, g, x, lse.data<float>(), delta, s, scale, scale_log2);
+        CUDA_CHECK_LAUNCH("flash_backward_dq_kernel");
+      });
     } else {
       TT_CHECK(qkv.dtype == DType::F32, "flash attention: fp32 or bf16 only");
-      flash_backward_dkdv_simt_kernel<D><<<dim3(blocks_of(s.T, kSimtRows), s.B * s.KVH), kSimtRows, 0, st>>>(
+      const dim3 block(32 * kSimtWarps);
+      flash_backward_dkdv_simt_kernel<D><<<dim3(blocks_of(s.T, kSimtWarps), s.B * s.KVH), block, 0, st>>>(
           dqkv.data<float>(), datt.data<float>(), qkv.data<float>(), lse.data<float>(), delta, s, scale,
           scale_log2);
       CUDA_CHECK_LAUNCH("flash_backward_dkdv_simt_kernel");
-      flash_backward_dq_simt_kernel<D><<<dim3(blocks_of(s.T, kSimtRows), s.B * s.H), kSimtRows, 0, st>>>(
+      flash_backward_dq_simt_kernel<D><<<dim3(blocks_of(s.T, kSimtWarps), s.B * s.H), block, 0, st>>>(
           dqkv.data<float>(), datt.data<float>(), qkv.data<float>(), lse.data<float>(), delta, s, scale,
           scale_log2);
       CUDA_CHECK_LAUNCH("flash_backward_dq_simt_kernel");
