@@ -149,6 +149,23 @@ __device__ __forceinline__ void load_row_stats(float* dst, const float* src, int
     cp_async_4(dst + r, src + min(row0 + r, T - 1), row0 + r < T ? 4 : 0);
 }
 
+// One step of the key/value pipeline of the forward and dQ kernels (double-buffered tiles
+// sk, sv of kKeys rows): waits for tile j, starts loading tile j + 1 into the other buffer,
+// and returns the offset of tile j's buffer.
+template <int kKeys, int D>
+__device__ __forceinline__ int next_kv_tile(int j, int tiles, bf16_t* sk, bf16_t* sv, const bf16_t* kg,
+                                            const bf16_t* vg, int64_t ld, int T) {
+  constexpr int kTile = kKeys * (D + 8);
+  cp_async_wait_all();
+  __syncthreads();  // tile j has landed, and every warp is done with the other buffer
+  if (j + 1 < tiles) {
+    load_tile<kKeys, D>(sk + ((j + 1) & 1) * kTile, kg, ld, (j + 1) * kKeys, T);
+    load_tile<kKeys, D>(sv + ((j + 1) & 1) * kTile, vg, ld, (j + 1) * kKeys, T);
+    cp_async_commit();
+  }
+  return (j & 1) * kTile;
+}
+
 // The tile shapes, for kM 16-row slices per warp (two only up to head size 64: registers). A
 // block owns 16 kM kWarps rows: queries in the forward and dQ kernels, keys in the dK/dV one.
 // Tuning them is an exercise of docs/versions/v3.md.
@@ -195,15 +212,8 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(bf16_t* att, fl
   for (int m = 0; m < kM; ++m) mx[m][0] = mx[m][1] = -INFINITY, sum[m][0] = sum[m][1] = 0.0f;
 
   for (int j = 0; j < tiles; ++j) {
-    cp_async_wait_all();
-    __syncthreads();  // tile j has landed, and every warp is done with the other buffer
-    if (j + 1 < tiles) {
-      load_tile<kKeys, D>(sk + ((j + 1) & 1) * kKeys * kLd, kg, ld, (j + 1) * kKeys, s.T);
-      load_tile<kKeys, D>(sv + ((j + 1) & 1) * kKeys * kLd, vg, ld, (j + 1) * kKeys, s.T);
-      cp_async_commit();
-    }
-    const bf16_t* kt = sk + (j & 1) * kKeys * kLd;
-    const bf16_t* vt = sv + (j & 1) * kKeys * kLd;
+    const int buf = next_kv_tile<kKeys, D>(j, tiles, sk, sv, kg, vg, ld, s.T);
+    const bf16_t *kt = sk + buf, *vt = sv + buf;
     float sc[kM][kN][4] = {};
     mma_abt<kM, kN, D>(sc, sq + wrow * kLd, kLd, kt, kLd);
 
@@ -327,15 +337,8 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dq_kernel(bf16_t* dqk
   float dq[kM][D / 8][4] = {};
 
   for (int j = 0; j < tiles; ++j) {
-    cp_async_wait_all();
-    __syncthreads();
-    if (j + 1 < tiles) {
-      load_tile<kKeys, D>(sk + ((j + 1) & 1) * kKeys * kLd, kg, ld, (j + 1) * kKeys, s.T);
-      load_tile<kKeys, D>(sv + ((j + 1) & 1) * kKeys * kLd, vg, ld, (j + 1) * kKeys, s.T);
-      cp_async_commit();
-    }
-    const bf16_t* kt = sk + (j & 1) * kKeys * kLd;
-    const bf16_t* vt = sv + (j & 1) * kKeys * kLd;
+    const int buf = next_kv_tile<kKeys, D>(j, tiles, sk, sv, kg, vg, ld, s.T);
+    const bf16_t *kt = sk + buf, *vt = sv + buf;
     float sc[kM][kN][4] = {}, dp[kM][kN][4] = {};
     mma_abt<kM, kN, D>(sc, sq + wrow * kLd, kLd, kt, kLd);   // S = Q K^T
     mma_abt<kM, kN, D>(dp, sdo + wrow * kLd, kLd, vt, kLd);  // dP = dO V^T
