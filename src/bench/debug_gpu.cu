@@ -7,10 +7,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "backend/cuda/cuda_check.h"
 #include "bench/debug_stages.h"
+#include "bench/event_timer.h"
 #include "core/rng.h"
 
 namespace tt {
@@ -39,20 +41,18 @@ class DeviceArray {
   size_t n_;
 };
 
-// A stream, two events and a cuBLAS handle bound to the stream.
+// A stream, a cuBLAS handle bound to it, and an event timer on it.
 class Gpu {
  public:
   Gpu() {
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    CUDA_CHECK(cudaEventCreate(&start));
-    CUDA_CHECK(cudaEventCreate(&stop));
     CUBLAS_CHECK(cublasCreate(&blas));
     CUBLAS_CHECK(cublasSetStream(blas, stream));
+    timer = std::make_unique<EventTimer>(stream);
   }
   ~Gpu() {
+    timer.reset();
     cublasDestroy(blas);
-    cudaEventDestroy(stop);
-    cudaEventDestroy(start);
     cudaStreamDestroy(stream);
   }
   Gpu(const Gpu&) = delete;
@@ -61,25 +61,12 @@ class Gpu {
   // Median milliseconds of `launch` between two events, after two untimed calls.
   template <class F>
   double median_ms(F launch, int repeats) {
-    for (int i = 0; i < 2; ++i) launch();
-    std::vector<double> ms;
-    for (int i = 0; i < repeats; ++i) {
-      CUDA_CHECK(cudaEventRecord(start, stream));
-      launch();
-      CUDA_CHECK(cudaEventRecord(stop, stream));
-      CUDA_CHECK(cudaEventSynchronize(stop));
-      float t = 0;
-      CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
-      ms.push_back(t);
-    }
-    std::sort(ms.begin(), ms.end());
-    const size_t n = ms.size();
-    return n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+    return timer->median_ms(launch, 2, repeats);
   }
 
   cudaStream_t stream = nullptr;
-  cudaEvent_t start = nullptr, stop = nullptr;
   cublasHandle_t blas = nullptr;
+  std::unique_ptr<EventTimer> timer;
 };
 
 std::vector<float> random_values(size_t n, uint64_t stream) {
