@@ -3,17 +3,19 @@
 // the log-sum-exp of each row (lse[B, H, T], fp32) is saved; the backward recomputes P.
 // Scores never leave the chip, so memory grows with T, not T^2.
 //
-// bf16, tensor cores (mma.sync m16n8k16, fp32 accumulation), 4 warps per block:
+// bf16, Hopper tensor cores (wgmma: a warpgroup of 4 warps multiplies 64 rows at a time,
+// asynchronously, with operands read straight from shared memory, fp32 accumulation); a
+// block is one or two warpgroups:
 //   forward  one block per (query tile, batch, head). The query tile sits in shared memory;
 //            key/value tiles stream through a double-buffered shared-memory pipeline
 //            (cp.async); scores, the online softmax and the output stay in registers (the
-//            score accumulators are reused as the A operand of P.V without leaving them);
+//            probabilities are the A operand of P.V straight from the score accumulators);
 //            tiles past the causal diagonal are never loaded.
 //   backward delta = rowsum(dO * O) first; then two kernels that each own what they write, so
 //            no atomics are needed and the result is bitwise reproducible:
-//            dK, dV  one block per (key tile, batch, kv head); its warps own 16 keys each and
-//                    loop over the query heads of the group and the query tiles at or below the
-//                    diagonal, so the group's sum happens in registers in a fixed order;
+//            dK, dV  one block per (key tile, batch, kv head); each warpgroup owns 64 keys and
+//                    loops over the query heads of the group and the query tiles at or below
+//                    the diagonal, so the group's sum happens in registers in a fixed order;
 //            dQ      one block per (query tile, batch, head), looping over key tiles like the
 //                    forward.
 //            P and dP are recomputed in both: seven tile products against the five of a
@@ -34,10 +36,9 @@ namespace {
 
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
-constexpr int kWarps = 4;  // warps per block of the tensor-core kernels
-constexpr int kThreads = 32 * kWarps;
+constexpr int kWarpgroup = 128;  // the threads of one wgmma: 4 warps, 16 of its 64 rows each
 
-// ---- cp.async, ldmatrix and mma.sync ----------------------------------------------------
+// ---- cp.async ---------------------------------------------------------------------------
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -50,97 +51,80 @@ __device__ __forceinline__ void cp_async_4(void* dst, const void* src, int valid
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(valid));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::); }
-
-// Four 8x8 bf16 matrices from shared memory; lanes 8i..8i+7 give the row addresses of matrix i.
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const bf16_t* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p)));
+// Waits for this thread's copies, makes them visible to wgmma (which reads shared memory
+// through the async proxy), then waits for the whole block's.
+__device__ __forceinline__ void tiles_landed() {
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  __syncthreads();
 }
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const bf16_t* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p)));
-}
-// c[16x8] += a[16x16] b[16x8]. Thread (g = lane/4, t = lane%4) holds c at rows g, g+8 and
-// columns 2t, 2t+1: c[0], c[1] on row g, c[2], c[3] on row g + 8.
-__device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+// 2^x in one instruction of the special-function unit; results below 2^-126 flush to zero, as
+// probabilities that small do in any case.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
 }
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
   const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<const uint32_t*>(&v);
 }
 
-// A warp's tile products. Accumulators acc[m][n] are 16x8 tiles: rows 16m.., columns 8n...
-// One 16-wide slice of the reduction, A given as fragments; B is a shared-memory tile, either
-// stored with the reduction along its rows (kBRowsAreK: B[k][n], as V in P.V) or across them
-// (B[n][k], as K in Q.K^T).
-template <int kM, int kN, bool kBRowsAreK>
-__device__ __forceinline__ void mma_k16(float (&acc)[kM][kN][4], const uint32_t (&a)[kM][4], const bf16_t* b,
-                                        int ldb, int k) {
-  const int lane = threadIdx.x % 32;
-#pragma unroll
-  for (int n = 0; n < kN; n += 2) {
-    uint32_t f[4];
-    if constexpr (kBRowsAreK)
-      ldmatrix_x4_trans(f, b + (k + (lane & 7) + ((lane >> 3) & 1) * 8) * ldb + n * 8 + (lane >> 4) * 8);
-    else
-      ldmatrix_x4(f, b + (n * 8 + (lane & 7) + (lane >> 4) * 8) * ldb + k + ((lane >> 3) & 1) * 8);
-#pragma unroll
-    for (int m = 0; m < kM; ++m) {
-      mma_bf16(acc[m][n], a[m], f[0], f[1]);
-      mma_bf16(acc[m][n + 1], a[m], f[2], f[3]);
-    }
-  }
-}
-// acc += A B^T over a reduction of kK, A and B both row-major shared tiles (16 kM rows of A).
-template <int kM, int kN, int kK>
-__device__ __forceinline__ void mma_abt(float (&acc)[kM][kN][4], const bf16_t* a, int lda, const bf16_t* b,
-                                        int ldb) {
-  const int lane = threadIdx.x % 32;
-#pragma unroll
-  for (int k = 0; k < kK; k += 16) {
-    uint32_t f[kM][4];
-#pragma unroll
-    for (int m = 0; m < kM; ++m) ldmatrix_x4(f[m], a + (m * 16 + (lane & 15)) * lda + k + (lane >> 4) * 8);
-    mma_k16<kM, kN, false>(acc, f, b, ldb, k);
-  }
-}
-// acc += S B, where S (kM x 16kS.. accumulators, e.g. the probabilities) becomes the A operand
-// in registers: the accumulator layout of two neighbouring 16x8 tiles is the A fragment of a
-// 16x16 slice.
-template <int kM, int kS, int kN>
-__device__ __forceinline__ void mma_sb(float (&acc)[kM][kN][4], const float (&s)[kM][kS][4], const bf16_t* b,
-                                       int ldb) {
-#pragma unroll
-  for (int kc = 0; kc < kS / 2; ++kc) {
-    uint32_t f[kM][4];
-#pragma unroll
-    for (int m = 0; m < kM; ++m) {
-      f[m][0] = pack_bf16(s[m][2 * kc][0], s[m][2 * kc][1]);
-      f[m][1] = pack_bf16(s[m][2 * kc][2], s[m][2 * kc][3]);
-      f[m][2] = pack_bf16(s[m][2 * kc + 1][0], s[m][2 * kc + 1][1]);
-      f[m][3] = pack_bf16(s[m][2 * kc + 1][2], s[m][2 * kc + 1][3]);
-    }
-    mma_k16<kM, kN, true>(acc, f, b, ldb, kc * 16);
-  }
+// Dynamic shared memory, aligned to the 1024 bytes over which the swizzle pattern repeats
+// (each launch asks for kSmemAlign bytes more than its tiles).
+constexpr int kSmemAlign = 1024;
+__device__ __forceinline__ unsigned char* aligned_smem() {
+  extern __shared__ unsigned char smem[];
+  return smem + (kSmemAlign - smem_addr(smem) % kSmemAlign) % kSmemAlign;
 }
 
-// Rows [row0, row0 + kRows) of a [T, ld] matrix (D columns from `src`) into a shared tile with
-// row stride D + 8 (the padding puts the 8 rows one ldmatrix reads in different banks).
-// Rows at or past T are zero-filled.
+// ---- shared-memory tiles in the layout wgmma reads -----------------------------------------
+// A tile row is one head vector (D bf16). It is stored in column blocks of kRowBytes (64 bytes
+// at D = 32, else 128; D = 128 is two blocks, the second after all rows of the first). Inside
+// each group of 8 rows, the 16-byte chunks of row r are permuted by XOR with r: the 64- or
+// 128-byte swizzle of the hardware, so the 8 rows that one 8x8 core matrix reads are in
+// different banks. The same tile serves as a K-major operand (the reduction along its rows'
+// D elements, as K in Q K^T) and as an MN-major one (the reduction down its rows, as V in P V).
+template <int D>
+struct Smem {
+  static constexpr int kRowBytes = D >= 64 ? 128 : 64;
+  static constexpr int kCols = kRowBytes / 2;  // elements per row of a column block
+  static constexpr uint64_t kSwizzle = kRowBytes == 128 ? 1 : 2;  // the descriptor's code for it
+  static constexpr int bytes(int rows) { return rows * D * 2; }
+  // Byte offset of elements (r, c .. c + 7), c a multiple of 8, in a tile of `rows` rows.
+  __device__ static int offset(int rows, int r, int c) {
+    const int chunk = ((c % kCols) / 8) ^ ((r * kRowBytes / 128) % (kRowBytes / 16));
+    return (c / kCols) * rows * kRowBytes + r * kRowBytes + chunk * 16;
+  }
+  // wgmma's shared-memory matrix descriptor: start address, leading and stride byte offsets
+  // (all in 16-byte units) and the swizzle.
+  __device__ static uint64_t desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+    return uint64_t((addr & 0x3FFFF) >> 4) | uint64_t(lbo >> 4) << 16 | uint64_t(sbo >> 4) << 32 | kSwizzle << 62;
+  }
+  // K-major operand: rows r0.. of the tile at reduction columns 0..15; consecutive 8-row groups
+  // are 8 kRowBytes apart. Adding k_step<rows>(ks) moves it to columns 16 ks .. 16 ks + 15.
+  __device__ static uint64_t k_major(uint32_t tile, int r0) { return desc(tile + r0 * kRowBytes, 16, 8 * kRowBytes); }
+  template <int kTileRows>
+  static constexpr uint64_t k_step(int ks) {
+    return ((16 * ks / kCols) * kTileRows * kRowBytes + (16 * ks % kCols) * 2) >> 4;
+  }
+  // MN-major B operand: the reduction runs down rows 0..15, N over all D columns (the column
+  // blocks are kTileRows rows apart). Adding mn_step(ks) moves it to rows 16 ks .. 16 ks + 15.
+  template <int kTileRows>
+  __device__ static uint64_t mn_major(uint32_t tile) {
+    return desc(tile, kTileRows * kRowBytes, 8 * kRowBytes);
+  }
+  static constexpr uint64_t mn_step(int ks) { return (16 * ks * kRowBytes) >> 4; }
+};
+
+// Rows [row0, row0 + kRows) of a [T, ld] matrix (D columns from `src`) into a tile; rows at or
+// past T are zero-filled.
 template <int kRows, int D>
-__device__ __forceinline__ void load_tile(bf16_t* dst, const bf16_t* src, int64_t ld, int row0, int T) {
+__device__ __forceinline__ void load_tile(unsigned char* dst, const bf16_t* src, int64_t ld, int row0, int T) {
   constexpr int kChunks = D / 8;
   for (int i = threadIdx.x; i < kRows * kChunks; i += blockDim.x) {
     const int r = i / kChunks, c = (i % kChunks) * 8, row = row0 + r;
-    cp_async_16(dst + r * (D + 8) + c, src + int64_t(min(row, T - 1)) * ld + c, row < T ? 16 : 0);
+    cp_async_16(dst + Smem<D>::offset(kRows, r, c), src + int64_t(min(row, T - 1)) * ld + c, row < T ? 16 : 0);
   }
 }
 template <int kRows>
@@ -151,13 +135,12 @@ __device__ __forceinline__ void load_row_stats(float* dst, const float* src, int
 
 // One step of the key/value pipeline of the forward and dQ kernels (double-buffered tiles
 // sk, sv of kKeys rows): waits for tile j, starts loading tile j + 1 into the other buffer,
-// and returns the offset of tile j's buffer.
+// and returns the byte offset of tile j's buffer.
 template <int kKeys, int D>
-__device__ __forceinline__ int next_kv_tile(int j, int tiles, bf16_t* sk, bf16_t* sv, const bf16_t* kg,
-                                            const bf16_t* vg, int64_t ld, int T) {
-  constexpr int kTile = kKeys * (D + 8);
-  cp_async_wait_all();
-  __syncthreads();  // tile j has landed, and every warp is done with the other buffer
+__device__ __forceinline__ int next_kv_tile(int j, int tiles, unsigned char* sk, unsigned char* sv,
+                                            const bf16_t* kg, const bf16_t* vg, int64_t ld, int T) {
+  constexpr int kTile = Smem<D>::bytes(kKeys);
+  tiles_landed();  // tile j has landed, and every warpgroup is done with the other buffer
   if (j + 1 < tiles) {
     load_tile<kKeys, D>(sk + ((j + 1) & 1) * kTile, kg, ld, (j + 1) * kKeys, T);
     load_tile<kKeys, D>(sv + ((j + 1) & 1) * kTile, vg, ld, (j + 1) * kKeys, T);
@@ -166,30 +149,181 @@ __device__ __forceinline__ int next_kv_tile(int j, int tiles, bf16_t* sk, bf16_t
   return (j & 1) * kTile;
 }
 
-// The tile shapes, for kM 16-row slices per warp (two only up to head size 64: registers). A
-// block owns 16 kM kWarps rows: queries in the forward and dQ kernels, keys in the dK/dV one.
-// Tuning them is an exercise of docs/versions/v3.md.
-template <int D, int kM>
+// ---- wgmma --------------------------------------------------------------------------------
+// d (64 x N fp32, N / 2 per thread) = or += A B for one 16-wide slice of the reduction. A comes
+// from shared memory (ss: a descriptor) or from registers (rs: the A fragments of the thread's
+// warp, 16 rows x 16); B from shared memory, K-major, or MN-major when kTransB. Thread (warp w,
+// g = lane / 4, t = lane % 4) holds d at rows 16 w + g (d[4n], d[4n + 1]) and 16 w + g + 8
+// (d[4n + 2], d[4n + 3]), columns 8 n + 2 t and 8 n + 2 t + 1: per 8 columns, the layout of
+// the 16x8 accumulator of mma.sync.
+template <int N>
+struct Wgmma;
+template <>
+struct Wgmma<32> {
+  template <int kTransB>
+  __device__ static void ss(float (&d)[16], uint64_t a, uint64_t b, int accumulate) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+        "}, %16, %17, p, 1, 1, 0, %19;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+        : "l"(a), "l"(b), "r"(accumulate), "n"(kTransB));
+  }
+  template <int kTransB>
+  __device__ static void rs(float (&d)[16], const uint32_t (&a)[4], uint64_t b, int accumulate) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+        "}, {%16, %17, %18, %19}, %20, p, 1, 1, %22;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate), "n"(kTransB));
+  }
+};
+template <>
+struct Wgmma<64> {
+  template <int kTransB>
+  __device__ static void ss(float (&d)[32], uint64_t a, uint64_t b, int accumulate) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+        "}, %32, %33, p, 1, 1, 0, %35;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "l"(a), "l"(b), "r"(accumulate), "n"(kTransB));
+  }
+  template <int kTransB>
+  __device__ static void rs(float (&d)[32], const uint32_t (&a)[4], uint64_t b, int accumulate) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+        "}, {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate), "n"(kTransB));
+  }
+};
+template <>
+struct Wgmma<128> {
+  template <int kTransB>
+  __device__ static void ss(float (&d)[64], uint64_t a, uint64_t b, int accumulate) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+        "}, %64, %65, p, 1, 1, 0, %67;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(a), "l"(b), "r"(accumulate), "n"(kTransB));
+  }
+  template <int kTransB>
+  __device__ static void rs(float (&d)[64], const uint32_t (&a)[4], uint64_t b, int accumulate) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+        "}, {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate), "n"(kTransB));
+  }
+};
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+// An empty asm that "changes" each accumulator: the compiler cannot move their uses across it.
+template <int N>
+__device__ __forceinline__ void fence_registers(float (&r)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
+}
+// Waits for all of the warpgroup's products; the accumulators they wrote are then readable.
+template <int... N>
+__device__ __forceinline__ void wgmma_wait(float (&... acc)[N]) {
+  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+  (fence_registers(acc), ...);
+}
+
+// acc = A B^T over the D columns (issued, not waited for): A the 64 rows r0.. of K-major tile
+// a (kARows rows), B all N rows of K-major tile b.
+template <int N, int D, int kARows>
+__device__ __forceinline__ void wg_abt(float (&acc)[N / 2], uint32_t a, int r0, uint32_t b) {
+  using L = Smem<D>;
+  const uint64_t da = L::k_major(a, r0), db = L::k_major(b, 0);
+  wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < D / 16; ++ks)
+    Wgmma<N>::template ss<0>(acc, da + L::template k_step<kARows>(ks), db + L::template k_step<N>(ks), ks > 0);
+  wgmma_commit();
+}
+// acc += P B (issued, not waited for): P (64 x kK accumulators of the warpgroup, rounded to
+// bf16) is the A operand in registers, since the accumulator layout of a 16-column slice is
+// the A fragment layout; B is MN-major tile b of kK rows and D columns.
+template <int kK, int D>
+__device__ __forceinline__ void wg_pb(float (&acc)[D / 2], const float (&p)[kK / 2], uint32_t b) {
+  uint32_t f[kK / 16][4];
+#pragma unroll
+  for (int kc = 0; kc < kK / 16; ++kc)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) f[kc][i] = pack_bf16(p[8 * kc + 2 * i], p[8 * kc + 2 * i + 1]);
+  const uint64_t db = Smem<D>::template mn_major<kK>(b);
+  wgmma_fence();
+#pragma unroll
+  for (int kc = 0; kc < kK / 16; ++kc) Wgmma<D>::template rs<1>(acc, f[kc], db + Smem<D>::mn_step(kc), 1);
+  wgmma_commit();
+}
+
+// The tile shapes, for kWG warpgroups per block (two only where the grid stays large:
+// with_warpgroups). A block owns 64 kWG rows: queries in the forward and dQ kernels, keys in
+// the dK/dV one. Tuning them is an exercise of docs/versions/v3.md.
+template <int D, int kWG>
 struct Tiles {
-  static_assert(kM == 1 || (kM == 2 && D <= 64), "two slices per warp only up to head size 64");
-  static constexpr int kLd = D + 8;                  // shared row stride (elements)
-  static constexpr int kRows = 16 * kM * kWarps;     // rows a block owns
-  static constexpr int kKeys = 64;                   // forward: key tile per step
-  static constexpr int kDqKeys = kM == 2 ? 32 : 64;  // dQ: key tile per step
-  static constexpr int kBwdRows = kM == 1 && D <= 64 ? 64 : 32;  // dK/dV: query tile per step
+  static constexpr int kThreads = kWarpgroup * kWG;
+  static constexpr int kRows = 64 * kWG;              // rows a block owns
+  static constexpr int kKeys = 64;                    // forward and dQ: key tile per step
+  static constexpr int kBwdRows = D <= 64 ? 64 : 32;  // dK/dV: query tile per step (registers)
 };
 
 // ---- forward, bf16 ------------------------------------------------------------------------
 
-template <int D, int kM>
-__global__ void __launch_bounds__(kThreads) flash_forward_kernel(bf16_t* att, float* lse, const bf16_t* qkv,
-                                                                 AttnShape s, float scale_log2) {
-  using C = Tiles<D, kM>;
-  constexpr int kRows = C::kRows, kKeys = C::kKeys, kLd = C::kLd, kN = kKeys / 8;
-  extern __shared__ __align__(16) unsigned char smem[];
-  bf16_t* sq = reinterpret_cast<bf16_t*>(smem);  // [kRows][kLd]
-  bf16_t* sk = sq + kRows * kLd;                  // [2][kKeys][kLd]
-  bf16_t* sv = sk + 2 * kKeys * kLd;              // [2][kKeys][kLd]
+template <int D, int kWG>
+__global__ void __launch_bounds__(Tiles<D, kWG>::kThreads) flash_forward_kernel(bf16_t* att, float* lse,
+                                                                                const bf16_t* qkv, AttnShape s,
+                                                                                float scale_log2) {
+  using C = Tiles<D, kWG>;
+  constexpr int kRows = C::kRows, kKeys = C::kKeys;
+  unsigned char* sq = aligned_smem();                  // [kRows][D]
+  unsigned char* sk = sq + Smem<D>::bytes(kRows);      // [2][kKeys][D]
+  unsigned char* sv = sk + 2 * Smem<D>::bytes(kKeys);  // [2][kKeys][D]
 
   const int q0 = (gridDim.x - 1 - blockIdx.x) * kRows;  // the longest causal rows start first
   const int b = blockIdx.y / s.H, h = blockIdx.y % s.H, kvh = h / (s.H / s.KVH);
@@ -204,110 +338,104 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(bf16_t* att, fl
   load_tile<kKeys, D>(sv, vg, ld, 0, s.T);
   cp_async_commit();
 
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int wrow = warp * 16 * kM;  // the warp's first row in the tile
-  float o[kM][D / 8][4] = {};
-  float mx[kM][2], sum[kM][2];
-#pragma unroll
-  for (int m = 0; m < kM; ++m) mx[m][0] = mx[m][1] = -INFINITY, sum[m][0] = sum[m][1] = 0.0f;
+  const int wg = threadIdx.x / kWarpgroup, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int wrow = 16 * (threadIdx.x / 32);  // the warp's first row in the tile
+  float o[D / 2] = {};
+  float mx[2] = {-INFINITY, -INFINITY}, sum[2] = {0.0f, 0.0f};
 
   for (int j = 0; j < tiles; ++j) {
     const int buf = next_kv_tile<kKeys, D>(j, tiles, sk, sv, kg, vg, ld, s.T);
-    const bf16_t *kt = sk + buf, *vt = sv + buf;
-    float sc[kM][kN][4] = {};
-    mma_abt<kM, kN, D>(sc, sq + wrow * kLd, kLd, kt, kLd);
+    float sc[kKeys / 2] = {};
+    wg_abt<kKeys, D, kRows>(sc, smem_addr(sq), 64 * wg, smem_addr(sk + buf));  // S = Q K^T
+    wgmma_wait(sc);
 
     const int k0 = j * kKeys;
-    const bool edge = k0 + kKeys - 1 > q0 + wrow || k0 + kKeys > s.T;  // causal diagonal or sequence end
+    if (k0 + kKeys - 1 > q0 + wrow || k0 + kKeys > s.T) {  // the tile crosses the diagonal or the end
 #pragma unroll
-    for (int m = 0; m < kM; ++m)
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const int row = q0 + wrow + m * 16 + g + 8 * r;
-        float tile_max = -INFINITY;
-#pragma unroll
-        for (int n = 0; n < kN; ++n)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const int col = k0 + n * 8 + 2 * t + e;
-            float& x = sc[m][n][2 * r + e];
-            x = (edge && (col > row || col >= s.T)) ? -INFINITY : x * scale_log2;
-            tile_max = fmaxf(tile_max, x);
-          }
-        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
-        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
-        const float new_max = fmaxf(mx[m][r], tile_max);
-        const float shift = new_max == -INFINITY ? 0.0f : new_max;  // a row with no key yet
-        const float alpha = exp2f(mx[m][r] - shift);
-        float tile_sum = 0.0f;
-#pragma unroll
-        for (int n = 0; n < kN; ++n)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) tile_sum += (sc[m][n][2 * r + e] = exp2f(sc[m][n][2 * r + e] - shift));
-        sum[m][r] = sum[m][r] * alpha + tile_sum;
-        mx[m][r] = new_max;
-#pragma unroll
-        for (int n = 0; n < D / 8; ++n) o[m][n][2 * r] *= alpha, o[m][n][2 * r + 1] *= alpha;
+      for (int i = 0; i < kKeys / 2; ++i) {
+        const int row = q0 + wrow + g + 8 * (i % 4 / 2), col = k0 + i / 4 * 8 + 2 * t + i % 2;
+        if (col > row || col >= s.T) sc[i] = -INFINITY;
       }
-    mma_sb<kM, kN, D / 8>(o, sc, vt, kLd);
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {  // rows g and g + 8; the scores are scaled inside the exponent
+      float tile_max = -INFINITY;
+#pragma unroll
+      for (int n = 0; n < kKeys / 8; ++n) tile_max = fmaxf(tile_max, fmaxf(sc[4 * n + 2 * r], sc[4 * n + 2 * r + 1]));
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+      const float new_max = fmaxf(mx[r], tile_max * scale_log2);
+      const float shift = new_max == -INFINITY ? 0.0f : new_max;  // a row with no key yet
+      const float alpha = fast_exp2(mx[r] - shift);
+      float tile_sum = 0.0f;
+#pragma unroll
+      for (int n = 0; n < kKeys / 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          float& x = sc[4 * n + 2 * r + e];
+          tile_sum += (x = fast_exp2(fmaf(x, scale_log2, -shift)));
+        }
+      sum[r] = sum[r] * alpha + tile_sum;
+      mx[r] = new_max;
+#pragma unroll
+      for (int n = 0; n < D / 8; ++n) o[4 * n + 2 * r] *= alpha, o[4 * n + 2 * r + 1] *= alpha;
+    }
+    wg_pb<kKeys, D>(o, sc, smem_addr(sv + buf));  // O += P V
+    wgmma_wait(o);
   }
 
   const int64_t ld_att = int64_t(s.H) * D;
 #pragma unroll
-  for (int m = 0; m < kM; ++m)
+  for (int r = 0; r < 2; ++r) {
+    float total = sum[r];
+    total += __shfl_xor_sync(0xffffffffu, total, 1);
+    total += __shfl_xor_sync(0xffffffffu, total, 2);
+    const int row = q0 + wrow + g + 8 * r;
+    if (row >= s.T) continue;
+    const float inv = 1.0f / total;
+    bf16_t* out = att + (int64_t(b) * s.T + row) * ld_att + int64_t(h) * D + 2 * t;
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float total = sum[m][r];
-      total += __shfl_xor_sync(0xffffffffu, total, 1);
-      total += __shfl_xor_sync(0xffffffffu, total, 2);
-      const int row = q0 + wrow + m * 16 + g + 8 * r;
-      if (row >= s.T) continue;
-      const float inv = 1.0f / total;
-      bf16_t* out = att + (int64_t(b) * s.T + row) * ld_att + int64_t(h) * D + 2 * t;
-#pragma unroll
-      for (int n = 0; n < D / 8; ++n)
-        *reinterpret_cast<__nv_bfloat162*>(out + n * 8) =
-            __floats2bfloat162_rn(o[m][n][2 * r] * inv, o[m][n][2 * r + 1] * inv);
-      if (t == 0) lse[(int64_t(b) * s.H + h) * s.T + row] = (mx[m][r] + log2f(total)) * kLn2;
-    }
+    for (int n = 0; n < D / 8; ++n)
+      *reinterpret_cast<__nv_bfloat162*>(out + n * 8) =
+          __floats2bfloat162_rn(o[4 * n + 2 * r] * inv, o[4 * n + 2 * r + 1] * inv);
+    if (t == 0) lse[(int64_t(b) * s.H + h) * s.T + row] = (mx[r] + log2f(total)) * kLn2;
+  }
 }
 
 // ---- backward, bf16 -----------------------------------------------------------------------
 
 // P and dS of one tile from the recomputed scores (in sc, overwritten by P) and dP (in dp,
-// overwritten by dS): P = exp(score - lse), dS = P (dP - delta). `at(i, n, e)` gives the
-// (query, key) position of element e of accumulator tile (i, n); lse2 and delta come per query.
-template <int kM, int kN, class Pos, class Stat>
-__device__ __forceinline__ void recompute_p_ds(float (&sc)[kM][kN][4], float (&dp)[kM][kN][4], bool edge, int T,
-                                               float scale_log2, Pos at, Stat stat) {
+// overwritten by dS): P = exp(score - lse), dS = P (dP - delta). On tiles that cross the diagonal
+// or the sequence end (`edge`), `masked(n, e)` says whether accumulator element 4 n + e is masked;
+// `stat(n, e)` gives its query's lse (base 2) and delta.
+template <int kN, class Masked, class Stat>
+__device__ __forceinline__ void recompute_p_ds(float (&sc)[kN], float (&dp)[kN], bool edge, float scale_log2,
+                                               Masked masked, Stat stat) {
+  if (edge) {
 #pragma unroll
-  for (int m = 0; m < kM; ++m)
+    for (int i = 0; i < kN; ++i)
+      if (masked(i / 4, i % 4)) sc[i] = -INFINITY;
+  }
 #pragma unroll
-    for (int n = 0; n < kN; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int2 qk = at(m, n, e);  // x: query, y: key
-        const float2 st = stat(m, n, e);  // x: lse in base 2, y: delta
-        const bool masked = edge && (qk.y > qk.x || qk.x >= T);
-        const float p = masked ? 0.0f : exp2f(sc[m][n][e] * scale_log2 - st.x);
-        sc[m][n][e] = p;
-        dp[m][n][e] = p * (dp[m][n][e] - st.y);
-      }
+  for (int i = 0; i < kN; ++i) {
+    const float2 st = stat(i / 4, i % 4);  // x: lse in base 2, y: delta
+    const float p = fast_exp2(fmaf(sc[i], scale_log2, -st.x));
+    sc[i] = p;
+    dp[i] = p * (dp[i] - st.y);
+  }
 }
 
 // dQ = scale * dS K for one (query tile, batch, head).
-template <int D, int kM>
-__global__ void __launch_bounds__(kThreads) flash_backward_dq_kernel(bf16_t* dqkv, const bf16_t* datt,
-                                                                     const bf16_t* qkv, const float* lse,
-                                                                     const float* delta, AttnShape s, float scale,
-                                                                     float scale_log2) {
-  using C = Tiles<D, kM>;
-  constexpr int kRows = C::kRows, kKeys = C::kDqKeys, kLd = C::kLd, kN = kKeys / 8;
-  extern __shared__ __align__(16) unsigned char smem[];
-  bf16_t* sq = reinterpret_cast<bf16_t*>(smem);  // [kRows][kLd]
-  bf16_t* sdo = sq + kRows * kLd;                 // [kRows][kLd]
-  bf16_t* sk = sdo + kRows * kLd;                 // [2][kKeys][kLd]
-  bf16_t* sv = sk + 2 * kKeys * kLd;              // [2][kKeys][kLd]
+template <int D, int kWG>
+__global__ void __launch_bounds__(Tiles<D, kWG>::kThreads) flash_backward_dq_kernel(
+    bf16_t* dqkv, const bf16_t* datt, const bf16_t* qkv, const float* lse, const float* delta, AttnShape s,
+    float scale, float scale_log2) {
+  using C = Tiles<D, kWG>;
+  constexpr int kRows = C::kRows, kKeys = C::kKeys;
+  unsigned char* sq = aligned_smem();                  // [kRows][D]
+  unsigned char* sdo = sq + Smem<D>::bytes(kRows);     // [kRows][D]
+  unsigned char* sk = sdo + Smem<D>::bytes(kRows);     // [2][kKeys][D]
+  unsigned char* sv = sk + 2 * Smem<D>::bytes(kKeys);  // [2][kKeys][D]
 
   const int q0 = (gridDim.x - 1 - blockIdx.x) * kRows;
   const int b = blockIdx.y / s.H, h = blockIdx.y % s.H, kvh = h / (s.H / s.KVH);
@@ -323,66 +451,62 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dq_kernel(bf16_t* dqk
   load_tile<kKeys, D>(sv, vg, ld, 0, s.T);
   cp_async_commit();
 
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int wrow = warp * 16 * kM;
+  const int wg = threadIdx.x / kWarpgroup, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int wrow = 16 * (threadIdx.x / 32);
   const int64_t stats = (int64_t(b) * s.H + h) * s.T;
-  float2 row_stat[kM][2];  // (lse in base 2, delta) of rows g and g + 8 of each slice
+  float2 row_stat[2];  // (lse in base 2, delta) of rows g and g + 8
 #pragma unroll
-  for (int m = 0; m < kM; ++m)
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int row = min(q0 + wrow + m * 16 + g + 8 * r, s.T - 1);
-      row_stat[m][r] = make_float2(lse[stats + row] * kLog2e, delta[stats + row]);
-    }
-  float dq[kM][D / 8][4] = {};
+  for (int r = 0; r < 2; ++r) {
+    const int row = min(q0 + wrow + g + 8 * r, s.T - 1);
+    row_stat[r] = make_float2(lse[stats + row] * kLog2e, delta[stats + row]);
+  }
+  float dq[D / 2] = {};
 
   for (int j = 0; j < tiles; ++j) {
     const int buf = next_kv_tile<kKeys, D>(j, tiles, sk, sv, kg, vg, ld, s.T);
-    const bf16_t *kt = sk + buf, *vt = sv + buf;
-    float sc[kM][kN][4] = {}, dp[kM][kN][4] = {};
-    mma_abt<kM, kN, D>(sc, sq + wrow * kLd, kLd, kt, kLd);   // S = Q K^T
-    mma_abt<kM, kN, D>(dp, sdo + wrow * kLd, kLd, vt, kLd);  // dP = dO V^T
+    float sc[kKeys / 2] = {}, dp[kKeys / 2] = {};
+    wg_abt<kKeys, D, kRows>(sc, smem_addr(sq), 64 * wg, smem_addr(sk + buf));   // S = Q K^T
+    wg_abt<kKeys, D, kRows>(dp, smem_addr(sdo), 64 * wg, smem_addr(sv + buf));  // dP = dO V^T
+    wgmma_wait(sc, dp);
     const int k0 = j * kKeys;
     const bool edge = k0 + kKeys - 1 > q0 + wrow || k0 + kKeys > s.T;
     recompute_p_ds(
-        sc, dp, edge, s.T, scale_log2,
-        [&](int m, int n, int e) {
-          return make_int2(q0 + wrow + m * 16 + g + 8 * (e / 2), k0 + n * 8 + 2 * t + e % 2);
+        sc, dp, edge, scale_log2,
+        [&](int n, int e) {
+          const int row = q0 + wrow + g + 8 * (e / 2), col = k0 + n * 8 + 2 * t + e % 2;
+          return col > row || col >= s.T;
         },
-        [&](int m, int, int e) { return row_stat[m][e / 2]; });
-    mma_sb<kM, kN, D / 8>(dq, dp, kt, kLd);  // dQ += dS K
+        [&](int, int e) { return row_stat[e / 2]; });
+    wg_pb<kKeys, D>(dq, dp, smem_addr(sk + buf));  // dQ += dS K
+    wgmma_wait(dq);
   }
 #pragma unroll
-  for (int m = 0; m < kM; ++m)
+  for (int r = 0; r < 2; ++r) {
+    const int row = q0 + wrow + g + 8 * r;
+    if (row >= s.T) continue;
+    bf16_t* out = dqkv + (int64_t(b) * s.T + row) * ld + int64_t(h) * D + 2 * t;
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int row = q0 + wrow + m * 16 + g + 8 * r;
-      if (row >= s.T) continue;
-      bf16_t* out = dqkv + (int64_t(b) * s.T + row) * ld + int64_t(h) * D + 2 * t;
-#pragma unroll
-      for (int n = 0; n < D / 8; ++n)
-        *reinterpret_cast<__nv_bfloat162*>(out + n * 8) =
-            __floats2bfloat162_rn(dq[m][n][2 * r] * scale, dq[m][n][2 * r + 1] * scale);
-    }
+    for (int n = 0; n < D / 8; ++n)
+      *reinterpret_cast<__nv_bfloat162*>(out + n * 8) =
+          __floats2bfloat162_rn(dq[4 * n + 2 * r] * scale, dq[4 * n + 2 * r + 1] * scale);
+  }
 }
 
 // dK = scale * dS^T Q and dV = P^T dO for one (key tile, batch, kv head), summed over the query
-// heads of the group. Each warp owns 16 kM keys and computes the transposed tiles S^T = K Q^T and
-// dP^T = V dO^T, so every product it needs has its operands in registers or shared memory.
-template <int D, int kM>
-__global__ void __launch_bounds__(kThreads) flash_backward_dkdv_kernel(bf16_t* dqkv, const bf16_t* datt,
-                                                                       const bf16_t* qkv, const float* lse,
-                                                                       const float* delta, AttnShape s,
-                                                                       float scale, float scale_log2) {
-  using C = Tiles<D, kM>;
-  constexpr int kKeys = C::kRows, kRows = C::kBwdRows, kLd = C::kLd, kN = kRows / 8;
-  extern __shared__ __align__(16) unsigned char smem[];
-  bf16_t* sk = reinterpret_cast<bf16_t*>(smem);  // [kKeys][kLd]
-  bf16_t* sv = sk + kKeys * kLd;                  // [kKeys][kLd]
-  bf16_t* sq = sv + kKeys * kLd;                  // [2][kRows][kLd]
-  bf16_t* sdo = sq + 2 * kRows * kLd;             // [2][kRows][kLd]
-  float* slse = reinterpret_cast<float*>(sdo + 2 * kRows * kLd);  // [2][kRows]
-  float* sdelta = slse + 2 * kRows;                                // [2][kRows]
+// heads of the group. Each warpgroup owns 64 keys and computes the transposed tiles
+// S^T = K Q^T and dP^T = V dO^T, so P^T and dS^T are A operands in registers for dV and dK.
+template <int D, int kWG>
+__global__ void __launch_bounds__(Tiles<D, kWG>::kThreads) flash_backward_dkdv_kernel(
+    bf16_t* dqkv, const bf16_t* datt, const bf16_t* qkv, const float* lse, const float* delta, AttnShape s,
+    float scale, float scale_log2) {
+  using C = Tiles<D, kWG>;
+  constexpr int kKeys = C::kRows, kRows = C::kBwdRows;
+  unsigned char* sk = aligned_smem();                  // [kKeys][D]
+  unsigned char* sv = sk + Smem<D>::bytes(kKeys);      // [kKeys][D]
+  unsigned char* sq = sv + Smem<D>::bytes(kKeys);      // [2][kRows][D]
+  unsigned char* sdo = sq + 2 * Smem<D>::bytes(kRows);  // [2][kRows][D]
+  float* slse = reinterpret_cast<float*>(sdo + 2 * Smem<D>::bytes(kRows));  // [2][kRows]
+  float* sdelta = slse + 2 * kRows;                                          // [2][kRows]
 
   const int k0 = blockIdx.x * kKeys;  // the longest key columns come first already
   const int b = blockIdx.y / s.KVH, kvh = blockIdx.y % s.KVH, group = s.H / s.KVH;
@@ -393,9 +517,9 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dkdv_kernel(bf16_t* d
   auto load_step = [&](int i, int buf) {
     const int h = kvh * group + i / per_head, q0 = (first + i % per_head) * kRows;
     const int64_t stats = (int64_t(b) * s.H + h) * s.T;
-    load_tile<kRows, D>(sq + buf * kRows * kLd, base + int64_t(h) * D, ld, q0, s.T);
-    load_tile<kRows, D>(sdo + buf * kRows * kLd, datt + int64_t(b) * s.T * ld_att + int64_t(h) * D, ld_att, q0,
-                        s.T);
+    load_tile<kRows, D>(sq + buf * Smem<D>::bytes(kRows), base + int64_t(h) * D, ld, q0, s.T);
+    load_tile<kRows, D>(sdo + buf * Smem<D>::bytes(kRows), datt + int64_t(b) * s.T * ld_att + int64_t(h) * D,
+                        ld_att, q0, s.T);
     load_row_stats<kRows>(slse + buf * kRows, lse + stats, q0, s.T);
     load_row_stats<kRows>(sdelta + buf * kRows, delta + stats, q0, s.T);
   };
@@ -404,54 +528,54 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dkdv_kernel(bf16_t* d
   load_step(0, 0);
   cp_async_commit();
 
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int wkey = warp * 16 * kM;
-  float dk[kM][D / 8][4] = {}, dv[kM][D / 8][4] = {};
+  const int wg = threadIdx.x / kWarpgroup, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int wkey = 16 * (threadIdx.x / 32);  // the warp's first key in the tile
+  float dk[D / 2] = {}, dv[D / 2] = {};
   for (int i = 0; i < steps; ++i) {
-    cp_async_wait_all();
-    __syncthreads();
+    tiles_landed();
     if (i + 1 < steps) {
       load_step(i + 1, (i + 1) & 1);
       cp_async_commit();
     }
-    const bf16_t* qt = sq + (i & 1) * kRows * kLd;
-    const bf16_t* dot = sdo + (i & 1) * kRows * kLd;
+    const uint32_t qt = smem_addr(sq + (i & 1) * Smem<D>::bytes(kRows));
+    const uint32_t dot = smem_addr(sdo + (i & 1) * Smem<D>::bytes(kRows));
     const float* lse_t = slse + (i & 1) * kRows;
     const float* delta_t = sdelta + (i & 1) * kRows;
     const int q0 = (first + i % per_head) * kRows;
-    float st[kM][kN][4] = {}, dpt[kM][kN][4] = {};
-    mma_abt<kM, kN, D>(st, sk + wkey * kLd, kLd, qt, kLd);    // S^T = K Q^T
-    mma_abt<kM, kN, D>(dpt, sv + wkey * kLd, kLd, dot, kLd);  // dP^T = V dO^T
-    const bool edge = k0 + wkey + 16 * kM - 1 > q0 || q0 + kRows > s.T;
+    float st[kRows / 2] = {}, dpt[kRows / 2] = {};
+    wg_abt<kRows, D, kKeys>(st, smem_addr(sk), 64 * wg, qt);    // S^T = K Q^T
+    wg_abt<kRows, D, kKeys>(dpt, smem_addr(sv), 64 * wg, dot);  // dP^T = V dO^T
+    wgmma_wait(st, dpt);
+    const bool edge = k0 + wkey + 15 > q0 || q0 + kRows > s.T;
     recompute_p_ds(
-        st, dpt, edge, s.T, scale_log2,
-        [&](int m, int n, int e) {
-          return make_int2(q0 + n * 8 + 2 * t + e % 2, k0 + wkey + m * 16 + g + 8 * (e / 2));
+        st, dpt, edge, scale_log2,
+        [&](int n, int e) {
+          const int query = q0 + n * 8 + 2 * t + e % 2, key = k0 + wkey + g + 8 * (e / 2);
+          return key > query || query >= s.T;
         },
-        [&](int, int n, int e) {
+        [&](int n, int e) {
           const int c = n * 8 + 2 * t + e % 2;
           return make_float2(lse_t[c] * kLog2e, delta_t[c]);
         });
-    mma_sb<kM, kN, D / 8>(dv, st, dot, kLd);   // dV += P^T dO
-    mma_sb<kM, kN, D / 8>(dk, dpt, qt, kLd);   // dK += dS^T Q
+    wg_pb<kRows, D>(dv, st, dot);  // dV += P^T dO
+    wg_pb<kRows, D>(dk, dpt, qt);  // dK += dS^T Q
+    wgmma_wait(dv, dk);
   }
 #pragma unroll
-  for (int m = 0; m < kM; ++m)
+  for (int r = 0; r < 2; ++r) {
+    const int key = k0 + wkey + g + 8 * r;
+    if (key >= s.T) continue;
+    bf16_t* row = dqkv + (int64_t(b) * s.T + key) * ld + 2 * t;
+    bf16_t* dk_out = row + int64_t(s.H + kvh) * D;
+    bf16_t* dv_out = row + int64_t(s.H + s.KVH + kvh) * D;
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int key = k0 + wkey + m * 16 + g + 8 * r;
-      if (key >= s.T) continue;
-      bf16_t* row = dqkv + (int64_t(b) * s.T + key) * ld + 2 * t;
-      bf16_t* dk_out = row + int64_t(s.H + kvh) * D;
-      bf16_t* dv_out = row + int64_t(s.H + s.KVH + kvh) * D;
-#pragma unroll
-      for (int n = 0; n < D / 8; ++n) {
-        *reinterpret_cast<__nv_bfloat162*>(dk_out + n * 8) =
-            __floats2bfloat162_rn(dk[m][n][2 * r] * scale, dk[m][n][2 * r + 1] * scale);
-        *reinterpret_cast<__nv_bfloat162*>(dv_out + n * 8) =
-            __floats2bfloat162_rn(dv[m][n][2 * r], dv[m][n][2 * r + 1]);
-      }
+    for (int n = 0; n < D / 8; ++n) {
+      *reinterpret_cast<__nv_bfloat162*>(dk_out + n * 8) =
+          __floats2bfloat162_rn(dk[4 * n + 2 * r] * scale, dk[4 * n + 2 * r + 1] * scale);
+      *reinterpret_cast<__nv_bfloat162*>(dv_out + n * 8) =
+          __floats2bfloat162_rn(dv[4 * n + 2 * r], dv[4 * n + 2 * r + 1]);
     }
+  }
 }
 
 // delta[b, h, t] = sum_d dO[b, t, h, d] * O[b, t, h, d], one warp per (token, head).
@@ -635,17 +759,17 @@ void with_head_dim(int d, F&& f) {
 
 int blocks_of(int n, int per) { return (n + per - 1) / per; }
 
-// Two 16-row slices per warp halve the shared-memory reads per tensor-core instruction, but
-// also the number of blocks: they are used only where at least two blocks per SM remain.
-template <int D, class F>
-void with_slices(int rows, int heads, F&& f) {
+// Two warpgroups per block share each key/value tile between 128 query rows (half the
+// shared-memory traffic per product), but halve the number of blocks: they are used only where
+// at least two blocks per SM remain.
+template <class F>
+void with_warpgroups(int rows, int heads, F&& f) {
   static const int sms = [] {
     int n = 0;
     CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, 0));
     return n;
   }();
-  if constexpr (D <= 64)
-    if (int64_t(blocks_of(rows, Tiles<D, 2>::kRows)) * heads >= 2 * sms) return f(std::integral_constant<int, 2>{});
+  if (int64_t(blocks_of(rows, 2 * 64)) * heads >= 2 * sms) return f(std::integral_constant<int, 2>{});
   f(std::integral_constant<int, 1>{});
 }
 
@@ -661,12 +785,12 @@ void flash_attention_forward(const Tensor& att, const Tensor& lse, const Tensor&
   with_head_dim(s.D, [&](auto dim) {
     constexpr int D = decltype(dim)::value;
     if (qkv.dtype == DType::BF16) {
-      with_slices<D>(s.T, s.B * s.H, [&](auto slices) {
-        constexpr int kM = decltype(slices)::value;
-        using C = Tiles<D, kM>;
-        const size_t smem = sizeof(bf16_t) * C::kLd * (C::kRows + 4 * C::kKeys);
-        allow_smem(flash_forward_kernel<D, kM>, smem);
-        flash_forward_kernel<D, kM><<<dim3(blocks_of(s.T, C::kRows), s.B * s.H), kThreads, smem, st>>>(
+      with_warpgroups(s.T, s.B * s.H, [&](auto warpgroups) {
+        constexpr int kWG = decltype(warpgroups)::value;
+        using C = Tiles<D, kWG>;
+        const size_t smem = kSmemAlign + Smem<D>::bytes(C::kRows + 4 * C::kKeys);
+        allow_smem(flash_forward_kernel<D, kWG>, smem);
+        flash_forward_kernel<D, kWG><<<dim3(blocks_of(s.T, C::kRows), s.B * s.H), C::kThreads, smem, st>>>(
             static_cast<bf16_t*>(att.ptr), lse.data<float>(), static_cast<const bf16_t*>(qkv.ptr), s, scale_log2);
         CUDA_CHECK_LAUNCH("flash_forward_kernel");
       });
@@ -696,21 +820,21 @@ void flash_attention_backward(const Tensor& dqkv, const Tensor& datt, const Tens
       auto* dq = static_cast<bf16_t*>(dqkv.ptr);
       auto* g = static_cast<const bf16_t*>(datt.ptr);
       auto* x = static_cast<const bf16_t*>(qkv.ptr);
-      with_slices<D>(s.T, s.B * s.KVH, [&](auto slices) {
-        constexpr int kM = decltype(slices)::value;
-        using C = Tiles<D, kM>;
-        const size_t smem = sizeof(bf16_t) * C::kLd * (2 * C::kRows + 4 * C::kBwdRows) + sizeof(float) * 4 * C::kBwdRows;
-        allow_smem(flash_backward_dkdv_kernel<D, kM>, smem);
-        flash_backward_dkdv_kernel<D, kM><<<dim3(blocks_of(s.T, C::kRows), s.B * s.KVH), kThreads, smem, st>>>(
+      with_warpgroups(s.T, s.B * s.KVH, [&](auto warpgroups) {
+        constexpr int kWG = decltype(warpgroups)::value;
+        using C = Tiles<D, kWG>;
+        const size_t smem = kSmemAlign + Smem<D>::bytes(2 * C::kRows + 4 * C::kBwdRows) + sizeof(float) * 4 * C::kBwdRows;
+        allow_smem(flash_backward_dkdv_kernel<D, kWG>, smem);
+        flash_backward_dkdv_kernel<D, kWG><<<dim3(blocks_of(s.T, C::kRows), s.B * s.KVH), C::kThreads, smem, st>>>(
             dq, g, x, lse.data<float>(), delta, s, scale, scale_log2);
         CUDA_CHECK_LAUNCH("flash_backward_dkdv_kernel");
       });
-      with_slices<D>(s.T, s.B * s.H, [&](auto slices) {
-        constexpr int kM = decltype(slices)::value;
-        using C = Tiles<D, kM>;
-        const size_t smem = sizeof(bf16_t) * C::kLd * (2 * C::kRows + 4 * C::kDqKeys);
-        allow_smem(flash_backward_dq_kernel<D, kM>, smem);
-        flash_backward_dq_kernel<D, kM><<<dim3(blocks_of(s.T, C::kRows), s.B * s.H), kThreads, smem, st>>>(
+      with_warpgroups(s.T, s.B * s.H, [&](auto warpgroups) {
+        constexpr int kWG = decltype(warpgroups)::value;
+        using C = Tiles<D, kWG>;
+        const size_t smem = kSmemAlign + Smem<D>::bytes(2 * C::kRows + 4 * C::kKeys);
+        allow_smem(flash_backward_dq_kernel<D, kWG>, smem);
+        flash_backward_dq_kernel<D, kWG><<<dim3(blocks_of(s.T, C::kRows), s.B * s.H), C::kThreads, smem, st>>>(
             dq, g, x, lse.data<float>(), delta, s, scale, scale_log2);
         CUDA_CHECK_LAUNCH("flash_backward_dq_kernel");
       });

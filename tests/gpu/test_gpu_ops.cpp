@@ -144,39 +144,44 @@ class GpuAttention : public GpuOps {};
 // v1: materialized with a separate scale kernel; v2: fused scale+mask+softmax in fp32, cuDNN's
 // flash attention in bf16 (materialized for a sequence of 1, which cuDNN does not take); v3: our
 // flash attention (tensor cores in bf16, FMA in fp32), whose backward must also repeat bit for bit.
+// The batch-44 cases are grids large enough for two warpgroups per block in our bf16 kernels.
 TEST_P(GpuAttention, MatchesReference) {
+  std::vector<AttnShape> shapes;
+  for (int T : {1, 7, 129, 1000})
+    for (int D : {32, 64, 128})
+      for (int kv : {4, 2, 1}) shapes.push_back({2, T, 4, kv, D});
+  for (int D : {64, 128}) shapes.push_back({44, 300, 4, 2, D});
   for (int version : {1, 2, 3})
-    for (int T : {1, 7, 129, 1000})
-      for (int D : {32, 64, 128})
-        for (int kv : {4, 2, 1}) {
-          Plan p = plan(version);
-          SCOPED_TRACE(testing::Message() << "v" << version << " T=" << T << " D=" << D << " kv_heads=" << kv);
-          const AttnShape s{2, T, 4, kv, D};
-          const int64_t N = int64_t(s.B) * T;
-          GpuBackend be(p, {s.B, T, s.H * D, s.H, kv, D, 8, 2});
-          auto qkv = input(size_t(N * s.ld())), datt = input(size_t(N) * s.H * D);
-          std::vector<double> att_ref(size_t(N) * s.H * D), probs(size_t(s.B) * s.H * T * T), dqkv_ref(qkv.size());
-          ref::attention_forward(att_ref.data(), probs.data(), qkv.data(), s);
-          ref::attention_backward(dqkv_ref.data(), datt.data(), qkv.data(), probs.data(), s);
-          const TensorSpec saved = be->attention_saved(s);
-          DeviceBuffer QKV(act(), qkv), DATT(act(), datt), ATT(act(), N * s.H * D), SAVED(saved.dtype, saved.numel),
-              DQKV(act(), N * s.ld());
-          ATT.poison(), SAVED.poison(), DQKV.poison();
-          be->attention_forward(ATT, SAVED, QKV, s);
-          be->attention_backward(DQKV, DATT, QKV, ATT, SAVED, s);
-          if (version == 2 && p.amp && T > 1)
-            EXPECT_NE(be->attention_kind().find("cuDNN"), std::string::npos) << be->attention_kind();
-          if (version == 3)
-            EXPECT_EQ(be->attention_kind().rfind("our flash attention (", 0), 0u) << be->attention_kind();
-          EXPECT_MATCHES(ATT.get(), att_ref, tol());
-          const std::vector<double> dqkv = DQKV.get();
-          EXPECT_MATCHES(dqkv, dqkv_ref, act() == DType::F32 ? 1e-5 : 2e-2);
-          if (version == 3) {
-            DQKV.poison();
-            be->attention_backward(DQKV, DATT, QKV, ATT, SAVED, s);
-            EXPECT_TRUE(DQKV.get() == dqkv) << "a second backward differs from the first";
-          }
-        }
+    for (const AttnShape& s : shapes) {
+      const int T = s.T, D = s.D, kv = s.KVH;
+      Plan p = plan(version);
+      SCOPED_TRACE(testing::Message() << "v" << version << " B=" << s.B << " T=" << T << " D=" << D
+                                      << " kv_heads=" << kv);
+      const int64_t N = int64_t(s.B) * T;
+      GpuBackend be(p, {s.B, T, s.H * D, s.H, kv, D, 8, 2});
+      auto qkv = input(size_t(N * s.ld())), datt = input(size_t(N) * s.H * D);
+      std::vector<double> att_ref(size_t(N) * s.H * D), probs(size_t(s.B) * s.H * T * T), dqkv_ref(qkv.size());
+      ref::attention_forward(att_ref.data(), probs.data(), qkv.data(), s);
+      ref::attention_backward(dqkv_ref.data(), datt.data(), qkv.data(), probs.data(), s);
+      const TensorSpec saved = be->attention_saved(s);
+      DeviceBuffer QKV(act(), qkv), DATT(act(), datt), ATT(act(), N * s.H * D), SAVED(saved.dtype, saved.numel),
+          DQKV(act(), N * s.ld());
+      ATT.poison(), SAVED.poison(), DQKV.poison();
+      be->attention_forward(ATT, SAVED, QKV, s);
+      be->attention_backward(DQKV, DATT, QKV, ATT, SAVED, s);
+      if (version == 2 && p.amp && T > 1)
+        EXPECT_NE(be->attention_kind().find("cuDNN"), std::string::npos) << be->attention_kind();
+      if (version == 3)
+        EXPECT_EQ(be->attention_kind().rfind("our flash attention (", 0), 0u) << be->attention_kind();
+      EXPECT_MATCHES(ATT.get(), att_ref, tol());
+      const std::vector<double> dqkv = DQKV.get();
+      EXPECT_MATCHES(dqkv, dqkv_ref, act() == DType::F32 ? 1e-5 : 2e-2);
+      if (version == 3) {
+        DQKV.poison();
+        be->attention_backward(DQKV, DATT, QKV, ATT, SAVED, s);
+        EXPECT_TRUE(DQKV.get() == dqkv) << "a second backward differs from the first";
+      }
+    }
 }
 
 // v1: unfused; gate-up-fusion: one scalar kernel each way; custom-swiglu alone and v3: the

@@ -228,7 +228,7 @@ class CudaBackend final : public Backend {
 
   std::string attention_kind() const override {
     if (use_custom_attention_)
-      return plan_.amp ? "our flash attention (tensor cores, mma.sync bf16)" : "our flash attention (fp32 FMA)";
+      return plan_.amp ? "our flash attention (tensor cores, wgmma bf16)" : "our flash attention (fp32 FMA)";
     if (plan_.custom_attention)
       return "our flash attention needs head size 32, 64 or 128: " + fallback_attention_kind();
     return fallback_attention_kind();
