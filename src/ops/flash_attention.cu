@@ -133,20 +133,21 @@ __device__ __forceinline__ void load_row_stats(float* dst, const float* src, int
     cp_async_4(dst + r, src + min(row0 + r, T - 1), row0 + r < T ? 4 : 0);
 }
 
-// One step of the key/value pipeline of the forward and dQ kernels (double-buffered tiles
-// sk, sv of kKeys rows): waits for tile j, starts loading tile j + 1 into the other buffer,
-// and returns the byte offset of tile j's buffer.
-template <int kKeys, int D>
+// One step of the key/value pipeline of the forward and dQ kernels (tiles sk, sv of kKeys rows
+// in kStages buffers): waits for tile j, starts loading tile j + 1 into the buffer of tile
+// j + 1 - kStages, and returns the byte offset of tile j's buffer. The forward keeps three:
+// the product of tile j - 1 runs on during step j.
+template <int kKeys, int D, int kStages>
 __device__ __forceinline__ int next_kv_tile(int j, int tiles, unsigned char* sk, unsigned char* sv,
                                             const bf16_t* kg, const bf16_t* vg, int64_t ld, int T) {
   constexpr int kTile = Smem<D>::bytes(kKeys);
-  tiles_landed();  // tile j has landed, and every warpgroup is done with the other buffer
+  tiles_landed();  // tile j has landed, and every warpgroup is done with tile j + 1 - kStages
   if (j + 1 < tiles) {
-    load_tile<kKeys, D>(sk + ((j + 1) & 1) * kTile, kg, ld, (j + 1) * kKeys, T);
-    load_tile<kKeys, D>(sv + ((j + 1) & 1) * kTile, vg, ld, (j + 1) * kKeys, T);
+    load_tile<kKeys, D>(sk + (j + 1) % kStages * kTile, kg, ld, (j + 1) * kKeys, T);
+    load_tile<kKeys, D>(sv + (j + 1) % kStages * kTile, vg, ld, (j + 1) * kKeys, T);
     cp_async_commit();
   }
-  return (j & 1) * kTile;
+  return j % kStages * kTile;
 }
 
 // ---- wgmma --------------------------------------------------------------------------------
@@ -266,10 +267,11 @@ __device__ __forceinline__ void fence_registers(float (&r)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
 }
-// Waits for all of the warpgroup's products; the accumulators they wrote are then readable.
-template <int... N>
+// Waits until at most kPending of the warpgroup's committed product groups are still running
+// (the oldest finish first); the accumulators given are then readable.
+template <int kPending, int... N>
 __device__ __forceinline__ void wgmma_wait(float (&... acc)[N]) {
-  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
   (fence_registers(acc), ...);
 }
 
@@ -285,33 +287,39 @@ __device__ __forceinline__ void wg_abt(float (&acc)[N / 2], uint32_t a, int r0, 
     Wgmma<N>::template ss<0>(acc, da + L::template k_step<kARows>(ks), db + L::template k_step<N>(ks), ks > 0);
   wgmma_commit();
 }
-// acc += P B (issued, not waited for): P (64 x kK accumulators of the warpgroup, rounded to
-// bf16) is the A operand in registers, since the accumulator layout of a 16-column slice is
-// the A fragment layout; B is MN-major tile b of kK rows and D columns.
-template <int kK, int D>
-__device__ __forceinline__ void wg_pb(float (&acc)[D / 2], const float (&p)[kK / 2], uint32_t b) {
-  uint32_t f[kK / 16][4];
+// P (64 x kK accumulators of the warpgroup) rounded to bf16 as A operands: the accumulator
+// layout of a 16-column slice is the A fragment layout.
+template <int kK>
+__device__ __forceinline__ void to_a_operand(uint32_t (&f)[kK / 16][4], const float (&p)[kK / 2]) {
 #pragma unroll
   for (int kc = 0; kc < kK / 16; ++kc)
 #pragma unroll
     for (int i = 0; i < 4; ++i) f[kc][i] = pack_bf16(p[8 * kc + 2 * i], p[8 * kc + 2 * i + 1]);
+}
+// acc += P B (issued, not waited for): P as A operands in registers (to_a_operand; they must
+// stay untouched until the product is waited for), B the MN-major tile b of kK rows, D columns.
+template <int kK, int D>
+__device__ __forceinline__ void wg_pb(float (&acc)[D / 2], const uint32_t (&p)[kK / 16][4], uint32_t b) {
   const uint64_t db = Smem<D>::template mn_major<kK>(b);
   wgmma_fence();
 #pragma unroll
-  for (int kc = 0; kc < kK / 16; ++kc) Wgmma<D>::template rs<1>(acc, f[kc], db + Smem<D>::mn_step(kc), 1);
+  for (int kc = 0; kc < kK / 16; ++kc) Wgmma<D>::template rs<1>(acc, p[kc], db + Smem<D>::mn_step(kc), 1);
   wgmma_commit();
 }
 
 // The tile shapes, for kWG warpgroups per block (two only where the grid stays large:
-// with_warpgroups). A block owns 64 kWG rows: queries in the forward and dQ kernels, keys in
-// the dK/dV one. Tuning them is an exercise of docs/versions/v3.md.
+// with_warpgroups; the dK/dV kernel always has one). A block owns 64 kWG rows: queries in the
+// forward and dQ kernels, keys in the dK/dV one. Tuning them is an exercise of
+// docs/versions/v3.md.
 template <int D, int kWG>
 struct Tiles {
   static constexpr int kThreads = kWarpgroup * kWG;
   static constexpr int kRows = 64 * kWG;              // rows a block owns
   static constexpr int kKeys = 64;                    // forward and dQ: key tile per step
-  static constexpr int kBwdRows = D <= 64 ? 64 : 32;  // dK/dV: query tile per step (registers)
+  static constexpr int kFwdStages = 3;                // forward: key/value buffers (dQ: 2)
 };
+template <int D>
+constexpr int kDkdvQueries = D <= 64 ? 64 : 32;  // dK/dV (one warpgroup): query tile per step (registers)
 
 // ---- forward, bf16 ------------------------------------------------------------------------
 
@@ -322,8 +330,8 @@ __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads) flash_forward_kernel(
   using C = Tiles<D, kWG>;
   constexpr int kRows = C::kRows, kKeys = C::kKeys;
   unsigned char* sq = aligned_smem();                  // [kRows][D]
-  unsigned char* sk = sq + Smem<D>::bytes(kRows);      // [2][kKeys][D]
-  unsigned char* sv = sk + 2 * Smem<D>::bytes(kKeys);  // [2][kKeys][D]
+  unsigned char* sk = sq + Smem<D>::bytes(kRows);                  // [kFwdStages][kKeys][D]
+  unsigned char* sv = sk + C::kFwdStages * Smem<D>::bytes(kKeys);  // [kFwdStages][kKeys][D]
 
   const int q0 = (gridDim.x - 1 - blockIdx.x) * kRows;  // the longest causal rows start first
   const int b = blockIdx.y / s.H, h = blockIdx.y % s.H, kvh = h / (s.H / s.KVH);
@@ -342,12 +350,19 @@ __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads) flash_forward_kernel(
   const int wrow = 16 * (threadIdx.x / 32);  // the warp's first row in the tile
   float o[D / 2] = {};
   float mx[2] = {-INFINITY, -INFINITY}, sum[2] = {0.0f, 0.0f};
+  uint32_t p[kKeys / 16][4];  // the probabilities of the previous tile, as A operands
+  int prev = 0;               // the previous tile's buffer
 
   for (int j = 0; j < tiles; ++j) {
-    const int buf = next_kv_tile<kKeys, D>(j, tiles, sk, sv, kg, vg, ld, s.T);
+    const int buf = next_kv_tile<kKeys, D, C::kFwdStages>(j, tiles, sk, sv, kg, vg, ld, s.T);
     float sc[kKeys / 2] = {};
     wg_abt<kKeys, D, kRows>(sc, smem_addr(sq), 64 * wg, smem_addr(sk + buf));  // S = Q K^T
-    wgmma_wait(sc);
+    if (j > 0) {
+      wg_pb<kKeys, D>(o, p, smem_addr(sv + prev));  // O += P V of the previous tile, during this softmax
+      wgmma_wait<1>(sc);
+    } else {
+      wgmma_wait<0>(sc);
+    }
 
     const int k0 = j * kKeys;
     if (k0 + kKeys - 1 > q0 + wrow || k0 + kKeys > s.T) {  // the tile crosses the diagonal or the end
@@ -357,6 +372,7 @@ __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads) flash_forward_kernel(
         if (col > row || col >= s.T) sc[i] = -INFINITY;
       }
     }
+    float alpha[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {  // rows g and g + 8; the scores are scaled inside the exponent
       float tile_max = -INFINITY;
@@ -366,7 +382,7 @@ __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads) flash_forward_kernel(
       tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
       const float new_max = fmaxf(mx[r], tile_max * scale_log2);
       const float shift = new_max == -INFINITY ? 0.0f : new_max;  // a row with no key yet
-      const float alpha = fast_exp2(mx[r] - shift);
+      alpha[r] = fast_exp2(mx[r] - shift);
       float tile_sum = 0.0f;
 #pragma unroll
       for (int n = 0; n < kKeys / 8; ++n)
@@ -375,14 +391,19 @@ __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads) flash_forward_kernel(
           float& x = sc[4 * n + 2 * r + e];
           tile_sum += (x = fast_exp2(fmaf(x, scale_log2, -shift)));
         }
-      sum[r] = sum[r] * alpha + tile_sum;
+      sum[r] = sum[r] * alpha[r] + tile_sum;
       mx[r] = new_max;
-#pragma unroll
-      for (int n = 0; n < D / 8; ++n) o[4 * n + 2 * r] *= alpha, o[4 * n + 2 * r + 1] *= alpha;
     }
-    wg_pb<kKeys, D>(o, sc, smem_addr(sv + buf));  // O += P V
-    wgmma_wait(o);
+    wgmma_wait<0>(o);  // the previous tile's P V is in: rescale to the new maximum
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[4 * n + e] *= alpha[e / 2];
+    to_a_operand<kKeys>(p, sc);
+    prev = buf;
   }
+  wg_pb<kKeys, D>(o, p, smem_addr(sv + prev));
+  wgmma_wait<0>(o);
 
   const int64_t ld_att = int64_t(s.H) * D;
 #pragma unroll
@@ -463,11 +484,11 @@ __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads) flash_backward_dq_ker
   float dq[D / 2] = {};
 
   for (int j = 0; j < tiles; ++j) {
-    const int buf = next_kv_tile<kKeys, D>(j, tiles, sk, sv, kg, vg, ld, s.T);
+    const int buf = next_kv_tile<kKeys, D, 2>(j, tiles, sk, sv, kg, vg, ld, s.T);
     float sc[kKeys / 2] = {}, dp[kKeys / 2] = {};
     wg_abt<kKeys, D, kRows>(sc, smem_addr(sq), 64 * wg, smem_addr(sk + buf));   // S = Q K^T
     wg_abt<kKeys, D, kRows>(dp, smem_addr(sdo), 64 * wg, smem_addr(sv + buf));  // dP = dO V^T
-    wgmma_wait(sc, dp);
+    wgmma_wait<0>(sc, dp);
     const int k0 = j * kKeys;
     const bool edge = k0 + kKeys - 1 > q0 + wrow || k0 + kKeys > s.T;
     recompute_p_ds(
@@ -477,8 +498,10 @@ __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads) flash_backward_dq_ker
           return col > row || col >= s.T;
         },
         [&](int, int e) { return row_stat[e / 2]; });
-    wg_pb<kKeys, D>(dq, dp, smem_addr(sk + buf));  // dQ += dS K
-    wgmma_wait(dq);
+    uint32_t ds[kKeys / 16][4];
+    to_a_operand<kKeys>(ds, dp);
+    wg_pb<kKeys, D>(dq, ds, smem_addr(sk + buf));  // dQ += dS K
+    wgmma_wait<0>(dq);
   }
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -493,14 +516,15 @@ __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads) flash_backward_dq_ker
 }
 
 // dK = scale * dS^T Q and dV = P^T dO for one (key tile, batch, kv head), summed over the query
-// heads of the group. Each warpgroup owns 64 keys and computes the transposed tiles
-// S^T = K Q^T and dP^T = V dO^T, so P^T and dS^T are A operands in registers for dV and dK.
-template <int D, int kWG>
-__global__ void __launch_bounds__(Tiles<D, kWG>::kThreads) flash_backward_dkdv_kernel(
+// heads of the group. The block is one warpgroup that owns 64 keys and computes the transposed
+// tiles S^T = K Q^T and dP^T = V dO^T, so P^T and dS^T are A operands in registers for dV and
+// dK. (One warpgroup per block: at about 170 registers per thread, three blocks fit an SM.)
+template <int D>
+__global__ void __launch_bounds__(Tiles<D, 1>::kThreads) flash_backward_dkdv_kernel(
     bf16_t* dqkv, const bf16_t* datt, const bf16_t* qkv, const float* lse, const float* delta, AttnShape s,
     float scale, float scale_log2) {
-  using C = Tiles<D, kWG>;
-  constexpr int kKeys = C::kRows, kRows = C::kBwdRows;
+  using C = Tiles<D, 1>;
+  constexpr int kKeys = C::kRows, kRows = kDkdvQueries<D>;
   unsigned char* sk = aligned_smem();                  // [kKeys][D]
   unsigned char* sv = sk + Smem<D>::bytes(kKeys);      // [kKeys][D]
   unsigned char* sq = sv + Smem<D>::bytes(kKeys);      // [2][kRows][D]
@@ -545,7 +569,7 @@ __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads) flash_backward_dkdv_k
     float st[kRows / 2] = {}, dpt[kRows / 2] = {};
     wg_abt<kRows, D, kKeys>(st, smem_addr(sk), 64 * wg, qt);    // S^T = K Q^T
     wg_abt<kRows, D, kKeys>(dpt, smem_addr(sv), 64 * wg, dot);  // dP^T = V dO^T
-    wgmma_wait(st, dpt);
+    wgmma_wait<0>(st, dpt);
     const bool edge = k0 + wkey + 15 > q0 || q0 + kRows > s.T;
     recompute_p_ds(
         st, dpt, edge, scale_log2,
@@ -557,9 +581,12 @@ __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads) flash_backward_dkdv_k
           const int c = n * 8 + 2 * t + e % 2;
           return make_float2(lse_t[c] * kLog2e, delta_t[c]);
         });
-    wg_pb<kRows, D>(dv, st, dot);  // dV += P^T dO
-    wg_pb<kRows, D>(dk, dpt, qt);  // dK += dS^T Q
-    wgmma_wait(dv, dk);
+    uint32_t p[kRows / 16][4], ds[kRows / 16][4];
+    to_a_operand<kRows>(p, st);
+    to_a_operand<kRows>(ds, dpt);
+    wg_pb<kRows, D>(dv, p, dot);  // dV += P^T dO
+    wg_pb<kRows, D>(dk, ds, qt);  // dK += dS^T Q
+    wgmma_wait<0>(dv, dk);
   }
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -788,7 +815,7 @@ void flash_attention_forward(const Tensor& att, const Tensor& lse, const Tensor&
       with_warpgroups(s.T, s.B * s.H, [&](auto warpgroups) {
         constexpr int kWG = decltype(warpgroups)::value;
         using C = Tiles<D, kWG>;
-        const size_t smem = kSmemAlign + Smem<D>::bytes(C::kRows + 4 * C::kKeys);
+        const size_t smem = kSmemAlign + Smem<D>::bytes(C::kRows + 2 * C::kFwdStages * C::kKeys);
         allow_smem(flash_forward_kernel<D, kWG>, smem);
         flash_forward_kernel<D, kWG><<<dim3(blocks_of(s.T, C::kRows), s.B * s.H), C::kThreads, smem, st>>>(
             static_cast<bf16_t*>(att.ptr), lse.data<float>(), static_cast<const bf16_t*>(qkv.ptr), s, scale_log2);
@@ -820,15 +847,15 @@ void flash_attention_backward(const Tensor& dqkv, const Tensor& datt, const Tens
       auto* dq = static_cast<bf16_t*>(dqkv.ptr);
       auto* g = static_cast<const bf16_t*>(datt.ptr);
       auto* x = static_cast<const bf16_t*>(qkv.ptr);
-      with_warpgroups(s.T, s.B * s.KVH, [&](auto warpgroups) {
-        constexpr int kWG = decltype(warpgroups)::value;
-        using C = Tiles<D, kWG>;
-        const size_t smem = kSmemAlign + Smem<D>::bytes(2 * C::kRows + 4 * C::kBwdRows) + sizeof(float) * 4 * C::kBwdRows;
-        allow_smem(flash_backward_dkdv_kernel<D, kWG>, smem);
-        flash_backward_dkdv_kernel<D, kWG><<<dim3(blocks_of(s.T, C::kRows), s.B * s.KVH), C::kThreads, smem, st>>>(
+      {
+        using C = Tiles<D, 1>;
+        const size_t smem =
+            kSmemAlign + Smem<D>::bytes(2 * C::kRows + 4 * kDkdvQueries<D>) + sizeof(float) * 4 * kDkdvQueries<D>;
+        allow_smem(flash_backward_dkdv_kernel<D>, smem);
+        flash_backward_dkdv_kernel<D><<<dim3(blocks_of(s.T, C::kRows), s.B * s.KVH), C::kThreads, smem, st>>>(
             dq, g, x, lse.data<float>(), delta, s, scale, scale_log2);
         CUDA_CHECK_LAUNCH("flash_backward_dkdv_kernel");
-      });
+      }
       with_warpgroups(s.T, s.B * s.H, [&](auto warpgroups) {
         constexpr int kWG = decltype(warpgroups)::value;
         using C = Tiles<D, kWG>;
