@@ -329,7 +329,7 @@ __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads) flash_forward_kernel(
                                                                                 float scale_log2) {
   using C = Tiles<D, kWG>;
   constexpr int kRows = C::kRows, kKeys = C::kKeys;
-  unsigned char* sq = aligned_smem();                  // [kRows][D]
+  unsigned char* sq = aligned_smem();                              // [kRows][D]
   unsigned char* sk = sq + Smem<D>::bytes(kRows);                  // [kFwdStages][kKeys][D]
   unsigned char* sv = sk + C::kFwdStages * Smem<D>::bytes(kKeys);  // [kFwdStages][kKeys][D]
 
