@@ -6,6 +6,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "bench/event_timer.h"
+#include "bench/kernels.h"
 
 namespace tt {
 

@@ -22,11 +22,6 @@
 
 namespace tt {
 
-// The device-to-device copy rate (src/bench/copy_bandwidth.cpp, CUDA builds only).
-#ifdef TT_HAVE_CUDA
-double device_copy_gbps(size_t bytes, int warmup, int repeats);
-#endif
-
 void KernelBenchOptions::validate() const {
   auto positive = [](int v, const char* flag) {
     if (v <= 0) usage_fail(std::string(flag) + ": must be a positive integer (got " + std::to_string(v) + ")");

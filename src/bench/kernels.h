@@ -12,6 +12,7 @@
 //     SwiGLU   fwd: gate|up [n, 2F] read, h [n, F] written.  bwd: dh, gate|up read, dgate|up written.
 //     RoPE     fwd and bwd: the Q and K heads read and written in place, the table read.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <ostream>
 #include <string>
@@ -51,5 +52,11 @@ struct KernelCeilings {
 
 // Runs the benchmark; the table goes to `log`, the files to --csv / --json. Needs a GPU.
 void run_kernel_bench(const KernelBenchOptions& o, std::ostream& log);
+
+// The device-to-device copy rate in GB/s, (read + write) bytes over the median time
+// (src/bench/copy_bandwidth.cpp, CUDA builds only).
+#ifdef TT_HAVE_CUDA
+double device_copy_gbps(size_t bytes, int warmup, int repeats);
+#endif
 
 }  // namespace tt
