@@ -174,11 +174,12 @@ class CudnnAttention {
 // CUDA, our flash attention (src/ops/flash_attention.cu, the custom-attention switch): tensor
 // cores in bf16, FMA in fp32, head sizes 32, 64 and 128, any sequence length. `lse` is the
 // saved log-sum-exp per row, [B, H, T] fp32 (natural log, of the scaled scores). The backward
-// needs flash_attention_scratch_numel fp32 elements of scratch (rowsum(dO * O) per row); it
+// needs flash_attention_scratch_numel fp32 elements of scratch (rowsum(dO * O) per row, and in
+// bf16 at small batches and long sequences the partial dK/dV sums of split key columns); it
 // overwrites all of dqkv and is bitwise reproducible (no atomics).
 namespace tt::cuda {
 bool flash_attention_supports(const AttnShape& s);
-int64_t flash_attention_scratch_numel(const AttnShape& s);
+int64_t flash_attention_scratch_numel(const AttnShape& s, DType dtype);
 void flash_attention_forward(const Tensor& att, const Tensor& lse, const Tensor& qkv, const AttnShape& s, Stream st);
 void flash_attention_backward(const Tensor& dqkv, const Tensor& datt, const Tensor& qkv, const Tensor& att,
                               const Tensor& lse, const AttnShape& s, const Tensor& scratch, Stream st);

@@ -15,7 +15,9 @@
 //            no atomics are needed and the result is bitwise reproducible:
 //            dK, dV  one block per (key tile, batch, kv head); each warpgroup owns 64 keys and
 //                    loops over the query heads of the group and the query tiles at or below
-//                    the diagonal, so the group's sum happens in registers in a fixed order;
+//                    the diagonal, so the group's sum happens in registers in a fixed order
+//                    (long columns at small batches are split into chunks whose sums a second
+//                    kernel adds in order: DkdvSplit);
 //            dQ      one block per (query tile, batch, head), looping over key tiles like the
 //                    forward.
 //            P and dP are recomputed in both: seven tile products against the five of a
@@ -25,6 +27,7 @@
 //   attention).
 #include <cuda_bf16.h>
 
+#include <algorithm>
 #include <string>
 #include <type_traits>
 
@@ -318,8 +321,29 @@ struct Tiles {
   static constexpr int kKeys = 64;                    // forward and dQ: key tile per step
   static constexpr int kFwdStages = 3;                // forward: key/value buffers (dQ: 2)
 };
-template <int D>
-constexpr int kDkdvQueries = D <= 64 ? 64 : 32;  // dK/dV (one warpgroup): query tile per step (registers)
+// dK/dV (one warpgroup of 64 keys): the query tile of one step (registers).
+constexpr int dkdv_queries(int d) { return d <= 64 ? 64 : 32; }
+
+// The dK/dV kernel's work, and how long key columns are split. One block per key tile walks
+// the group's query heads and the query tiles from the diagonal on: key tile 0's block does
+// the most steps, and at a small batch and a long sequence it alone sets the kernel's time
+// while most SMs idle (B1 T4096: 128 steps in one block, against about 40 per block slot if
+// the work were spread). So the columns are cut into chunks of at most `chunk` steps, sized
+// for about kDkdvTargetBlocks blocks; a column of more than one chunk has each chunk write
+// its fp32 sums to its own slot, and flash_backward_dkdv_sum_kernel adds the slots in chunk
+// order, so the result is the same bits every run.
+constexpr int kDkdvKeys = 64;
+constexpr int kDkdvTargetBlocks = 1024;  // about 2.6 waves of 3 blocks per SM on 132 SMs
+constexpr int kDkdvMinChunk = 8;         // steps: a chunk's 32 KB of sums against its reads
+struct DkdvSplit {
+  int key_tiles, query_rows, query_tiles, group;
+  int chunk;  // steps per chunk
+  int slots;  // chunks of the longest column (key tile 0); 1: no column is split
+  __host__ __device__ int first_query_tile(int n) const { return n * kDkdvKeys / query_rows; }
+  __host__ __device__ int steps(int n) const { return group * (query_tiles - first_query_tile(n)); }
+  __host__ __device__ int chunks(int n) const { return (steps(n) + chunk - 1) / chunk; }
+  __host__ __device__ int64_t slot_floats(int d) const { return 2 * kDkdvKeys * d; }  // dK then dV, [keys][D] each
+};
 
 // ---- forward, bf16 ------------------------------------------------------------------------
 
@@ -516,15 +540,20 @@ __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads) flash_backward_dq_ker
 }
 
 // dK = scale * dS^T Q and dV = P^T dO for one (key tile, batch, kv head), summed over the query
-// heads of the group. The block is one warpgroup that owns 64 keys and computes the transposed
-// tiles S^T = K Q^T and dP^T = V dO^T, so P^T and dS^T are A operands in registers for dV and
-// dK. (One warpgroup per block: at about 170 registers per thread, three blocks fit an SM.)
+// heads of the group, or one chunk of that sum (DkdvSplit). The block is one warpgroup that
+// owns 64 keys and computes the transposed tiles S^T = K Q^T and dP^T = V dO^T, so P^T and dS^T
+// are A operands in registers for dV and dK. (One warpgroup per block: at about 170 registers
+// per thread, three blocks fit an SM.)
 template <int D>
 __global__ void __launch_bounds__(Tiles<D, 1>::kThreads) flash_backward_dkdv_kernel(
-    bf16_t* dqkv, const bf16_t* datt, const bf16_t* qkv, const float* lse, const float* delta, AttnShape s,
-    float scale, float scale_log2) {
+    bf16_t* dqkv, float* partial, const bf16_t* datt, const bf16_t* qkv, const float* lse, const float* delta,
+    AttnShape s, DkdvSplit split, float scale, float scale_log2) {
   using C = Tiles<D, 1>;
-  constexpr int kKeys = C::kRows, kRows = kDkdvQueries<D>;
+  constexpr int kKeys = C::kRows, kRows = dkdv_queries(D);
+  static_assert(kKeys == kDkdvKeys, "a dK/dV block owns kDkdvKeys keys");
+  const int kt = blockIdx.x / split.slots, chunk = blockIdx.x % split.slots;  // key tile, its chunk
+  const int begin = chunk * split.chunk, end = min(begin + split.chunk, split.steps(kt));
+  if (begin >= end) return;  // the column has fewer chunks than the longest
   unsigned char* sk = aligned_smem();                  // [kKeys][D]
   unsigned char* sv = sk + Smem<D>::bytes(kKeys);      // [kKeys][D]
   unsigned char* sq = sv + Smem<D>::bytes(kKeys);      // [2][kRows][D]
@@ -532,11 +561,11 @@ __global__ void __launch_bounds__(Tiles<D, 1>::kThreads) flash_backward_dkdv_ker
   float* slse = reinterpret_cast<float*>(sdo + 2 * Smem<D>::bytes(kRows));  // [2][kRows]
   float* sdelta = slse + 2 * kRows;                                          // [2][kRows]
 
-  const int k0 = blockIdx.x * kKeys;  // the longest key columns come first already
+  const int k0 = kt * kKeys;  // the longest key columns come first already
   const int b = blockIdx.y / s.KVH, kvh = blockIdx.y % s.KVH, group = s.H / s.KVH;
   const int64_t ld = int64_t(s.H + 2 * s.KVH) * D, ld_att = int64_t(s.H) * D;
   const bf16_t* base = qkv + int64_t(b) * s.T * ld;
-  const int first = k0 / kRows, per_head = (s.T - 1) / kRows + 1 - first, steps = group * per_head;
+  const int first = split.first_query_tile(kt), per_head = split.query_tiles - first;
   // Step i of the loop: query tile first + i % per_head of query head kvh * group + i / per_head.
   auto load_step = [&](int i, int buf) {
     const int h = kvh * group + i / per_head, q0 = (first + i % per_head) * kRows;
@@ -549,15 +578,15 @@ __global__ void __launch_bounds__(Tiles<D, 1>::kThreads) flash_backward_dkdv_ker
   };
   load_tile<kKeys, D>(sk, base + int64_t(s.H + kvh) * D, ld, k0, s.T);
   load_tile<kKeys, D>(sv, base + int64_t(s.H + s.KVH + kvh) * D, ld, k0, s.T);
-  load_step(0, 0);
+  load_step(begin, begin & 1);
   cp_async_commit();
 
   const int wg = threadIdx.x / kWarpgroup, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int wkey = 16 * (threadIdx.x / 32);  // the warp's first key in the tile
   float dk[D / 2] = {}, dv[D / 2] = {};
-  for (int i = 0; i < steps; ++i) {
+  for (int i = begin; i < end; ++i) {
     tiles_landed();
-    if (i + 1 < steps) {
+    if (i + 1 < end) {
       load_step(i + 1, (i + 1) & 1);
       cp_async_commit();
     }
@@ -588,6 +617,10 @@ __global__ void __launch_bounds__(Tiles<D, 1>::kThreads) flash_backward_dkdv_ker
     wg_pb<kRows, D>(dk, ds, qt);  // dK += dS^T Q
     wgmma_wait<0>(dv, dk);
   }
+  const bool whole = split.chunks(kt) == 1;
+  float* slot = whole ? nullptr
+                      : partial + ((int64_t(blockIdx.y) * split.key_tiles + kt) * split.slots + chunk) *
+                                      split.slot_floats(D);
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int key = k0 + wkey + g + 8 * r;
@@ -596,13 +629,45 @@ __global__ void __launch_bounds__(Tiles<D, 1>::kThreads) flash_backward_dkdv_ker
     bf16_t* dk_out = row + int64_t(s.H + kvh) * D;
     bf16_t* dv_out = row + int64_t(s.H + s.KVH + kvh) * D;
 #pragma unroll
-    for (int n = 0; n < D / 8; ++n) {
-      *reinterpret_cast<__nv_bfloat162*>(dk_out + n * 8) =
-          __floats2bfloat162_rn(dk[4 * n + 2 * r] * scale, dk[4 * n + 2 * r + 1] * scale);
-      *reinterpret_cast<__nv_bfloat162*>(dv_out + n * 8) =
-          __floats2bfloat162_rn(dv[4 * n + 2 * r], dv[4 * n + 2 * r + 1]);
+    for (int c = 0; c < D / 8; ++c) {
+      const float2 k2 = make_float2(dk[4 * c + 2 * r], dk[4 * c + 2 * r + 1]);
+      const float2 v2 = make_float2(dv[4 * c + 2 * r], dv[4 * c + 2 * r + 1]);
+      if (whole) {
+        *reinterpret_cast<__nv_bfloat162*>(dk_out + c * 8) = __floats2bfloat162_rn(k2.x * scale, k2.y * scale);
+        *reinterpret_cast<__nv_bfloat162*>(dv_out + c * 8) = __floats2bfloat162_rn(v2.x, v2.y);
+      } else {
+        float* at = slot + (wkey + g + 8 * r) * D + c * 8 + 2 * t;
+        *reinterpret_cast<float2*>(at) = k2;
+        *reinterpret_cast<float2*>(at + kKeys * D) = v2;
+      }
     }
   }
+}
+
+// dK and dV of the split key columns: the slots of a column added in chunk order (the same
+// bits every run), dK scaled, both rounded into dqkv. One thread per 4 consecutive elements of
+// [batch * kv head][key][dK, dV][D].
+template <int D>
+__global__ void flash_backward_dkdv_sum_kernel(bf16_t* dqkv, const float* partial, AttnShape s, DkdvSplit split,
+                                               float scale) {
+  const int64_t i = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * 4;
+  const int d = int(i % D), which = int(i / D % 2), key = int(i / (2 * D) % s.T);
+  const int64_t bk = i / (2 * D) / s.T;  // batch * KVH + kv head
+  if (bk >= int64_t(s.B) * s.KVH) return;
+  const int n = key / kDkdvKeys, chunks = split.chunks(n);
+  if (chunks == 1) return;  // written by its one block
+  const float* p = partial + (bk * split.key_tiles + n) * split.slots * split.slot_floats(D) +
+                   (which * kDkdvKeys + key % kDkdvKeys) * D + d;
+  float4 acc = *reinterpret_cast<const float4*>(p);
+  for (int c = 1; c < chunks; ++c) {
+    const float4 x = *reinterpret_cast<const float4*>(p + c * split.slot_floats(D));
+    acc.x += x.x, acc.y += x.y, acc.z += x.z, acc.w += x.w;
+  }
+  const float k = which == 0 ? scale : 1.0f;
+  const int64_t b = bk / s.KVH, kvh = bk % s.KVH;
+  bf16_t* out = dqkv + (b * s.T + key) * int64_t(s.H + 2 * s.KVH) * D + (s.H + which * s.KVH + kvh) * D + d;
+  reinterpret_cast<__nv_bfloat162*>(out)[0] = __floats2bfloat162_rn(acc.x * k, acc.y * k);
+  reinterpret_cast<__nv_bfloat162*>(out)[1] = __floats2bfloat162_rn(acc.z * k, acc.w * k);
 }
 
 // delta[b, h, t] = sum_d dO[b, t, h, d] * O[b, t, h, d], one warp per (token, head).
@@ -786,6 +851,22 @@ void with_head_dim(int d, F&& f) {
 
 int blocks_of(int n, int per) { return (n + per - 1) / per; }
 
+int64_t delta_numel(const AttnShape& s) { return int64_t(s.B) * s.H * s.T; }  // the scratch's first part
+
+DkdvSplit dkdv_split(const AttnShape& s) {
+  DkdvSplit split{};
+  split.key_tiles = blocks_of(s.T, kDkdvKeys);
+  split.query_rows = dkdv_queries(s.D);
+  split.query_tiles = blocks_of(s.T, split.query_rows);
+  split.group = s.H / s.KVH;
+  int64_t steps = 0;
+  for (int n = 0; n < split.key_tiles; ++n) steps += split.steps(n);
+  const int64_t per_block = (steps * s.B * s.KVH + kDkdvTargetBlocks - 1) / kDkdvTargetBlocks;
+  split.chunk = int(std::min<int64_t>(split.steps(0), std::max<int64_t>(kDkdvMinChunk, per_block)));
+  split.slots = split.chunks(0);
+  return split;
+}
+
 // Two warpgroups per block share each key/value tile between 128 query rows (half the
 // shared-memory traffic per product), but halve the number of blocks: they are used only where
 // at least two blocks per SM remain.
@@ -804,7 +885,12 @@ void with_warpgroups(int rows, int heads, F&& f) {
 
 bool flash_attention_supports(const AttnShape& s) { return s.D == 32 || s.D == 64 || s.D == 128; }
 
-int64_t flash_attention_scratch_numel(const AttnShape& s) { return int64_t(s.B) * s.H * s.T; }
+int64_t flash_attention_scratch_numel(const AttnShape& s, DType dtype) {
+  if (dtype != DType::BF16 || !flash_attention_supports(s)) return delta_numel(s);
+  const DkdvSplit split = dkdv_split(s);
+  const int64_t slots = split.slots > 1 ? int64_t(s.B) * s.KVH * split.key_tiles * split.slots : 0;
+  return delta_numel(s) + slots * split.slot_floats(s.D);
+}
 
 void flash_attention_forward(const Tensor& att, const Tensor& lse, const Tensor& qkv, const AttnShape& s,
                              Stream st) {
@@ -832,7 +918,7 @@ void flash_attention_forward(const Tensor& att, const Tensor& lse, const Tensor&
 
 void flash_attention_backward(const Tensor& dqkv, const Tensor& datt, const Tensor& qkv, const Tensor& att,
                               const Tensor& lse, const AttnShape& s, const Tensor& scratch, Stream st) {
-  TT_CHECK(scratch.numel >= flash_attention_scratch_numel(s), "flash attention scratch too small");
+  TT_CHECK(scratch.numel >= flash_attention_scratch_numel(s, qkv.dtype), "flash attention scratch too small");
   const float scale = float(s.scale()), scale_log2 = scale * kLog2e;
   float* delta = scratch.data<float>();
   const int64_t rows = int64_t(s.B) * s.T * s.H;
@@ -849,12 +935,19 @@ void flash_attention_backward(const Tensor& dqkv, const Tensor& datt, const Tens
       auto* x = static_cast<const bf16_t*>(qkv.ptr);
       {
         using C = Tiles<D, 1>;
-        const size_t smem =
-            kSmemAlign + Smem<D>::bytes(2 * C::kRows + 4 * kDkdvQueries<D>) + sizeof(float) * 4 * kDkdvQueries<D>;
+        constexpr int kRows = dkdv_queries(D);
+        const size_t smem = kSmemAlign + Smem<D>::bytes(2 * C::kRows + 4 * kRows) + sizeof(float) * 4 * kRows;
+        const DkdvSplit split = dkdv_split(s);
+        float* partial = delta + delta_numel(s);
         allow_smem(flash_backward_dkdv_kernel<D>, smem);
-        flash_backward_dkdv_kernel<D><<<dim3(blocks_of(s.T, C::kRows), s.B * s.KVH), C::kThreads, smem, st>>>(
-            dq, g, x, lse.data<float>(), delta, s, scale, scale_log2);
+        flash_backward_dkdv_kernel<D><<<dim3(split.key_tiles * split.slots, s.B * s.KVH), C::kThreads, smem, st>>>(
+            dq, partial, g, x, lse.data<float>(), delta, s, split, scale, scale_log2);
         CUDA_CHECK_LAUNCH("flash_backward_dkdv_kernel");
+        if (split.slots > 1) {
+          flash_backward_dkdv_sum_kernel<D><<<blocks_for(int64_t(s.B) * s.KVH * s.T * 2 * D / 4, 256), 256, 0, st>>>(
+              dq, partial, s, split, scale);
+          CUDA_CHECK_LAUNCH("flash_backward_dkdv_sum_kernel");
+        }
       }
       with_warpgroups(s.T, s.B * s.H, [&](auto warpgroups) {
         constexpr int kWG = decltype(warpgroups)::value;

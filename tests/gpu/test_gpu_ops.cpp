@@ -246,7 +246,15 @@ TEST_P(GpuOps, CrossEntropy) {
     double max_logit = 0;
     for (double x : logits) max_logit = std::max(max_logit, std::fabs(x));
     for (int i = 0; i < n; ++i) EXPECT_NEAR(loss[i], loss_ref[i], 1e-6 * (1 + max_logit)) << "row " << i;
-    EXPECT_MATCHES(L.get(), d_ref, tol());
+    // The gradient (softmax - onehot) / n cancels at the target the same way: p - 1 is off by
+    // up to fp32's resolution near 1 (2^-24) / n however small the gradient is (n = 1, v = 2,
+    // a dominant target: a gradient of 1e-5 with relative error 6e-5). Hence a floor of twice
+    // that per row under the relative bound.
+    const std::vector<double> d = L.get();
+    EXPECT_TRUE(all_finite(d)) << "the logits' gradient has unwritten (NaN) elements";
+    double err = 0, norm = 0;
+    for (size_t i = 0; i < d.size(); ++i) err += (d[i] - d_ref[i]) * (d[i] - d_ref[i]), norm += d_ref[i] * d_ref[i];
+    EXPECT_LE(std::sqrt(err), tol() * std::sqrt(norm) + std::sqrt(double(n)) * 0x1p-23 / n);
   }
 }
 

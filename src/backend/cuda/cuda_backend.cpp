@@ -91,7 +91,7 @@ class CudaBackend final : public Backend {
     use_custom_attention_ = uses_custom_attention(attn);
     use_cudnn_ = uses_cudnn(attn);
     if (use_custom_attention_) {
-      flash_scratch_ = take(DType::F32, cuda::flash_attention_scratch_numel(attn));
+      flash_scratch_ = take(DType::F32, cuda::flash_attention_scratch_numel(attn, act));
     } else if (use_cudnn_) {
       cudnn_workspace_ = take(DType::F32, cuda::CudnnAttention::workspace_bytes(attn) / 4);
       if (cudnn_workspace_.ptr) {  // the arena's real pass: build the plans now, before any capture
