@@ -15,11 +15,11 @@
 //            no atomics are needed and the result is bitwise reproducible:
 //            dK, dV  one block per (key tile, batch, kv head); each warpgroup owns 64 keys and
 //                    loops over the query heads of the group and the query tiles at or below
-//                    the diagonal, so the group's sum happens in registers in a fixed order
-//                    (long columns at small batches are split into chunks whose sums a second
-//                    kernel adds in order: DkdvSplit);
+//                    the diagonal, so the group's sum happens in registers in a fixed order;
 //            dQ      one block per (query tile, batch, head), looping over key tiles like the
 //                    forward.
+//            At small batches and long sequences, the long columns of both are split into
+//            chunks whose sums a third kernel adds in order (ColumnSplit).
 //            P and dP are recomputed in both: seven tile products against the five of a
 //            backward that sums dQ with atomics. That is the price of determinism.
 // fp32, CUDA cores (FMA): the same algorithm with one warp per row (its lanes split the head
@@ -40,6 +40,7 @@ namespace {
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 constexpr int kWarpgroup = 128;  // the threads of one wgmma: 4 warps, 16 of its 64 rows each
+constexpr int kTileKeys = 64;    // keys of a forward or dQ step, and of a dK/dV block
 
 // ---- cp.async ---------------------------------------------------------------------------
 
@@ -318,31 +319,40 @@ template <int D, int kWG>
 struct Tiles {
   static constexpr int kThreads = kWarpgroup * kWG;
   static constexpr int kRows = 64 * kWG;              // rows a block owns
-  static constexpr int kKeys = 64;                    // forward and dQ: key tile per step
+  static constexpr int kKeys = kTileKeys;             // forward and dQ: key tile per step
   static constexpr int kFwdStages = 3;                // forward: key/value buffers (dQ: 2)
 };
 // dK/dV (one warpgroup of 64 keys): the query tile of one step (registers).
 constexpr int dkdv_queries(int d) { return d <= 64 ? 64 : 32; }
 
-// The dK/dV kernel's work, and how long key columns are split. One block per key tile walks
-// the group's query heads and the query tiles from the diagonal on: key tile 0's block does
-// the most steps, and at a small batch and a long sequence it alone sets the kernel's time
-// while most SMs idle (B1 T4096: 128 steps in one block, against about 40 per block slot if
-// the work were spread). So the columns are cut into chunks of at most `chunk` steps, sized
-// for about kDkdvTargetBlocks blocks; a column of more than one chunk has each chunk write
-// its fp32 sums to its own slot, and flash_backward_dkdv_sum_kernel adds the slots in chunk
-// order, so the result is the same bits every run.
-constexpr int kDkdvKeys = 64;
-constexpr int kDkdvTargetBlocks = 1024;  // about 2.6 waves of 3 blocks per SM on 132 SMs
-constexpr int kDkdvMinChunk = 8;         // steps: a chunk's 32 KB of sums against its reads
-struct DkdvSplit {
-  int key_tiles, query_rows, query_tiles, group;
-  int chunk;  // steps per chunk
-  int slots;  // chunks of the longest column (key tile 0); 1: no column is split
-  __host__ __device__ int first_query_tile(int n) const { return n * kDkdvKeys / query_rows; }
-  __host__ __device__ int steps(int n) const { return group * (query_tiles - first_query_tile(n)); }
+// The backward kernels' columns, and how the long ones are split. A dK/dV block owns a key
+// tile and walks the group's query heads and the query tiles from the diagonal on; a dQ block
+// owns a query tile and walks the key tiles up to the diagonal. So key tile 0 and the last
+// query tile have the most steps, and at a small batch and a long sequence those blocks alone
+// set the kernel's time while most SMs idle (B1 T4096: 128 dK/dV steps in one block, against
+// about 40 per block slot if the work were spread). Columns are therefore cut into chunks of at
+// most `chunk` steps, sized for about kSplitTargetBlocks blocks. A column of more than one chunk
+// has each chunk write its fp32 sums to its own slot, and flash_backward_split_sum_kernel adds
+// the slots in chunk order, so the result is the same bits every run.
+constexpr int kSplitTargetBlocks = 1024;  // about 2.6 waves of 3 blocks per SM on 132 SMs
+constexpr int kSplitMinChunk = 8;         // steps: a chunk's sums written and read against its reads
+struct ColumnSplit {
+  bool keys;       // dK/dV columns (key tiles); else dQ columns (query tiles)
+  int rows;        // keys or queries of a column
+  int columns;     // per (batch, head of the kernel's grid)
+  int mats;        // matrices a slot holds: dK and dV, or dQ; [rows][D] each
+  int query_rows;  // dK/dV: the query tile of one step
+  int tiles;       // dK/dV: query tiles of the sequence; dQ: key tiles of the sequence
+  int group;       // dK/dV: query heads per kv head
+  int chunk;       // steps per chunk
+  int slots;       // chunks of the longest column; 1: no column is split
+  // Steps of column n: dK/dV, the group's query tiles from the diagonal on; dQ, the key tiles
+  // (of kTileKeys) up to the diagonal.
+  __host__ __device__ int steps(int n) const {
+    return keys ? group * (tiles - n * rows / query_rows) : min(tiles, (n + 1) * rows / kTileKeys);
+  }
   __host__ __device__ int chunks(int n) const { return (steps(n) + chunk - 1) / chunk; }
-  __host__ __device__ int64_t slot_floats(int d) const { return 2 * kDkdvKeys * d; }  // dK then dV, [keys][D] each
+  __host__ __device__ int64_t slot_floats(int d) const { return int64_t(mats) * rows * d; }
 };
 
 // ---- forward, bf16 ------------------------------------------------------------------------
@@ -470,11 +480,12 @@ __device__ __forceinline__ void recompute_p_ds(float (&sc)[kN], float (&dp)[kN],
   }
 }
 
-// dQ = scale * dS K for one (query tile, batch, head).
+// dQ = scale * dS K for one (query tile, batch, head), or one chunk of its key tiles
+// (ColumnSplit).
 template <int D, int kWG>
 __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads) flash_backward_dq_kernel(
-    bf16_t* dqkv, const bf16_t* datt, const bf16_t* qkv, const float* lse, const float* delta, AttnShape s,
-    float scale, float scale_log2) {
+    bf16_t* dqkv, float* partial, const bf16_t* datt, const bf16_t* qkv, const float* lse, const float* delta,
+    AttnShape s, ColumnSplit split, float scale, float scale_log2) {
   using C = Tiles<D, kWG>;
   constexpr int kRows = C::kRows, kKeys = C::kKeys;
   unsigned char* sq = aligned_smem();                  // [kRows][D]
@@ -482,18 +493,20 @@ __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads) flash_backward_dq_ker
   unsigned char* sk = sdo + Smem<D>::bytes(kRows);     // [2][kKeys][D]
   unsigned char* sv = sk + 2 * Smem<D>::bytes(kKeys);  // [2][kKeys][D]
 
-  const int q0 = (gridDim.x - 1 - blockIdx.x) * kRows;
+  const int qt = split.columns - 1 - blockIdx.x / split.slots, chunk = blockIdx.x % split.slots;  // longest first
+  const int begin = chunk * split.chunk, end = min(begin + split.chunk, split.steps(qt));
+  if (begin >= end) return;  // the column has fewer chunks than the longest
+  const int q0 = qt * kRows;
   const int b = blockIdx.y / s.H, h = blockIdx.y % s.H, kvh = h / (s.H / s.KVH);
   const int64_t ld = int64_t(s.H + 2 * s.KVH) * D, ld_att = int64_t(s.H) * D;
   const bf16_t* base = qkv + int64_t(b) * s.T * ld;
   const bf16_t* kg = base + int64_t(s.H + kvh) * D;
   const bf16_t* vg = base + int64_t(s.H + s.KVH + kvh) * D;
-  const int tiles = (min(s.T, q0 + kRows) - 1) / kKeys + 1;
 
   load_tile<kRows, D>(sq, base + int64_t(h) * D, ld, q0, s.T);
   load_tile<kRows, D>(sdo, datt + int64_t(b) * s.T * ld_att + int64_t(h) * D, ld_att, q0, s.T);
-  load_tile<kKeys, D>(sk, kg, ld, 0, s.T);
-  load_tile<kKeys, D>(sv, vg, ld, 0, s.T);
+  load_tile<kKeys, D>(sk + begin % 2 * Smem<D>::bytes(kKeys), kg, ld, begin * kKeys, s.T);
+  load_tile<kKeys, D>(sv + begin % 2 * Smem<D>::bytes(kKeys), vg, ld, begin * kKeys, s.T);
   cp_async_commit();
 
   const int wg = threadIdx.x / kWarpgroup, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -507,8 +520,8 @@ __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads) flash_backward_dq_ker
   }
   float dq[D / 2] = {};
 
-  for (int j = 0; j < tiles; ++j) {
-    const int buf = next_kv_tile<kKeys, D, 2>(j, tiles, sk, sv, kg, vg, ld, s.T);
+  for (int j = begin; j < end; ++j) {
+    const int buf = next_kv_tile<kKeys, D, 2>(j, end, sk, sv, kg, vg, ld, s.T);
     float sc[kKeys / 2] = {}, dp[kKeys / 2] = {};
     wg_abt<kKeys, D, kRows>(sc, smem_addr(sq), 64 * wg, smem_addr(sk + buf));   // S = Q K^T
     wg_abt<kKeys, D, kRows>(dp, smem_addr(sdo), 64 * wg, smem_addr(sv + buf));  // dP = dO V^T
@@ -527,30 +540,39 @@ __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads) flash_backward_dq_ker
     wg_pb<kKeys, D>(dq, ds, smem_addr(sk + buf));  // dQ += dS K
     wgmma_wait<0>(dq);
   }
+  const bool whole = split.chunks(qt) == 1;
+  float* slot = whole ? nullptr
+                      : partial + ((int64_t(blockIdx.y) * split.columns + qt) * split.slots + chunk) *
+                                      split.slot_floats(D);
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int row = q0 + wrow + g + 8 * r;
     if (row >= s.T) continue;
     bf16_t* out = dqkv + (int64_t(b) * s.T + row) * ld + int64_t(h) * D + 2 * t;
 #pragma unroll
-    for (int n = 0; n < D / 8; ++n)
-      *reinterpret_cast<__nv_bfloat162*>(out + n * 8) =
-          __floats2bfloat162_rn(dq[4 * n + 2 * r] * scale, dq[4 * n + 2 * r + 1] * scale);
+    for (int n = 0; n < D / 8; ++n) {
+      if (whole)
+        *reinterpret_cast<__nv_bfloat162*>(out + n * 8) =
+            __floats2bfloat162_rn(dq[4 * n + 2 * r] * scale, dq[4 * n + 2 * r + 1] * scale);
+      else
+        *reinterpret_cast<float2*>(slot + (wrow + g + 8 * r) * D + n * 8 + 2 * t) =
+            make_float2(dq[4 * n + 2 * r], dq[4 * n + 2 * r + 1]);
+    }
   }
 }
 
 // dK = scale * dS^T Q and dV = P^T dO for one (key tile, batch, kv head), summed over the query
-// heads of the group, or one chunk of that sum (DkdvSplit). The block is one warpgroup that
+// heads of the group, or one chunk of that sum (ColumnSplit). The block is one warpgroup that
 // owns 64 keys and computes the transposed tiles S^T = K Q^T and dP^T = V dO^T, so P^T and dS^T
 // are A operands in registers for dV and dK. (One warpgroup per block: at about 170 registers
 // per thread, three blocks fit an SM.)
 template <int D>
 __global__ void __launch_bounds__(Tiles<D, 1>::kThreads) flash_backward_dkdv_kernel(
     bf16_t* dqkv, float* partial, const bf16_t* datt, const bf16_t* qkv, const float* lse, const float* delta,
-    AttnShape s, DkdvSplit split, float scale, float scale_log2) {
+    AttnShape s, ColumnSplit split, float scale, float scale_log2) {
   using C = Tiles<D, 1>;
   constexpr int kKeys = C::kRows, kRows = dkdv_queries(D);
-  static_assert(kKeys == kDkdvKeys, "a dK/dV block owns kDkdvKeys keys");
+  static_assert(kKeys == kTileKeys, "a dK/dV block owns kTileKeys keys");
   const int kt = blockIdx.x / split.slots, chunk = blockIdx.x % split.slots;  // key tile, its chunk
   const int begin = chunk * split.chunk, end = min(begin + split.chunk, split.steps(kt));
   if (begin >= end) return;  // the column has fewer chunks than the longest
@@ -565,7 +587,7 @@ __global__ void __launch_bounds__(Tiles<D, 1>::kThreads) flash_backward_dkdv_ker
   const int b = blockIdx.y / s.KVH, kvh = blockIdx.y % s.KVH, group = s.H / s.KVH;
   const int64_t ld = int64_t(s.H + 2 * s.KVH) * D, ld_att = int64_t(s.H) * D;
   const bf16_t* base = qkv + int64_t(b) * s.T * ld;
-  const int first = split.first_query_tile(kt), per_head = split.query_tiles - first;
+  const int first = kt * kKeys / kRows, per_head = split.tiles - first;
   // Step i of the loop: query tile first + i % per_head of query head kvh * group + i / per_head.
   auto load_step = [&](int i, int buf) {
     const int h = kvh * group + i / per_head, q0 = (first + i % per_head) * kRows;
@@ -619,7 +641,7 @@ __global__ void __launch_bounds__(Tiles<D, 1>::kThreads) flash_backward_dkdv_ker
   }
   const bool whole = split.chunks(kt) == 1;
   float* slot = whole ? nullptr
-                      : partial + ((int64_t(blockIdx.y) * split.key_tiles + kt) * split.slots + chunk) *
+                      : partial + ((int64_t(blockIdx.y) * split.columns + kt) * split.slots + chunk) *
                                       split.slot_floats(D);
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -644,28 +666,29 @@ __global__ void __launch_bounds__(Tiles<D, 1>::kThreads) flash_backward_dkdv_ker
   }
 }
 
-// dK and dV of the split key columns: the slots of a column added in chunk order (the same
-// bits every run), dK scaled, both rounded into dqkv. One thread per 4 consecutive elements of
-// [batch * kv head][key][dK, dV][D].
+// dK and dV, or dQ, of the split columns: the slots of a column added in chunk order (the same
+// bits every run), matrix 0 (dK or dQ) scaled, all rounded into dqkv, where matrix m of head
+// `head` is the column block col0 + m * heads + head. One thread per 4 consecutive elements of
+// [batch * heads][row][matrix][D].
 template <int D>
-__global__ void flash_backward_dkdv_sum_kernel(bf16_t* dqkv, const float* partial, AttnShape s, DkdvSplit split,
-                                               float scale) {
+__global__ void flash_backward_split_sum_kernel(bf16_t* dqkv, const float* partial, AttnShape s, ColumnSplit split,
+                                                int heads, int col0, float scale) {
   const int64_t i = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * 4;
-  const int d = int(i % D), which = int(i / D % 2), key = int(i / (2 * D) % s.T);
-  const int64_t bk = i / (2 * D) / s.T;  // batch * KVH + kv head
-  if (bk >= int64_t(s.B) * s.KVH) return;
-  const int n = key / kDkdvKeys, chunks = split.chunks(n);
+  const int d = int(i % D), mat = int(i / D % split.mats), row = int(i / D / split.mats % s.T);
+  const int64_t bh = i / D / split.mats / s.T;  // batch * heads + head
+  if (bh >= int64_t(s.B) * heads) return;
+  const int n = row / split.rows, chunks = split.chunks(n);
   if (chunks == 1) return;  // written by its one block
-  const float* p = partial + (bk * split.key_tiles + n) * split.slots * split.slot_floats(D) +
-                   (which * kDkdvKeys + key % kDkdvKeys) * D + d;
+  const float* p = partial + (bh * split.columns + n) * split.slots * split.slot_floats(D) +
+                   (mat * split.rows + row % split.rows) * D + d;
   float4 acc = *reinterpret_cast<const float4*>(p);
   for (int c = 1; c < chunks; ++c) {
     const float4 x = *reinterpret_cast<const float4*>(p + c * split.slot_floats(D));
     acc.x += x.x, acc.y += x.y, acc.z += x.z, acc.w += x.w;
   }
-  const float k = which == 0 ? scale : 1.0f;
-  const int64_t b = bk / s.KVH, kvh = bk % s.KVH;
-  bf16_t* out = dqkv + (b * s.T + key) * int64_t(s.H + 2 * s.KVH) * D + (s.H + which * s.KVH + kvh) * D + d;
+  const float k = mat == 0 ? scale : 1.0f;
+  const int64_t b = bh / heads, head = bh % heads;
+  bf16_t* out = dqkv + (b * s.T + row) * int64_t(s.H + 2 * s.KVH) * D + (col0 + mat * heads + head) * D + d;
   reinterpret_cast<__nv_bfloat162*>(out)[0] = __floats2bfloat162_rn(acc.x * k, acc.y * k);
   reinterpret_cast<__nv_bfloat162*>(out)[1] = __floats2bfloat162_rn(acc.z * k, acc.w * k);
 }
@@ -851,33 +874,58 @@ void with_head_dim(int d, F&& f) {
 
 int blocks_of(int n, int per) { return (n + per - 1) / per; }
 
-int64_t delta_numel(const AttnShape& s) { return int64_t(s.B) * s.H * s.T; }  // the scratch's first part
+// The scratch holds delta, then (from a 256-byte boundary, for the vector accesses) the
+// partial sums of split columns.
+int64_t delta_numel(const AttnShape& s) { return (int64_t(s.B) * s.H * s.T + 63) / 64 * 64; }
 
-DkdvSplit dkdv_split(const AttnShape& s) {
-  DkdvSplit split{};
-  split.key_tiles = blocks_of(s.T, kDkdvKeys);
-  split.query_rows = dkdv_queries(s.D);
-  split.query_tiles = blocks_of(s.T, split.query_rows);
-  split.group = s.H / s.KVH;
+// Fills in chunk and slots of a split whose columns are described: about kSplitTargetBlocks
+// blocks over the grid's `heads` (batch x heads) rows, chunks of at least kSplitMinChunk steps.
+ColumnSplit with_chunks(ColumnSplit split, int64_t heads) {
   int64_t steps = 0;
-  for (int n = 0; n < split.key_tiles; ++n) steps += split.steps(n);
-  const int64_t per_block = (steps * s.B * s.KVH + kDkdvTargetBlocks - 1) / kDkdvTargetBlocks;
-  split.chunk = int(std::min<int64_t>(split.steps(0), std::max<int64_t>(kDkdvMinChunk, per_block)));
-  split.slots = split.chunks(0);
+  int longest = 0;
+  for (int n = 0; n < split.columns; ++n) steps += split.steps(n), longest = std::max(longest, split.steps(n));
+  const int64_t per_block = (steps * heads + kSplitTargetBlocks - 1) / kSplitTargetBlocks;
+  split.chunk = int(std::min<int64_t>(longest, std::max<int64_t>(kSplitMinChunk, per_block)));
+  split.slots = (longest + split.chunk - 1) / split.chunk;
   return split;
+}
+
+ColumnSplit dkdv_split(const AttnShape& s) {
+  ColumnSplit split{};
+  split.keys = true;
+  split.rows = kTileKeys;
+  split.columns = blocks_of(s.T, kTileKeys);
+  split.mats = 2;
+  split.query_rows = dkdv_queries(s.D);
+  split.tiles = blocks_of(s.T, split.query_rows);
+  split.group = s.H / s.KVH;
+  return with_chunks(split, int64_t(s.B) * s.KVH);
+}
+
+ColumnSplit dq_split(const AttnShape& s, int warpgroups) {
+  ColumnSplit split{};
+  split.keys = false;
+  split.rows = 64 * warpgroups;
+  split.columns = blocks_of(s.T, split.rows);
+  split.mats = 1;
+  split.tiles = blocks_of(s.T, kTileKeys);
+  return with_chunks(split, int64_t(s.B) * s.H);
 }
 
 // Two warpgroups per block share each key/value tile between 128 query rows (half the
 // shared-memory traffic per product), but halve the number of blocks: they are used only where
 // at least two blocks per SM remain.
-template <class F>
-void with_warpgroups(int rows, int heads, F&& f) {
+int warpgroups_for(int rows, int heads) {
   static const int sms = [] {
     int n = 0;
     CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, 0));
     return n;
   }();
-  if (int64_t(blocks_of(rows, 2 * 64)) * heads >= 2 * sms) return f(std::integral_constant<int, 2>{});
+  return int64_t(blocks_of(rows, 2 * 64)) * heads >= 2 * sms ? 2 : 1;
+}
+template <class F>
+void with_warpgroups(int rows, int heads, F&& f) {
+  if (warpgroups_for(rows, heads) == 2) return f(std::integral_constant<int, 2>{});
   f(std::integral_constant<int, 1>{});
 }
 
@@ -887,9 +935,12 @@ bool flash_attention_supports(const AttnShape& s) { return s.D == 32 || s.D == 6
 
 int64_t flash_attention_scratch_numel(const AttnShape& s, DType dtype) {
   if (dtype != DType::BF16 || !flash_attention_supports(s)) return delta_numel(s);
-  const DkdvSplit split = dkdv_split(s);
-  const int64_t slots = split.slots > 1 ? int64_t(s.B) * s.KVH * split.key_tiles * split.slots : 0;
-  return delta_numel(s) + slots * split.slot_floats(s.D);
+  // The two backward kernels run one after the other: their partial sums share the space.
+  auto partial_numel = [&](const ColumnSplit& split, int heads) {
+    return split.slots > 1 ? int64_t(s.B) * heads * split.columns * split.slots * split.slot_floats(s.D) : 0;
+  };
+  const ColumnSplit dq = dq_split(s, warpgroups_for(s.T, s.B * s.H));
+  return delta_numel(s) + std::max(partial_numel(dkdv_split(s), s.KVH), partial_numel(dq, s.H));
 }
 
 void flash_attention_forward(const Tensor& att, const Tensor& lse, const Tensor& qkv, const AttnShape& s,
@@ -933,30 +984,35 @@ void flash_attention_backward(const Tensor& dqkv, const Tensor& datt, const Tens
       auto* dq = static_cast<bf16_t*>(dqkv.ptr);
       auto* g = static_cast<const bf16_t*>(datt.ptr);
       auto* x = static_cast<const bf16_t*>(qkv.ptr);
+      float* partial = delta + delta_numel(s);
+      // Adds the chunks' slots of the split columns into dqkv (matrices from column block col0).
+      auto sum_split = [&](const ColumnSplit& split, int heads, int col0) {
+        const int64_t elements = int64_t(s.B) * heads * s.T * split.mats * D;
+        flash_backward_split_sum_kernel<D><<<blocks_for(elements / 4, 256), 256, 0, st>>>(dq, partial, s, split,
+                                                                                          heads, col0, scale);
+        CUDA_CHECK_LAUNCH("flash_backward_split_sum_kernel");
+      };
       {
         using C = Tiles<D, 1>;
         constexpr int kRows = dkdv_queries(D);
         const size_t smem = kSmemAlign + Smem<D>::bytes(2 * C::kRows + 4 * kRows) + sizeof(float) * 4 * kRows;
-        const DkdvSplit split = dkdv_split(s);
-        float* partial = delta + delta_numel(s);
+        const ColumnSplit split = dkdv_split(s);
         allow_smem(flash_backward_dkdv_kernel<D>, smem);
-        flash_backward_dkdv_kernel<D><<<dim3(split.key_tiles * split.slots, s.B * s.KVH), C::kThreads, smem, st>>>(
+        flash_backward_dkdv_kernel<D><<<dim3(split.columns * split.slots, s.B * s.KVH), C::kThreads, smem, st>>>(
             dq, partial, g, x, lse.data<float>(), delta, s, split, scale, scale_log2);
         CUDA_CHECK_LAUNCH("flash_backward_dkdv_kernel");
-        if (split.slots > 1) {
-          flash_backward_dkdv_sum_kernel<D><<<blocks_for(int64_t(s.B) * s.KVH * s.T * 2 * D / 4, 256), 256, 0, st>>>(
-              dq, partial, s, split, scale);
-          CUDA_CHECK_LAUNCH("flash_backward_dkdv_sum_kernel");
-        }
+        if (split.slots > 1) sum_split(split, s.KVH, s.H);
       }
       with_warpgroups(s.T, s.B * s.H, [&](auto warpgroups) {
         constexpr int kWG = decltype(warpgroups)::value;
         using C = Tiles<D, kWG>;
         const size_t smem = kSmemAlign + Smem<D>::bytes(2 * C::kRows + 4 * C::kKeys);
+        const ColumnSplit split = dq_split(s, kWG);
         allow_smem(flash_backward_dq_kernel<D, kWG>, smem);
-        flash_backward_dq_kernel<D, kWG><<<dim3(blocks_of(s.T, C::kRows), s.B * s.H), C::kThreads, smem, st>>>(
-            dq, g, x, lse.data<float>(), delta, s, scale, scale_log2);
+        flash_backward_dq_kernel<D, kWG><<<dim3(split.columns * split.slots, s.B * s.H), C::kThreads, smem, st>>>(
+            dq, partial, g, x, lse.data<float>(), delta, s, split, scale, scale_log2);
         CUDA_CHECK_LAUNCH("flash_backward_dq_kernel");
+        if (split.slots > 1) sum_split(split, s.H, 0);
       });
     } else {
       TT_CHECK(qkv.dtype == DType::F32, "flash attention: fp32 or bf16 only");
