@@ -878,55 +878,89 @@ int blocks_of(int n, int per) { return (n + per - 1) / per; }
 // partial sums of split columns.
 int64_t delta_numel(const AttnShape& s) { return (int64_t(s.B) * s.H * s.T + 63) / 64 * 64; }
 
-// Fills in chunk and slots of a split whose columns are described: about kSplitTargetBlocks
-// blocks over the grid's `heads` (batch x heads) rows, chunks of at least kSplitMinChunk steps.
-ColumnSplit with_chunks(ColumnSplit split, int64_t heads) {
-  int64_t steps = 0;
-  int longest = 0;
-  for (int n = 0; n < split.columns; ++n) steps += split.steps(n), longest = std::max(longest, split.steps(n));
-  const int64_t per_block = (steps * heads + kSplitTargetBlocks - 1) / kSplitTargetBlocks;
-  split.chunk = int(std::min<int64_t>(longest, std::max<int64_t>(kSplitMinChunk, per_block)));
-  split.slots = (longest + split.chunk - 1) / split.chunk;
-  return split;
-}
-
-ColumnSplit dkdv_split(const AttnShape& s) {
-  ColumnSplit split{};
-  split.keys = true;
-  split.rows = kTileKeys;
-  split.columns = blocks_of(s.T, kTileKeys);
-  split.mats = 2;
-  split.query_rows = dkdv_queries(s.D);
-  split.tiles = blocks_of(s.T, split.query_rows);
-  split.group = s.H / s.KVH;
-  return with_chunks(split, int64_t(s.B) * s.KVH);
-}
-
-ColumnSplit dq_split(const AttnShape& s, int warpgroups) {
-  ColumnSplit split{};
-  split.keys = false;
-  split.rows = 64 * warpgroups;
-  split.columns = blocks_of(s.T, split.rows);
-  split.mats = 1;
-  split.tiles = blocks_of(s.T, kTileKeys);
-  return with_chunks(split, int64_t(s.B) * s.H);
+int sm_count() {
+  static const int sms = [] {
+    int n = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, 0));
+    return n;
+  }();
+  return sms;
 }
 
 // Two warpgroups per block share each key/value tile between 128 query rows (half the
 // shared-memory traffic per product), but halve the number of blocks: they are used only where
 // at least two blocks per SM remain.
 int warpgroups_for(int rows, int heads) {
-  static const int sms = [] {
-    int n = 0;
-    CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, 0));
-    return n;
-  }();
-  return int64_t(blocks_of(rows, 2 * 64)) * heads >= 2 * sms ? 2 : 1;
+  return int64_t(blocks_of(rows, 2 * 64)) * heads >= 2 * sm_count() ? 2 : 1;
 }
 template <class F>
 void with_warpgroups(int rows, int heads, F&& f) {
   if (warpgroups_for(rows, heads) == 2) return f(std::integral_constant<int, 2>{});
   f(std::integral_constant<int, 1>{});
+}
+
+// Blocks of `kernel` the whole GPU runs at once (registers and shared memory permitting).
+template <class Kernel>
+int resident_blocks(Kernel kernel, int threads, size_t smem) {
+  allow_smem(kernel, smem);
+  int per_sm = 0;
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem));
+  return std::max(per_sm, 1) * sm_count();
+}
+
+// Fills in chunk and slots of a split whose columns are described, for a grid of `heads`
+// (batch x heads) rows of which `resident` blocks run at once. Columns are split only where the
+// longest is well past the work of one resident block if all were spread evenly (by 1.25x:
+// below that the partial sums cost more than the balance gains, as measured at B8 T1024), into
+// chunks for about kSplitTargetBlocks blocks, of at least kSplitMinChunk steps.
+ColumnSplit with_chunks(ColumnSplit split, int64_t heads, int resident) {
+  int64_t steps = 0;
+  int longest = 0;
+  for (int n = 0; n < split.columns; ++n) steps += split.steps(n), longest = std::max(longest, split.steps(n));
+  steps *= heads;
+  split.chunk = longest;
+  if (4 * int64_t(longest) * resident > 5 * steps) {
+    const int64_t per_block = (steps + kSplitTargetBlocks - 1) / kSplitTargetBlocks;
+    split.chunk = int(std::min<int64_t>(longest, std::max<int64_t>(kSplitMinChunk, per_block)));
+  }
+  split.slots = (longest + split.chunk - 1) / split.chunk;
+  return split;
+}
+
+template <int D>
+size_t dkdv_smem() {
+  constexpr int kRows = dkdv_queries(D);
+  return kSmemAlign + Smem<D>::bytes(2 * kTileKeys + 4 * kRows) + sizeof(float) * 4 * kRows;
+}
+template <int D, int kWG>
+size_t dq_smem() {
+  return kSmemAlign + Smem<D>::bytes(2 * Tiles<D, kWG>::kRows + 4 * kTileKeys);
+}
+
+template <int D>
+ColumnSplit dkdv_split(const AttnShape& s) {
+  ColumnSplit split{};
+  split.keys = true;
+  split.rows = kTileKeys;
+  split.columns = blocks_of(s.T, kTileKeys);
+  split.mats = 2;
+  split.query_rows = dkdv_queries(D);
+  split.tiles = blocks_of(s.T, split.query_rows);
+  split.group = s.H / s.KVH;
+  return with_chunks(split, int64_t(s.B) * s.KVH,
+                     resident_blocks(flash_backward_dkdv_kernel<D>, kWarpgroup, dkdv_smem<D>()));
+}
+
+template <int D, int kWG>
+ColumnSplit dq_split(const AttnShape& s) {
+  ColumnSplit split{};
+  split.keys = false;
+  split.rows = Tiles<D, kWG>::kRows;
+  split.columns = blocks_of(s.T, split.rows);
+  split.mats = 1;
+  split.tiles = blocks_of(s.T, kTileKeys);
+  return with_chunks(split, int64_t(s.B) * s.H,
+                     resident_blocks(flash_backward_dq_kernel<D, kWG>, Tiles<D, kWG>::kThreads, dq_smem<D, kWG>()));
 }
 
 }  // namespace
@@ -939,8 +973,15 @@ int64_t flash_attention_scratch_numel(const AttnShape& s, DType dtype) {
   auto partial_numel = [&](const ColumnSplit& split, int heads) {
     return split.slots > 1 ? int64_t(s.B) * heads * split.columns * split.slots * split.slot_floats(s.D) : 0;
   };
-  const ColumnSplit dq = dq_split(s, warpgroups_for(s.T, s.B * s.H));
-  return delta_numel(s) + std::max(partial_numel(dkdv_split(s), s.KVH), partial_numel(dq, s.H));
+  int64_t partial = 0;
+  with_head_dim(s.D, [&](auto dim) {
+    constexpr int D = decltype(dim)::value;
+    partial = partial_numel(dkdv_split<D>(s), s.KVH);
+    with_warpgroups(s.T, s.B * s.H, [&](auto warpgroups) {
+      partial = std::max(partial, partial_numel(dq_split<D, decltype(warpgroups)::value>(s), s.H));
+    });
+  });
+  return delta_numel(s) + partial;
 }
 
 void flash_attention_forward(const Tensor& att, const Tensor& lse, const Tensor& qkv, const AttnShape& s,
@@ -993,23 +1034,18 @@ void flash_attention_backward(const Tensor& dqkv, const Tensor& datt, const Tens
         CUDA_CHECK_LAUNCH("flash_backward_split_sum_kernel");
       };
       {
-        using C = Tiles<D, 1>;
-        constexpr int kRows = dkdv_queries(D);
-        const size_t smem = kSmemAlign + Smem<D>::bytes(2 * C::kRows + 4 * kRows) + sizeof(float) * 4 * kRows;
-        const ColumnSplit split = dkdv_split(s);
-        allow_smem(flash_backward_dkdv_kernel<D>, smem);
-        flash_backward_dkdv_kernel<D><<<dim3(split.columns * split.slots, s.B * s.KVH), C::kThreads, smem, st>>>(
+        const ColumnSplit split = dkdv_split<D>(s);  // also allows the kernel its shared memory
+        flash_backward_dkdv_kernel<D><<<dim3(split.columns * split.slots, s.B * s.KVH), kWarpgroup, dkdv_smem<D>(),
+                                        st>>>(
             dq, partial, g, x, lse.data<float>(), delta, s, split, scale, scale_log2);
         CUDA_CHECK_LAUNCH("flash_backward_dkdv_kernel");
         if (split.slots > 1) sum_split(split, s.KVH, s.H);
       }
       with_warpgroups(s.T, s.B * s.H, [&](auto warpgroups) {
         constexpr int kWG = decltype(warpgroups)::value;
-        using C = Tiles<D, kWG>;
-        const size_t smem = kSmemAlign + Smem<D>::bytes(2 * C::kRows + 4 * C::kKeys);
-        const ColumnSplit split = dq_split(s, kWG);
-        allow_smem(flash_backward_dq_kernel<D, kWG>, smem);
-        flash_backward_dq_kernel<D, kWG><<<dim3(split.columns * split.slots, s.B * s.H), C::kThreads, smem, st>>>(
+        const ColumnSplit split = dq_split<D, kWG>(s);  // also allows the kernel its shared memory
+        flash_backward_dq_kernel<D, kWG><<<dim3(split.columns * split.slots, s.B * s.H), Tiles<D, kWG>::kThreads,
+                                           dq_smem<D, kWG>(), st>>>(
             dq, partial, g, x, lse.data<float>(), delta, s, split, scale, scale_log2);
         CUDA_CHECK_LAUNCH("flash_backward_dq_kernel");
         if (split.slots > 1) sum_split(split, s.H, 0);
