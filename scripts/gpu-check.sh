@@ -41,20 +41,32 @@ fi
 
 if stage sanitizer; then
   echo "== compute-sanitizer on 2-step runs"
+  # A small model whose heads have 64 elements (our flash attention takes 32, 64 and 128), then
+  # version 3 in bf16 at batch 1, sequence 1024, where its backward splits long columns.
+  small="--batch-size 2 --seq-len 64 --hidden-dim 128 --num-heads 2 --num-layers 2"
+  split="--batch-size 1 --seq-len 1024 --hidden-dim 512 --num-layers 1"
   for tool in memcheck racecheck; do
     IFS=: read -ra runs <<<"${TT_SANITIZE:-v1:v2:v2 --use-amp:v2 --use-amp --disable-cuda-graph:v3:v3 --use-amp}"
+    runs=("${runs[@]/%/ $small}" "v3 --use-amp $split")
     for run in "${runs[@]}"; do
       flags="--version $run"
       log="$LOGS/sanitizer-$tool-${flags//[- ]/_}.log"
       # racecheck does not model the asynchronous (TMA/wgmma, mbarrier) shared-memory traffic of
-      # cuDNN's generated flash-attention kernels and reports hazards inside them: those library
-      # kernels are left out of racecheck (memcheck covers them); every kernel of ours is checked.
+      # cuDNN's generated flash-attention kernels and of cuBLAS's nvjet GEMMs (chosen at hidden
+      # 512) and reports hazards inside them. cuDNN's are left out of racecheck; leaving the
+      # nvjet ones out too crashes the sanitizer (an internal error), so their hazards are read
+      # from the log instead: a run passes if every hazard it reports is inside an nvjet GEMM.
+      # memcheck covers all of them; every kernel of ours is checked.
       exclude=()
       [[ $tool == racecheck && $flags == *--use-amp* ]] && exclude=(--kernel-name-exclude kns=cudnn_generated)
       compute-sanitizer --tool "$tool" "${exclude[@]}" --error-exitcode 3 "$TT" --device cuda $flags --num-steps 2 \
-        --batch-size 2 --seq-len 64 --hidden-dim 128 --num-layers 2 --log-every 1 >"$log" 2>&1
+        --log-every 1 >"$log" 2>&1
       rc=$?
       summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -1)
+      if [[ $tool == racecheck && $rc -eq 3 ]] && grep -q "Step   2/2" "$log" &&
+         ! grep -E " access at " "$log" | grep -vq " access at nvjet_"; then
+        rc=0 summary="$summary, all inside cuBLAS's nvjet GEMMs"
+      fi
       echo "$tool $flags: exit $rc, ${summary:-no summary}"
       [ $rc -eq 0 ] || { failures+=("sanitizer $tool $flags"); tail -20 "$log"; }
     done

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# compute-sanitizer memcheck and racecheck on a 2-step training run; fails on any error.
+# compute-sanitizer memcheck and racecheck on a 2-step training run of a small model whose heads
+# have 64 elements (so that version 3 runs our flash attention); fails on any error.
 #   scripts/profile/sanitize.sh [tiny_llama flags]   (default: --version v2 --use-amp)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -15,7 +16,7 @@ for tool in memcheck racecheck; do
   exclude=()
   [[ $tool == racecheck ]] && exclude=(--kernel-name-exclude kns=cudnn_generated)
   compute-sanitizer --tool "$tool" "${exclude[@]}" --error-exitcode 3 "$TT" --device cuda "${flags[@]}" --num-steps 2 \
-    --batch-size 2 --seq-len 64 --hidden-dim 128 --num-layers 2 --log-every 1 >"$log" 2>&1
+    --batch-size 2 --seq-len 64 --hidden-dim 128 --num-heads 2 --num-layers 2 --log-every 1 >"$log" 2>&1
   rc=$?
   echo "$tool: exit $rc, $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -1)"
   if [ $rc -ne 0 ]; then status=1; tail -30 "$log"; fi
