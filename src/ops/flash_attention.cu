@@ -353,6 +353,10 @@ struct ColumnSplit {
   }
   __host__ __device__ int chunks(int n) const { return (steps(n) + chunk - 1) / chunk; }
   __host__ __device__ int64_t slot_floats(int d) const { return int64_t(mats) * rows * d; }
+  // Where the slot of chunk c of column n of grid row `row` (batch x head) starts, in floats.
+  __host__ __device__ int64_t slot(int64_t row, int n, int c, int d) const {
+    return ((row * columns + n) * slots + c) * slot_floats(d);
+  }
 };
 
 // ---- forward, bf16 ------------------------------------------------------------------------
@@ -541,9 +545,7 @@ __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads) flash_backward_dq_ker
     wgmma_wait<0>(dq);
   }
   const bool whole = split.chunks(qt) == 1;
-  float* slot = whole ? nullptr
-                      : partial + ((int64_t(blockIdx.y) * split.columns + qt) * split.slots + chunk) *
-                                      split.slot_floats(D);
+  float* slot = whole ? nullptr : partial + split.slot(blockIdx.y, qt, chunk, D);
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int row = q0 + wrow + g + 8 * r;
@@ -640,9 +642,7 @@ __global__ void __launch_bounds__(Tiles<D, 1>::kThreads) flash_backward_dkdv_ker
     wgmma_wait<0>(dv, dk);
   }
   const bool whole = split.chunks(kt) == 1;
-  float* slot = whole ? nullptr
-                      : partial + ((int64_t(blockIdx.y) * split.columns + kt) * split.slots + chunk) *
-                                      split.slot_floats(D);
+  float* slot = whole ? nullptr : partial + split.slot(blockIdx.y, kt, chunk, D);
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int key = k0 + wkey + g + 8 * r;
@@ -679,8 +679,7 @@ __global__ void flash_backward_split_sum_kernel(bf16_t* dqkv, const float* parti
   if (bh >= int64_t(s.B) * heads) return;
   const int n = row / split.rows, chunks = split.chunks(n);
   if (chunks == 1) return;  // written by its one block
-  const float* p = partial + (bh * split.columns + n) * split.slots * split.slot_floats(D) +
-                   (mat * split.rows + row % split.rows) * D + d;
+  const float* p = partial + split.slot(bh, n, 0, D) + (mat * split.rows + row % split.rows) * D + d;
   float4 acc = *reinterpret_cast<const float4*>(p);
   for (int c = 1; c < chunks; ++c) {
     const float4 x = *reinterpret_cast<const float4*>(p + c * split.slot_floats(D));
@@ -971,7 +970,7 @@ int64_t flash_attention_scratch_numel(const AttnShape& s, DType dtype) {
   if (dtype != DType::BF16 || !flash_attention_supports(s)) return delta_numel(s);
   // The two backward kernels run one after the other: their partial sums share the space.
   auto partial_numel = [&](const ColumnSplit& split, int heads) {
-    return split.slots > 1 ? int64_t(s.B) * heads * split.columns * split.slots * split.slot_floats(s.D) : 0;
+    return split.slots > 1 ? split.slot(int64_t(s.B) * heads, 0, 0, s.D) : 0;  // the slots of all grid rows
   };
   int64_t partial = 0;
   with_head_dim(s.D, [&](auto dim) {
