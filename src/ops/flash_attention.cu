@@ -28,6 +28,7 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <climits>
 #include <string>
 #include <type_traits>
 
@@ -121,20 +122,20 @@ struct Smem {
   static constexpr uint64_t mn_step(int ks) { return (16 * ks * kRowBytes) >> 4; }
 };
 
-// Rows [row0, row0 + kRows) of a [T, ld] matrix (D columns from `src`) into a tile, by the
-// kThreads threads of the block; rows at or past T are zero-filled. The thread count is a
+// Rows [row0, row0 + kRows) of a [T, ld] matrix (D columns from `src`, T * ld < 2^31) into a
+// tile, by the kThreads threads of the block; rows at or past T are zero-filled. The thread count is a
 // template argument so that the loop unrolls and the index arithmetic is shifts and masks of
 // constants: written with a runtime stride it cost 38 instructions per 16-byte copy, a third of
 // the forward kernel's instructions.
 template <int kRows, int D, int kThreads>
-__device__ __forceinline__ void load_tile(unsigned char* dst, const bf16_t* src, int64_t ld, int row0, int T) {
+__device__ __forceinline__ void load_tile(unsigned char* dst, const bf16_t* src, int ld, int row0, int T) {
   constexpr int kChunks = D / 8, kPerThread = kRows * kChunks / kThreads;  // 16-byte chunks
   static_assert(kPerThread * kThreads == kRows * kChunks, "each thread copies the same number of chunks");
 #pragma unroll
   for (int k = 0; k < kPerThread; ++k) {
     const unsigned i = threadIdx.x + k * kThreads, r = i / kChunks, c = i % kChunks * 8;
     const int row = row0 + int(r);
-    cp_async_16(dst + Smem<D>::offset(kRows, r, c), src + int64_t(min(row, T - 1)) * ld + c, row < T ? 16 : 0);
+    cp_async_16(dst + Smem<D>::offset(kRows, r, c), src + (min(row, T - 1) * ld + int(c)), row < T ? 16 : 0);
   }
 }
 template <int kRows, int kThreads>
@@ -150,7 +151,7 @@ __device__ __forceinline__ void load_row_stats(float* dst, const float* src, int
 // the product of tile j - 1 runs on during step j.
 template <int kKeys, int D, int kStages, int kThreads>
 __device__ __forceinline__ int next_kv_tile(int j, int tiles, unsigned char* sk, unsigned char* sv,
-                                            const bf16_t* kg, const bf16_t* vg, int64_t ld, int T) {
+                                            const bf16_t* kg, const bf16_t* vg, int ld, int T) {
   constexpr int kTile = Smem<D>::bytes(kKeys);
   tiles_landed();  // tile j has landed, and every warpgroup is done with tile j + 1 - kStages
   if (j + 1 < tiles) {
@@ -380,7 +381,7 @@ __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads) flash_forward_kernel(
 
   const int q0 = (gridDim.x - 1 - blockIdx.x) * kRows;  // the longest causal rows start first
   const int b = blockIdx.y / s.H, h = blockIdx.y % s.H, kvh = h / (s.H / s.KVH);
-  const int64_t ld = int64_t(s.H + 2 * s.KVH) * D;
+  const int ld = (s.H + 2 * s.KVH) * D;
   const bf16_t* base = qkv + int64_t(b) * s.T * ld;
   const bf16_t* kg = base + int64_t(s.H + kvh) * D;
   const bf16_t* vg = base + int64_t(s.H + s.KVH + kvh) * D;
@@ -509,7 +510,7 @@ __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads) flash_backward_dq_ker
   if (begin >= end) return;  // the column has fewer chunks than the longest
   const int q0 = qt * kRows;
   const int b = blockIdx.y / s.H, h = blockIdx.y % s.H, kvh = h / (s.H / s.KVH);
-  const int64_t ld = int64_t(s.H + 2 * s.KVH) * D, ld_att = int64_t(s.H) * D;
+  const int ld = (s.H + 2 * s.KVH) * D, ld_att = s.H * D;
   const bf16_t* base = qkv + int64_t(b) * s.T * ld;
   const bf16_t* kg = base + int64_t(s.H + kvh) * D;
   const bf16_t* vg = base + int64_t(s.H + s.KVH + kvh) * D;
@@ -570,6 +571,14 @@ __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads) flash_backward_dq_ker
   }
 }
 
+// The query tile of a dK/dV step: tiles first .. tiles - 1 of each head of the group in turn.
+struct StepCursor {
+  int head, tile;
+  __device__ void next(int first, int tiles) {
+    if (++tile == tiles) tile = first, ++head;
+  }
+};
+
 // dK = scale * dS^T Q and dV = P^T dO for one (key tile, batch, kv head), summed over the query
 // heads of the group, or one chunk of that sum (ColumnSplit). The block is one warpgroup that
 // owns 64 keys and computes the transposed tiles S^T = K Q^T and dP^T = V dO^T, so P^T and dS^T
@@ -594,22 +603,25 @@ __global__ void __launch_bounds__(Tiles<D, 1>::kThreads, D <= 64 ? 3 : 1) flash_
 
   const int k0 = kt * kKeys;  // the longest key columns come first already
   const int b = blockIdx.y / s.KVH, kvh = blockIdx.y % s.KVH, group = s.H / s.KVH;
-  const int64_t ld = int64_t(s.H + 2 * s.KVH) * D, ld_att = int64_t(s.H) * D;
+  const int ld = (s.H + 2 * s.KVH) * D, ld_att = s.H * D;
   const bf16_t* base = qkv + int64_t(b) * s.T * ld;
-  const int first = kt * kKeys / kRows, per_head = split.tiles - first;
   // Step i of the loop: query tile first + i % per_head of query head kvh * group + i / per_head.
-  auto load_step = [&](int i, int buf) {
-    const int h = kvh * group + i / per_head, q0 = (first + i % per_head) * kRows;
+  // Two cursors walk the steps, one loading a step ahead of the one computing (no divisions).
+  const int first = kt * kKeys / kRows, per_head = split.tiles - first;
+  StepCursor loading{begin / per_head, first + begin % per_head}, computing = loading;
+  auto load_step = [&](int buf) {
+    const int h = kvh * group + loading.head, q0 = loading.tile * kRows;
     const int64_t stats = (int64_t(b) * s.H + h) * s.T;
     load_tile<kRows, D, C::kThreads>(sq + buf * Smem<D>::bytes(kRows), base + int64_t(h) * D, ld, q0, s.T);
     load_tile<kRows, D, C::kThreads>(sdo + buf * Smem<D>::bytes(kRows),
                                      datt + int64_t(b) * s.T * ld_att + int64_t(h) * D, ld_att, q0, s.T);
     load_row_stats<kRows, C::kThreads>(slse + buf * kRows, lse + stats, q0, s.T);
     load_row_stats<kRows, C::kThreads>(sdelta + buf * kRows, delta + stats, q0, s.T);
+    loading.next(first, split.tiles);
   };
   load_tile<kKeys, D, C::kThreads>(sk, base + int64_t(s.H + kvh) * D, ld, k0, s.T);
   load_tile<kKeys, D, C::kThreads>(sv, base + int64_t(s.H + s.KVH + kvh) * D, ld, k0, s.T);
-  load_step(begin, begin & 1);
+  load_step(begin & 1);
   cp_async_commit();
 
   const int wg = threadIdx.x / kWarpgroup, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -618,14 +630,15 @@ __global__ void __launch_bounds__(Tiles<D, 1>::kThreads, D <= 64 ? 3 : 1) flash_
   for (int i = begin; i < end; ++i) {
     tiles_landed();
     if (i + 1 < end) {
-      load_step(i + 1, (i + 1) & 1);
+      load_step((i + 1) & 1);
       cp_async_commit();
     }
     const uint32_t qt = smem_addr(sq + (i & 1) * Smem<D>::bytes(kRows));
     const uint32_t dot = smem_addr(sdo + (i & 1) * Smem<D>::bytes(kRows));
     const float* lse_t = slse + (i & 1) * kRows;
     const float* delta_t = sdelta + (i & 1) * kRows;
-    const int q0 = (first + i % per_head) * kRows;
+    const int q0 = computing.tile * kRows;
+    computing.next(first, split.tiles);
     float st[kRows / 2] = {}, dpt[kRows / 2] = {};
     wg_abt<kRows, D, kKeys>(st, smem_addr(sk), 64 * wg, qt);    // S^T = K Q^T
     wg_abt<kRows, D, kKeys>(dpt, smem_addr(sv), 64 * wg, dot);  // dP^T = V dO^T
@@ -637,9 +650,10 @@ __global__ void __launch_bounds__(Tiles<D, 1>::kThreads, D <= 64 ? 3 : 1) flash_
           const int query = q0 + n * 8 + 2 * t + e % 2, key = k0 + wkey + g + 8 * (e / 2);
           return key > query || query >= s.T;
         },
-        [&](int n, int e) {
-          const int c = n * 8 + 2 * t + e % 2;
-          return make_float2(lse_t[c] * kLog2e, delta_t[c]);
+        [&](int n, int e) {  // the query pair of column n, read as one 8-byte word each
+          const float2 l = *reinterpret_cast<const float2*>(lse_t + n * 8 + 2 * t);
+          const float2 d = *reinterpret_cast<const float2*>(delta_t + n * 8 + 2 * t);
+          return e % 2 ? make_float2(l.y * kLog2e, d.y) : make_float2(l.x * kLog2e, d.x);
         });
     uint32_t p[kRows / 16][4], ds[kRows / 16][4];
     to_a_operand<kRows>(p, st);
@@ -880,6 +894,12 @@ void with_head_dim(int d, F&& f) {
 
 int blocks_of(int n, int per) { return (n + per - 1) / per; }
 
+// The bf16 kernels address the rows of one sequence with 32-bit offsets.
+void check_row_offsets(const AttnShape& s) {
+  TT_CHECK(int64_t(s.T) * (s.H + 2 * s.KVH) * s.D <= INT_MAX,
+           "flash attention: one sequence of qkv must hold fewer than 2^31 elements");
+}
+
 // The scratch holds delta, then (from a 256-byte boundary, for the vector accesses) the
 // partial sums of split columns.
 int64_t delta_numel(const AttnShape& s) { return (int64_t(s.B) * s.H * s.T + 63) / 64 * 64; }
@@ -996,6 +1016,7 @@ void flash_attention_forward(const Tensor& att, const Tensor& lse, const Tensor&
   with_head_dim(s.D, [&](auto dim) {
     constexpr int D = decltype(dim)::value;
     if (qkv.dtype == DType::BF16) {
+      check_row_offsets(s);
       with_warpgroups(s.T, s.B * s.H, [&](auto warpgroups) {
         constexpr int kWG = decltype(warpgroups)::value;
         using C = Tiles<D, kWG>;
@@ -1028,6 +1049,7 @@ void flash_attention_backward(const Tensor& dqkv, const Tensor& datt, const Tens
   with_head_dim(s.D, [&](auto dim) {
     constexpr int D = decltype(dim)::value;
     if (qkv.dtype == DType::BF16) {
+      check_row_offsets(s);
       auto* dq = static_cast<bf16_t*>(dqkv.ptr);
       auto* g = static_cast<const bf16_t*>(datt.ptr);
       auto* x = static_cast<const bf16_t*>(qkv.ptr);
