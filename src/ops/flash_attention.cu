@@ -123,10 +123,10 @@ struct Smem {
 };
 
 // Rows [row0, row0 + kRows) of a [T, ld] matrix (D columns from `src`, T * ld < 2^31) into a
-// tile, by the kThreads threads of the block; rows at or past T are zero-filled. The thread count is a
-// template argument so that the loop unrolls and the index arithmetic is shifts and masks of
-// constants: written with a runtime stride it cost 38 instructions per 16-byte copy, a third of
-// the forward kernel's instructions.
+// tile, by the kThreads threads of the block; rows at or past T are zero-filled. The thread
+// count is a template argument so that the loop unrolls and the index arithmetic is shifts and
+// masks of constants: written with a runtime stride it cost 38 instructions per 16-byte copy,
+// a third of the forward kernel's instructions.
 template <int kRows, int D, int kThreads>
 __device__ __forceinline__ void load_tile(unsigned char* dst, const bf16_t* src, int ld, int row0, int T) {
   constexpr int kChunks = D / 8, kPerThread = kRows * kChunks / kThreads;  // 16-byte chunks
@@ -1073,8 +1073,8 @@ void flash_attention_backward(const Tensor& dqkv, const Tensor& datt, const Tens
       };
       {
         const ColumnSplit split = dkdv_split<D>(s);  // also allows the kernel its shared memory
-        flash_backward_dkdv_kernel<D><<<column_grid(s.B * s.KVH, split.columns * split.slots), kWarpgroup, dkdv_smem<D>(),
-                                        st>>>(
+        const dim3 grid = column_grid(s.B * s.KVH, split.columns * split.slots);
+        flash_backward_dkdv_kernel<D><<<grid, kWarpgroup, dkdv_smem<D>(), st>>>(
             dq, partial, g, x, lse.data<float>(), delta, s, split, scale, scale_log2);
         CUDA_CHECK_LAUNCH("flash_backward_dkdv_kernel");
         if (split.slots > 1) sum_split(split, s.KVH, s.H);
