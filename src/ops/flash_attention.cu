@@ -70,6 +70,19 @@ __device__ __forceinline__ float fast_exp2(float x) {
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
   return y;
 }
+// The maximum of f(0) .. f(kN - 1), kN a power of two, as a tree: log2(kN) dependent steps
+// instead of kN (a chain of fmaxf waits on each previous result).
+template <int kN, class F>
+__device__ __forceinline__ float tree_max(F f) {
+  float m[kN];
+#pragma unroll
+  for (int i = 0; i < kN; ++i) m[i] = f(i);
+#pragma unroll
+  for (int w = kN / 2; w >= 1; w /= 2)
+#pragma unroll
+    for (int i = 0; i < w; ++i) m[i] = fmaxf(m[i], m[i + w]);
+  return m[0];
+}
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
   const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<const uint32_t*>(&v);
@@ -421,23 +434,21 @@ __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads) flash_forward_kernel(
     float alpha[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {  // rows g and g + 8; the scores are scaled inside the exponent
-      float tile_max = -INFINITY;
-#pragma unroll
-      for (int n = 0; n < kKeys / 8; ++n) tile_max = fmaxf(tile_max, fmaxf(sc[4 * n + 2 * r], sc[4 * n + 2 * r + 1]));
+      float tile_max = tree_max<kKeys / 8>([&](int n) { return fmaxf(sc[4 * n + 2 * r], sc[4 * n + 2 * r + 1]); });
       tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
       tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
       const float new_max = fmaxf(mx[r], tile_max * scale_log2);
       const float shift = new_max == -INFINITY ? 0.0f : new_max;  // a row with no key yet
       alpha[r] = fast_exp2(mx[r] - shift);
-      float tile_sum = 0.0f;
+      float part[4] = {};  // four running sums: four short dependency chains instead of one long one
 #pragma unroll
       for (int n = 0; n < kKeys / 8; ++n)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           float& x = sc[4 * n + 2 * r + e];
-          tile_sum += (x = fast_exp2(fmaf(x, scale_log2, -shift)));
+          part[(2 * n + e) % 4] += (x = fast_exp2(fmaf(x, scale_log2, -shift)));
         }
-      sum[r] = sum[r] * alpha[r] + tile_sum;
+      sum[r] = sum[r] * alpha[r] + ((part[0] + part[1]) + (part[2] + part[3]));
       mx[r] = new_max;
     }
     wgmma_wait<0>(o);  // the previous tile's P V is in: rescale to the new maximum
