@@ -237,7 +237,8 @@ void Llama::backward() {
   const int C = cfg_.hidden, V = cfg_.vocab_size;
   {
     ScopedRange r(be_, "head_loss");
-    be_.zero(grads_);
+    // No gradient is zeroed: each is written by its one product or reduction (the head's
+    // product writes the tied embedding's, which the embedding backward then adds to).
     // The logits buffer becomes dlogits.
     be_.cross_entropy_backward(logits_, logits_, targets_, N, V, 1.0 / double(N));
     linear_backward(d_normed_, 0.0f, g_.wte, logits_, V, xf_, w_.wte, C, V);

@@ -65,7 +65,8 @@ inline Gemm linear_dx_gemm(Tensor dx, int64_t ld_dx, Tensor dout, int64_t ld_dou
   g.beta = beta;
   return g;
 }
-// dW[out_f, in_f] += dout[rows, out_f]^T @ x[rows, in_f]   (parameter gradients accumulate)
+// dW[out_f, in_f] = dout[rows, out_f]^T @ x[rows, in_f]   (overwritten: each weight's gradient
+// comes from one product, so the model never zeroes its gradients)
 inline Gemm linear_dw_gemm(Tensor dw, Tensor dout, int64_t ld_dout, Tensor x, int64_t ld_x,
                            int rows, int in_f, int out_f) {
   Gemm g;
@@ -74,7 +75,6 @@ inline Gemm linear_dw_gemm(Tensor dw, Tensor dout, int64_t ld_dout, Tensor x, in
   g.a = dout, g.lda = ld_dout;
   g.b = x, g.ldb = ld_x;
   g.c = dw, g.ldc = in_f;
-  g.beta = 1.0f;
   return g;
 }
 

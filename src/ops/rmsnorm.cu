@@ -108,7 +108,7 @@ __global__ void rms_dw_partial_kernel(float* partial, const T* dout, const T* x,
 
 // ---- both versions: the second dw stage ----
 
-// dw[j] += sum over the chunks k of partial[k, j]. A block covers 32 columns; its warp s adds
+// dw[j] = sum over the chunks k of partial[k, j]. A block covers 32 columns; its warp s adds
 // chunks s, s + kSumSlices, ... in order, then the warps' sums are added in warp order: a
 // fixed order, so the same bits every run.
 __global__ void __launch_bounds__(32 * kSumSlices) rms_dw_sum_kernel(float* dw, const float* partial, int c,
@@ -123,7 +123,7 @@ __global__ void __launch_bounds__(32 * kSumSlices) rms_dw_sum_kernel(float* dw, 
   if (slice != 0 || j >= c) return;
   float total = 0.0f;
   for (int s = 0; s < kSumSlices; ++s) total += slice_sum[s][lane];
-  dw[j] += total;
+  dw[j] = total;
 }
 
 // ---- version 3 ----

@@ -2,12 +2,13 @@
 //   rstd[i]   = 1 / sqrt(mean_j x[i,j]^2 + eps)
 //   out[i, j] = x[i, j] * rstd[i] * w[j]
 // forward:  out (overwritten), rstd saved for the backward.
-// backward: dx (overwritten), dw (accumulated):
+// backward: dx and dw (both overwritten):
 //   dx[i,j] = rstd[i] * (w[j] dout[i,j] - x[i,j] rstd[i]^2 mean_k(w[k] dout[i,k] x[i,k]))
-//   dw[j]  += sum_i dout[i,j] x[i,j] rstd[i]
+//   dw[j]   = sum_i dout[i,j] x[i,j] rstd[i]
 #pragma once
 #include "core/stream.h"
 #include "core/tensor.h"
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -39,6 +40,7 @@ void rmsnorm_backward(T* dx, T* dw, const T* dout, const T* x, const T* w, const
     const T coef = r * r * dot / T(c);
     for (int j = 0; j < c; ++j) dx[i * c + j] = r * (w[j] * gi[j] - xi[j] * coef);
   }
+  std::fill(dw, dw + c, T(0));
   for (int64_t i = 0; i < n; ++i) {  // in row order: deterministic
     const T r = T(rstd[i]);
     for (int j = 0; j < c; ++j) dw[j] += dout[i * c + j] * x[i * c + j] * r;

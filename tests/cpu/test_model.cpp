@@ -2,6 +2,7 @@
 // (parameters, FLOPs, memory) against hand counts.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "gradcheck.h"
@@ -49,6 +50,8 @@ TEST(ModelGradcheck, EveryParameterInDouble) {
   random_batch(model.tokens(), c.vocab_size, 5, tok, tgt);
   model.set_batch(tok.data(), tgt.data());
   model.forward();
+  // Poisoned: the backward zeroes nothing, so each gradient must be written, not added to.
+  std::fill_n(model.grads().data<double>(), model.grads().numel, std::nan(""));
   model.backward();
   const std::vector<double> analytic = model.read(model.grads());
 

@@ -25,7 +25,7 @@ TEST_F(OpsGradcheck, Linear) {
     be->matmul(linear_gemm(view(y), out, view(x), in, view(w), n, in, out));
     return dot(y, R);
   };
-  std::vector<double> dx(n * in, 7.0), dw(out * in, 0.0);  // dx poisoned: must be overwritten
+  std::vector<double> dx(n * in, 7.0), dw(out * in, 7.0);  // poisoned: both must be overwritten
   be->matmul(linear_dx_gemm(view(dx), in, view(R), out, view(w), n, in, out, 0.0f));
   be->matmul(linear_dw_gemm(view(dw), view(R), out, view(x), in, n, in, out));
   EXPECT_LT(rel_error(dx, numeric_grad(x, loss)), kTol);
@@ -57,7 +57,7 @@ TEST_F(OpsGradcheck, RmsNorm) {
     return dot(out, R);
   };
   loss();
-  std::vector<double> dx(n * c, 7.0), dw(c, 0.0);
+  std::vector<double> dx(n * c, 7.0), dw(c, 7.0);  // poisoned: both must be overwritten
   be->rmsnorm_backward(view(dx), view(dw), view(R), view(x), view(w), view(rstd), n, c);
   EXPECT_LT(rel_error(dx, numeric_grad(x, loss)), kTol);
   EXPECT_LT(rel_error(dw, numeric_grad(w, loss)), kTol);

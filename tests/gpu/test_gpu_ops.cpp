@@ -50,14 +50,14 @@ TEST_P(GpuOps, Linear) {
     DeviceBuffer X(act(), x), W(act(), w), DY(act(), dy), Y(act(), wide), DX(act(), int64_t(n) * in);
     be->matmul(linear_gemm(Y.t().slice(3, Y.t().numel - 3), ld, X, in, W, n, in, out));
     EXPECT_MATCHES(Y.get(), y_ref, tol());
-    // Backward: dx overwritten, dW (fp32, a parameter gradient) accumulated.
-    std::vector<double> dw0 = rnd.uniform(size_t(out) * in), dx_ref(size_t(n) * in), dw_ref = dw0;
+    // Backward: dx and dW (fp32, a parameter gradient) overwritten.
+    std::vector<double> dx_ref(size_t(n) * in), dw_ref(size_t(out) * in);
     ref::gemm(linear_dx_gemm({}, in, {}, out, {}, n, in, out, 0.0f), static_cast<double*>(nullptr), dy.data(),
               w.data(), dx_ref.data());
     ref::gemm(linear_dw_gemm({}, {}, out, {}, in, n, in, out), static_cast<double*>(nullptr), dy.data(), x.data(),
               dw_ref.data());
-    DeviceBuffer DW(DType::F32, dw0);
-    DX.poison();
+    DeviceBuffer DW(DType::F32, int64_t(out) * in);
+    DX.poison(), DW.poison();
     be->matmul(linear_dx_gemm(DX, in, DY, out, W, n, in, out, 0.0f));
     be->matmul(linear_dw_gemm(DW, DY, out, X, in, n, in, out));
     EXPECT_MATCHES(DX.get(), dx_ref, tol());
@@ -98,13 +98,12 @@ TEST_P(GpuOps, RmsNorm) {
       SCOPED_TRACE(testing::Message() << "v" << version << " n=" << n << " c=" << c);
       GpuBackend be(plan(version), shape_for(n, c));
       auto x = input(size_t(n) * c, 2.0), w = input(c), dout = input(size_t(n) * c);
-      std::vector<double> out_ref(size_t(n) * c), rstd_ref(n), dx_ref(size_t(n) * c), dw0 = rnd.uniform(c),
-          dw_ref = dw0;
+      std::vector<double> out_ref(size_t(n) * c), rstd_ref(n), dx_ref(size_t(n) * c), dw_ref(c);
       ref::rmsnorm_forward(out_ref.data(), rstd_ref.data(), x.data(), w.data(), n, c, 1e-5);
       ref::rmsnorm_backward(dx_ref.data(), dw_ref.data(), dout.data(), x.data(), w.data(), rstd_ref.data(), n, c);
       DeviceBuffer X(act(), x), W(act(), w), DOUT(act(), dout), OUT(act(), int64_t(n) * c), RSTD(DType::F32, n),
-          DX(act(), int64_t(n) * c), DW(DType::F32, dw0), DW2(DType::F32, dw0);
-      OUT.poison(), RSTD.poison(), DX.poison();
+          DX(act(), int64_t(n) * c), DW(DType::F32, c), DW2(DType::F32, c);
+      OUT.poison(), RSTD.poison(), DX.poison(), DW.poison(), DW2.poison();
       be->rmsnorm_forward(OUT, RSTD, X, W, n, c, 1e-5);
       EXPECT_MATCHES(OUT.get(), out_ref, tol());
       EXPECT_MATCHES(RSTD.get(), rstd_ref, act() == DType::F32 ? 1e-6 : 1e-5);
