@@ -1,14 +1,22 @@
-// Residual add on the GPU (see residual.h): out = a + b, elementwise.
+// Residual add on the GPU (see residual.h): out = a + b, elementwise. Each thread adds kN
+// consecutive elements with 16-byte accesses where the tensors allow (8 bf16 or 4 fp32), else
+// one element.
 #include "ops/cuda_common.cuh"
 #include "ops/residual.h"
 
 namespace tt::cuda {
 namespace {
 
-template <class T>
+template <class T, int kN>
 __global__ void add_kernel(T* out, const T* a, const T* b, int64_t n) {
-  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) out[i] = from_float<T>(to_float(a[i]) + to_float(b[i]));
+  const int64_t i = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * kN;
+  if (i >= n) return;
+  using V = Vec<T, kN>;
+  const V x = V::load(a + i), y = V::load(b + i);
+  V z;
+#pragma unroll
+  for (int e = 0; e < kN; ++e) z.v[e] = from_float<T>(to_float(x.v[e]) + to_float(y.v[e]));
+  z.store(out + i);
 }
 
 constexpr int kThreads = 256;
@@ -18,8 +26,12 @@ constexpr int kThreads = 256;
 void add(const Tensor& out, const Tensor& a, const Tensor& b, Stream s) {
   TT_CHECK(a.numel == out.numel && b.numel == out.numel, "add: sizes differ");
   TT_DISPATCH_ACT(out.dtype, {
-    add_kernel<T><<<blocks_for(out.numel, kThreads), kThreads, 0, s>>>(
-        static_cast<T*>(out.ptr), static_cast<const T*>(a.ptr), static_cast<const T*>(b.ptr), out.numel);
+    const bool wide = out.numel % kVec16<T> == 0 && aligned16(out.ptr) && aligned16(a.ptr) && aligned16(b.ptr);
+    with_vec_width<T>(wide, [&](auto width) {
+      constexpr int kN = decltype(width)::value;
+      add_kernel<T, kN><<<blocks_for((out.numel + kN - 1) / kN, kThreads), kThreads, 0, s>>>(
+          static_cast<T*>(out.ptr), static_cast<const T*>(a.ptr), static_cast<const T*>(b.ptr), out.numel);
+    });
   });
   CUDA_CHECK_LAUNCH("add_kernel");
 }
