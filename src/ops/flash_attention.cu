@@ -11,13 +11,14 @@
 //            (cp.async); scores, the online softmax and the output stay in registers (the
 //            probabilities are the A operand of P.V straight from the score accumulators);
 //            tiles past the causal diagonal are never loaded.
-//   backward delta = rowsum(dO * O) first; then two kernels that each own what they write, so
-//            no atomics are needed and the result is bitwise reproducible:
+//   backward two kernels that each own what they write, so no atomics are needed and the
+//            result is bitwise reproducible:
+//            dQ      one block per (query tile, batch, head), looping over key tiles like the
+//                    forward. It first computes delta = rowsum(dO * O) of its rows, which it
+//                    needs, and leaves it in memory for the next kernel (no launch of its own);
 //            dK, dV  one block per (key tile, batch, kv head); each warpgroup owns 64 keys and
 //                    loops over the query heads of the group and the query tiles at or below
-//                    the diagonal, so the group's sum happens in registers in a fixed order;
-//            dQ      one block per (query tile, batch, head), looping over key tiles like the
-//                    forward.
+//                    the diagonal, so the group's sum happens in registers in a fixed order.
 //            At small batches and long sequences, the long columns of both are split into
 //            chunks whose sums a third kernel adds in order (ColumnSplit).
 //            P and dP are recomputed in both: seven tile products against the five of a
@@ -481,11 +482,12 @@ __device__ __forceinline__ void recompute_p_ds(float (&sc)[kN], float (&dp)[kN],
 }
 
 // dQ = scale * dS K for one (query tile, batch, head), or one chunk of its key tiles
-// (ColumnSplit).
+// (ColumnSplit). The tile's delta = rowsum(dO * O) is computed here, each row by the four
+// threads that hold it, and written out by the column's first chunk for the dK/dV kernel.
 template <int D, int kWG>
 __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads) flash_backward_dq_kernel(
-    bf16_t* dqkv, float* partial, const bf16_t* datt, const bf16_t* qkv, const float* lse, const float* delta,
-    AttnShape s, ColumnSplit split, float scale, float scale_log2) {
+    bf16_t* dqkv, float* partial, float* delta, const bf16_t* datt, const bf16_t* att, const bf16_t* qkv,
+    const float* lse, AttnShape s, ColumnSplit split, float scale, float scale_log2) {
   using C = Tiles<D, kWG>;
   constexpr int kRows = C::kRows, kKeys = C::kKeys;
   unsigned char* sq = aligned_smem();                  // [kRows][D]
@@ -516,7 +518,18 @@ __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads) flash_backward_dq_ker
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int row = min(q0 + wrow + g + 8 * r, s.T - 1);
-    row_stat[r] = make_float2(lse[stats + row] * kLog2e, delta[stats + row]);
+    const int64_t at = (int64_t(b) * s.T + row) * ld_att + int64_t(h) * D + t * (D / 4);  // D / 4 columns
+    float dl = 0.0f;
+#pragma unroll
+    for (int c = 0; c < D / 4; c += 8) {
+      const Vec<bf16_t, 8> o = Vec<bf16_t, 8>::load(att + at + c), go = Vec<bf16_t, 8>::load(datt + at + c);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) dl += to_float(go.v[e]) * to_float(o.v[e]);
+    }
+    dl += __shfl_xor_sync(0xffffffffu, dl, 1);
+    dl += __shfl_xor_sync(0xffffffffu, dl, 2);
+    row_stat[r] = make_float2(lse[stats + row] * kLog2e, dl);
+    if (chunk == 0 && t == 0 && q0 + wrow + g + 8 * r < s.T) delta[stats + row] = dl;
   }
   float dq[D / 2] = {};
 
@@ -701,20 +714,6 @@ __global__ void flash_backward_split_sum_kernel(bf16_t* dqkv, const float* parti
   reinterpret_cast<__nv_bfloat162*>(out)[1] = __floats2bfloat162_rn(acc.z * k, acc.w * k);
 }
 
-// delta[b, h, t] = sum_d dO[b, t, h, d] * O[b, t, h, d], one warp per (token, head).
-template <class T>
-__global__ void attention_delta_kernel(float* delta, const T* datt, const T* att, AttnShape s) {
-  const int64_t w = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;  // token * H + head
-  if (w >= int64_t(s.B) * s.T * s.H) return;
-  const int64_t token = w / s.H;
-  const int h = int(w % s.H);
-  float acc = 0.0f;
-  for (int d = threadIdx.x % 32; d < s.D; d += 32) acc += to_float(datt[w * s.D + d]) * to_float(att[w * s.D + d]);
-  acc = warp_sum(acc);
-  const int b = int(token / s.T), t = int(token % s.T);
-  if (threadIdx.x % 32 == 0) delta[(int64_t(b) * s.H + h) * s.T + t] = acc;
-}
-
 // ---- fp32 on the CUDA cores: one warp per row ----------------------------------------------
 // Lane l holds elements l, l + 32, ... of the row's D-vectors (D / 32 of them), so the shared
 // tiles are read without bank conflicts; a dot product is a warp sum.
@@ -793,21 +792,23 @@ __global__ void __launch_bounds__(32 * kSimtWarps) flash_forward_simt_kernel(flo
 }
 
 template <int D>
-__global__ void __launch_bounds__(32 * kSimtWarps) flash_backward_dq_simt_kernel(float* dqkv, const float* datt,
+__global__ void __launch_bounds__(32 * kSimtWarps) flash_backward_dq_simt_kernel(float* dqkv, float* delta,
+                                                                                 const float* datt, const float* att,
                                                                                  const float* qkv, const float* lse,
-                                                                                 const float* delta, AttnShape s,
-                                                                                 float scale, float scale_log2) {
+                                                                                 AttnShape s, float scale,
+                                                                                 float scale_log2) {
   __shared__ float ks[kSimtTile][D], vs[kSimtTile][D];
   const int b = blockIdx.y / s.H, h = blockIdx.y % s.H, kvh = h / (s.H / s.KVH);
   const int64_t ld = int64_t(s.H + 2 * s.KVH) * D;
   const float* base = qkv + int64_t(b) * s.T * ld;
   const int row = blockIdx.x * kSimtWarps + threadIdx.x / 32, rs = min(row, s.T - 1);
   const int last = min(s.T, (blockIdx.x + 1) * kSimtWarps) - 1;
-  const int64_t stat = (int64_t(b) * s.H + h) * s.T + rs;
-  const float lse2 = lse[stat] * kLog2e, dl = delta[stat];
+  const int64_t stat = (int64_t(b) * s.H + h) * s.T + rs, at = (int64_t(b) * s.T + rs) * s.H * D + int64_t(h) * D;
   float q[D / 32], g[D / 32], dq[D / 32] = {};
   load_slice<D>(q, base + int64_t(rs) * ld + int64_t(h) * D, scale_log2);
-  load_slice<D>(g, datt + (int64_t(b) * s.T + rs) * s.H * D + int64_t(h) * D);
+  load_slice<D>(g, datt + at);
+  const float lse2 = lse[stat] * kLog2e, dl = warp_dot<D>(g, att + at);  // delta = rowsum(dO * O)
+  if (row < s.T && threadIdx.x % 32 == 0) delta[stat] = dl;  // for the dK/dV kernel
   for (int k0 = 0; k0 <= last; k0 += kSimtTile) {
     __syncthreads();
     load_tile_f32<D>(ks, base + int64_t(s.H + kvh) * D, ld, k0, s.T);
@@ -1015,6 +1016,8 @@ void flash_attention_forward(const Tensor& att, const Tensor& lse, const Tensor&
     constexpr int D = decltype(dim)::value;
     if (qkv.dtype == DType::BF16) {
       check_row_offsets(s);
+      TT_CHECK(aligned16(qkv.ptr) && aligned16(att.ptr),
+               "flash attention forward: its bf16 tensors must start on 16-byte boundaries");
       with_warpgroups(s.T, s.B * s.H, [&](auto warpgroups) {
         constexpr int kWG = decltype(warpgroups)::value;
         using C = Tiles<D, kWG>;
@@ -1037,19 +1040,16 @@ void flash_attention_backward(const Tensor& dqkv, const Tensor& datt, const Tens
                               const Tensor& lse, const AttnShape& s, const Tensor& scratch, Stream st) {
   TT_CHECK(scratch.numel >= flash_attention_scratch_numel(s, qkv.dtype), "flash attention scratch too small");
   const float scale = float(s.scale()), scale_log2 = scale * kLog2e;
-  float* delta = scratch.data<float>();
-  const int64_t rows = int64_t(s.B) * s.T * s.H;
-  TT_DISPATCH_ACT(att.dtype, {
-    attention_delta_kernel<T><<<blocks_for(rows * 32, 256), 256, 0, st>>>(
-        delta, static_cast<const T*>(datt.ptr), static_cast<const T*>(att.ptr), s);
-  });
-  CUDA_CHECK_LAUNCH("attention_delta_kernel");
+  float* delta = scratch.data<float>();  // written by the dQ kernel, read by the dK/dV kernel
   with_head_dim(s.D, [&](auto dim) {
     constexpr int D = decltype(dim)::value;
     if (qkv.dtype == DType::BF16) {
       check_row_offsets(s);
+      TT_CHECK(aligned16(dqkv.ptr) && aligned16(datt.ptr) && aligned16(qkv.ptr) && aligned16(att.ptr),
+               "flash attention backward: its bf16 tensors must start on 16-byte boundaries");
       auto* dq = static_cast<bf16_t*>(dqkv.ptr);
       auto* g = static_cast<const bf16_t*>(datt.ptr);
+      auto* o = static_cast<const bf16_t*>(att.ptr);
       auto* x = static_cast<const bf16_t*>(qkv.ptr);
       float* partial = delta + delta_numel(s);
       // Adds the chunks' slots of the split columns into dqkv (matrices from column block col0).
@@ -1059,6 +1059,15 @@ void flash_attention_backward(const Tensor& dqkv, const Tensor& datt, const Tens
                                                                                           heads, col0, scale);
         CUDA_CHECK_LAUNCH("flash_backward_split_sum_kernel");
       };
+      with_warpgroups(s.T, s.B * s.H, [&](auto warpgroups) {
+        constexpr int kWG = decltype(warpgroups)::value;
+        const ColumnSplit split = dq_split<D, kWG>(s);  // also allows the kernel its shared memory
+        flash_backward_dq_kernel<D, kWG><<<column_grid(s.B * s.H, split.columns * split.slots), Tiles<D, kWG>::kThreads,
+                                           dq_smem<D, kWG>(), st>>>(
+            dq, partial, delta, g, o, x, lse.data<float>(), s, split, scale, scale_log2);
+        CUDA_CHECK_LAUNCH("flash_backward_dq_kernel");
+        if (split.slots > 1) sum_split(split, s.H, 0);
+      });
       {
         const ColumnSplit split = dkdv_split<D>(s);  // also allows the kernel its shared memory
         const dim3 grid = column_grid(s.B * s.KVH, split.columns * split.slots);
@@ -1067,26 +1076,17 @@ void flash_attention_backward(const Tensor& dqkv, const Tensor& datt, const Tens
         CUDA_CHECK_LAUNCH("flash_backward_dkdv_kernel");
         if (split.slots > 1) sum_split(split, s.KVH, s.H);
       }
-      with_warpgroups(s.T, s.B * s.H, [&](auto warpgroups) {
-        constexpr int kWG = decltype(warpgroups)::value;
-        const ColumnSplit split = dq_split<D, kWG>(s);  // also allows the kernel its shared memory
-        flash_backward_dq_kernel<D, kWG><<<column_grid(s.B * s.H, split.columns * split.slots), Tiles<D, kWG>::kThreads,
-                                           dq_smem<D, kWG>(), st>>>(
-            dq, partial, g, x, lse.data<float>(), delta, s, split, scale, scale_log2);
-        CUDA_CHECK_LAUNCH("flash_backward_dq_kernel");
-        if (split.slots > 1) sum_split(split, s.H, 0);
-      });
     } else {
       TT_CHECK(qkv.dtype == DType::F32, "flash attention: fp32 or bf16 only");
       const dim3 block(32 * kSimtWarps);
+      flash_backward_dq_simt_kernel<D><<<dim3(blocks_of(s.T, kSimtWarps), s.B * s.H), block, 0, st>>>(
+          dqkv.data<float>(), delta, datt.data<float>(), att.data<float>(), qkv.data<float>(), lse.data<float>(), s,
+          scale, scale_log2);
+      CUDA_CHECK_LAUNCH("flash_backward_dq_simt_kernel");
       flash_backward_dkdv_simt_kernel<D><<<dim3(blocks_of(s.T, kSimtWarps), s.B * s.KVH), block, 0, st>>>(
           dqkv.data<float>(), datt.data<float>(), qkv.data<float>(), lse.data<float>(), delta, s, scale,
           scale_log2);
       CUDA_CHECK_LAUNCH("flash_backward_dkdv_simt_kernel");
-      flash_backward_dq_simt_kernel<D><<<dim3(blocks_of(s.T, kSimtWarps), s.B * s.H), block, 0, st>>>(
-          dqkv.data<float>(), datt.data<float>(), qkv.data<float>(), lse.data<float>(), delta, s, scale,
-          scale_log2);
-      CUDA_CHECK_LAUNCH("flash_backward_dq_simt_kernel");
     }
   });
 }
