@@ -1,52 +1,29 @@
-// AdamW on the GPU (see adamw.h): each thread updates kN consecutive parameters, with 16-byte
-// accesses when the tensors allow (kN = 4: four fp32 loads of p, g, m, v and three stores, a
-// quarter of the blocks of one thread per parameter). When the backend computes in bf16 the
-// kernel also writes the rounded copy the products read, so no separate pass is needed to
-// refresh it.
+// AdamW on the GPU (see adamw.h): one thread per parameter. When the backend computes in
+// bf16 the kernel also writes the rounded copy the products read, so no separate pass is
+// needed to refresh it.
 #include "ops/adamw.h"
 #include "ops/cuda_common.cuh"
 
 namespace tt::cuda {
 namespace {
 
-template <int kN, class A>
+template <class A>
 __global__ void adamw_kernel(float* p, const float* g, float* m, float* v, A* p_act, int64_t n,
                              const AdamWScalars* scalars) {
-  const int64_t i = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * kN;
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  using F = Vec<float, kN>;
   const AdamWScalars k = *scalars;
-  const F gv = F::load(g + i);
-  F mv = F::load(m + i), vv = F::load(v + i), pv = F::load(p + i);
-  Vec<A, kN> act;
-#pragma unroll
-  for (int e = 0; e < kN; ++e) {
-    const float gi = gv.v[e];
-    mv.v[e] = k.b1 * mv.v[e] + k.c1 * gi;
-    vv.v[e] = k.b2 * vv.v[e] + k.c2 * gi * gi;
-    pv.v[e] = pv.v[e] * k.decay - k.step_size * mv.v[e] / (sqrtf(vv.v[e]) / k.bc2_sqrt + k.eps);
-    act.v[e] = from_float<A>(pv.v[e]);
-  }
-  mv.store(m + i);
-  vv.store(v + i);
-  pv.store(p + i);
-  if (p_act) act.store(p_act + i);
+  const float gi = g[i];
+  const float mi = k.b1 * m[i] + k.c1 * gi;
+  const float vi = k.b2 * v[i] + k.c2 * gi * gi;
+  const float pi = p[i] * k.decay - k.step_size * mi / (sqrtf(vi) / k.bc2_sqrt + k.eps);
+  m[i] = mi;
+  v[i] = vi;
+  p[i] = pi;
+  if (p_act) p_act[i] = from_float<A>(pi);
 }
 
 constexpr int kThreads = 256;
-
-template <class A>
-void launch(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, A* p_act, const AdamWScalars* k,
-            Stream s) {
-  const bool wide = p.numel % kVec16<float> == 0 && aligned16(p.ptr) && aligned16(g.ptr) && aligned16(m.ptr) &&
-                    aligned16(v.ptr) && reinterpret_cast<uintptr_t>(p_act) % (sizeof(A) * kVec16<float>) == 0;
-  with_vec_width<float>(wide, [&](auto width) {
-    constexpr int kN = decltype(width)::value;
-    adamw_kernel<kN, A><<<blocks_for((p.numel + kN - 1) / kN, kThreads), kThreads, 0, s>>>(
-        p.data<float>(), g.data<float>(), m.data<float>(), v.data<float>(), p_act, p.numel, k);
-  });
-  CUDA_CHECK_LAUNCH("adamw_kernel");
-}
 
 }  // namespace
 
@@ -63,9 +40,16 @@ AdamWScalars adamw_scalars(const AdamWStep& st) {
 
 void adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const Tensor& p_act,
            const AdamWScalars* k, Stream s) {
-  if (p_act.empty()) return launch<float>(p, g, m, v, nullptr, k, s);
-  TT_CHECK(p_act.dtype == DType::BF16, "adamw: the act copy of the weights must be bf16");
-  launch(p, g, m, v, static_cast<bf16_t*>(p_act.ptr), k, s);
+  const unsigned blocks = blocks_for(p.numel, kThreads);
+  if (p_act.empty()) {
+    adamw_kernel<float><<<blocks, kThreads, 0, s>>>(p.data<float>(), g.data<float>(), m.data<float>(),
+                                                    v.data<float>(), nullptr, p.numel, k);
+  } else {
+    TT_CHECK(p_act.dtype == DType::BF16, "adamw: the act copy of the weights must be bf16");
+    adamw_kernel<bf16_t><<<blocks, kThreads, 0, s>>>(p.data<float>(), g.data<float>(), m.data<float>(),
+                                                     v.data<float>(), static_cast<bf16_t*>(p_act.ptr), p.numel, k);
+  }
+  CUDA_CHECK_LAUNCH("adamw_kernel");
 }
 
 }  // namespace tt::cuda
