@@ -30,6 +30,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <initializer_list>
 #include <string>
 #include <type_traits>
 
@@ -893,10 +894,13 @@ dim3 column_grid(int rows, int columns) {
   return dim3(unsigned(rows), unsigned(columns));
 }
 
-// The bf16 kernels address the rows of one sequence with 32-bit offsets.
-void check_row_offsets(const AttnShape& s) {
+// What the bf16 kernels assume of their inputs: 32-bit row offsets within a sequence, and
+// tensors that start on 16-byte boundaries (their tiles move in 16-byte copies).
+void check_bf16_layout(const AttnShape& s, std::initializer_list<const void*> tensors) {
   TT_CHECK(int64_t(s.T) * (s.H + 2 * s.KVH) * s.D <= INT_MAX,
            "flash attention: one sequence of qkv must hold fewer than 2^31 elements");
+  for (const void* p : tensors)
+    TT_CHECK(aligned16(p), "flash attention: its bf16 tensors must start on 16-byte boundaries");
 }
 
 // The scratch holds delta, then (from a 256-byte boundary, for the vector accesses) the
@@ -1015,9 +1019,7 @@ void flash_attention_forward(const Tensor& att, const Tensor& lse, const Tensor&
   with_head_dim(s.D, [&](auto dim) {
     constexpr int D = decltype(dim)::value;
     if (qkv.dtype == DType::BF16) {
-      check_row_offsets(s);
-      TT_CHECK(aligned16(qkv.ptr) && aligned16(att.ptr),
-               "flash attention forward: its bf16 tensors must start on 16-byte boundaries");
+      check_bf16_layout(s, {qkv.ptr, att.ptr});
       with_warpgroups(s.T, s.B * s.H, [&](auto warpgroups) {
         constexpr int kWG = decltype(warpgroups)::value;
         using C = Tiles<D, kWG>;
@@ -1044,9 +1046,7 @@ void flash_attention_backward(const Tensor& dqkv, const Tensor& datt, const Tens
   with_head_dim(s.D, [&](auto dim) {
     constexpr int D = decltype(dim)::value;
     if (qkv.dtype == DType::BF16) {
-      check_row_offsets(s);
-      TT_CHECK(aligned16(dqkv.ptr) && aligned16(datt.ptr) && aligned16(qkv.ptr) && aligned16(att.ptr),
-               "flash attention backward: its bf16 tensors must start on 16-byte boundaries");
+      check_bf16_layout(s, {dqkv.ptr, datt.ptr, qkv.ptr, att.ptr});
       auto* dq = static_cast<bf16_t*>(dqkv.ptr);
       auto* g = static_cast<const bf16_t*>(datt.ptr);
       auto* o = static_cast<const bf16_t*>(att.ptr);
