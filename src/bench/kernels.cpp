@@ -74,11 +74,14 @@ const char* op_name(Op op) {
 
 // The plan of `version` for timing `op`: the preset in the run's precision with the custom
 // kernels of the other operations off (they do not change this operation), so that a row is
-// refused only when its own kernel is missing.
+// refused only when its own kernel is missing. Launched the plain way: a kernel timed on its
+// own, like its v2 counterpart and the copy it is measured against (programmatic launch would
+// overlap each repetition with the end of the one before).
 Plan op_plan(int version, Op op, bool amp) {
   Plan p = plan_for_version(version);
   p.amp = amp;
   p.tf32 = false;
+  p.programmatic_launch = false;
   if (op != Op::Attention) p.custom_attention = false;
   if (op != Op::RmsNorm) p.custom_rmsnorm = false;
   if (op != Op::SwiGlu) p.custom_swiglu = false;

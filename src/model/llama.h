@@ -88,7 +88,8 @@ class Llama {
   };
 
   void layout(Arena& a);
-  void enqueue_step(const AdamWStep& step);
+  void enqueue_step();       // marks, forward, backward, update_parameters
+  void update_parameters();  // AdamW with the scalars of the last set_adamw_step
   // The column blocks of the QKV buffer that the unfused products write (q, k, v).
   struct QkvBlock {
     int64_t col;

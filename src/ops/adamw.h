@@ -42,7 +42,10 @@ void adamw(T* p, const T* g, T* m, T* v, int64_t n, const AdamWStep& s) {
 }  // namespace tt
 
 // CUDA launcher (src/ops/adamw.cu): one elementwise kernel over the tensors given, reading the
-// step's scalars from device memory (so that a CUDA graph replays with new ones).
+// step's scalars from device memory (so that a CUDA graph replays with new ones). Under
+// programmatic launch the kernel reads p, m and v while the kernel before it still runs: that
+// kernel must not write them (in a training step it is the backward's last or another
+// tensor's AdamW).
 namespace tt::cuda {
 struct AdamWScalars {
   float decay, b1, b2, c1, c2, eps, step_size, bc2_sqrt;

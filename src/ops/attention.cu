@@ -14,6 +14,7 @@ constexpr int kThreads = 256;
 template <class T, bool kMerge>
 __global__ void heads_kernel(T* head_major, T* token_major, int64_t ld, int64_t col, int B, int Tn, int heads,
                              int D) {
+  await_previous_kernel();
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= int64_t(B) * heads * Tn * D) return;
   const int d = int(i % D);
@@ -29,6 +30,7 @@ __global__ void heads_kernel(T* head_major, T* token_major, int64_t ld, int64_t 
 
 template <class T>
 __global__ void scale_kernel(T* x, int64_t n, float s) {
+  await_previous_kernel();
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) x[i] = from_float<T>(to_float(x[i]) * s);
 }
@@ -37,6 +39,7 @@ __global__ void scale_kernel(T* x, int64_t n, float s) {
 // (times `scale` first when kScale), zeros above the diagonal. In place.
 template <class T, bool kScale>
 __global__ void causal_softmax_kernel(T* scores, int Tn, float scale) {
+  await_previous_kernel();
   __shared__ float scratch[32];
   const int64_t row = blockIdx.x;
   const int t = int(row % Tn);
@@ -56,6 +59,7 @@ __global__ void causal_softmax_kernel(T* scores, int Tn, float scale) {
 // dS = P * (dP - sum_j P_j dP_j) (times `scale` when kScale), in place over dP.
 template <class T, bool kScale>
 __global__ void causal_softmax_backward_kernel(T* dp, const T* probs, int Tn, float scale) {
+  await_previous_kernel();
   __shared__ float scratch[32];
   const int64_t row = blockIdx.x;
   const int t = int(row % Tn);
@@ -73,9 +77,8 @@ template <class T, bool kMerge>
 void heads(const Tensor& head_major, const Tensor& token_major, int64_t ld, int64_t col, const AttnShape& s,
            int heads, Stream st) {
   const int64_t n = int64_t(s.B) * heads * s.T * s.D;
-  heads_kernel<T, kMerge><<<blocks_for(n, kThreads), kThreads, 0, st>>>(
-      static_cast<T*>(head_major.ptr), static_cast<T*>(token_major.ptr), ld, col, s.B, s.T, heads, s.D);
-  CUDA_CHECK_LAUNCH("heads_kernel");
+  launch("heads_kernel", heads_kernel<T, kMerge>, blocks_for(n, kThreads), kThreads, 0, st,
+         static_cast<T*>(head_major.ptr), static_cast<T*>(token_major.ptr), ld, col, s.B, s.T, heads, s.D);
 }
 
 // Q, K and V of the qkv buffer into their head-major scratch buffers.
@@ -88,8 +91,7 @@ void split_qkv(const AttentionScratch& w, const Tensor& qkv, const AttnShape& s,
 
 template <class T>
 void scale(const Tensor& x, int64_t n, float s, Stream st) {
-  scale_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, st>>>(static_cast<T*>(x.ptr), n, s);
-  CUDA_CHECK_LAUNCH("scale_kernel");
+  launch("scale_kernel", scale_kernel<T>, blocks_for(n, kThreads), kThreads, 0, st, static_cast<T*>(x.ptr), n, s);
 }
 
 // One batch entry per (batch, kv head): m rows of the group's query heads.
@@ -120,12 +122,13 @@ void attention_forward(const Blas& blas, const Tensor& att, const Tensor& probs,
     gemm(blas, group_gemm(false, true, rep * Tn, Tn, D, w.qh, D, w.kh, D, probs, Tn),
          {groups, int64_t(rep) * Tn * D, int64_t(Tn) * D, int64_t(rep) * Tn * Tn});
     if (fused_softmax) {
-      causal_softmax_kernel<T, true><<<unsigned(rows), kThreads, 0, blas.stream>>>(static_cast<T*>(probs.ptr), Tn, sc);
+      launch("causal_softmax_kernel", causal_softmax_kernel<T, true>, unsigned(rows), kThreads, 0, blas.stream,
+             static_cast<T*>(probs.ptr), Tn, sc);
     } else {
       scale<T>(probs, rows * Tn, sc, blas.stream);
-      causal_softmax_kernel<T, false><<<unsigned(rows), kThreads, 0, blas.stream>>>(static_cast<T*>(probs.ptr), Tn, sc);
+      launch("causal_softmax_kernel", causal_softmax_kernel<T, false>, unsigned(rows), kThreads, 0, blas.stream,
+             static_cast<T*>(probs.ptr), Tn, sc);
     }
-    CUDA_CHECK_LAUNCH("causal_softmax_kernel");
     gemm(blas, group_gemm(false, false, rep * Tn, D, Tn, probs, Tn, w.vh, D, w.oh, D),
          {groups, int64_t(rep) * Tn * Tn, int64_t(Tn) * D, int64_t(rep) * Tn * D});
     heads<T, true>(w.oh, att, int64_t(s.H) * D, 0, s, s.H, blas.stream);
@@ -144,13 +147,11 @@ void attention_backward(const Blas& blas, const Tensor& dqkv, const Tensor& datt
     split_qkv<T>(w, qkv, s, blas.stream);
     gemm(blas, group_gemm(false, true, rep * Tn, Tn, D, doh, D, w.vh, D, w.ds, Tn), {groups, qg, kg, pg});  // dP
     if (fused_softmax) {
-      causal_softmax_backward_kernel<T, true><<<unsigned(rows), kThreads, 0, blas.stream>>>(
-          static_cast<T*>(w.ds.ptr), static_cast<const T*>(probs.ptr), Tn, sc);
-      CUDA_CHECK_LAUNCH("causal_softmax_backward_kernel");
+      launch("causal_softmax_backward_kernel", causal_softmax_backward_kernel<T, true>, unsigned(rows), kThreads, 0,
+             blas.stream, static_cast<T*>(w.ds.ptr), static_cast<const T*>(probs.ptr), Tn, sc);
     } else {
-      causal_softmax_backward_kernel<T, false><<<unsigned(rows), kThreads, 0, blas.stream>>>(
-          static_cast<T*>(w.ds.ptr), static_cast<const T*>(probs.ptr), Tn, sc);
-      CUDA_CHECK_LAUNCH("causal_softmax_backward_kernel");
+      launch("causal_softmax_backward_kernel", causal_softmax_backward_kernel<T, false>, unsigned(rows), kThreads, 0,
+             blas.stream, static_cast<T*>(w.ds.ptr), static_cast<const T*>(probs.ptr), Tn, sc);
       scale<T>(w.ds, rows * Tn, sc, blas.stream);
     }
     gemm(blas, group_gemm(false, false, rep * Tn, D, Tn, w.ds, Tn, w.kh, D, w.dqh, D), {groups, pg, kg, qg});

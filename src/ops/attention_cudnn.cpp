@@ -208,7 +208,7 @@ CudnnAttention::CudnnAttention(Stream stream) {
   cudnnHandle_t h = nullptr;
   CUDNN_CHECK(cudnnCreate(&h));
   handle_ = h;
-  CUDNN_CHECK(cudnnSetStream(h, stream));
+  CUDNN_CHECK(cudnnSetStream(h, stream.handle));
 }
 
 CudnnAttention::~CudnnAttention() {

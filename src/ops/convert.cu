@@ -7,6 +7,7 @@ namespace {
 
 template <class D, class S>
 __global__ void convert_kernel(D* dst, const S* src, int64_t n) {
+  await_previous_kernel();
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) dst[i] = from_float<D>(to_float(src[i]));
 }
@@ -21,11 +22,10 @@ void convert(const Tensor& dst, const Tensor& src, Stream s) {
   TT_DISPATCH_ACT(dst.dtype, {
     using D = T;
     TT_DISPATCH_ACT(src.dtype, {
-      convert_kernel<D, T><<<blocks_for(dst.numel, kThreads), kThreads, 0, s>>>(
-          static_cast<D*>(dst.ptr), static_cast<const T*>(src.ptr), dst.numel);
+      launch("convert_kernel", convert_kernel<D, T>, blocks_for(dst.numel, kThreads), kThreads, 0, s,
+             static_cast<D*>(dst.ptr), static_cast<const T*>(src.ptr), dst.numel);
     });
   });
-  CUDA_CHECK_LAUNCH("convert_kernel");
 }
 
 }  // namespace tt::cuda

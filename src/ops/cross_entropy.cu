@@ -23,6 +23,7 @@ __device__ float row_logsumexp(const T* row, int v, float* scratch) {
 
 template <class T>
 __global__ void cross_entropy_forward_kernel(float* losses, const T* logits, const int32_t* targets, int v) {
+  await_previous_kernel();
   __shared__ float scratch[32];
   const T* row = logits + int64_t(blockIdx.x) * v;
   const float lse = row_logsumexp(row, v, scratch);
@@ -32,6 +33,7 @@ __global__ void cross_entropy_forward_kernel(float* losses, const T* logits, con
 template <class T>
 __global__ void cross_entropy_backward_kernel(T* dlogits, const T* logits, const int32_t* targets, int v,
                                               float scale) {
+  await_previous_kernel();
   __shared__ float scratch[32];
   const T* row = logits + int64_t(blockIdx.x) * v;
   T* drow = dlogits + int64_t(blockIdx.x) * v;
@@ -49,19 +51,17 @@ __global__ void cross_entropy_backward_kernel(T* dlogits, const T* logits, const
 void cross_entropy_forward(const Tensor& losses, const Tensor& logits, const Tensor& targets, int64_t n, int v,
                            Stream s) {
   TT_DISPATCH_ACT(logits.dtype, {
-    cross_entropy_forward_kernel<T><<<unsigned(n), kThreads, 0, s>>>(
-        losses.data<float>(), static_cast<const T*>(logits.ptr), targets.data<int32_t>(), v);
+    launch("cross_entropy_forward_kernel", cross_entropy_forward_kernel<T>, unsigned(n), kThreads, 0, s,
+           losses.data<float>(), static_cast<const T*>(logits.ptr), targets.data<int32_t>(), v);
   });
-  CUDA_CHECK_LAUNCH("cross_entropy_forward_kernel");
 }
 
 void cross_entropy_backward(const Tensor& dlogits, const Tensor& logits, const Tensor& targets, int64_t n, int v,
                             float scale, Stream s) {
   TT_DISPATCH_ACT(logits.dtype, {
-    cross_entropy_backward_kernel<T><<<unsigned(n), kThreads, 0, s>>>(
-        static_cast<T*>(dlogits.ptr), static_cast<const T*>(logits.ptr), targets.data<int32_t>(), v, scale);
+    launch("cross_entropy_backward_kernel", cross_entropy_backward_kernel<T>, unsigned(n), kThreads, 0, s,
+           static_cast<T*>(dlogits.ptr), static_cast<const T*>(logits.ptr), targets.data<int32_t>(), v, scale);
   });
-  CUDA_CHECK_LAUNCH("cross_entropy_backward_kernel");
 }
 
 }  // namespace tt::cuda

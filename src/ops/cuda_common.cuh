@@ -5,9 +5,12 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <string>
 #include <type_traits>
+#include <utility>
 
 #include "backend/cuda/cuda_check.h"
+#include "core/stream.h"
 #include "core/tensor.h"
 
 namespace tt::cuda {
@@ -97,6 +100,42 @@ __device__ __forceinline__ float block_max(float v, float* scratch) {
 }
 
 inline unsigned blocks_for(int64_t n, int threads) { return unsigned((n + threads - 1) / threads); }
+
+// Every kernel of ours is launched through launch() and begins with await_previous_kernel().
+//
+// Between two kernels of one stream the GPU normally waits for the first to finish and its
+// writes to land before it places the second one's blocks: a gap of a microsecond or two per
+// kernel, which matters when a step is hundreds of kernels of a few microseconds each. Under
+// programmatic launch (Stream::programmatic, Hopper's programmatic stream serialization) the
+// second kernel's blocks may be placed as soon as every block of the first has started; they
+// then wait on chip, in await_previous_kernel(), until the first kernel has finished and its
+// writes are visible (griddepcontrol.wait). So nothing is read or written early, and the
+// placement of the next kernel overlaps the end of this one. Once past the wait, a kernel lets
+// its own successor be placed (griddepcontrol.launch_dependents): the successor's blocks take
+// only the SM room this kernel's blocks leave, since all of them have started by then.
+// Launched the ordinary way, both instructions do nothing.
+__device__ __forceinline__ void await_previous_kernel() {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+
+// kernel<<<grid, block, smem, s.handle>>>(args...), programmatic when s.programmatic; a
+// launch error throws, naming `name`.
+template <class... Params, class... Args>
+void launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, Stream s, Args&&... args) {
+  cudaLaunchAttribute programmatic{};
+  programmatic.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  programmatic.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = smem;
+  config.stream = s.handle;
+  config.attrs = &programmatic;
+  config.numAttrs = s.programmatic ? 1 : 0;
+  const cudaError_t err = cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+  if (err != cudaSuccess) throw_cuda(err, (std::string("launch of ") + name).c_str(), __FILE__, __LINE__);
+}
 
 }  // namespace tt::cuda
 

@@ -10,6 +10,7 @@ namespace {
 
 template <class T>
 __global__ void embedding_forward_kernel(T* out, const int32_t* tokens, const T* wte, int64_t n, int c) {
+  await_previous_kernel();
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n * c) return;
   const int64_t row = i / c;
@@ -25,6 +26,7 @@ __global__ void embedding_forward_kernel(T* out, const int32_t* tokens, const T*
 constexpr int kScanAhead = 4;
 template <class T, int kN>
 __global__ void embedding_backward_kernel(float* dwte, const T* dout, const int32_t* tokens, int64_t n, int c) {
+  await_previous_kernel();
   const int v = blockIdx.x, lane = threadIdx.x % 32;
   for (int col0 = 0; col0 < c; col0 += blockDim.x * kN) {  // uniform across the block
     const int col = col0 + threadIdx.x * kN;
@@ -66,10 +68,9 @@ constexpr int kThreads = 256;
 
 void embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& wte, int64_t n, int c, Stream s) {
   TT_DISPATCH_ACT(out.dtype, {
-    embedding_forward_kernel<T><<<blocks_for(n * c, kThreads), kThreads, 0, s>>>(
-        static_cast<T*>(out.ptr), tokens.data<int32_t>(), static_cast<const T*>(wte.ptr), n, c);
+    launch("embedding_forward_kernel", embedding_forward_kernel<T>, blocks_for(n * c, kThreads), kThreads, 0, s,
+           static_cast<T*>(out.ptr), tokens.data<int32_t>(), static_cast<const T*>(wte.ptr), n, c);
   });
-  CUDA_CHECK_LAUNCH("embedding_forward_kernel");
 }
 
 void embedding_backward(const Tensor& dwte, const Tensor& dout, const Tensor& tokens, int64_t n, int c, int vocab,
@@ -80,11 +81,10 @@ void embedding_backward(const Tensor& dwte, const Tensor& dout, const Tensor& to
       constexpr int kN = decltype(width)::value;
       // Enough warps for one pass over the row, at most kThreads.
       const int threads = std::min(kThreads, std::max(32, (c / kN + 31) / 32 * 32));
-      embedding_backward_kernel<T, kN><<<vocab, threads, 0, s>>>(
-          dwte.data<float>(), static_cast<const T*>(dout.ptr), tokens.data<int32_t>(), n, c);
+      launch("embedding_backward_kernel", embedding_backward_kernel<T, kN>, vocab, threads, 0, s, dwte.data<float>(),
+             static_cast<const T*>(dout.ptr), tokens.data<int32_t>(), n, c);
     });
   });
-  CUDA_CHECK_LAUNCH("embedding_backward_kernel");
 }
 
 }  // namespace tt::cuda

@@ -9,6 +9,7 @@ namespace {
 
 template <class T, int kN>
 __global__ void add_kernel(T* out, const T* a, const T* b, int64_t n) {
+  await_previous_kernel();
   const int64_t i = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * kN;
   if (i >= n) return;
   using V = Vec<T, kN>;
@@ -29,11 +30,10 @@ void add(const Tensor& out, const Tensor& a, const Tensor& b, Stream s) {
     const bool wide = out.numel % kVec16<T> == 0 && aligned16(out.ptr) && aligned16(a.ptr) && aligned16(b.ptr);
     with_vec_width<T>(wide, [&](auto width) {
       constexpr int kN = decltype(width)::value;
-      add_kernel<T, kN><<<blocks_for((out.numel + kN - 1) / kN, kThreads), kThreads, 0, s>>>(
-          static_cast<T*>(out.ptr), static_cast<const T*>(a.ptr), static_cast<const T*>(b.ptr), out.numel);
+      launch("add_kernel", add_kernel<T, kN>, blocks_for((out.numel + kN - 1) / kN, kThreads), kThreads, 0, s,
+             static_cast<T*>(out.ptr), static_cast<const T*>(a.ptr), static_cast<const T*>(b.ptr), out.numel);
     });
   });
-  CUDA_CHECK_LAUNCH("add_kernel");
 }
 
 }  // namespace tt::cuda

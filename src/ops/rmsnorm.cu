@@ -48,6 +48,7 @@ constexpr int kMaxFusedChunks = 384;
 // rstd[i] = 1 / sqrt(mean(x[i]^2) + eps), one warp per row.
 template <class T>
 __global__ void rms_kernel(float* rstd, const T* x, int64_t n, int c, float eps) {
+  await_previous_kernel();
   const int64_t row = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
   if (row >= n) return;
   const T* xr = x + row * c;
@@ -63,6 +64,7 @@ __global__ void rms_kernel(float* rstd, const T* x, int64_t n, int c, float eps)
 // out = x * rstd[row] * w[col]
 template <class T>
 __global__ void rms_scale_kernel(T* out, const T* x, const float* rstd, const T* w, int64_t n, int c) {
+  await_previous_kernel();
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n * c) return;
   const int64_t row = i / c;
@@ -73,6 +75,7 @@ __global__ void rms_scale_kernel(T* out, const T* x, const float* rstd, const T*
 template <class T>
 __global__ void rms_backward_coef_kernel(float* coef, const T* dout, const T* x, const T* w, const float* rstd,
                                          int64_t n, int c) {
+  await_previous_kernel();
   const int64_t row = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
   if (row >= n) return;
   float dot = 0.0f;
@@ -87,6 +90,7 @@ __global__ void rms_backward_coef_kernel(float* coef, const T* dout, const T* x,
 template <class T>
 __global__ void rms_backward_dx_kernel(T* dx, const T* dout, const T* x, const T* w, const float* rstd,
                                        const float* coef, int64_t n, int c) {
+  await_previous_kernel();
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n * c) return;
   const int64_t row = i / c;
@@ -97,6 +101,7 @@ __global__ void rms_backward_dx_kernel(T* dx, const T* dout, const T* x, const T
 template <class T>
 __global__ void rms_dw_partial_kernel(float* partial, const T* dout, const T* x, const float* rstd, int64_t n,
                                       int c) {
+  await_previous_kernel();
   const int j = blockIdx.x * blockDim.x + threadIdx.x;
   if (j >= c) return;
   const int64_t rows = (n + kDwChunks - 1) / kDwChunks;
@@ -113,6 +118,7 @@ __global__ void rms_dw_partial_kernel(float* partial, const T* dout, const T* x,
 // fixed order, so the same bits every run.
 __global__ void __launch_bounds__(32 * kSumSlices) rms_dw_sum_kernel(float* dw, const float* partial, int c,
                                                                     int chunks) {
+  await_previous_kernel();
   __shared__ float slice_sum[kSumSlices][32];
   const int lane = threadIdx.x % 32, slice = threadIdx.x / 32, j = blockIdx.x * 32 + lane;
   float acc = 0.0f;
@@ -174,6 +180,7 @@ __device__ __forceinline__ Vec<T, kVec> dx_and_dw(const Vec<T, kVec>& g, const V
 template <class T, int kVec>
 __global__ void __launch_bounds__(kThreads, 4) rmsnorm_fused_forward_kernel(T* out, float* rstd, const T* x,
                                                                         const T* w, int64_t n, int c, float eps) {
+  await_previous_kernel();
   using V = Vec<T, kVec>;
   const int64_t row = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
   if (row >= n) return;
@@ -210,6 +217,7 @@ template <class T, int kVec>
 __global__ void __launch_bounds__(kThreads, 3) rmsnorm_fused_backward_kernel(T* dx, float* partial, const T* dout,
                                                                          const T* x, const T* w, const float* rstd,
                                                                          int64_t n, int c, int64_t rows_per_chunk) {
+  await_previous_kernel();
   using V = Vec<T, kVec>;
   extern __shared__ float warp_dw[];  // [warps][kVec][nv]
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32, nv = c / kVec;
@@ -265,8 +273,8 @@ int fused_backward_chunks(int64_t n, int c) {
 }
 
 void launch_dw_sum(const Tensor& dw, const float* partial, int c, int chunks, Stream s) {
-  rms_dw_sum_kernel<<<blocks_for(c, 32), 32 * kSumSlices, 0, s>>>(dw.data<float>(), partial, c, chunks);
-  CUDA_CHECK_LAUNCH("rms_dw_sum_kernel");
+  launch("rms_dw_sum_kernel", rms_dw_sum_kernel, blocks_for(c, 32), 32 * kSumSlices, 0, s, dw.data<float>(), partial, c,
+         chunks);
 }
 
 }  // namespace
@@ -282,20 +290,17 @@ void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, con
     if (fused) {
       const bool wide = c % kVec16<T> == 0 && aligned16(out.ptr) && aligned16(x.ptr) && aligned16(w.ptr);
       with_vec_width<T>(wide, [&](auto vec) {
-        rmsnorm_fused_forward_kernel<T, decltype(vec)::value><<<blocks_for(n, kRowsPerBlock), kThreads, 0, s>>>(
-            static_cast<T*>(out.ptr), rstd.data<float>(), static_cast<const T*>(x.ptr),
-            static_cast<const T*>(w.ptr), n, c, eps);
-        CUDA_CHECK_LAUNCH("rmsnorm_fused_forward_kernel");
+        launch("rmsnorm_fused_forward_kernel", rmsnorm_fused_forward_kernel<T, decltype(vec)::value>,
+               blocks_for(n, kRowsPerBlock), kThreads, 0, s, static_cast<T*>(out.ptr), rstd.data<float>(),
+               static_cast<const T*>(x.ptr), static_cast<const T*>(w.ptr), n, c, eps);
       });
       return;
     }
-    rms_kernel<T><<<blocks_for(n, kRowsPerBlock), kThreads, 0, s>>>(rstd.data<float>(),
-                                                                    static_cast<const T*>(x.ptr), n, c, eps);
-    CUDA_CHECK_LAUNCH("rms_kernel");
-    rms_scale_kernel<T><<<blocks_for(n * c, kThreads), kThreads, 0, s>>>(
-        static_cast<T*>(out.ptr), static_cast<const T*>(x.ptr), rstd.data<float>(), static_cast<const T*>(w.ptr),
-        n, c);
-    CUDA_CHECK_LAUNCH("rms_scale_kernel");
+    launch("rms_kernel", rms_kernel<T>, blocks_for(n, kRowsPerBlock), kThreads, 0, s, rstd.data<float>(),
+           static_cast<const T*>(x.ptr), n, c, eps);
+    launch("rms_scale_kernel", rms_scale_kernel<T>, blocks_for(n * c, kThreads), kThreads, 0, s,
+           static_cast<T*>(out.ptr), static_cast<const T*>(x.ptr), rstd.data<float>(), static_cast<const T*>(w.ptr), n,
+           c);
   });
 }
 
@@ -314,24 +319,21 @@ void rmsnorm_backward(const Tensor& dx, const Tensor& dw, const Tensor& dout, co
       const int64_t rows_per_chunk = (n + chunks - 1) / chunks;
       const bool wide = c % kVec16<T> == 0 && aligned16(dxp) && aligned16(g) && aligned16(xp) && aligned16(wp);
       with_vec_width<T>(wide, [&](auto vec) {
-        rmsnorm_fused_backward_kernel<T, decltype(vec)::value><<<chunks, 32 * warps, warps * c * sizeof(float), s>>>(
-            dxp, partial, g, xp, wp, rstd.data<float>(), n, c, rows_per_chunk);
-        CUDA_CHECK_LAUNCH("rmsnorm_fused_backward_kernel");
+        launch("rmsnorm_fused_backward_kernel", rmsnorm_fused_backward_kernel<T, decltype(vec)::value>, chunks,
+               32 * warps, warps * c * sizeof(float), s, dxp, partial, g, xp, wp, rstd.data<float>(), n, c,
+               rows_per_chunk);
       });
       launch_dw_sum(dw, partial, c, chunks, s);
       return;
     }
     float* coef = scratch.data<float>();
     float* partial = coef + n;
-    rms_backward_coef_kernel<T><<<blocks_for(n, kRowsPerBlock), kThreads, 0, s>>>(coef, g, xp, wp,
-                                                                                  rstd.data<float>(), n, c);
-    CUDA_CHECK_LAUNCH("rms_backward_coef_kernel");
-    rms_backward_dx_kernel<T><<<blocks_for(n * c, kThreads), kThreads, 0, s>>>(dxp, g, xp, wp, rstd.data<float>(),
-                                                                               coef, n, c);
-    CUDA_CHECK_LAUNCH("rms_backward_dx_kernel");
-    rms_dw_partial_kernel<T><<<dim3(blocks_for(c, kThreads), kDwChunks), kThreads, 0, s>>>(partial, g, xp,
-                                                                                           rstd.data<float>(), n, c);
-    CUDA_CHECK_LAUNCH("rms_dw_partial_kernel");
+    launch("rms_backward_coef_kernel", rms_backward_coef_kernel<T>, blocks_for(n, kRowsPerBlock), kThreads, 0, s, coef,
+           g, xp, wp, rstd.data<float>(), n, c);
+    launch("rms_backward_dx_kernel", rms_backward_dx_kernel<T>, blocks_for(n * c, kThreads), kThreads, 0, s, dxp, g, xp,
+           wp, rstd.data<float>(), coef, n, c);
+    launch("rms_dw_partial_kernel", rms_dw_partial_kernel<T>, dim3(blocks_for(c, kThreads), kDwChunks), kThreads, 0, s,
+           partial, g, xp, rstd.data<float>(), n, c);
     launch_dw_sum(dw, partial, c, kDwChunks, s);
   });
 }

@@ -17,6 +17,7 @@ constexpr int kThreads = 256;
 // Thread i rotates kPairs consecutive pairs of one head of one token.
 template <class T, int kPairs>
 __global__ void rope_kernel(T* x, const float* table, RopeShape s, float sign) {
+  await_previous_kernel();
   using V = Vec<T, 2 * kPairs>;
   using CosSin = Vec<float, 2 * kPairs>;
   const int half = s.head_dim / 2, groups = half / kPairs;
@@ -55,9 +56,8 @@ void rope(const Tensor& x, const Tensor& table, const RopeShape& shape, bool bac
     with_vec_width<T>(vectorized, [&](auto vec) {
       constexpr int kPairs = decltype(vec)::value == 1 ? 1 : kVec / 2;
       const int64_t threads = shape.tokens * shape.heads * (shape.head_dim / 2 / kPairs);
-      rope_kernel<T, kPairs><<<blocks_for(threads, kThreads), kThreads, 0, s>>>(
-          static_cast<T*>(x.ptr), table.data<float>(), shape, backward ? -1.0f : 1.0f);
-      CUDA_CHECK_LAUNCH("rope_kernel");
+      launch("rope_kernel", rope_kernel<T, kPairs>, blocks_for(threads, kThreads), kThreads, 0, s,
+             static_cast<T*>(x.ptr), table.data<float>(), shape, backward ? -1.0f : 1.0f);
     });
   });
 }

@@ -27,6 +27,7 @@ struct View2D {
 
 template <class T>
 __global__ void silu_kernel(T* out, int64_t ld_out, const T* g, int64_t ld_g, int64_t count, View2D v) {
+  await_previous_kernel();
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= count) return;
   const float x = to_float(g[v.at(i, ld_g)]);
@@ -36,6 +37,7 @@ __global__ void silu_kernel(T* out, int64_t ld_out, const T* g, int64_t ld_g, in
 template <class T>
 __global__ void mul_kernel(T* out, int64_t ld_out, const T* a, int64_t ld_a, const T* b, int64_t ld_b,
                            int64_t count, View2D v) {
+  await_previous_kernel();
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= count) return;
   out[v.at(i, ld_out)] = from_float<T>(to_float(a[v.at(i, ld_a)]) * to_float(b[v.at(i, ld_b)]));
@@ -45,6 +47,7 @@ __global__ void mul_kernel(T* out, int64_t ld_out, const T* a, int64_t ld_a, con
 template <class T>
 __global__ void silu_backward_kernel(T* dg, int64_t ld_dg, const T* dsilu, int64_t ld_ds, const T* g, int64_t ld_g,
                                      int64_t count, View2D v) {
+  await_previous_kernel();
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= count) return;
   const float x = to_float(g[v.at(i, ld_g)]), s = sigmoid(x);
@@ -55,6 +58,7 @@ __global__ void silu_backward_kernel(T* dg, int64_t ld_dg, const T* dsilu, int64
 // kVec divides f.
 template <class T, int kVec>
 __global__ void swiglu_forward_kernel(T* h, const T* gateup, int64_t count, View2D v) {
+  await_previous_kernel();
   using V = Vec<T, kVec>;
   const int64_t i = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * kVec;
   if (i >= count) return;
@@ -71,6 +75,7 @@ __global__ void swiglu_forward_kernel(T* h, const T* gateup, int64_t count, View
 
 template <class T, int kVec>
 __global__ void swiglu_backward_kernel(T* dgateup, const T* dh, const T* gateup, int64_t count, View2D v) {
+  await_previous_kernel();
   using V = Vec<T, kVec>;
   const int64_t i = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * kVec;
   if (i >= count) return;
@@ -108,15 +113,13 @@ void swiglu_forward(const Tensor& h, const Tensor& gateup, int64_t n, int f, Swi
     if (kernels != SwiGluKernels::Unfused) {
       with_vec_width<T>(vectorizable(kernels, f, kVec16<T>, {hp, gate}), [&](auto vec) {
         constexpr int kVec = decltype(vec)::value;
-        swiglu_forward_kernel<T, kVec><<<blocks_for(count / kVec, kThreads), kThreads, 0, s>>>(hp, gate, count, v);
-        CUDA_CHECK_LAUNCH("swiglu_forward_kernel");
+        launch("swiglu_forward_kernel", swiglu_forward_kernel<T, kVec>, blocks_for(count / kVec, kThreads), kThreads, 0,
+               s, hp, gate, count, v);
       });
     } else {
       T* tmp = static_cast<T*>(scratch.ptr);
-      silu_kernel<T><<<blocks, kThreads, 0, s>>>(tmp, f, gate, 2 * f, count, v);
-      CUDA_CHECK_LAUNCH("silu_kernel");
-      mul_kernel<T><<<blocks, kThreads, 0, s>>>(hp, f, tmp, f, gate + f, 2 * f, count, v);
-      CUDA_CHECK_LAUNCH("mul_kernel");
+      launch("silu_kernel", silu_kernel<T>, blocks, kThreads, 0, s, tmp, f, gate, 2 * f, count, v);
+      launch("mul_kernel", mul_kernel<T>, blocks, kThreads, 0, s, hp, f, tmp, f, gate + f, 2 * f, count, v);
     }
   });
 }
@@ -133,20 +136,16 @@ void swiglu_backward(const Tensor& dgateup, const Tensor& dh, const Tensor& gate
     if (kernels != SwiGluKernels::Unfused) {
       with_vec_width<T>(vectorizable(kernels, f, kVec16<T>, {dgu, d, gate}), [&](auto vec) {
         constexpr int kVec = decltype(vec)::value;
-        swiglu_backward_kernel<T, kVec><<<blocks_for(count / kVec, kThreads), kThreads, 0, s>>>(dgu, d, gate, count,
-                                                                                               v);
-        CUDA_CHECK_LAUNCH("swiglu_backward_kernel");
+        launch("swiglu_backward_kernel", swiglu_backward_kernel<T, kVec>, blocks_for(count / kVec, kThreads), kThreads,
+               0, s, dgu, d, gate, count, v);
       });
     } else {
       T* tmp = static_cast<T*>(scratch.ptr);
-      silu_kernel<T><<<blocks, kThreads, 0, s>>>(tmp, f, gate, 2 * f, count, v);
-      CUDA_CHECK_LAUNCH("silu_kernel");
-      mul_kernel<T><<<blocks, kThreads, 0, s>>>(dgu + f, 2 * f, d, f, tmp, f, count, v);  // dup
-      CUDA_CHECK_LAUNCH("mul_kernel");
-      mul_kernel<T><<<blocks, kThreads, 0, s>>>(tmp, f, d, f, gate + f, 2 * f, count, v);  // dsilu
-      CUDA_CHECK_LAUNCH("mul_kernel");
-      silu_backward_kernel<T><<<blocks, kThreads, 0, s>>>(dgu, 2 * f, tmp, f, gate, 2 * f, count, v);
-      CUDA_CHECK_LAUNCH("silu_backward_kernel");
+      launch("silu_kernel", silu_kernel<T>, blocks, kThreads, 0, s, tmp, f, gate, 2 * f, count, v);
+      launch("mul_kernel", mul_kernel<T>, blocks, kThreads, 0, s, dgu + f, 2 * f, d, f, tmp, f, count, v);   // dup
+      launch("mul_kernel", mul_kernel<T>, blocks, kThreads, 0, s, tmp, f, d, f, gate + f, 2 * f, count, v);  // dsilu
+      launch("silu_backward_kernel", silu_backward_kernel<T>, blocks, kThreads, 0, s, dgu, 2 * f, tmp, f, gate, 2 * f,
+             count, v);
     }
   });
 }

@@ -16,6 +16,8 @@ const std::vector<PlanSwitch>& plan_switches() {
       {"custom-rmsnorm", &Plan::custom_rmsnorm, 3, "our one-kernel RMSNorm forward and backward"},
       {"custom-swiglu", &Plan::custom_swiglu, 3, "our SwiGLU forward and backward kernels"},
       {"custom-rope", &Plan::custom_rope, 3, "RoPE on queries and keys in one kernel"},
+      {"programmatic-launch", &Plan::programmatic_launch, 3,
+       "our kernels launched with Hopper's programmatic dependent launch"},
       {"fused-residual-norm", &Plan::fused_residual_norm, 4, "residual add fused into RMSNorm"},
       {"fused-cross-entropy", &Plan::fused_cross_entropy, 4,
        "softmax, loss and its gradient in one kernel"},

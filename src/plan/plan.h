@@ -28,6 +28,7 @@ struct Plan {
   bool custom_rmsnorm = false;
   bool custom_swiglu = false;
   bool custom_rope = false;
+  bool programmatic_launch = false;  // each of our kernels placed while the one before it drains
   // Version 4: fusion across operations.
   bool fused_residual_norm = false;
   bool fused_cross_entropy = false;

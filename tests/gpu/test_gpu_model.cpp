@@ -39,6 +39,8 @@ const Case kCases[] = {
     {"custom_swiglu_bf16", 1, "custom-swiglu", true, 2e-2, 2e-2, 2e-2},
     {"custom_rope_fp32", 1, "custom-rope", false, 1e-5, 1e-4, 1e-4},
     {"custom_rope_bf16", 1, "custom-rope", true, 2e-2, 2e-2, 2e-2},
+    {"programmatic_launch_fp32", 1, "programmatic-launch", false, 1e-5, 1e-4, 1e-4},
+    {"programmatic_launch_bf16", 1, "programmatic-launch", true, 2e-2, 2e-2, 2e-2},
     {"v3_fp32", 3, "", false, 1e-5, 1e-4, 1e-4},
     {"v3_bf16", 3, "", true, 2e-2, 2e-2, 2e-2},
 };
@@ -153,16 +155,33 @@ TEST_P(GpuModel, TwoRunsAreBitIdentical) {
   expect_same_runs(*be2, a, b, p1, p2);
 }
 
-// A captured and replayed step computes exactly what the same step run eagerly computes.
-class GpuGraph : public ::testing::TestWithParam<bool> {
+// Switches that change how the step is launched, not what it computes: a captured and
+// replayed step (cuda-graph, on v2) and our kernels launched programmatically
+// (programmatic-launch, on v3, so also inside a captured graph) compute exactly what the
+// plain launches compute.
+struct LaunchCase {
+  const char* name;
+  int version;
+  const char* launch_switch;  // turned off for the second run
+  bool amp;
+};
+const LaunchCase kLaunchCases[] = {
+    {"cuda_graph_fp32", 2, "cuda-graph", false},
+    {"cuda_graph_bf16", 2, "cuda-graph", true},
+    {"programmatic_launch_fp32", 3, "programmatic-launch", false},
+    {"programmatic_launch_bf16", 3, "programmatic-launch", true},
+};
+
+class GpuLaunch : public ::testing::TestWithParam<LaunchCase> {
  protected:
   void SetUp() override { REQUIRE_GPU(); }
 };
 
-TEST_P(GpuGraph, ReplayEqualsEagerBitForBit) {
-  Plan with = plan_for_version(2), without = with;
-  with.amp = without.amp = GetParam();
-  without.cuda_graph = false;
+TEST_P(GpuLaunch, ResultsEqualPlainLaunchesBitForBit) {
+  const LaunchCase& k = GetParam();
+  Plan with = plan_for_version(k.version), without = with;
+  with.amp = without.amp = k.amp;
+  set_switch(without, k.launch_switch, false, "test");
   std::vector<float> p1, p2;
   auto be1 = make_backend({DeviceKind::Cuda, with});
   const std::vector<double> a = train_losses(*be1, 5, &p1);
@@ -172,7 +191,8 @@ TEST_P(GpuGraph, ReplayEqualsEagerBitForBit) {
   expect_same_runs(*be2, a, b, p1, p2);
 }
 
-INSTANTIATE_TEST_SUITE_P(Amp, GpuGraph, ::testing::Bool());
+INSTANTIATE_TEST_SUITE_P(Switches, GpuLaunch, ::testing::ValuesIn(kLaunchCases),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 INSTANTIATE_TEST_SUITE_P(Plans, GpuModel, ::testing::ValuesIn(kCases),
                          [](const auto& info) { return std::string(info.param.name); });

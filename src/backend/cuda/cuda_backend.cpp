@@ -95,7 +95,7 @@ class CudaBackend final : public Backend {
     } else if (use_cudnn_) {
       cudnn_workspace_ = take(DType::F32, cuda::CudnnAttention::workspace_bytes(attn) / 4);
       if (cudnn_workspace_.ptr) {  // the arena's real pass: build the plans now, before any capture
-        if (!cudnn_) cudnn_ = std::make_unique<cuda::CudnnAttention>(stream_);
+        if (!cudnn_) cudnn_ = std::make_unique<cuda::CudnnAttention>(kernel_stream());
         cudnn_->prepare(attn, cudnn_workspace_);
       }
     } else {
@@ -123,7 +123,7 @@ class CudaBackend final : public Backend {
     CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
   void zero(const Tensor& t) override { CUDA_CHECK(cudaMemsetAsync(t.ptr, 0, t.bytes(), stream_)); }
-  void convert(const Tensor& dst, const Tensor& src) override { cuda::convert(dst, src, stream_); }
+  void convert(const Tensor& dst, const Tensor& src) override { cuda::convert(dst, src, kernel_stream()); }
   void synchronize() override { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
   void mark(int slot) override {  // inside a capture the record becomes a node of the graph
@@ -149,29 +149,29 @@ class CudaBackend final : public Backend {
 
   void matmul(const Gemm& g) override { cuda::gemm(blas(), g); }
   void embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& wte, int64_t n, int c) override {
-    cuda::embedding_forward(out, tokens, wte, n, c, stream_);
+    cuda::embedding_forward(out, tokens, wte, n, c, kernel_stream());
   }
   void embedding_backward(const Tensor& dwte, const Tensor& dout, const Tensor& tokens, int64_t n, int c,
                           int vocab) override {
-    cuda::embedding_backward(dwte, dout, tokens, n, c, vocab, stream_);
+    cuda::embedding_backward(dwte, dout, tokens, n, c, vocab, kernel_stream());
   }
   void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, const Tensor& w, int64_t n, int c,
                        double eps) override {
-    cuda::rmsnorm_forward(out, rstd, x, w, n, c, float(eps), plan_.custom_rmsnorm, stream_);
+    cuda::rmsnorm_forward(out, rstd, x, w, n, c, float(eps), plan_.custom_rmsnorm, kernel_stream());
   }
   void rmsnorm_backward(const Tensor& dx, const Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
                         const Tensor& rstd, int64_t n, int c) override {
-    cuda::rmsnorm_backward(dx, dw, dout, x, w, rstd, n, c, plan_.custom_rmsnorm, rmsnorm_scratch_, stream_);
+    cuda::rmsnorm_backward(dx, dw, dout, x, w, rstd, n, c, plan_.custom_rmsnorm, rmsnorm_scratch_, kernel_stream());
   }
   void rope_forward(const Tensor& x, const Tensor& table, const RopeShape& s) override {
-    cuda::rope(x, table, s, false, plan_.custom_rope, stream_);
+    cuda::rope(x, table, s, false, plan_.custom_rope, kernel_stream());
   }
   void rope_backward(const Tensor& dx, const Tensor& table, const RopeShape& s) override {
-    cuda::rope(dx, table, s, true, plan_.custom_rope, stream_);
+    cuda::rope(dx, table, s, true, plan_.custom_rope, kernel_stream());
   }
   void attention_forward(const Tensor& att, const Tensor& saved, const Tensor& qkv, const AttnShape& s) override {
     if (use_custom_attention_)
-      cuda::flash_attention_forward(att, saved, qkv, s, stream_);
+      cuda::flash_attention_forward(att, saved, qkv, s, kernel_stream());
     else if (use_cudnn_)
       cudnn_->forward(att, saved, qkv, s, cudnn_workspace_);
     else
@@ -180,26 +180,26 @@ class CudaBackend final : public Backend {
   void attention_backward(const Tensor& dqkv, const Tensor& datt, const Tensor& qkv, const Tensor& att,
                           const Tensor& saved, const AttnShape& s) override {
     if (use_custom_attention_)
-      cuda::flash_attention_backward(dqkv, datt, qkv, att, saved, s, flash_scratch_, stream_);
+      cuda::flash_attention_backward(dqkv, datt, qkv, att, saved, s, flash_scratch_, kernel_stream());
     else if (use_cudnn_)
       cudnn_->backward(dqkv, datt, qkv, att, saved, s, cudnn_workspace_);
     else
       cuda::attention_backward(blas(), dqkv, datt, qkv, saved, s, plan_.flash_attention, attn_);
   }
   void swiglu_forward(const Tensor& h, const Tensor& gateup, int64_t n, int f) override {
-    cuda::swiglu_forward(h, gateup, n, f, swiglu_kernels(), swiglu_scratch_, stream_);
+    cuda::swiglu_forward(h, gateup, n, f, swiglu_kernels(), swiglu_scratch_, kernel_stream());
   }
   void swiglu_backward(const Tensor& dgateup, const Tensor& dh, const Tensor& gateup, int64_t n, int f) override {
-    cuda::swiglu_backward(dgateup, dh, gateup, n, f, swiglu_kernels(), swiglu_scratch_, stream_);
+    cuda::swiglu_backward(dgateup, dh, gateup, n, f, swiglu_kernels(), swiglu_scratch_, kernel_stream());
   }
-  void add(const Tensor& out, const Tensor& a, const Tensor& b) override { cuda::add(out, a, b, stream_); }
+  void add(const Tensor& out, const Tensor& a, const Tensor& b) override { cuda::add(out, a, b, kernel_stream()); }
   void cross_entropy_forward(const Tensor& losses, const Tensor& logits, const Tensor& targets, int64_t n,
                              int v) override {
-    cuda::cross_entropy_forward(losses, logits, targets, n, v, stream_);
+    cuda::cross_entropy_forward(losses, logits, targets, n, v, kernel_stream());
   }
   void cross_entropy_backward(const Tensor& dlogits, const Tensor& logits, const Tensor& targets, int64_t n, int v,
                               double scale) override {
-    cuda::cross_entropy_backward(dlogits, logits, targets, n, v, float(scale), stream_);
+    cuda::cross_entropy_backward(dlogits, logits, targets, n, v, float(scale), kernel_stream());
   }
   void set_adamw_step(const AdamWStep& s) override {
     *adamw_host_ = cuda::adamw_scalars(s);  // pinned: a captured copy reads it at each replay
@@ -207,7 +207,7 @@ class CudaBackend final : public Backend {
                                stream_));
   }
   void adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const Tensor& p_act) override {
-    cuda::adamw(p, g, m, v, p_act, static_cast<const cuda::AdamWScalars*>(adamw_device_.ptr), stream_);
+    cuda::adamw(p, g, m, v, p_act, static_cast<const cuda::AdamWScalars*>(adamw_device_.ptr), kernel_stream());
   }
 
   bool graph_capture_begin() override {
@@ -248,11 +248,14 @@ class CudaBackend final : public Backend {
   static bool implemented(bool Plan::*field) {
     for (bool Plan::*f : {&Plan::qkv_fusion, &Plan::gate_up_fusion, &Plan::flash_attention, &Plan::cuda_graph,
                           &Plan::custom_attention, &Plan::custom_rmsnorm, &Plan::custom_swiglu, &Plan::custom_rope,
+                          &Plan::programmatic_launch,
                           &Plan::fused_adamw})
       if (f == field) return true;
     return false;
   }
-  cuda::Blas blas() const { return {cublas_, plan_.tf32, stream_}; }
+  cuda::Blas blas() const { return {cublas_, plan_.tf32, kernel_stream()}; }
+  // The stream as our kernels' launchers take it: programmatic with the programmatic-launch switch.
+  Stream kernel_stream() const { return {stream_, plan_.programmatic_launch}; }
   // custom-swiglu alone also gets the vectorized kernels: the model lays out gate and up as
   // the two halves of each gateup row with or without gate-up-fusion.
   cuda::SwiGluKernels swiglu_kernels() const {
