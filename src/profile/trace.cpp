@@ -3,16 +3,35 @@
 #include <algorithm>
 #include <fmt/format.h>
 #include <map>
+#include <numeric>
 #include <nlohmann/json.hpp>
 
 namespace tt {
 
+std::vector<double> added_us(const TraceData& t) {
+  std::vector<size_t> order(t.records.size());
+  std::iota(order.begin(), order.end(), size_t(0));
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return t.records[a].start_ns < t.records[b].start_ns; });
+  std::vector<double> us(t.records.size(), 0.0);
+  uint64_t busy_until = 0;
+  for (size_t i : order) {
+    const TraceRecord& r = t.records[i];
+    const uint64_t from = std::max(r.start_ns, busy_until);
+    if (r.end_ns > from) us[i] = double(r.end_ns - from) / 1e3;
+    busy_until = std::max(busy_until, r.end_ns);
+  }
+  return us;
+}
+
 std::vector<HotspotRow> hotspots(const TraceData& t) {
+  const std::vector<double> added = added_us(t);
   std::map<std::string, HotspotRow> by_name;
   double total = 0;
-  for (const TraceRecord& r : t.records) {
+  for (size_t i = 0; i < t.records.size(); ++i) {
+    const TraceRecord& r = t.records[i];
     HotspotRow& h = by_name[r.name];
-    const double us = r.duration_us();
+    const double us = added[i];
     if (h.calls == 0) h.name = r.name, h.min_us = us, h.max_us = us;
     h.calls += 1;
     h.total_us += us;
@@ -31,18 +50,20 @@ std::vector<HotspotRow> hotspots(const TraceData& t) {
 }
 
 std::vector<RegionRow> region_times(const TraceData& t) {
+  const std::vector<double> added = added_us(t);
   std::vector<RegionRow> rows;
   std::vector<int> row_of(t.regions.size() + 1, -1);  // slot 0: outside any range
   double total = 0;
-  for (const TraceRecord& r : t.records) {
+  for (size_t i = 0; i < t.records.size(); ++i) {
+    const TraceRecord& r = t.records[i];
     int& slot = row_of[size_t(r.region + 1)];
     if (slot < 0) {
       slot = int(rows.size());
       rows.push_back({r.region >= 0 ? t.regions[size_t(r.region)] : "(outside any range)", 0, 0, 0});
     }
     rows[size_t(slot)].kernels += r.kind == TraceRecord::Kernel;
-    rows[size_t(slot)].gpu_us += r.duration_us();
-    total += r.duration_us();
+    rows[size_t(slot)].gpu_us += added[i];
+    total += added[i];
   }
   for (RegionRow& row : rows) row.share = total > 0 ? row.gpu_us / total : 0;
   return rows;
@@ -56,9 +77,12 @@ std::vector<int64_t> launches_per_step(const TraceData& t) {
 }
 
 std::vector<double> busy_us_per_step(const TraceData& t) {
+  const std::vector<double> added = added_us(t);
   std::vector<double> us(size_t(t.steps), 0);
-  for (const TraceRecord& r : t.records)
-    if (r.step >= 0 && r.step < t.steps) us[size_t(r.step)] += r.duration_us();
+  for (size_t i = 0; i < t.records.size(); ++i) {
+    const int step = t.records[i].step;
+    if (step >= 0 && step < t.steps) us[size_t(step)] += added[i];
+  }
   return us;
 }
 

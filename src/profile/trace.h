@@ -27,6 +27,15 @@ struct TraceData {
   int steps = 0;
 };
 
+// The time each record adds to the GPU's busy time, in microseconds: its end minus the later
+// of its start and the latest end among the records that started before it. With plain
+// launches on one stream records do not overlap, and this is the duration. Under programmatic
+// launch (v3) a kernel is placed while the one before it still runs and waits on chip for it;
+// counting whole durations would count that overlap twice, so only the part past the end of
+// the work before it counts. The times of a step then add up to its busy time. Every per-kernel
+// and per-region time below is this one.
+std::vector<double> added_us(const TraceData& t);
+
 struct HotspotRow {
   std::string name;
   int64_t calls = 0;
@@ -45,7 +54,7 @@ std::vector<RegionRow> region_times(const TraceData& t);
 
 // Kernel launches in each profiled step.
 std::vector<int64_t> launches_per_step(const TraceData& t);
-// Sum of the kernel and memory-operation durations in each profiled step (microseconds).
+// The GPU's busy time in each profiled step (microseconds): the records' added_us summed.
 std::vector<double> busy_us_per_step(const TraceData& t);
 
 // Chrome trace-event JSON (opens in Perfetto and chrome://tracing): the records on a "GPU"

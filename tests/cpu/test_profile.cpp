@@ -58,6 +58,30 @@ TEST(Profile, RegionsAndSteps) {
   EXPECT_EQ(busy_us_per_step(t), (std::vector<double>{10.0, 10.0}));
 }
 
+// Under programmatic launch a kernel starts while the one before it runs and waits for it:
+// only the part past the end of the work before it counts, so the per-kernel times add up to
+// the busy time instead of counting the overlap twice.
+TEST(Profile, OverlappingRecordsCountWhatTheyAdd) {
+  TraceData t;
+  t.regions = {"optimizer"};
+  t.steps = 1;
+  auto add = [&](const char* name, uint64_t start_ns, uint64_t end_ns) {
+    TraceRecord r;
+    r.name = name, r.start_ns = start_ns, r.end_ns = end_ns, r.region = 0;
+    t.records.push_back(r);
+  };
+  add("b", 3000, 6000);  // listed first, starts second: inside a, adds 1 us
+  add("a", 1000, 5000);  // 4 us
+  add("c", 3500, 5500);  // inside a and b: adds nothing
+  add("d", 8000, 9000);  // after an idle gap: 1 us
+  EXPECT_EQ(added_us(t), (std::vector<double>{1.0, 4.0, 0.0, 1.0}));
+  EXPECT_EQ(busy_us_per_step(t), (std::vector<double>{6.0}));
+  EXPECT_DOUBLE_EQ(region_times(t)[0].gpu_us, 6.0);
+  const std::vector<HotspotRow> rows = hotspots(t);
+  EXPECT_EQ(rows[0].name, "a");
+  EXPECT_DOUBLE_EQ(rows[0].share, 4.0 / 6.0);
+}
+
 TEST(Profile, ChromeTraceIsValidJsonWithNestedRanges) {
   std::ostringstream out;
   write_chrome_trace(out, sample_trace());
