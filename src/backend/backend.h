@@ -99,7 +99,7 @@ class Backend {
                                       const Tensor& targets, int64_t n, int v, double scale) = 0;
   // The step's AdamW scalars (learning rate, bias corrections): adamw() uses the last ones
   // set. The CUDA kernel reads them from device memory, so that a captured step replays with
-  // the scalars of the current step.
+  // the scalars of the current step; set them outside a capture, before the step.
   virtual void set_adamw_step(const AdamWStep& s) = 0;
   // p, g, m, v are master tensors of one parameter (or of all of them); p_act, when not
   // empty, is the act-typed copy of p used by the products, refreshed from the new p.

@@ -79,12 +79,14 @@ class CudaBackend final : public Backend {
     CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
     for (cudaEvent_t& e : marks_) CUDA_CHECK(cudaEventCreate(&e));
     CUDA_CHECK(cudaMallocHost(&adamw_host_, sizeof(cuda::AdamWScalars)));
+    CUDA_CHECK(cudaEventCreateWithFlags(&adamw_copied_, cudaEventDisableTiming));
   }
   ~CudaBackend() override {
     cudaStreamSynchronize(stream_);  // this backend's work is done before its resources go
     cudnn_.reset();
     if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
     cudaFreeHost(adamw_host_);
+    cudaEventDestroy(adamw_copied_);
     for (cudaEvent_t e : marks_) cudaEventDestroy(e);
     cublasDestroy(cublas_);
   }
@@ -219,9 +221,14 @@ class CudaBackend final : public Backend {
     cuda::cross_entropy_backward(dlogits, logits, targets, n, v, float(scale), kernel_stream());
   }
   void set_adamw_step(const AdamWStep& s) override {
-    *adamw_host_ = cuda::adamw_scalars(s);  // pinned: a captured copy reads it at each replay
+    // Called outside any capture (the model uploads the scalars before each step). The copy
+    // from pinned memory is asynchronous: the previous one must have read the buffer before
+    // it is written again.
+    CUDA_CHECK(cudaEventSynchronize(adamw_copied_));
+    *adamw_host_ = cuda::adamw_scalars(s);
     CUDA_CHECK(cudaMemcpyAsync(adamw_device_.ptr, adamw_host_, sizeof(cuda::AdamWScalars), cudaMemcpyHostToDevice,
                                stream_));
+    CUDA_CHECK(cudaEventRecord(adamw_copied_, stream_));
   }
   void adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const Tensor& p_act) override {
     cuda::adamw(p, g, m, v, p_act, static_cast<const cuda::AdamWScalars*>(adamw_device_.ptr), kernel_stream());
@@ -297,6 +304,7 @@ class CudaBackend final : public Backend {
   cudaEvent_t marks_[kMaxMarks] = {};
   Tensor cublas_workspace_, rmsnorm_scratch_, swiglu_scratch_, adamw_device_;
   cuda::AdamWScalars* adamw_host_ = nullptr;  // pinned
+  cudaEvent_t adamw_copied_ = nullptr;         // recorded after each copy of adamw_host_
   cudaGraphExec_t graph_exec_ = nullptr;
   bool capturing_ = false;
   cuda::AttentionScratch attn_;
