@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -56,6 +57,16 @@ template <class T>
 constexpr int kVec16 = int(16 / sizeof(T));
 
 inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// Whether rows of `len` elements and the tensors at `ptrs` allow kVec16<T>-wide accesses: whole
+// vectors in each row, and every tensor starting on a 16-byte boundary.
+template <class T>
+bool fits_vec16(int64_t len, std::initializer_list<const void*> ptrs) {
+  if (len % kVec16<T> != 0) return false;
+  for (const void* p : ptrs)
+    if (!aligned16(p)) return false;
+  return true;
+}
 
 // Calls f(std::integral_constant<int, K>{}) with K = kVec16<T> when `wide`, else K = 1: the
 // launchers' choice between the vectorized instantiation of a kernel and its scalar fallback.

@@ -76,8 +76,7 @@ void embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& wt
 void embedding_backward(const Tensor& dwte, const Tensor& dout, const Tensor& tokens, int64_t n, int c, int vocab,
                         Stream s) {
   TT_DISPATCH_ACT(dout.dtype, {
-    const bool wide = c % kVec16<T> == 0 && aligned16(dout.ptr) && aligned16(dwte.ptr);
-    with_vec_width<T>(wide, [&](auto width) {
+    with_vec_width<T>(fits_vec16<T>(c, {dout.ptr, dwte.ptr}), [&](auto width) {
       constexpr int kN = decltype(width)::value;
       // Enough warps for one pass over the row, at most kThreads.
       const int threads = std::min(kThreads, std::max(32, (c / kN + 31) / 32 * 32));

@@ -27,8 +27,7 @@ constexpr int kThreads = 256;
 void add(const Tensor& out, const Tensor& a, const Tensor& b, Stream s) {
   TT_CHECK(a.numel == out.numel && b.numel == out.numel, "add: sizes differ");
   TT_DISPATCH_ACT(out.dtype, {
-    const bool wide = out.numel % kVec16<T> == 0 && aligned16(out.ptr) && aligned16(a.ptr) && aligned16(b.ptr);
-    with_vec_width<T>(wide, [&](auto width) {
+    with_vec_width<T>(fits_vec16<T>(out.numel, {out.ptr, a.ptr, b.ptr}), [&](auto width) {
       constexpr int kN = decltype(width)::value;
       launch("add_kernel", add_kernel<T, kN>, blocks_for((out.numel + kN - 1) / kN, kThreads), kThreads, 0, s,
              static_cast<T*>(out.ptr), static_cast<const T*>(a.ptr), static_cast<const T*>(b.ptr), out.numel);

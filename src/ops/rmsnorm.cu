@@ -288,8 +288,7 @@ void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, con
                      float eps, bool fused, Stream s) {
   TT_DISPATCH_ACT(x.dtype, {
     if (fused) {
-      const bool wide = c % kVec16<T> == 0 && aligned16(out.ptr) && aligned16(x.ptr) && aligned16(w.ptr);
-      with_vec_width<T>(wide, [&](auto vec) {
+      with_vec_width<T>(fits_vec16<T>(c, {out.ptr, x.ptr, w.ptr}), [&](auto vec) {
         launch("rmsnorm_fused_forward_kernel", rmsnorm_fused_forward_kernel<T, decltype(vec)::value>,
                blocks_for(n, kRowsPerBlock), kThreads, 0, s, static_cast<T*>(out.ptr), rstd.data<float>(),
                static_cast<const T*>(x.ptr), static_cast<const T*>(w.ptr), n, c, eps);
@@ -317,8 +316,7 @@ void rmsnorm_backward(const Tensor& dx, const Tensor& dw, const Tensor& dout, co
       float* partial = scratch.data<float>();
       const int warps = fused_backward_warps(c), chunks = fused_backward_chunks(n, c);
       const int64_t rows_per_chunk = (n + chunks - 1) / chunks;
-      const bool wide = c % kVec16<T> == 0 && aligned16(dxp) && aligned16(g) && aligned16(xp) && aligned16(wp);
-      with_vec_width<T>(wide, [&](auto vec) {
+      with_vec_width<T>(fits_vec16<T>(c, {dxp, g, xp, wp}), [&](auto vec) {
         launch("rmsnorm_fused_backward_kernel", rmsnorm_fused_backward_kernel<T, decltype(vec)::value>, chunks,
                32 * warps, warps * c * sizeof(float), s, dxp, partial, g, xp, wp, rstd.data<float>(), n, c,
                rows_per_chunk);

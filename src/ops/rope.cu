@@ -51,8 +51,8 @@ __global__ void rope_kernel(T* x, const float* table, RopeShape s, float sign) {
 void rope(const Tensor& x, const Tensor& table, const RopeShape& shape, bool backward, bool wide, Stream s) {
   TT_DISPATCH_ACT(x.dtype, {
     constexpr int kVec = kVec16<T>;  // elements of one 16-byte access
-    const bool vectorized = wide && shape.head_dim % kVec == 0 && shape.col % kVec == 0 && shape.ld % kVec == 0 &&
-                            aligned16(x.ptr) && aligned16(table.ptr);
+    const bool vectorized = wide && shape.col % kVec == 0 && shape.ld % kVec == 0 &&
+                            fits_vec16<T>(shape.head_dim, {x.ptr, table.ptr});
     with_vec_width<T>(vectorized, [&](auto vec) {
       constexpr int kPairs = decltype(vec)::value == 1 ? 1 : kVec / 2;
       const int64_t threads = shape.tokens * shape.heads * (shape.head_dim / 2 / kPairs);

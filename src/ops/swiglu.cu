@@ -7,7 +7,6 @@
 // thread. Vectorized (custom-swiglu): the same kernels with 16-byte accesses (8 bf16 or 4 fp32
 // per thread) when F and the pointers allow it. Bytes moved, forward: read gate and up, write
 // h, 3*n*F elements; backward: read gate, up and dh, write dgate and dup, 5*n*F elements.
-#include <initializer_list>
 
 #include "ops/cuda_common.cuh"
 #include "ops/swiglu.h"
@@ -92,14 +91,6 @@ __global__ void swiglu_backward_kernel(T* dgateup, const T* dh, const T* gateup,
   du.store(dgateup + gi + v.f);
 }
 
-// The vectorized kernels need whole vectors in each row and aligned pointers.
-bool vectorizable(SwiGluKernels kernels, int f, int vec, std::initializer_list<const void*> ptrs) {
-  if (kernels != SwiGluKernels::Vectorized || f % vec != 0) return false;
-  for (const void* p : ptrs)
-    if (!aligned16(p)) return false;
-  return true;
-}
-
 }  // namespace
 
 void swiglu_forward(const Tensor& h, const Tensor& gateup, int64_t n, int f, SwiGluKernels kernels,
@@ -111,7 +102,7 @@ void swiglu_forward(const Tensor& h, const Tensor& gateup, int64_t n, int f, Swi
     T* hp = static_cast<T*>(h.ptr);
     const T* gate = static_cast<const T*>(gateup.ptr);
     if (kernels != SwiGluKernels::Unfused) {
-      with_vec_width<T>(vectorizable(kernels, f, kVec16<T>, {hp, gate}), [&](auto vec) {
+      with_vec_width<T>(kernels == SwiGluKernels::Vectorized && fits_vec16<T>(f, {hp, gate}), [&](auto vec) {
         constexpr int kVec = decltype(vec)::value;
         launch("swiglu_forward_kernel", swiglu_forward_kernel<T, kVec>, blocks_for(count / kVec, kThreads), kThreads, 0,
                s, hp, gate, count, v);
@@ -134,7 +125,7 @@ void swiglu_backward(const Tensor& dgateup, const Tensor& dh, const Tensor& gate
     const T* d = static_cast<const T*>(dh.ptr);
     const T* gate = static_cast<const T*>(gateup.ptr);
     if (kernels != SwiGluKernels::Unfused) {
-      with_vec_width<T>(vectorizable(kernels, f, kVec16<T>, {dgu, d, gate}), [&](auto vec) {
+      with_vec_width<T>(kernels == SwiGluKernels::Vectorized && fits_vec16<T>(f, {dgu, d, gate}), [&](auto vec) {
         constexpr int kVec = decltype(vec)::value;
         launch("swiglu_backward_kernel", swiglu_backward_kernel<T, kVec>, blocks_for(count / kVec, kThreads), kThreads,
                0, s, dgu, d, gate, count, v);
