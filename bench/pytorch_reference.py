@@ -26,10 +26,11 @@ STREAM_DATA, STREAM_PARAM_BASE = 0x0DA7A, 0x100000
 
 
 def mix64(x):
-    x = np.asarray(x, dtype=np.uint64) + GOLDEN
-    x = (x ^ (x >> np.uint64(30))) * C1
-    x = (x ^ (x >> np.uint64(27))) * C2
-    return x ^ (x >> np.uint64(31))
+    with np.errstate(over="ignore"):  # the sums and products wrap modulo 2^64, as in C++
+        x = np.asarray(x, dtype=np.uint64) + GOLDEN
+        x = (x ^ (x >> np.uint64(30))) * C1
+        x = (x ^ (x >> np.uint64(27))) * C2
+        return x ^ (x >> np.uint64(31))
 
 
 class CounterRng:
