@@ -13,12 +13,12 @@ namespace {
 // the loads overlap the end of that kernel; the gradient, which it may be writing, is read
 // after the wait. Nothing is written before it.
 template <class A>
-__global__ void adamw_kernel(float* p, const float* g, float* m, float* v, A* p_act, int64_t n,
+__global__ void adamw_kernel(Successor next, float* p, const float* g, float* m, float* v, A* p_act, int64_t n,
                              const AdamWScalars* scalars) {
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const bool in = i < n;
   const float p0 = in ? p[i] : 0.0f, m0 = in ? m[i] : 0.0f, v0 = in ? v[i] : 0.0f;
-  await_previous_kernel();
+  await_previous_kernel(next);
   if (!in) return;
   const AdamWScalars k = *scalars;
   const float gi = g[i];

@@ -12,9 +12,9 @@ constexpr int kThreads = 256;
 // Copies `heads` heads between the token-major matrix [B*T, ld] (starting at column col) and
 // a head-major buffer [B, heads, T, D]: split when kMerge is false, merge when true.
 template <class T, bool kMerge>
-__global__ void heads_kernel(T* head_major, T* token_major, int64_t ld, int64_t col, int B, int Tn, int heads,
-                             int D) {
-  await_previous_kernel();
+__global__ void heads_kernel(Successor next, T* head_major, T* token_major, int64_t ld, int64_t col, int B, int Tn,
+                             int heads, int D) {
+  await_previous_kernel(next);
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= int64_t(B) * heads * Tn * D) return;
   const int d = int(i % D);
@@ -29,8 +29,8 @@ __global__ void heads_kernel(T* head_major, T* token_major, int64_t ld, int64_t 
 }
 
 template <class T>
-__global__ void scale_kernel(T* x, int64_t n, float s) {
-  await_previous_kernel();
+__global__ void scale_kernel(Successor next, T* x, int64_t n, float s) {
+  await_previous_kernel(next);
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) x[i] = from_float<T>(to_float(x[i]) * s);
 }
@@ -38,8 +38,8 @@ __global__ void scale_kernel(T* x, int64_t n, float s) {
 // Row r of the scores [B*H*T, T] sits at position t = r % T: softmax over columns 0..t
 // (times `scale` first when kScale), zeros above the diagonal. In place.
 template <class T, bool kScale>
-__global__ void causal_softmax_kernel(T* scores, int Tn, float scale) {
-  await_previous_kernel();
+__global__ void causal_softmax_kernel(Successor next, T* scores, int Tn, float scale) {
+  await_previous_kernel(next);
   __shared__ float scratch[32];
   const int64_t row = blockIdx.x;
   const int t = int(row % Tn);
@@ -58,8 +58,8 @@ __global__ void causal_softmax_kernel(T* scores, int Tn, float scale) {
 
 // dS = P * (dP - sum_j P_j dP_j) (times `scale` when kScale), in place over dP.
 template <class T, bool kScale>
-__global__ void causal_softmax_backward_kernel(T* dp, const T* probs, int Tn, float scale) {
-  await_previous_kernel();
+__global__ void causal_softmax_backward_kernel(Successor next, T* dp, const T* probs, int Tn, float scale) {
+  await_previous_kernel(next);
   __shared__ float scratch[32];
   const int64_t row = blockIdx.x;
   const int t = int(row % Tn);

@@ -6,8 +6,8 @@ namespace tt::cuda {
 namespace {
 
 template <class D, class S>
-__global__ void convert_kernel(D* dst, const S* src, int64_t n) {
-  await_previous_kernel();
+__global__ void convert_kernel(Successor next, D* dst, const S* src, int64_t n) {
+  await_previous_kernel(next);
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) dst[i] = from_float<D>(to_float(src[i]));
 }

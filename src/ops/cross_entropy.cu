@@ -22,8 +22,9 @@ __device__ float row_logsumexp(const T* row, int v, float* scratch) {
 }
 
 template <class T>
-__global__ void cross_entropy_forward_kernel(float* losses, const T* logits, const int32_t* targets, int v) {
-  await_previous_kernel();
+__global__ void cross_entropy_forward_kernel(Successor next, float* losses, const T* logits, const int32_t* targets,
+                                             int v) {
+  await_previous_kernel(next);
   __shared__ float scratch[32];
   const T* row = logits + int64_t(blockIdx.x) * v;
   const float lse = row_logsumexp(row, v, scratch);
@@ -31,9 +32,9 @@ __global__ void cross_entropy_forward_kernel(float* losses, const T* logits, con
 }
 
 template <class T>
-__global__ void cross_entropy_backward_kernel(T* dlogits, const T* logits, const int32_t* targets, int v,
-                                              float scale) {
-  await_previous_kernel();
+__global__ void cross_entropy_backward_kernel(Successor next, T* dlogits, const T* logits, const int32_t* targets,
+                                              int v, float scale) {
+  await_previous_kernel(next);
   __shared__ float scratch[32];
   const T* row = logits + int64_t(blockIdx.x) * v;
   T* drow = dlogits + int64_t(blockIdx.x) * v;

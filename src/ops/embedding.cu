@@ -9,8 +9,9 @@ namespace tt::cuda {
 namespace {
 
 template <class T>
-__global__ void embedding_forward_kernel(T* out, const int32_t* tokens, const T* wte, int64_t n, int c) {
-  await_previous_kernel();
+__global__ void embedding_forward_kernel(Successor next, T* out, const int32_t* tokens, const T* wte, int64_t n,
+                                         int c) {
+  await_previous_kernel(next);
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n * c) return;
   const int64_t row = i / c;
@@ -25,8 +26,9 @@ __global__ void embedding_forward_kernel(T* out, const int32_t* tokens, const T*
 // threads, two passes and one ballot at a time took 87 us at B1 T4096, C 512.)
 constexpr int kScanAhead = 4;
 template <class T, int kN>
-__global__ void embedding_backward_kernel(float* dwte, const T* dout, const int32_t* tokens, int64_t n, int c) {
-  await_previous_kernel();
+__global__ void embedding_backward_kernel(Successor next, float* dwte, const T* dout, const int32_t* tokens, int64_t n,
+                                          int c) {
+  await_previous_kernel(next);
   const int v = blockIdx.x, lane = threadIdx.x % 32;
   for (int col0 = 0; col0 < c; col0 += blockDim.x * kN) {  // uniform across the block
     const int col = col0 + threadIdx.x * kN;

@@ -362,10 +362,9 @@ struct ColumnSplit {
 // ---- forward, bf16 ------------------------------------------------------------------------
 
 template <int D, int kWG>
-__global__ void __launch_bounds__(Tiles<D, kWG>::kThreads) flash_forward_kernel(bf16_t* att, float* lse,
-                                                                                const bf16_t* qkv, AttnShape s,
-                                                                                float scale_log2) {
-  await_previous_kernel();
+__global__ void __launch_bounds__(Tiles<D, kWG>::kThreads)
+    flash_forward_kernel(Successor next, bf16_t* att, float* lse, const bf16_t* qkv, AttnShape s, float scale_log2) {
+  await_previous_kernel(next);
   using C = Tiles<D, kWG>;
   constexpr int kRows = C::kRows, kKeys = C::kKeys;
   unsigned char* sq = aligned_smem();                              // [kRows][D]
@@ -487,10 +486,11 @@ __device__ __forceinline__ void recompute_p_ds(float (&sc)[kN], float (&dp)[kN],
 // (ColumnSplit). The tile's delta = rowsum(dO * O) is computed here, each row by the four
 // threads that hold it, and written out by the column's first chunk for the dK/dV kernel.
 template <int D, int kWG>
-__global__ void __launch_bounds__(Tiles<D, kWG>::kThreads) flash_backward_dq_kernel(
-    bf16_t* dqkv, float* partial, float* delta, const bf16_t* datt, const bf16_t* att, const bf16_t* qkv,
-    const float* lse, AttnShape s, ColumnSplit split, float scale, float scale_log2) {
-  await_previous_kernel();
+__global__ void __launch_bounds__(Tiles<D, kWG>::kThreads)
+    flash_backward_dq_kernel(Successor next, bf16_t* dqkv, float* partial, float* delta, const bf16_t* datt,
+                             const bf16_t* att, const bf16_t* qkv, const float* lse, AttnShape s, ColumnSplit split,
+                             float scale, float scale_log2) {
+  await_previous_kernel(next);
   using C = Tiles<D, kWG>;
   constexpr int kRows = C::kRows, kKeys = C::kKeys;
   unsigned char* sq = aligned_smem();                  // [kRows][D]
@@ -589,10 +589,11 @@ struct StepCursor {
 // are A operands in registers for dV and dK. (One warpgroup per block: at up to 168 registers
 // per thread, which the launch bounds ask of D <= 64, three blocks fit an SM.)
 template <int D>
-__global__ void __launch_bounds__(Tiles<D, 1>::kThreads, D <= 64 ? 3 : 1) flash_backward_dkdv_kernel(
-    bf16_t* dqkv, float* partial, const bf16_t* datt, const bf16_t* qkv, const float* lse, const float* delta,
-    AttnShape s, ColumnSplit split, float scale, float scale_log2) {
-  await_previous_kernel();
+__global__ void __launch_bounds__(Tiles<D, 1>::kThreads, D <= 64 ? 3 : 1)
+    flash_backward_dkdv_kernel(Successor next, bf16_t* dqkv, float* partial, const bf16_t* datt, const bf16_t* qkv,
+                               const float* lse, const float* delta, AttnShape s, ColumnSplit split, float scale,
+                               float scale_log2) {
+  await_previous_kernel(next);
   using C = Tiles<D, 1>;
   constexpr int kKeys = C::kRows, kRows = dkdv_queries(D);
   static_assert(kKeys == kTileKeys, "a dK/dV block owns kTileKeys keys");
@@ -697,9 +698,9 @@ __global__ void __launch_bounds__(Tiles<D, 1>::kThreads, D <= 64 ? 3 : 1) flash_
 // `head` is the column block col0 + m * heads + head. One thread per 4 consecutive elements of
 // [batch * heads][row][matrix][D].
 template <int D>
-__global__ void flash_backward_split_sum_kernel(bf16_t* dqkv, const float* partial, AttnShape s, ColumnSplit split,
-                                                int heads, int col0, float scale) {
-  await_previous_kernel();
+__global__ void flash_backward_split_sum_kernel(Successor next, bf16_t* dqkv, const float* partial, AttnShape s,
+                                                ColumnSplit split, int heads, int col0, float scale) {
+  await_previous_kernel(next);
   const int64_t i = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * 4;
   const int d = int(i % D), mat = int(i / D % split.mats), row = int(i / D / split.mats % s.T);
   const int64_t bh = i / D / split.mats / s.T;  // batch * heads + head
@@ -759,10 +760,9 @@ __device__ __forceinline__ void store_slice(float* row, const float (&v)[D / 32]
 }
 
 template <int D>
-__global__ void __launch_bounds__(32 * kSimtWarps) flash_forward_simt_kernel(float* att, float* lse,
-                                                                             const float* qkv, AttnShape s,
-                                                                             float scale_log2) {
-  await_previous_kernel();
+__global__ void __launch_bounds__(32 * kSimtWarps)
+    flash_forward_simt_kernel(Successor next, float* att, float* lse, const float* qkv, AttnShape s, float scale_log2) {
+  await_previous_kernel(next);
   __shared__ float ks[kSimtTile][D], vs[kSimtTile][D];
   const int b = blockIdx.y / s.H, h = blockIdx.y % s.H, kvh = h / (s.H / s.KVH);
   const int64_t ld = int64_t(s.H + 2 * s.KVH) * D;
@@ -798,12 +798,10 @@ __global__ void __launch_bounds__(32 * kSimtWarps) flash_forward_simt_kernel(flo
 }
 
 template <int D>
-__global__ void __launch_bounds__(32 * kSimtWarps) flash_backward_dq_simt_kernel(float* dqkv, float* delta,
-                                                                                 const float* datt, const float* att,
-                                                                                 const float* qkv, const float* lse,
-                                                                                 AttnShape s, float scale,
-                                                                                 float scale_log2) {
-  await_previous_kernel();
+__global__ void __launch_bounds__(32 * kSimtWarps)
+    flash_backward_dq_simt_kernel(Successor next, float* dqkv, float* delta, const float* datt, const float* att,
+                                  const float* qkv, const float* lse, AttnShape s, float scale, float scale_log2) {
+  await_previous_kernel(next);
   __shared__ float ks[kSimtTile][D], vs[kSimtTile][D];
   const int b = blockIdx.y / s.H, h = blockIdx.y % s.H, kvh = h / (s.H / s.KVH);
   const int64_t ld = int64_t(s.H + 2 * s.KVH) * D;
@@ -831,12 +829,10 @@ __global__ void __launch_bounds__(32 * kSimtWarps) flash_backward_dq_simt_kernel
 }
 
 template <int D>
-__global__ void __launch_bounds__(32 * kSimtWarps) flash_backward_dkdv_simt_kernel(float* dqkv, const float* datt,
-                                                                                   const float* qkv,
-                                                                                   const float* lse,
-                                                                                   const float* delta, AttnShape s,
-                                                                                   float scale, float scale_log2) {
-  await_previous_kernel();
+__global__ void __launch_bounds__(32 * kSimtWarps)
+    flash_backward_dkdv_simt_kernel(Successor next, float* dqkv, const float* datt, const float* qkv, const float* lse,
+                                    const float* delta, AttnShape s, float scale, float scale_log2) {
+  await_previous_kernel(next);
   __shared__ float qs[kSimtTile][D], gs[kSimtTile][D], lse2s[kSimtTile], deltas[kSimtTile];
   const int b = blockIdx.y / s.KVH, kvh = blockIdx.y % s.KVH, group = s.H / s.KVH;
   const int64_t ld = int64_t(s.H + 2 * s.KVH) * D, ld_att = int64_t(s.H) * D;
@@ -1020,17 +1016,14 @@ int64_t flash_attention_scratch_numel(const AttnShape& s, DType dtype) {
   return delta_numel(s) + partial;
 }
 
-// Our flash attention kernels are launched the plain way even under programmatic-launch. Launched
-// programmatically, the v3 bf16 step was slower (H200: B1 T4096 4.32 ms against 4.22 ms with
-// these kernels plain, B8 T128 1.415 against 1.40 ms). Our reading: blocks placed early land on
-// whichever SMs the kernel before frees first, which undoes the heavy-first block order of
-// column_grid. The kernels still begin with await_previous_kernel(), so a programmatic launch
-// would stay correct.
-static Stream launched_plainly(Stream st) { return {st.handle, false}; }
-
-void flash_attention_forward(const Tensor& att, const Tensor& lse, const Tensor& qkv, const AttnShape& s,
-                             Stream stream) {
-  const Stream st = launched_plainly(stream);
+// Our flash attention kernels are placed the plain way even under programmatic-launch
+// (launch_plainly; they still let the kernel after them in early). Launched programmatically,
+// the v3 bf16 step was slower (H200: B1 T4096 4.32 ms against 4.22 ms with these kernels
+// plain, B8 T128 1.415 against 1.40 ms). Our reading: blocks placed early land on whichever
+// SMs the kernel before frees first, which undoes the heavy-first block order of column_grid.
+// The kernels still begin with await_previous_kernel(), so a programmatic launch would stay
+// correct.
+void flash_attention_forward(const Tensor& att, const Tensor& lse, const Tensor& qkv, const AttnShape& s, Stream st) {
   const float scale_log2 = float(s.scale()) * kLog2e;
   with_head_dim(s.D, [&](auto dim) {
     constexpr int D = decltype(dim)::value;
@@ -1041,21 +1034,22 @@ void flash_attention_forward(const Tensor& att, const Tensor& lse, const Tensor&
         using C = Tiles<D, kWG>;
         const size_t smem = kSmemAlign + Smem<D>::bytes(C::kRows + 2 * C::kFwdStages * C::kKeys);
         allow_smem(flash_forward_kernel<D, kWG>, smem);
-        launch("flash_forward_kernel", flash_forward_kernel<D, kWG>, column_grid(s.B * s.H, blocks_of(s.T, C::kRows)),
-               C::kThreads, smem, st, static_cast<bf16_t*>(att.ptr), lse.data<float>(),
-               static_cast<const bf16_t*>(qkv.ptr), s, scale_log2);
+        launch_plainly("flash_forward_kernel", flash_forward_kernel<D, kWG>,
+                       column_grid(s.B * s.H, blocks_of(s.T, C::kRows)), C::kThreads, smem, st,
+                       static_cast<bf16_t*>(att.ptr), lse.data<float>(), static_cast<const bf16_t*>(qkv.ptr), s,
+                       scale_log2);
       });
     } else {
       TT_CHECK(qkv.dtype == DType::F32, "flash attention: fp32 or bf16 only");
-      launch("flash_forward_simt_kernel", flash_forward_simt_kernel<D>, dim3(blocks_of(s.T, kSimtWarps), s.B * s.H),
-             32 * kSimtWarps, 0, st, att.data<float>(), lse.data<float>(), qkv.data<float>(), s, scale_log2);
+      launch_plainly("flash_forward_simt_kernel", flash_forward_simt_kernel<D>,
+                     dim3(blocks_of(s.T, kSimtWarps), s.B * s.H), 32 * kSimtWarps, 0, st, att.data<float>(),
+                     lse.data<float>(), qkv.data<float>(), s, scale_log2);
     }
   });
 }
 
 void flash_attention_backward(const Tensor& dqkv, const Tensor& datt, const Tensor& qkv, const Tensor& att,
-                              const Tensor& lse, const AttnShape& s, const Tensor& scratch, Stream stream) {
-  const Stream st = launched_plainly(stream);
+                              const Tensor& lse, const AttnShape& s, const Tensor& scratch, Stream st) {
   TT_CHECK(scratch.numel >= flash_attention_scratch_numel(s, qkv.dtype), "flash attention scratch too small");
   const float scale = float(s.scale()), scale_log2 = scale * kLog2e;
   float* delta = scratch.data<float>();  // written by the dQ kernel, read by the dK/dV kernel
@@ -1071,33 +1065,33 @@ void flash_attention_backward(const Tensor& dqkv, const Tensor& datt, const Tens
       // Adds the chunks' slots of the split columns into dqkv (matrices from column block col0).
       auto sum_split = [&](const ColumnSplit& split, int heads, int col0) {
         const int64_t elements = int64_t(s.B) * heads * s.T * split.mats * D;
-        launch("flash_backward_split_sum_kernel", flash_backward_split_sum_kernel<D>, blocks_for(elements / 4, 256),
-               256, 0, st, dq, partial, s, split, heads, col0, scale);
+        launch_plainly("flash_backward_split_sum_kernel", flash_backward_split_sum_kernel<D>,
+                       blocks_for(elements / 4, 256), 256, 0, st, dq, partial, s, split, heads, col0, scale);
       };
       with_warpgroups(s.T, s.B * s.H, [&](auto warpgroups) {
         constexpr int kWG = decltype(warpgroups)::value;
         const ColumnSplit split = dq_split<D, kWG>(s);  // also allows the kernel its shared memory
-        launch("flash_backward_dq_kernel", flash_backward_dq_kernel<D, kWG>,
-               column_grid(s.B * s.H, split.columns * split.slots), Tiles<D, kWG>::kThreads, dq_smem<D, kWG>(), st, dq,
-               partial, delta, g, o, x, lse.data<float>(), s, split, scale, scale_log2);
+        launch_plainly("flash_backward_dq_kernel", flash_backward_dq_kernel<D, kWG>,
+                       column_grid(s.B * s.H, split.columns * split.slots), Tiles<D, kWG>::kThreads, dq_smem<D, kWG>(),
+                       st, dq, partial, delta, g, o, x, lse.data<float>(), s, split, scale, scale_log2);
         if (split.slots > 1) sum_split(split, s.H, 0);
       });
       {
         const ColumnSplit split = dkdv_split<D>(s);  // also allows the kernel its shared memory
         const dim3 grid = column_grid(s.B * s.KVH, split.columns * split.slots);
-        launch("flash_backward_dkdv_kernel", flash_backward_dkdv_kernel<D>, grid, kWarpgroup, dkdv_smem<D>(), st, dq,
-               partial, g, x, lse.data<float>(), delta, s, split, scale, scale_log2);
+        launch_plainly("flash_backward_dkdv_kernel", flash_backward_dkdv_kernel<D>, grid, kWarpgroup, dkdv_smem<D>(),
+                       st, dq, partial, g, x, lse.data<float>(), delta, s, split, scale, scale_log2);
         if (split.slots > 1) sum_split(split, s.KVH, s.H);
       }
     } else {
       TT_CHECK(qkv.dtype == DType::F32, "flash attention: fp32 or bf16 only");
       const dim3 block(32 * kSimtWarps);
-      launch("flash_backward_dq_simt_kernel", flash_backward_dq_simt_kernel<D>,
-             dim3(blocks_of(s.T, kSimtWarps), s.B * s.H), block, 0, st, dqkv.data<float>(), delta, datt.data<float>(),
-             att.data<float>(), qkv.data<float>(), lse.data<float>(), s, scale, scale_log2);
-      launch("flash_backward_dkdv_simt_kernel", flash_backward_dkdv_simt_kernel<D>,
-             dim3(blocks_of(s.T, kSimtWarps), s.B * s.KVH), block, 0, st, dqkv.data<float>(), datt.data<float>(),
-             qkv.data<float>(), lse.data<float>(), delta, s, scale, scale_log2);
+      launch_plainly("flash_backward_dq_simt_kernel", flash_backward_dq_simt_kernel<D>,
+                     dim3(blocks_of(s.T, kSimtWarps), s.B * s.H), block, 0, st, dqkv.data<float>(), delta,
+                     datt.data<float>(), att.data<float>(), qkv.data<float>(), lse.data<float>(), s, scale, scale_log2);
+      launch_plainly("flash_backward_dkdv_simt_kernel", flash_backward_dkdv_simt_kernel<D>,
+                     dim3(blocks_of(s.T, kSimtWarps), s.B * s.KVH), block, 0, st, dqkv.data<float>(),
+                     datt.data<float>(), qkv.data<float>(), lse.data<float>(), delta, s, scale, scale_log2);
     }
   });
 }

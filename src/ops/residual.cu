@@ -8,8 +8,8 @@ namespace tt::cuda {
 namespace {
 
 template <class T, int kN>
-__global__ void add_kernel(T* out, const T* a, const T* b, int64_t n) {
-  await_previous_kernel();
+__global__ void add_kernel(Successor next, T* out, const T* a, const T* b, int64_t n) {
+  await_previous_kernel(next);
   const int64_t i = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * kN;
   if (i >= n) return;
   using V = Vec<T, kN>;

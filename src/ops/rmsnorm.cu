@@ -47,8 +47,8 @@ constexpr int kMaxFusedChunks = 384;
 
 // rstd[i] = 1 / sqrt(mean(x[i]^2) + eps), one warp per row.
 template <class T>
-__global__ void rms_kernel(float* rstd, const T* x, int64_t n, int c, float eps) {
-  await_previous_kernel();
+__global__ void rms_kernel(Successor next, float* rstd, const T* x, int64_t n, int c, float eps) {
+  await_previous_kernel(next);
   const int64_t row = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
   if (row >= n) return;
   const T* xr = x + row * c;
@@ -63,8 +63,8 @@ __global__ void rms_kernel(float* rstd, const T* x, int64_t n, int c, float eps)
 
 // out = x * rstd[row] * w[col]
 template <class T>
-__global__ void rms_scale_kernel(T* out, const T* x, const float* rstd, const T* w, int64_t n, int c) {
-  await_previous_kernel();
+__global__ void rms_scale_kernel(Successor next, T* out, const T* x, const float* rstd, const T* w, int64_t n, int c) {
+  await_previous_kernel(next);
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n * c) return;
   const int64_t row = i / c;
@@ -73,9 +73,9 @@ __global__ void rms_scale_kernel(T* out, const T* x, const float* rstd, const T*
 
 // coef[i] = rstd^3 * mean_j(w g x), one warp per row.
 template <class T>
-__global__ void rms_backward_coef_kernel(float* coef, const T* dout, const T* x, const T* w, const float* rstd,
-                                         int64_t n, int c) {
-  await_previous_kernel();
+__global__ void rms_backward_coef_kernel(Successor next, float* coef, const T* dout, const T* x, const T* w,
+                                         const float* rstd, int64_t n, int c) {
+  await_previous_kernel(next);
   const int64_t row = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
   if (row >= n) return;
   float dot = 0.0f;
@@ -88,9 +88,9 @@ __global__ void rms_backward_coef_kernel(float* coef, const T* dout, const T* x,
 
 // dx = rstd * w * g - x * coef
 template <class T>
-__global__ void rms_backward_dx_kernel(T* dx, const T* dout, const T* x, const T* w, const float* rstd,
+__global__ void rms_backward_dx_kernel(Successor next, T* dx, const T* dout, const T* x, const T* w, const float* rstd,
                                        const float* coef, int64_t n, int c) {
-  await_previous_kernel();
+  await_previous_kernel(next);
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n * c) return;
   const int64_t row = i / c;
@@ -99,9 +99,9 @@ __global__ void rms_backward_dx_kernel(T* dx, const T* dout, const T* x, const T
 
 // partial[chunk, j] = sum over the chunk's rows of g x rstd, rows in order.
 template <class T>
-__global__ void rms_dw_partial_kernel(float* partial, const T* dout, const T* x, const float* rstd, int64_t n,
-                                      int c) {
-  await_previous_kernel();
+__global__ void rms_dw_partial_kernel(Successor next, float* partial, const T* dout, const T* x, const float* rstd,
+                                      int64_t n, int c) {
+  await_previous_kernel(next);
   const int j = blockIdx.x * blockDim.x + threadIdx.x;
   if (j >= c) return;
   const int64_t rows = (n + kDwChunks - 1) / kDwChunks;
@@ -116,9 +116,9 @@ __global__ void rms_dw_partial_kernel(float* partial, const T* dout, const T* x,
 // dw[j] = sum over the chunks k of partial[k, j]. A block covers 32 columns; its warp s adds
 // chunks s, s + kSumSlices, ... in order, then the warps' sums are added in warp order: a
 // fixed order, so the same bits every run.
-__global__ void __launch_bounds__(32 * kSumSlices) rms_dw_sum_kernel(float* dw, const float* partial, int c,
-                                                                    int chunks) {
-  await_previous_kernel();
+__global__ void __launch_bounds__(32 * kSumSlices)
+    rms_dw_sum_kernel(Successor next, float* dw, const float* partial, int c, int chunks) {
+  await_previous_kernel(next);
   __shared__ float slice_sum[kSumSlices][32];
   const int lane = threadIdx.x % 32, slice = threadIdx.x / 32, j = blockIdx.x * 32 + lane;
   float acc = 0.0f;
@@ -178,9 +178,10 @@ __device__ __forceinline__ Vec<T, kVec> dx_and_dw(const Vec<T, kVec>& g, const V
 // One warp per row: x read once (the first kCachedForward vectors of each lane stay in
 // registers), rstd and out written. Lane l takes the vectors l, l + 32, ... of the row.
 template <class T, int kVec>
-__global__ void __launch_bounds__(kThreads, 4) rmsnorm_fused_forward_kernel(T* out, float* rstd, const T* x,
-                                                                        const T* w, int64_t n, int c, float eps) {
-  await_previous_kernel();
+__global__ void __launch_bounds__(kThreads, 4)
+    rmsnorm_fused_forward_kernel(Successor next, T* out, float* rstd, const T* x, const T* w, int64_t n, int c,
+                                 float eps) {
+  await_previous_kernel(next);
   using V = Vec<T, kVec>;
   const int64_t row = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
   if (row >= n) return;
@@ -214,10 +215,10 @@ __global__ void __launch_bounds__(kThreads, 4) rmsnorm_fused_forward_kernel(T* o
 // [warp][e][v] (element e of vector v) so that the lanes of a warp hit consecutive banks;
 // at the end the block adds the warps' sums in warp order into partial[b, :].
 template <class T, int kVec>
-__global__ void __launch_bounds__(kThreads, 3) rmsnorm_fused_backward_kernel(T* dx, float* partial, const T* dout,
-                                                                         const T* x, const T* w, const float* rstd,
-                                                                         int64_t n, int c, int64_t rows_per_chunk) {
-  await_previous_kernel();
+__global__ void __launch_bounds__(kThreads, 3)
+    rmsnorm_fused_backward_kernel(Successor next, T* dx, float* partial, const T* dout, const T* x, const T* w,
+                                  const float* rstd, int64_t n, int c, int64_t rows_per_chunk) {
+  await_previous_kernel(next);
   using V = Vec<T, kVec>;
   extern __shared__ float warp_dw[];  // [warps][kVec][nv]
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32, nv = c / kVec;

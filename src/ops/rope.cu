@@ -16,8 +16,8 @@ constexpr int kThreads = 256;
 
 // Thread i rotates kPairs consecutive pairs of one head of one token.
 template <class T, int kPairs>
-__global__ void rope_kernel(T* x, const float* table, RopeShape s, float sign) {
-  await_previous_kernel();
+__global__ void rope_kernel(Successor next, T* x, const float* table, RopeShape s, float sign) {
+  await_previous_kernel(next);
   using V = Vec<T, 2 * kPairs>;
   using CosSin = Vec<float, 2 * kPairs>;
   const int half = s.head_dim / 2, groups = half / kPairs;

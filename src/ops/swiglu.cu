@@ -25,8 +25,8 @@ struct View2D {
 };
 
 template <class T>
-__global__ void silu_kernel(T* out, int64_t ld_out, const T* g, int64_t ld_g, int64_t count, View2D v) {
-  await_previous_kernel();
+__global__ void silu_kernel(Successor next, T* out, int64_t ld_out, const T* g, int64_t ld_g, int64_t count, View2D v) {
+  await_previous_kernel(next);
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= count) return;
   const float x = to_float(g[v.at(i, ld_g)]);
@@ -34,9 +34,9 @@ __global__ void silu_kernel(T* out, int64_t ld_out, const T* g, int64_t ld_g, in
 }
 
 template <class T>
-__global__ void mul_kernel(T* out, int64_t ld_out, const T* a, int64_t ld_a, const T* b, int64_t ld_b,
+__global__ void mul_kernel(Successor next, T* out, int64_t ld_out, const T* a, int64_t ld_a, const T* b, int64_t ld_b,
                            int64_t count, View2D v) {
-  await_previous_kernel();
+  await_previous_kernel(next);
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= count) return;
   out[v.at(i, ld_out)] = from_float<T>(to_float(a[v.at(i, ld_a)]) * to_float(b[v.at(i, ld_b)]));
@@ -44,9 +44,9 @@ __global__ void mul_kernel(T* out, int64_t ld_out, const T* a, int64_t ld_a, con
 
 // dgate = dsilu * sigmoid(g) * (1 + g * (1 - sigmoid(g)))
 template <class T>
-__global__ void silu_backward_kernel(T* dg, int64_t ld_dg, const T* dsilu, int64_t ld_ds, const T* g, int64_t ld_g,
-                                     int64_t count, View2D v) {
-  await_previous_kernel();
+__global__ void silu_backward_kernel(Successor next, T* dg, int64_t ld_dg, const T* dsilu, int64_t ld_ds, const T* g,
+                                     int64_t ld_g, int64_t count, View2D v) {
+  await_previous_kernel(next);
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= count) return;
   const float x = to_float(g[v.at(i, ld_g)]), s = sigmoid(x);
@@ -56,8 +56,8 @@ __global__ void silu_backward_kernel(T* dg, int64_t ld_dg, const T* dsilu, int64
 // Thread t computes elements [t * kVec, (t + 1) * kVec) of h, which lie in one row since
 // kVec divides f.
 template <class T, int kVec>
-__global__ void swiglu_forward_kernel(T* h, const T* gateup, int64_t count, View2D v) {
-  await_previous_kernel();
+__global__ void swiglu_forward_kernel(Successor next, T* h, const T* gateup, int64_t count, View2D v) {
+  await_previous_kernel(next);
   using V = Vec<T, kVec>;
   const int64_t i = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * kVec;
   if (i >= count) return;
@@ -73,8 +73,9 @@ __global__ void swiglu_forward_kernel(T* h, const T* gateup, int64_t count, View
 }
 
 template <class T, int kVec>
-__global__ void swiglu_backward_kernel(T* dgateup, const T* dh, const T* gateup, int64_t count, View2D v) {
-  await_previous_kernel();
+__global__ void swiglu_backward_kernel(Successor next, T* dgateup, const T* dh, const T* gateup, int64_t count,
+                                       View2D v) {
+  await_previous_kernel(next);
   using V = Vec<T, kVec>;
   const int64_t i = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * kVec;
   if (i >= count) return;
