@@ -99,7 +99,7 @@ fi
 
 if stage memory; then
   echo "== memory and time against sequence length (batch 1, bf16)"
-  "$TT" bench --device cuda --versions v1,v2 --precisions bf16 --batch-sizes 1 --seq-lens 256,512,1024,2048,4096,8192 \
+  "$TT" bench --device cuda --versions v1,v2,v3 --precisions bf16 --batch-sizes 1 --seq-lens 256,512,1024,2048,4096,8192 \
     --warmup-steps 3 --steps 5 --repeats 3 --json "$LOGS/memory.json" --csv "$LOGS/memory.csv" >"$LOGS/memory.log" 2>&1 ||
     failures+=("memory sweep")
   grep -E "^v[0-9]|^ver" "$LOGS/memory.log"
@@ -151,12 +151,16 @@ fi
 
 if stage results; then
   echo "== results: our bench and PyTorch in one job, a sweep, memory against sequence length"
-  BATCHES=8 SEQS=128 bash scripts/bench-vs-pytorch.sh "$LOGS/results" >"$LOGS/results.log" 2>&1 || failures+=("bench vs pytorch")
+  TT="$TT" VERSIONS=v1,v2,v3 BATCHES=8 SEQS=128 bash scripts/bench-vs-pytorch.sh "$LOGS/results" >"$LOGS/results.log" 2>&1 ||
+    failures+=("bench vs pytorch")
   sed -n '/^Speed-up/,$p' "$LOGS/results.log"
-  "$TT" bench --device cuda --versions v1,v2 --precisions fp32,bf16 --batch-sizes 4,8,16,32 --seq-lens 128,512 \
+  "$TT" bench --device cuda --versions v1,v2,v3 --precisions fp32,bf16 --batch-sizes 4,8,16,32 --seq-lens 128,512 \
     --steps 10 --repeats 3 --json "$LOGS/results/sweep.json" --csv "$LOGS/results/sweep.csv" >"$LOGS/sweep.log" 2>&1 ||
     failures+=("sweep")
   grep -E "^v[0-9]|^ver" "$LOGS/sweep.log"
+  "$TT" bench --device cuda --versions v1,v2,v3 --precisions bf16 --batch-sizes 1 --seq-lens 256,512,1024,2048,4096,8192 \
+    --json "$LOGS/results/memory.json" >"$LOGS/results-memory.log" 2>&1 || failures+=("results memory")
+  grep -E "^v[0-9]|^ver" "$LOGS/results-memory.log"
   "$TT" bench --device cuda --find-max-batch --versions v1,v2 --precisions bf16 --seq-lens 512,4096 \
     >"$LOGS/maxbatch.log" 2>&1 || failures+=("find-max-batch")
   tail -5 "$LOGS/maxbatch.log"
