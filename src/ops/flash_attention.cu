@@ -72,18 +72,17 @@ __device__ __forceinline__ float fast_exp2(float x) {
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
   return y;
 }
-// The maximum of f(0) .. f(kN - 1), kN a power of two, as a tree: log2(kN) dependent steps
-// instead of kN (a chain of fmaxf waits on each previous result).
-template <int kN, class F>
+// The maximum of f(kFirst) .. f(kFirst + kN - 1), kN a power of two, as a tree: log2(kN)
+// dependent steps instead of kN (a chain of fmaxf waits on each previous result). Written as a
+// recursion of templates, not as loops over an array: at kN = 16 nvcc left such an array in
+// local memory (a 64-byte stack frame, 16 stores and loads per row and tile), which made a
+// forward with 128-key tiles run at half speed (docs/versions/v3.md).
+template <int kN, int kFirst = 0, class F>
 __device__ __forceinline__ float tree_max(F f) {
-  float m[kN];
-#pragma unroll
-  for (int i = 0; i < kN; ++i) m[i] = f(i);
-#pragma unroll
-  for (int w = kN / 2; w >= 1; w /= 2)
-#pragma unroll
-    for (int i = 0; i < w; ++i) m[i] = fmaxf(m[i], m[i + w]);
-  return m[0];
+  if constexpr (kN == 1)
+    return f(kFirst);
+  else
+    return fmaxf(tree_max<kN / 2, kFirst>(f), tree_max<kN / 2, kFirst + kN / 2>(f));
 }
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
   const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
