@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-cd "$(dirname "$0")/../.."
+# Nsight Compute on the flash attention backward kernels at B8 T8192. Run from anywhere in the
+# repository, on the GPU machine, after a build (build/tiny_llama), with OUT set to a folder.
+cd "$(dirname "$0")/../../.."  # the repository root
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
 timeout 400 ncu --clock-control none --kernel-name "regex:flash_backward_(dkdv|dq)_kernel" --launch-count 2 \
   --section SpeedOfLight --section ComputeWorkloadAnalysis --section Occupancy --section LaunchStats \

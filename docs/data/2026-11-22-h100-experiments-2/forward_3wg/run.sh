@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # experiment 3: forward with three warpgroups and 128-key tiles, tree_max without local memory
-cd "$(dirname "$0")/../.."
+# Run from anywhere in the repository, on the GPU machine, with OUT set to a folder for the
+# CSV files. It expects build/exp/tiny_llama_base (a build of 31cd0ed) and
+# build/exp/tiny_llama_exp and build/exp/gpu_tests_exp (built from 31cd0ed with
+# forward_3wg_128keys_no_local.diff applied).
+cd "$(dirname "$0")/../../../.."  # the repository root
 E=build/exp
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
 TT_EXP_FWD3=1 timeout 100 $E/gpu_tests_exp --gtest_filter='Types/GpuAttention.*/bf16:Plans/GpuModel.*custom_attention_bf16*' 2>&1 | tail -2

@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # experiment 2: block order of the attention kernels (bit 0 forward, 1 dQ, 2 dK/dV: tiles in x)
-cd "$(dirname "$0")/../.."
+# Run from anywhere in the repository, on the GPU machine, with OUT set to a folder for the
+# CSV files. It expects build/exp/tiny_llama_base (a build of 31cd0ed) and
+# build/exp/tiny_llama_exp and build/exp/gpu_tests_exp (built from 31cd0ed with
+# attention_block_order.diff applied).
+cd "$(dirname "$0")/../../../.."  # the repository root
 E=build/exp
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
 TT_EXP_ORDER=7 timeout 120 $E/gpu_tests_exp --gtest_filter='Types/GpuAttention.*' 2>&1 | tail -2

@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # experiment 1: RMSNorm backward row mapping and second-stage width
-cd "$(dirname "$0")/../.."
+# Run from anywhere in the repository, on the GPU machine, with OUT set to a folder for the
+# CSV files. It expects build/exp/tiny_llama_base (a build of 31cd0ed) and
+# build/exp/tiny_llama_exp and build/exp/gpu_tests_exp (built from 31cd0ed with
+# rmsnorm_rows_and_sum_width.diff applied).
+cd "$(dirname "$0")/../../../.."  # the repository root
 E=build/exp
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
 TT_EXP_STRIDE=1 TT_EXP_COLS=8 $E/gpu_tests_exp --gtest_filter='*RmsNorm*:*rmsnorm*:Plans/GpuModel.*' 2>&1 | tail -3
