@@ -112,8 +112,10 @@ __device__ __forceinline__ float block_max(float v, float* scratch) {
 
 inline unsigned blocks_for(int64_t n, int threads) { return unsigned((n + threads - 1) / threads); }
 
-// Every kernel of ours is launched through launch() (or launch_plainly()) and begins with
-// await_previous_kernel() (AdamW alone does work before it: see src/ops/adamw.cu).
+// Every kernel of the CUDA backend is launched through launch() (or launch_plainly()) and
+// begins with await_previous_kernel() (AdamW alone does work before it: see src/ops/adamw.cu).
+// The self-contained kernels of `tiny_llama debug` (src/bench/debug_gpu.cu) run on their own
+// stream, outside any step, and are launched the ordinary way.
 //
 // Between two kernels of one stream the GPU normally waits for the first to finish and its
 // writes to land before it places the second one's blocks, which then start on idle SMs: a
