@@ -11,14 +11,22 @@
 //   forward:  the row is read once, kept in registers (the part beyond kCachedForward vectors
 //             per lane is re-read from cache), rstd and out computed from it. Moves n*c*2
 //             elements (x, out) + n rstd floats + c elements of w.
-//   backward: per row, g and x are read once for the dot product and the dx of that row; the
-//             same pass adds g*x*rstd into the warp's column sums in shared memory; each block
-//             (a fixed chunk of rows) writes its column sums to one row of `partial`, and the
-//             second stage adds the chunks in order into dw. Moves n*c*3 elements (g, x, dx) +
-//             n rstd floats + c elements of w + 2*c floats of dw, plus chunks*c*2 floats for the
-//             partial sums. Rows longer than kSmemFloats take version 1's kernels.
-// The chunking depends only on n and c, so the weight gradient is the same bits every run.
-// Both versions share the second dw stage.
+//   backward: per row, g and x are read once for the dot product and the dx of that row. dw
+//             needs the opposite reduction, down the columns, and it is done one of two ways:
+//             - few rows (n <= kDwColumnRows): extra blocks of the same kernel compute dw,
+//               kVec columns each, over all rows, while the others compute dx. One launch, no
+//               partial sums; g and x are read a second time, from cache.
+//             - more rows: the pass over a row also adds g*x*rstd into the warp's column sums
+//               in shared memory; each block (a fixed chunk of rows) writes its column sums to
+//               one row of `partial`, and a second kernel adds the chunks in order into dw.
+//               That second launch costs about 1.5 us on the H100, so few rows skip it; but
+//               the column blocks' time grows with n (each of their threads adds n / 256 rows,
+//               with a few loads in flight at a time), so many rows need it.
+//             Moves n*c*3 elements (g, x, dx) + n rstd floats + c elements of w + c floats of
+//             dw (+ 2*chunks*c floats of partial sums). Rows longer than kSmemFloats take
+//             version 1's kernels.
+// The way and the chunking depend only on n and c, so the weight gradient is the same bits
+// every run. Both versions share the second dw stage.
 #include <algorithm>
 
 #include "ops/cuda_common.cuh"
@@ -42,6 +50,11 @@ constexpr int kCachedForward = 4;
 constexpr int kCachedBackward = 2;
 constexpr int kSmemFloats = 48 * 1024 / 4;
 constexpr int kMaxFusedChunks = 384;
+// The backward computes dw in the same kernel up to this many rows, six per thread of a column
+// block. B8 rows of 512 in bf16 on the H100, two-stage against one kernel: 1024 rows 5.2 against
+// 3.3-4.0 us, 1536 rows 6.1 against 4.4-4.8 us, 2048 rows 6.2 against 6.6-6.9 us, 4096 rows
+// 8.8 against 13.8 us (docs/data/2026-11-22-h100-experiments-3/rmsnorm/).
+constexpr int64_t kDwColumnRows = 6 * kThreads;
 
 // ---- version 1 ----
 
@@ -159,9 +172,9 @@ __device__ __forceinline__ float dot3(const Vec<T, kVec>& w, const Vec<T, kVec>&
   return s;
 }
 
-// dx = r w g - x coef for one vector, and g x r added to the column sums of its elements,
-// which sit `stride` floats apart in shared memory.
-template <class T, int kVec>
+// dx = r w g - x coef for one vector, and, with kAddDw, g x r added to the column sums of its
+// elements, which sit `stride` floats apart in shared memory.
+template <class T, int kVec, bool kAddDw>
 __device__ __forceinline__ Vec<T, kVec> dx_and_dw(const Vec<T, kVec>& g, const Vec<T, kVec>& x,
                                                   const Vec<T, kVec>& w, float r, float coef, float* dw_sum,
                                                   int stride) {
@@ -170,7 +183,7 @@ __device__ __forceinline__ Vec<T, kVec> dx_and_dw(const Vec<T, kVec>& g, const V
   for (int e = 0; e < kVec; ++e) {
     const float ge = to_float(g.v[e]), xe = to_float(x.v[e]);
     dx.v[e] = from_float<T>(r * to_float(w.v[e]) * ge - xe * coef);
-    dw_sum[e * stride] += ge * xe * r;
+    if (kAddDw) dw_sum[e * stride] += ge * xe * r;
   }
   return dx;
 }
@@ -208,23 +221,60 @@ __global__ void __launch_bounds__(kThreads, 4)
     scaled(V::load(xr + j), r, V::load(w + j)).store(outr + j);
 }
 
-// Block b owns rows [b * rows_per_chunk, (b + 1) * rows_per_chunk); its warp w takes rows
-// w, w + warps, ... of them, one row at a time: g and x read once (the first kCachedBackward
-// vectors of each lane stay in registers), the dot product w.g.x reduced over the warp, dx
-// written, g x rstd added to the warp's column sums. The sums are kept in shared memory as
-// [warp][e][v] (element e of vector v) so that the lanes of a warp hit consecutive banks;
-// at the end the block adds the warps' sums in warp order into partial[b, :].
+// dw[j, j + kVec) = sum over all rows of g x rstd, for the kVec columns from j = col_block *
+// kVec, by one block: thread t adds rows t, t + kThreads, ... in order, then each element is
+// summed over the warp's lanes (a fixed shuffle tree) and over the warps (in warp order).
 template <class T, int kVec>
-__global__ void __launch_bounds__(kThreads, 3)
-    rmsnorm_fused_backward_kernel(Successor next, T* dx, float* partial, const T* dout, const T* x, const T* w,
-                                  const float* rstd, int64_t n, int c, int64_t rows_per_chunk) {
-  await_previous_kernel(next);
+__device__ __forceinline__ void rms_dw_columns(float* dw, const T* dout, const T* x, const float* rstd, int64_t n,
+                                               int c, int col_block) {
   using V = Vec<T, kVec>;
-  extern __shared__ float warp_dw[];  // [warps][kVec][nv]
+  __shared__ float warp_sums[kThreads / 32][kVec];
+  const int j = col_block * kVec;
+  float acc[kVec] = {};
+#pragma unroll 4
+  for (int64_t row = threadIdx.x; row < n; row += kThreads) {
+    const V g = V::load(dout + row * c + j), xv = V::load(x + row * c + j);
+    const float r = rstd[row];
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) acc[e] += to_float(g.v[e]) * to_float(xv.v[e]) * r;
+  }
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) acc[e] = warp_sum(acc[e]);
+  if (threadIdx.x % 32 == 0)
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) warp_sums[threadIdx.x / 32][e] = acc[e];
+  __syncthreads();
+  if (threadIdx.x >= kVec) return;
+  float total = 0.0f;
+  for (int w = 0; w < kThreads / 32; ++w) total += warp_sums[w][threadIdx.x];
+  dw[j + threadIdx.x] = total;
+}
+
+// Blocks [0, chunks) each own a chunk of rows, [b * rows_per_chunk, (b + 1) * rows_per_chunk);
+// their warp w takes rows w, w + warps, ... of it, one row at a time: g and x read once (the
+// first kCachedBackward vectors of each lane stay in registers), the dot product w.g.x reduced
+// over the warp, dx written. With kPartialDw, g x rstd is also added to the warp's column sums,
+// kept in shared memory as [warp][e][v] (element e of vector v) so that the lanes of a warp hit
+// consecutive banks, and at the end the block adds the warps' sums in warp order into
+// partial[b, :]. Without it, the blocks from `chunks` on compute dw itself, kVec columns each
+// (rms_dw_columns), at the same time as the rows.
+template <class T, int kVec, bool kPartialDw>
+__global__ void __launch_bounds__(kThreads, 3)
+    rmsnorm_fused_backward_kernel(Successor next, T* dx, float* dw_or_partial, const T* dout, const T* x, const T* w,
+                                  const float* rstd, int64_t n, int c, int64_t rows_per_chunk, int chunks) {
+  await_previous_kernel(next);
+  if (!kPartialDw && blockIdx.x >= chunks) {
+    rms_dw_columns<T, kVec>(dw_or_partial, dout, x, rstd, n, c, blockIdx.x - chunks);
+    return;
+  }
+  using V = Vec<T, kVec>;
+  extern __shared__ float warp_dw[];  // [warps][kVec][nv] with kPartialDw
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32, nv = c / kVec;
   float* dw_sum = warp_dw + int64_t(warp) * c;
-  for (int j = lane; j < c; j += 32) dw_sum[j] = 0.0f;
-  __syncwarp();  // the lanes below add into elements zeroed by other lanes
+  if (kPartialDw) {
+    for (int j = lane; j < c; j += 32) dw_sum[j] = 0.0f;
+    __syncwarp();  // the lanes below add into elements zeroed by other lanes
+  }
   const int64_t begin = int64_t(blockIdx.x) * rows_per_chunk;
   const int64_t end = begin + rows_per_chunk < n ? begin + rows_per_chunk : n;
   for (int64_t row = begin + warp; row < end; row += warps) {
@@ -249,18 +299,21 @@ __global__ void __launch_bounds__(kThreads, 3)
     for (int k = 0; k < kCachedBackward; ++k) {
       const int v = lane + 32 * k;
       if (v < nv)
-        dx_and_dw(g_cached[k], x_cached[k], V::load(w + v * kVec), r, coef, dw_sum + v, nv).store(dxr + v * kVec);
+        dx_and_dw<T, kVec, kPartialDw>(g_cached[k], x_cached[k], V::load(w + v * kVec), r, coef, dw_sum + v, nv)
+            .store(dxr + v * kVec);
     }
     for (int v = lane + 32 * kCachedBackward; v < nv; v += 32)
-      dx_and_dw(V::load(gr + v * kVec), V::load(xr + v * kVec), V::load(w + v * kVec), r, coef, dw_sum + v, nv)
+      dx_and_dw<T, kVec, kPartialDw>(V::load(gr + v * kVec), V::load(xr + v * kVec), V::load(w + v * kVec), r, coef,
+                                     dw_sum + v, nv)
           .store(dxr + v * kVec);
   }
+  if (!kPartialDw) return;
   __syncthreads();
   for (int j = threadIdx.x; j < c; j += blockDim.x) {
     const int at = (j % kVec) * nv + j / kVec;
     float sum = 0.0f;
     for (int k = 0; k < warps; ++k) sum += warp_dw[int64_t(k) * c + at];
-    partial[int64_t(blockIdx.x) * c + j] = sum;
+    dw_or_partial[int64_t(blockIdx.x) * c + j] = sum;
   }
 }
 
@@ -268,10 +321,6 @@ __global__ void __launch_bounds__(kThreads, 3)
 // warps up to c = 1536, fewer above, and version 1's kernels beyond c = kSmemFloats.
 bool fused_backward_fits(int c) { return c <= kSmemFloats; }
 int fused_backward_warps(int c) { return std::min(kThreads / 32, kSmemFloats / c); }
-int fused_backward_chunks(int64_t n, int c) {
-  const int64_t warps = fused_backward_warps(c);
-  return int(std::min<int64_t>(kMaxFusedChunks, (n + warps - 1) / warps));
-}
 
 void launch_dw_sum(const Tensor& dw, const float* partial, int c, int chunks, Stream s) {
   launch("rms_dw_sum_kernel", rms_dw_sum_kernel, blocks_for(c, 32), 32 * kSumSlices, 0, s, dw.data<float>(), partial, c,
@@ -314,15 +363,23 @@ void rmsnorm_backward(const Tensor& dx, const Tensor& dw, const Tensor& dout, co
     const T* xp = static_cast<const T*>(x.ptr);
     const T* wp = static_cast<const T*>(w.ptr);
     if (fused) {
-      float* partial = scratch.data<float>();
-      const int warps = fused_backward_warps(c), chunks = fused_backward_chunks(n, c);
+      const bool partial_dw = n > kDwColumnRows;
+      const int warps = partial_dw ? fused_backward_warps(c) : kThreads / 32;
+      const int chunks = int(std::min<int64_t>(kMaxFusedChunks, (n + warps - 1) / warps));
       const int64_t rows_per_chunk = (n + chunks - 1) / chunks;
+      float* partial = scratch.data<float>();
       with_vec_width<T>(fits_vec16<T>(c, {dxp, g, xp, wp}), [&](auto vec) {
-        launch("rmsnorm_fused_backward_kernel", rmsnorm_fused_backward_kernel<T, decltype(vec)::value>, chunks,
-               32 * warps, warps * c * sizeof(float), s, dxp, partial, g, xp, wp, rstd.data<float>(), n, c,
-               rows_per_chunk);
+        constexpr int kVec = decltype(vec)::value;
+        if (partial_dw) {
+          launch("rmsnorm_fused_backward_kernel", rmsnorm_fused_backward_kernel<T, kVec, true>, chunks, 32 * warps,
+                 warps * c * sizeof(float), s, dxp, partial, g, xp, wp, rstd.data<float>(), n, c, rows_per_chunk,
+                 chunks);
+          launch_dw_sum(dw, partial, c, chunks, s);
+        } else {
+          launch("rmsnorm_fused_backward_kernel", rmsnorm_fused_backward_kernel<T, kVec, false>, chunks + c / kVec,
+                 32 * warps, 0, s, dxp, dw.data<float>(), g, xp, wp, rstd.data<float>(), n, c, rows_per_chunk, chunks);
+        }
       });
-      launch_dw_sum(dw, partial, c, chunks, s);
       return;
     }
     float* coef = scratch.data<float>();

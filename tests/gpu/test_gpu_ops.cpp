@@ -90,11 +90,14 @@ TEST_P(GpuOps, Embedding) {
 }
 
 // v1: the eager kernels; v2 runs them too; v3: one kernel each way (custom-rmsnorm), with
-// 16-byte accesses where c allows (c = 1000 in bf16 takes the scalar instantiation), fewer
-// warps per block for c = 2048, and a weight gradient that repeats bit for bit.
+// 16-byte accesses where c allows (c = 1000 in bf16 takes the scalar instantiation), and a
+// weight gradient that repeats bit for bit: computed by column blocks of the same kernel up to
+// 1536 rows, and from 1537 rows as partial sums of row chunks added by a second kernel (with
+// fewer warps per block for c = 2048).
 TEST_P(GpuOps, RmsNorm) {
   for (int version : {1, 2, 3})
-    for (auto [n, c] : {std::pair{1, 32}, {7, 64}, {129, 512}, {1000, 1000}, {33, 2048}}) {
+    for (auto [n, c] : {std::pair{1, 32}, {7, 64}, {129, 512}, {1000, 1000}, {33, 2048}, {1536, 512}, {1537, 512},
+                        {2000, 1000}, {1600, 2048}}) {
       SCOPED_TRACE(testing::Message() << "v" << version << " n=" << n << " c=" << c);
       GpuBackend be(plan(version), shape_for(n, c));
       auto x = input(size_t(n) * c, 2.0), w = input(c), dout = input(size_t(n) * c);
