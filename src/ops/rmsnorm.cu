@@ -43,9 +43,9 @@ constexpr int kSumSlices = 16;                // warps of the second dw stage, s
 // rows re-read the rest, from cache; the counts keep the kernels at 64 and 80 registers
 // without spills, 4 and 3 blocks per SM), the shared memory of the backward's per-warp column
 // sums, and its row chunks: one row per warp while the rows last (a small batch needs every
-// block it can get: at 1024 rows of 512, 128 chunks of one row per warp take 5.4 us on the H100,
-// 32 chunks of four rows 9.2 us), but at most kMaxFusedChunks, one wave of 3 blocks on each of
-// the H100's 132 SMs, so that the partial sums stay small next to the rows.
+// block it can get: at 1024 rows of 512, with two dw stages, 128 chunks of one row per warp took
+// 5.4 us on the H100, 32 chunks of four rows 9.2 us), but at most kMaxFusedChunks, one wave of 3
+// blocks on each of the H100's 132 SMs, so that the partial sums stay small next to the rows.
 constexpr int kCachedForward = 4;
 constexpr int kCachedBackward = 2;
 constexpr int kSmemFloats = 48 * 1024 / 4;
