@@ -159,21 +159,22 @@ __device__ __forceinline__ void load_row_stats(float* dst, const float* src, int
   if (r < kRows) cp_async_4(dst + r, src + min(row0 + r, T - 1), row0 + r < T ? 4 : 0);
 }
 
-// One step of the key/value pipeline of the forward and dQ kernels (tiles sk, sv of kKeys rows
-// in kStages buffers): waits for tile j, starts loading tile j + 1 into the buffer of tile
-// j + 1 - kStages, and returns the byte offset of tile j's buffer. The forward keeps three:
-// the product of tile j - 1 runs on during step j.
+// The key/value pipeline of the forward and dQ kernels (tiles sk, sv of kKeys rows in kStages
+// buffers; the forward keeps three, as the product of tile j - 1 runs on during step j). Once
+// tile j has landed (tiles_landed), every warpgroup is done with tile j + 1 - kStages, whose
+// buffer this starts loading tile j + 1 into. The forward calls it after issuing S = Q K^T, so
+// that the copies' instructions run while the tensor cores work (forward 6-8% faster at B8
+// and B1 T8192, docs/versions/v3.md); the dQ kernel before its products: there the copies'
+// registers, live across two products, cost 29 registers and so one of its two blocks per SM.
 template <int kKeys, int D, int kStages, int kThreads>
-__device__ __forceinline__ int next_kv_tile(int j, int tiles, unsigned char* sk, unsigned char* sv,
-                                            const bf16_t* kg, const bf16_t* vg, int ld, int T) {
+__device__ __forceinline__ void load_next_kv_tile(int j, int tiles, unsigned char* sk, unsigned char* sv,
+                                                  const bf16_t* kg, const bf16_t* vg, int ld, int T) {
   constexpr int kTile = Smem<D>::bytes(kKeys);
-  tiles_landed();  // tile j has landed, and every warpgroup is done with tile j + 1 - kStages
   if (j + 1 < tiles) {
     load_tile<kKeys, D, kThreads>(sk + (j + 1) % kStages * kTile, kg, ld, (j + 1) * kKeys, T);
     load_tile<kKeys, D, kThreads>(sv + (j + 1) % kStages * kTile, vg, ld, (j + 1) * kKeys, T);
     cp_async_commit();
   }
-  return j % kStages * kTile;
 }
 
 // ---- wgmma --------------------------------------------------------------------------------
@@ -391,9 +392,11 @@ __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads)
   int prev = 0;               // the previous tile's buffer
 
   for (int j = 0; j < tiles; ++j) {
-    const int buf = next_kv_tile<kKeys, D, C::kFwdStages, C::kThreads>(j, tiles, sk, sv, kg, vg, ld, s.T);
+    tiles_landed();
+    const int buf = j % C::kFwdStages * Smem<D>::bytes(kKeys);
     float sc[kKeys / 2] = {};
     wg_abt<kKeys, D, kRows>(sc, smem_addr(sq), 64 * wg, smem_addr(sk + buf));  // S = Q K^T
+    load_next_kv_tile<kKeys, D, C::kFwdStages, C::kThreads>(j, tiles, sk, sv, kg, vg, ld, s.T);  // while S runs
     if (j > 0) {
       wg_pb<kKeys, D>(o, p, smem_addr(sv + prev));  // O += P V of the previous tile, during this softmax
       wgmma_wait<1>(sc);
@@ -536,7 +539,9 @@ __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads)
   float dq[D / 2] = {};
 
   for (int j = begin; j < end; ++j) {
-    const int buf = next_kv_tile<kKeys, D, 2, C::kThreads>(j, end, sk, sv, kg, vg, ld, s.T);
+    tiles_landed();
+    load_next_kv_tile<kKeys, D, 2, C::kThreads>(j, end, sk, sv, kg, vg, ld, s.T);
+    const int buf = j % 2 * Smem<D>::bytes(kKeys);
     float sc[kKeys / 2] = {}, dp[kKeys / 2] = {};
     wg_abt<kKeys, D, kRows>(sc, smem_addr(sq), 64 * wg, smem_addr(sk + buf));   // S = Q K^T
     wg_abt<kKeys, D, kRows>(dp, smem_addr(sdo), 64 * wg, smem_addr(sv + buf));  // dP = dO V^T
@@ -633,11 +638,7 @@ __global__ void __launch_bounds__(Tiles<D, 1>::kThreads, D <= 64 ? 3 : 1)
   const int wkey = 16 * (threadIdx.x / 32);  // the warp's first key in the tile
   float dk[D / 2] = {}, dv[D / 2] = {};
   for (int i = begin; i < end; ++i) {
-    tiles_landed();
-    if (i + 1 < end) {
-      load_step((i + 1) & 1);
-      cp_async_commit();
-    }
+    tiles_landed();  // step i has landed, and every warp is done with step i - 1's buffers
     const uint32_t qt = smem_addr(sq + (i & 1) * Smem<D>::bytes(kRows));
     const uint32_t dot = smem_addr(sdo + (i & 1) * Smem<D>::bytes(kRows));
     const float* lse_t = slse + (i & 1) * kRows;
@@ -647,6 +648,10 @@ __global__ void __launch_bounds__(Tiles<D, 1>::kThreads, D <= 64 ? 3 : 1)
     float st[kRows / 2] = {}, dpt[kRows / 2] = {};
     wg_abt<kRows, D, kKeys>(st, smem_addr(sk), 64 * wg, qt);    // S^T = K Q^T
     wg_abt<kRows, D, kKeys>(dpt, smem_addr(sv), 64 * wg, dot);  // dP^T = V dO^T
+    if (i + 1 < end) {  // the next step's copies, while the tensor cores work
+      load_step((i + 1) & 1);
+      cp_async_commit();
+    }
     wgmma_wait<0>(st, dpt);
     const bool edge = k0 + wkey + 15 > q0 || q0 + kRows > s.T;
     recompute_p_ds(
