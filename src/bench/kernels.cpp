@@ -15,6 +15,7 @@
 
 #include "backend/backend.h"
 #include "bench/bench.h"
+#include "bench/gpu_clocks.h"
 #include "core/files.h"
 #include "core/rng.h"
 #include "model/config.h"
@@ -167,8 +168,16 @@ std::vector<RopeShape> rope_calls(const Rig& r) {
   return {{r.n, s.T, s.H, s.D, 0, s.ld()}, {r.n, s.T, s.KVH, s.D, s.k_col(), s.ld()}};
 }
 
-// Per-call milliseconds of `times` replays of a graph of `calls` calls.
-std::vector<double> replay_ms(Backend& be, const std::function<void()>& call, int calls, int times) {
+// The SM clock reader of the run (gpu_clocks.h), opened on first use.
+const GpuClocks& gpu_clocks() {
+  static const GpuClocks clocks;
+  return clocks;
+}
+
+// Per-call milliseconds of `times` replays of a graph of `calls` calls; with `clocks`, also the
+// SM clock sampled while each replay runs.
+std::vector<double> replay_ms(Backend& be, const std::function<void()>& call, int calls, int times,
+                              std::vector<GpuClocks::Sample>* clocks = nullptr) {
   if (!be.graph_capture_begin()) fail("kernel bench: the backend cannot capture CUDA graphs");
   for (int i = 0; i < calls; ++i) call();
   be.graph_capture_end();
@@ -177,20 +186,38 @@ std::vector<double> replay_ms(Backend& be, const std::function<void()>& call, in
   for (int i = 0; i < times; ++i) {
     be.mark(0);
     be.graph_replay();
+    if (clocks) clocks->push_back(gpu_clocks().sample());  // the replay is running on the GPU now
     be.mark(1);
     ms.push_back(be.elapsed_ms(0, 1) / calls);
   }
   return ms;
 }
 
+// A timed call: milliseconds per call over the repetitions, and the SM clock they ran at.
+struct CallTiming {
+  RepetitionStats ms;
+  int sm_mhz = 0;             // the median of the repetitions' samples; 0 without NVML
+  double clock_limited = 0;   // the share of repetitions with the clock held down for power or heat
+};
+
 // Warm-up calls run eagerly (they do any first-call set-up); then a graph of one call tells
 // how many calls make a batch of about a millisecond, and the repetitions time such batches.
-RepetitionStats time_call(Backend& be, const std::function<void()>& call, const KernelBenchOptions& o) {
+CallTiming time_call(Backend& be, const std::function<void()>& call, const KernelBenchOptions& o) {
   for (int i = 0; i < o.warmup; ++i) call();
   be.synchronize();
   const double one = repetition_stats(replay_ms(be, call, 1, 3), 1).median;
   const int calls = std::clamp(int(std::ceil(1.0 / std::max(one, 1e-4))), 1, 200);
-  return repetition_stats(replay_ms(be, call, calls, o.repeats), 1);
+  std::vector<GpuClocks::Sample> clocks;
+  CallTiming t;
+  t.ms = repetition_stats(replay_ms(be, call, calls, o.repeats, &clocks), 1);
+  if (!gpu_clocks().available()) return t;
+  std::vector<double> mhz;
+  for (const GpuClocks::Sample& c : clocks) {
+    mhz.push_back(c.sm_mhz);
+    t.clock_limited += c.limited ? 1.0 / double(clocks.size()) : 0.0;
+  }
+  t.sm_mhz = int(repetition_stats(mhz, 1).median);
+  return t;
 }
 
 double attention_forward_flops(const AttnShape& s) { return 4.0 * s.B * s.H * double(s.T) * s.T * s.D / 2; }
@@ -237,8 +264,9 @@ void time_op(Rig& r, Op op, const KernelBenchOptions& o, std::vector<KernelRow>&
     (flops ? x.flops : x.bytes) = backward ? bwd_amount : fwd_amount;
     try {
       fwd();  // the backward reads what the forward saved
-      const RepetitionStats t = time_call(be, backward ? bwd : fwd, o);
-      x.ms = t.median, x.ms_min = t.min, x.ms_max = t.max;
+      const CallTiming t = time_call(be, backward ? bwd : fwd, o);
+      x.ms = t.ms.median, x.ms_min = t.ms.min, x.ms_max = t.ms.max;
+      x.sm_mhz = t.sm_mhz, x.clock_limited = t.clock_limited;
     } catch (const UsageError& e) {  // an implementation that refuses this shape
       x.status = e.what();
     }
@@ -251,6 +279,8 @@ void time_op(Rig& r, Op op, const KernelBenchOptions& o, std::vector<KernelRow>&
     both.ms = rows[rows.size() - 2].ms + rows.back().ms;
     both.ms_min = rows[rows.size() - 2].ms_min + rows.back().ms_min;
     both.ms_max = rows[rows.size() - 2].ms_max + rows.back().ms_max;
+    both.sm_mhz = std::min(rows[rows.size() - 2].sm_mhz, rows.back().sm_mhz);
+    both.clock_limited = std::max(rows[rows.size() - 2].clock_limited, rows.back().clock_limited);
     rows.push_back(both);
   }
 }
@@ -273,8 +303,8 @@ double gemm_tflops(DType dtype, int size, const KernelBenchOptions& o) {
   });
   fill_uniform(*be, g.a, -1, 1, o.seed);
   fill_uniform(*be, g.b, -1, 1, o.seed);
-  const RepetitionStats t = time_call(*be, [&] { be->matmul(g); }, o);
-  return 2.0 * size * double(size) * size / (t.median * 1e-3) / 1e12;
+  const CallTiming t = time_call(*be, [&] { be->matmul(g); }, o);
+  return 2.0 * size * double(size) * size / (t.ms.median * 1e-3) / 1e12;
 }
 
 KernelCeilings measure_ceilings(const KernelBenchOptions& o) {
@@ -321,8 +351,8 @@ std::string short_status(const std::string& status) {
 }
 
 void print_table(std::ostream& log, const std::vector<KernelRow>& rows) {
-  log << fmt::format("{:<10}{:<8}{:<12}{:<5}{:>10}{:>14}{:>9}{:>8}  {}\n", "op", "dir", "shape", "impl", "ms",
-                     "rate", "% ceil", "vs v2", "target");
+  log << fmt::format("{:<10}{:<8}{:<12}{:<5}{:>10}{:>14}{:>9}{:>8}{:>7}  {}\n", "op", "dir", "shape", "impl", "ms",
+                     "rate", "% ceil", "vs v2", "MHz", "target");
   for (const KernelRow& r : rows) {
     const std::string head = fmt::format("{:<10}{:<8}{:<12}v{:<4}", r.op, r.direction, r.shape, r.version);
     if (r.status != "ok") {
@@ -331,21 +361,24 @@ void print_table(std::ostream& log, const std::vector<KernelRow>& rows) {
     }
     const std::string rate = r.flops > 0 ? fmt::format("{:.1f} TFLOP/s", r.tflops) : fmt::format("{:.0f} GB/s", r.gbps);
     const std::string vs = r.vs_v2 > 0 && r.version != 2 ? fmt::format("{:.2f}x", r.vs_v2) : "";
-    log << head
-        << fmt::format("{:>10.4f}{:>14}{:>8.1f}%{:>8}  {}\n", r.ms, rate, 100 * r.ceiling_fraction, vs, target(r));
+    const std::string mhz = r.sm_mhz > 0 ? fmt::format("{}{}", r.sm_mhz, r.clock_limited >= 0.5 ? "*" : " ") : "";
+    log << head << fmt::format("{:>10.4f}{:>14}{:>8.1f}%{:>8}{:>7}  {}\n", r.ms, rate, 100 * r.ceiling_fraction, vs, mhz,
+                               target(r));
   }
 }
 
 void write_csv(std::ostream& out, const KernelBenchOptions& o, const std::vector<KernelRow>& rows,
                const KernelCeilings& c, const DeviceInfo& d, const std::string& commit) {
   out << "op,direction,shape,version,precision,status,ms_median,ms_min,ms_max,flops,bytes,tflops,gbps,"
-         "ceiling_fraction,vs_v2,gemm_bf16_tflops,gemm_fp32_tflops,copy_gbps,device,sm_clock_mhz,driver,cuda,commit\n";
+         "ceiling_fraction,vs_v2,gemm_bf16_tflops,gemm_fp32_tflops,copy_gbps,device,sm_clock_mhz,driver,cuda,commit,"
+         "run_sm_mhz,clock_limited\n";
   for (const KernelRow& r : rows)
     out << fmt::format("{},{},{},v{},{},\"{}\",{:.5f},{:.5f},{:.5f},{:.0f},{:.0f},{:.3f},{:.1f},{:.4f},{:.4f},{:.1f},"
-                       "{:.1f},{:.1f},\"{}\",{},{},{},{}\n",
+                       "{:.1f},{:.1f},\"{}\",{},{},{},{},{},{:.2f}\n",
                        r.op, r.direction, r.shape, r.version, o.precision, short_status(r.status), r.ms, r.ms_min,
                        r.ms_max, r.flops, r.bytes, r.tflops, r.gbps, r.ceiling_fraction, r.vs_v2, c.gemm_bf16_tflops,
-                       c.gemm_fp32_tflops, c.copy_gbps, d.name, d.sm_clock_mhz, d.driver, d.runtime, commit);
+                       c.gemm_fp32_tflops, c.copy_gbps, d.name, d.sm_clock_mhz, d.driver, d.runtime, commit, r.sm_mhz,
+                       r.clock_limited);
 }
 
 void write_json(std::ostream& out, const KernelBenchOptions& o, const std::vector<KernelRow>& rows,
@@ -356,7 +389,7 @@ void write_json(std::ostream& out, const KernelBenchOptions& o, const std::vecto
                     {"status", short_status(r.status)}, {"ms_median", r.ms}, {"ms_min", r.ms_min},
                     {"ms_max", r.ms_max}, {"flops", r.flops}, {"bytes", r.bytes}, {"tflops", r.tflops},
                     {"gbps", r.gbps}, {"ceiling_fraction", r.ceiling_fraction}, {"vs_v2", r.vs_v2},
-                    {"target", target(r)}});
+                    {"sm_mhz", r.sm_mhz}, {"clock_limited", r.clock_limited}, {"target", target(r)}});
   out << nlohmann::json{{"environment", environment_json(d, commit)},
                         {"precision", o.precision},
                         {"model", {{"hidden", o.hidden}, {"heads", o.heads}, {"kv_heads", o.kv_heads},
@@ -388,6 +421,8 @@ void run_kernel_bench(const KernelBenchOptions& o, std::ostream& log) {
          "bytes each must move at least (every input read once, every output written once). Ceilings: a cuBLAS\n"
          "8192^3 GEMM, a 1 GiB device-to-device copy as (read + write) bytes / time. Inputs that fit in the L2\n"
          "cache (50 MB) can exceed the copy rate. Target: v3 attention >= 0.90x v2 (cuDNN), others >= 80% copy.\n"
+         "MHz: the median SM clock while a row's repetitions ran (NVML), * where the GPU held it down for power or\n"
+         "heat in most of them (a long compute-heavy load reaches the power limit: more --warmup calls time it there).\n"
       << std::flush;
   const KernelCeilings ceilings = measure_ceilings(o);
   log << fmt::format("Ceilings: bf16 GEMM {:.1f} TFLOP/s, fp32 GEMM {:.1f} TFLOP/s, device copy {:.0f} GB/s\n\n",

@@ -43,6 +43,8 @@ struct KernelRow {
   double tflops = 0, gbps = 0;
   double ceiling_fraction = 0;  // of the GEMM rate (attention) or the copy bandwidth (the others)
   double vs_v2 = 0;             // v2's ms / this ms (0 when v2 did not run)
+  int sm_mhz = 0;               // the SM clock while it ran (median of the repetitions; 0: unknown)
+  double clock_limited = 0;     // the share of its repetitions with the clock held down for power or heat
 };
 
 struct KernelCeilings {

@@ -72,6 +72,11 @@ TEST(GpuCli, KernelBenchRunsV2AndWritesJson) {
     if (r["version"] == 2) {
       ++v2_rows;
       EXPECT_GT(r["ms_median"].get<double>(), 0) << r.dump();
+      // The clock it ran at, from NVML (the driver's): a plausible SM clock, a share in [0, 1].
+      EXPECT_GT(r["sm_mhz"].get<int>(), 100) << r.dump();
+      EXPECT_LT(r["sm_mhz"].get<int>(), 4000) << r.dump();
+      EXPECT_GE(r["clock_limited"].get<double>(), 0) << r.dump();
+      EXPECT_LE(r["clock_limited"].get<double>(), 1) << r.dump();
     }
   }
   EXPECT_EQ(v2_rows, 2 * (2 * 4 + 1));  // 2 shapes x (fwd, bwd of 4 ops + attention fwd+bwd)
