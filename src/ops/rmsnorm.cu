@@ -330,7 +330,7 @@ void launch_dw_sum(const Tensor& dw, const float* partial, int c, int chunks, St
 }  // namespace
 
 int64_t rmsnorm_scratch_numel(int64_t n, int c, bool fused) {
-  if (fused && fused_backward_fits(c)) return int64_t(kMaxFusedChunks) * c;
+  if (fused && fused_backward_fits(c)) return n > kDwColumnRows ? int64_t(kMaxFusedChunks) * c : 0;
   return n + int64_t(kDwChunks) * c;
 }
 

@@ -53,9 +53,10 @@ void rmsnorm_backward(T* dx, T* dw, const T* dout, const T* x, const T* w, const
 // PyTorch does: a reduction kernel for rstd and an elementwise kernel for the scaling; the
 // backward is a row reduction, an elementwise kernel for dx and a deterministic two-stage
 // column reduction for dw. With fused (the custom-rmsnorm switch): one kernel forward, and
-// backward one kernel for dx and the per-chunk column sums, then the same second dw stage.
-// Scratch (rmsnorm_scratch_numel, for the same `fused`) holds the row coefficients and the
-// partial column sums.
+// backward one kernel that computes dx and, for up to 1536 rows (kDwColumnRows), dw in extra
+// column blocks; for more rows it writes per-chunk column sums instead, and the same second
+// dw stage adds them. Scratch (rmsnorm_scratch_numel, for the same n, c and `fused`) holds the row
+// coefficients and the partial column sums (none for the one-kernel path).
 namespace tt::cuda {
 int64_t rmsnorm_scratch_numel(int64_t n, int c, bool fused);  // fp32 elements
 void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, const Tensor& w, int64_t n, int c,
