@@ -3,7 +3,10 @@
 // limit (700 W), and its power controller then lowers the clock: two kernels timed a second
 // apart can run at different clocks, and a kernel that spends more energy per FLOP runs at a
 // lower one. `tiny_llama kernels` samples the clock once per repetition, while the GPU runs it,
-// so each row says at which clock it was measured.
+// so each row says at which clock it was measured. The reading is the clock NVML reports: on
+// an H100 a kernel's repetitions were seen to slow by 7% at a reported 1980 MHz before the
+// reported clock fell (docs/data/2026-11-22-h100-experiments-4/), so a row at full clock can
+// still have been held back by power.
 //
 // Read through NVML, which comes with the NVIDIA driver (not the toolkit): it is loaded at run
 // time, and where it is missing (or in a build without CUDA) `available()` is false and the

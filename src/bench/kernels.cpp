@@ -421,8 +421,9 @@ void run_kernel_bench(const KernelBenchOptions& o, std::ostream& log) {
          "bytes each must move at least (every input read once, every output written once). Ceilings: a cuBLAS\n"
          "8192^3 GEMM, a 1 GiB device-to-device copy as (read + write) bytes / time. Inputs that fit in the L2\n"
          "cache (50 MB) can exceed the copy rate. Target: v3 attention >= 0.90x v2 (cuDNN), others >= 80% copy.\n"
-         "MHz: the median SM clock while a row's repetitions ran (NVML), * where the GPU held it down for power or\n"
-         "heat in most of them (a long compute-heavy load reaches the power limit: more --warmup calls time it there).\n"
+         "MHz: the median SM clock NVML reported while a row's repetitions ran, * where the GPU held it down for\n"
+         "power or heat in most of them. Under a long compute-heavy load the GPU reaches its power limit, and a\n"
+         "kernel can slow down before the reported clock does: more --warmup calls time a row there.\n"
       << std::flush;
   const KernelCeilings ceilings = measure_ceilings(o);
   log << fmt::format("Ceilings: bf16 GEMM {:.1f} TFLOP/s, fp32 GEMM {:.1f} TFLOP/s, device copy {:.0f} GB/s\n\n",
