@@ -52,6 +52,10 @@ class Backend {
   virtual MemoryResource& memory() = 0;
   virtual void layout_workspace(Arena& arena, const ModelShape& shape) = 0;
   virtual TensorSpec attention_saved(const AttnShape& shape) const = 0;
+  // The output head's rows are padded to a multiple of this (src/model/params.h): 128 on the
+  // GPU, where a product with a row count like 50257 falls to cuBLAS's unaligned kernels; 1 on
+  // the CPU reference.
+  virtual int vocab_padding_multiple() const { return 1; }
 
   // Data movement between the host and the backend's memory (whole tensors, same dtype).
   virtual void upload(const Tensor& dst, const void* host) = 0;
@@ -94,9 +98,12 @@ class Backend {
                                int64_t n, int f) = 0;
   virtual void add(const Tensor& out, const Tensor& a, const Tensor& b) = 0;
   virtual void cross_entropy_forward(const Tensor& losses, const Tensor& logits,
-                                     const Tensor& targets, int64_t n, int v) = 0;
+                                     const Tensor& targets, int64_t n, int v, int64_t ld) = 0;
   virtual void cross_entropy_backward(const Tensor& dlogits, const Tensor& logits,
-                                      const Tensor& targets, int64_t n, int v, double scale) = 0;
+                                      const Tensor& targets, int64_t n, int v, int64_t ld, double scale) = 0;
+  // Both in one pass, the gradient written over the logits (the fused classifier).
+  virtual void cross_entropy_fused(const Tensor& losses, const Tensor& logits, const Tensor& targets, int64_t n,
+                                   int v, int64_t ld, double scale) = 0;
   // The step's AdamW scalars (learning rate, bias corrections): adamw() uses the last ones
   // set. The CUDA kernel reads them from device memory, so that a captured step replays with
   // the scalars of the current step; set them outside a capture, before the step.

@@ -105,13 +105,17 @@ class CpuBackend final : public Backend {
     ref::add(out.data<T>(), a.data<T>(), b.data<T>(), out.numel);
   }
   void cross_entropy_forward(const Tensor& losses, const Tensor& logits, const Tensor& targets,
-                             int64_t n, int v) override {
-    ref::cross_entropy_forward(losses.data<T>(), logits.data<T>(), targets.data<int32_t>(), n, v);
+                             int64_t n, int v, int64_t ld) override {
+    ref::cross_entropy_forward(losses.data<T>(), logits.data<T>(), targets.data<int32_t>(), n, v, ld);
   }
   void cross_entropy_backward(const Tensor& dlogits, const Tensor& logits, const Tensor& targets,
-                              int64_t n, int v, double scale) override {
+                              int64_t n, int v, int64_t ld, double scale) override {
     ref::cross_entropy_backward(dlogits.data<T>(), logits.data<T>(), targets.data<int32_t>(), n,
-                                v, scale);
+                                v, ld, scale);
+  }
+  void cross_entropy_fused(const Tensor& losses, const Tensor& logits, const Tensor& targets, int64_t n, int v,
+                           int64_t ld, double scale) override {
+    ref::cross_entropy_fused(losses.data<T>(), logits.data<T>(), targets.data<int32_t>(), n, v, ld, scale);
   }
   void set_adamw_step(const AdamWStep& s) override { adamw_step_ = s; }
   void adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const Tensor& p_act) override {

@@ -38,7 +38,7 @@ class CounterRng {
 // Streams used by the project, fixed so that files and scripts can name them.
 enum RngStream : uint64_t {
   kStreamData = 0x0DA7A,        // synthetic token sequences
-  kStreamParamBase = 0x100000,  // parameter tensor i uses kStreamParamBase + i
+  kStreamParamBase = 0x100000,  // parameter tensor i uses kStreamParamBase + i (src/model/params.h)
   kStreamTest = 0x7E57,         // test inputs
 };
 

@@ -1,8 +1,24 @@
 #include "model/llama.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace tt {
+
+namespace {
+
+// Tokens per chunk of the fused classifier: what the plan asks for, else chunks of logits of at
+// most kChunkBytes, all the same size; without the switch, all tokens in one.
+constexpr int64_t kChunkBytes = int64_t(256) << 20;
+int classifier_chunk_for(const Plan& plan, int64_t tokens, int padded_vocab, size_t act_bytes) {
+  if (!plan.fused_classifier) return int(tokens);
+  if (plan.classifier_chunk > 0) return int(std::min<int64_t>(plan.classifier_chunk, tokens));
+  const int64_t row_bytes = int64_t(padded_vocab) * int64_t(act_bytes);
+  const int64_t chunks = std::max<int64_t>(1, (tokens * row_bytes + kChunkBytes - 1) / kChunkBytes);
+  return int((tokens + chunks - 1) / chunks);
+}
+
+}  // namespace
 
 // Measures the layout without allocating: what memory_needed reports, and the first half of
 // the allocating constructor below.
@@ -11,6 +27,8 @@ Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len
       be_(backend),
       B_(batch),
       T_(seq_len),
+      Vp_(tt::padded_vocab(config.vocab_size, backend.vocab_padding_multiple())),
+      chunk_(classifier_chunk_for(backend.plan(), tokens(), Vp_, dtype_size(backend.act_dtype()))),
       attn_{batch, seq_len, config.heads, config.kv_heads, config.head_dim()},
       arena_(backend.memory()),
       table_(param_table(config)) {
@@ -22,8 +40,13 @@ Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len
 Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len)
     : Llama(config, backend, batch, seq_len, MeasureOnly{}) {
   arena_.build([this](Arena& a) { layout(a); });
-  w_ = weight_views(cfg_, params_act_.empty() ? params_ : params_act_);
-  g_ = weight_views(cfg_, grads_);
+  w_ = weight_views(cfg_, params_act_.empty() ? params_ : params_act_, Vp_);
+  g_ = weight_views(cfg_, grads_, Vp_);
+  // The padding rows of the head are zero for good: AdamW updates the real parameters only.
+  const int64_t P = cfg_.param_count(), pad = params_.numel - P;
+  if (pad > 0)
+    for (const Tensor* t : {&params_, &params_act_, &grads_})
+      if (!t->empty()) be_.zero(t->slice(P, pad));
   // RoPE's cos/sin table, computed once in double and stored in the acc type.
   const std::vector<double> table = rope_table(T_, cfg_.head_dim(), cfg_.rope_theta);
   std::vector<float> table_f(table.begin(), table.end());
@@ -43,13 +66,13 @@ std::array<size_t, kNumCategories> Llama::memory_needed(const ModelConfig& confi
 
 void Llama::layout(Arena& a) {
   const DType M = be_.master_dtype(), A = be_.act_dtype(), S = be_.acc_dtype();
-  const int64_t P = cfg_.param_count(), N = tokens();
+  const int64_t P = cfg_.param_count(), Pp = padded_param_numel(cfg_, Vp_), N = tokens();
   const int64_t C = cfg_.hidden, F = cfg_.intermediate, HD = int64_t(cfg_.heads) * cfg_.head_dim();
   const TensorSpec saved = be_.attention_saved(attn_);
 
-  params_ = a.take(Category::Parameters, M, P);
-  params_act_ = A != M ? a.take(Category::Parameters, A, P) : Tensor{};
-  grads_ = a.take(Category::Gradients, M, P);
+  params_ = a.take(Category::Parameters, M, Pp);
+  params_act_ = A != M ? a.take(Category::Parameters, A, Pp) : Tensor{};
+  grads_ = a.take(Category::Gradients, M, Pp);
   m_ = a.take(Category::OptimizerState, M, P);
   v_ = a.take(Category::OptimizerState, M, P);
 
@@ -75,7 +98,7 @@ void Llama::layout(Arena& a) {
   x_out_ = act(A, N * C);
   xf_ = act(A, N * C);
   rstd_f_ = act(S, N);
-  logits_ = act(A, N * cfg_.vocab_size);  // becomes dlogits in the backward
+  logits_ = act(A, int64_t(chunk_) * Vp_);  // becomes dlogits in the backward
   losses_ = act(S, N);
 
   auto scratch = [&](DType d, int64_t n) { return a.take(Category::Workspace, d, n); };
@@ -90,6 +113,16 @@ void Llama::layout(Arena& a) {
   dh_ = scratch(A, N * F);
   be_.layout_workspace(a, ModelShape{B_, T_, cfg_.hidden, cfg_.heads, cfg_.kv_heads,
                                      cfg_.head_dim(), cfg_.intermediate, cfg_.vocab_size});
+}
+
+std::array<size_t, kNumCategories> Llama::padding_bytes() const {
+  const int64_t rows = Vp_ - cfg_.vocab_size;
+  const size_t weights = size_t(rows) * size_t(cfg_.hidden);
+  std::array<size_t, kNumCategories> b{};
+  b[size_t(Category::Parameters)] = weights * (params_.bytes() + params_act_.bytes()) / size_t(params_.numel);
+  b[size_t(Category::Gradients)] = weights * dtype_size(grads_.dtype);
+  b[size_t(Category::Activations)] = size_t(rows) * size_t(chunk_) * dtype_size(logits_.dtype);
+  return b;
 }
 
 std::vector<Llama::MemoryPoint> Llama::memory_timeline() const {
@@ -121,7 +154,7 @@ std::vector<Llama::MemoryPoint> Llama::memory_timeline() const {
 }
 
 void Llama::init_weights(uint64_t seed, double std) {
-  write(params_, initial_params(cfg_, seed, std));
+  write(params(), initial_params(cfg_, seed, std));
   be_.zero(grads_);
   be_.zero(m_);
   be_.zero(v_);
@@ -148,8 +181,9 @@ void Llama::linear_backward(const Tensor& dx, float beta_dx, const Tensor& dw, c
   be_.matmul(linear_dw_gemm(dw, dout, ld_dout, x, in_f, int(tokens()), in_f, out_f));
 }
 
-void Llama::forward() {
+void Llama::forward(Pass pass) {
   ScopedRange range(be_, "forward");
+  head_backward_done_ = false;
   const int64_t N = tokens();
   const int C = cfg_.hidden;
   {
@@ -165,9 +199,37 @@ void Llama::forward() {
     ScopedRange r(be_, "final_norm");
     be_.rmsnorm_forward(xf_, rstd_f_, x_out_, w_.final_norm, N, C, cfg_.norm_eps);
   }
+  forward_head(pass);
+}
+
+// The tied output head and the loss, a chunk of tokens at a time (one chunk without the fused
+// classifier). With the fused classifier in training, each chunk's logits become their
+// gradient in the same pass that computes the loss, and the chunk's two backward products
+// follow at once: the gradient of the final norm's output (rows of d_normed_, which nothing
+// touches before the backward reads it) and the head's weight gradient, written by the first
+// chunk and added to by the others.
+void Llama::forward_head(Pass pass) {
   ScopedRange r(be_, "head_loss");
-  linear(logits_, cfg_.vocab_size, xf_, w_.wte, C, cfg_.vocab_size);  // tied output head
-  be_.cross_entropy_forward(losses_, logits_, targets_, N, cfg_.vocab_size);
+  const int64_t N = tokens();
+  const int C = cfg_.hidden, V = cfg_.vocab_size;
+  const bool fused_training = be_.plan().fused_classifier && pass == Pass::Train;
+  for (int64_t first = 0; first < N; first += chunk_) {
+    const int rows = int(std::min<int64_t>(chunk_, N - first));
+    const Tensor xf = xf_.slice(first * C, int64_t(rows) * C), losses = losses_.slice(first, rows),
+                 targets = targets_.slice(first, rows);
+    be_.matmul(linear_gemm(logits_, Vp_, xf, C, w_.wte, rows, C, Vp_));
+    if (!fused_training) {
+      be_.cross_entropy_forward(losses, logits_, targets, rows, V, Vp_);
+      continue;
+    }
+    be_.cross_entropy_fused(losses, logits_, targets, rows, V, Vp_, 1.0 / double(N));
+    be_.matmul(linear_dx_gemm(d_normed_.slice(first * C, int64_t(rows) * C), C, logits_, Vp_, w_.wte, rows, C, Vp_,
+                              0.0f));
+    Gemm dw = linear_dw_gemm(g_.wte, logits_, Vp_, xf, C, rows, C, Vp_);
+    dw.beta = first == 0 ? 0.0f : 1.0f;
+    be_.matmul(dw);
+  }
+  head_backward_done_ = fused_training;
 }
 
 std::vector<Llama::QkvBlock> Llama::qkv_blocks() const {
@@ -235,13 +297,14 @@ void Llama::backward() {
   ScopedRange range(be_, "backward");
   const int64_t N = tokens();
   const int C = cfg_.hidden, V = cfg_.vocab_size;
-  {
+  if (!head_backward_done_) {
+    TT_CHECK(!be_.plan().fused_classifier, "backward() after a forward for evaluation: run forward() to train");
     ScopedRange r(be_, "head_loss");
     // No gradient is zeroed: each is written by its one product or reduction (the head's
     // product writes the tied embedding's, which the embedding backward then adds to).
     // The logits buffer becomes dlogits.
-    be_.cross_entropy_backward(logits_, logits_, targets_, N, V, 1.0 / double(N));
-    linear_backward(d_normed_, 0.0f, g_.wte, logits_, V, xf_, w_.wte, C, V);
+    be_.cross_entropy_backward(logits_, logits_, targets_, N, V, Vp_, 1.0 / double(N));
+    linear_backward(d_normed_, 0.0f, g_.wte, logits_, Vp_, xf_, w_.wte, C, Vp_);
   }
   {
     ScopedRange r(be_, "final_norm");
@@ -320,8 +383,9 @@ void Llama::optimizer_step(const AdamWStep& step) {
 
 void Llama::update_parameters() {
   ScopedRange range(be_, "optimizer");
-  if (be_.plan().fused_adamw) {
-    be_.adamw(params_, grads_, m_, v_, params_act_);
+  if (be_.plan().fused_adamw) {  // the real parameters, not the padding after them
+    const int64_t P = cfg_.param_count();
+    be_.adamw(params_.slice(0, P), grads_.slice(0, P), m_, v_, params_act_.empty() ? Tensor{} : params_act_.slice(0, P));
     return;
   }
   for (const ParamEntry& e : table_) {  // one parameter tensor at a time, like torch's AdamW
@@ -402,7 +466,8 @@ void Llama::write(const Tensor& master, const std::vector<float>& values) {
 }
 
 void Llama::refresh_act_weights() {
-  if (!params_act_.empty()) be_.convert(params_act_, params_);
+  const int64_t P = cfg_.param_count();
+  if (!params_act_.empty()) be_.convert(params_act_.slice(0, P), params_.slice(0, P));
 }
 
 }  // namespace tt

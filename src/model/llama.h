@@ -5,6 +5,12 @@
 //               x = x + down_proj(silu(gate_proj(rmsnorm(x))) * up_proj(rmsnorm(x)))
 //   logits = rmsnorm(x) @ embed^T ;  loss = mean cross-entropy against the next tokens
 //
+// The output head is a product with padded_vocab() rows (the backend's padding, see
+// src/model/params.h); the logits have padded_vocab() columns, of which the first vocab_size
+// take part in the softmax. With the fused-classifier switch the head runs in chunks of
+// tokens in the forward pass: each chunk's logits, loss and gradient (written over the
+// logits), then that chunk's products of the backward; the logits buffer holds one chunk.
+//
 // All memory (parameters, gradients, Adam moments, activations, scratch) is laid out once in
 // the backend's arena when the model is built; a step allocates nothing.
 #pragma once
@@ -39,9 +45,12 @@ class Llama {
   void init_weights(uint64_t seed, double std = kInitStd);
 
   // One step: set_batch, forward, backward, optimizer_step. Each call only enqueues work on
-  // the backend; mean_loss() waits for it and returns the loss of the last forward.
+  // the backend; mean_loss() waits for it and returns the loss of the last forward. A forward
+  // for evaluation computes the loss alone; backward() must follow a training forward (with
+  // the fused classifier, that forward has already done the head's part of the backward).
+  enum class Pass { Train, Eval };
   void set_batch(const int32_t* tokens, const int32_t* targets);  // B*T each, on the host
-  void forward();
+  void forward(Pass pass = Pass::Train);
   void backward();
   void optimizer_step(const AdamWStep& step);
   double mean_loss();
@@ -58,9 +67,18 @@ class Llama {
   };
   std::vector<MemoryPoint> memory_timeline() const;
 
-  // The master buffers (parameters, gradients, Adam moments), all laid out by param_table.
-  Tensor params() const { return params_; }
-  Tensor grads() const { return grads_; }
+  // The output head's rows, and the tokens per chunk of the fused classifier (all tokens
+  // without it).
+  int padded_vocab() const { return Vp_; }
+  int classifier_chunk() const { return chunk_; }
+  // The bytes of each category that are vocabulary padding (zero rows of the head in the
+  // parameters and gradients, padding columns of the logits): a part of arena().bytes().
+  std::array<size_t, kNumCategories> padding_bytes() const;
+
+  // The master buffers (parameters, gradients, Adam moments), all laid out by param_table:
+  // the real parameters only (the padding rows that follow them are the model's own).
+  Tensor params() const { return params_.slice(0, cfg_.param_count()); }
+  Tensor grads() const { return grads_.slice(0, cfg_.param_count()); }
   Tensor adam_m() const { return m_; }
   Tensor adam_v() const { return v_; }
   // Host copies of an fp32 or fp64 buffer, converted from or to its element type. write() also
@@ -103,6 +121,7 @@ class Llama {
   void forward_ffn(int layer);
   void backward_ffn(int layer);
   void backward_attention(int layer);
+  void forward_head(Pass pass);
   void linear(const Tensor& out, int64_t ld_out, const Tensor& x, const Tensor& w, int in_f,
               int out_f);
   void linear_backward(const Tensor& dx, float beta_dx, const Tensor& dw, const Tensor& dout,
@@ -112,6 +131,8 @@ class Llama {
   ModelConfig cfg_;
   Backend& be_;
   int B_, T_;
+  int Vp_;     // rows of the output head, the vocabulary padded for the backend
+  int chunk_;  // tokens per chunk of the head with the fused classifier, else all of them
   AttnShape attn_;
   Arena arena_;
 
@@ -122,9 +143,10 @@ class Llama {
   Weights g_;  // views of the gradients
 
   bool graph_captured_ = false;
+  bool head_backward_done_ = false;  // the fused classifier's training forward did the head's backward
   Tensor tokens_, targets_;
   std::vector<LayerActs> acts_;
-  Tensor x_out_, xf_, rstd_f_, logits_, losses_;
+  Tensor x_out_, xf_, rstd_f_, logits_, losses_;  // logits_: [chunk_, Vp_]
   Tensor rope_table_;
   // Scratch: a branch's output before it joins the residual stream, and activation gradients.
   Tensor branch_, dres_, d_normed_, d_norm_in_, dqkv_, datt_, dgateup_, dh_;

@@ -2,9 +2,16 @@
 // copy), all with the same layout, described by one table. The table gives each tensor its
 // checkpoint name (Hugging Face LLaMA naming), shape, offset and initialisation.
 //
-// Layout: embed_tokens, then per layer [input_layernorm, q, k, v, o, post_attention_layernorm,
-// gate, up, down], then the final norm. q, k and v sit back to back, as do gate and up, so the
-// fused products of version 2 read them as one matrix without any copy.
+// Layout: per layer [input_layernorm, q, k, v, o, post_attention_layernorm, gate, up, down],
+// then the final norm, then embed_tokens. q, k and v sit back to back, as do gate and up, so
+// the fused products of version 2 read them as one matrix without any copy.
+//
+// The embedding comes last so that a backend can extend it with zero rows: the tied output
+// head is a product with `padded_vocab` rows (a multiple of 128 on the GPU), which keeps every
+// product with it on the aligned tensor-core kernels. The padding rows follow the real
+// parameters in the values, gradients and act-typed buffers (never in the Adam moments): they
+// stay zero, take no part in the softmax, get a zero gradient, and are in no count, checkpoint
+// or export. With padded_vocab == vocab_size (the CPU reference) there is no padding.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -25,9 +32,15 @@ struct ParamEntry {
   int64_t offset = 0;  // in elements, into the flat buffer
   int64_t numel = 0;
   Init init = Init::Normal;
+  uint64_t rng_stream = 0;  // initial values draw from CounterRng(seed, rng_stream)
 };
 
 std::vector<ParamEntry> param_table(const ModelConfig& c);
+
+// The vocabulary rounded up to `multiple` rows, and the elements of a flat buffer that holds
+// the real parameters and the padding rows after them.
+int padded_vocab(int vocab_size, int multiple);
+int64_t padded_param_numel(const ModelConfig& c, int padded_vocab);
 
 struct LayerWeights {
   Tensor attn_norm;  // [C]
@@ -39,16 +52,18 @@ struct LayerWeights {
 };
 
 struct Weights {
-  Tensor wte;  // [V, C], also the output head
+  Tensor wte;  // [padded_vocab, C], also the output head; rows from vocab_size on are padding
   std::vector<LayerWeights> layers;
   Tensor final_norm;  // [C]
 };
 
-// Views of the tensors of a flat buffer laid out by param_table.
-Weights weight_views(const ModelConfig& c, const Tensor& flat);
+// Views of the tensors of a flat buffer laid out by param_table, of padded_param_numel elements.
+Weights weight_views(const ModelConfig& c, const Tensor& flat, int padded_vocab);
 
-// The initial values, in fp32, a pure function of (config, seed): entry i draws from
-// CounterRng(seed, kStreamParamBase + i).
+// The initial values, in fp32, a pure function of (config, seed): the entries of the table
+// draw from their own streams, kStreamParamBase + i for the i-th tensor in the order
+// embed_tokens, then each layer's nine, then the final norm (the order the PyTorch reference
+// script enumerates them in).
 // `std` is that of the normal entries; another value than kInitStd only to show what a wrong
 // initialisation does (tiny_llama train --init-std, tiny_llama debug init).
 std::vector<float> initial_params(const ModelConfig& c, uint64_t seed, double std = kInitStd);

@@ -1,68 +1,140 @@
-// Softmax cross-entropy on the GPU (see cross_entropy.h): one block per row of logits. The
-// forward finds the row's maximum and the sum of exponentials (fp32) and writes the loss;
-// the backward recomputes both and writes dlogits, possibly over the logits themselves
-// (every read of the row finishes before the first write).
+// Softmax cross-entropy on the GPU (see cross_entropy.h): one kernel, instantiated three ways.
+// The forward writes the loss, the backward the logits' gradient, and the fused classifier
+// both in one launch, the gradient over the logits, so that the logits are read from device
+// memory once and their gradient written once.
+//
+// One block per row. A first pass reads the row once, with 16-byte loads where the row allows,
+// and keeps a running maximum and the sum of exponentials below it together (the sum is scaled
+// down whenever the maximum grows), in base 2: one multiply by log2(e) per element, then ex2.
+// The block combines the threads' (maximum, sum) pairs; a second pass, for the gradient,
+// re-reads the row, which the first pass has just brought into L2, and writes
+// scale * (softmax - onehot), zero in the padding columns. Every read of the first pass ends
+// before the block's reduction, and the first write comes after it, so the gradient may
+// overwrite the logits.
 #include "ops/cross_entropy.h"
 #include "ops/cuda_common.cuh"
 
 namespace tt::cuda {
 namespace {
 
-constexpr int kThreads = 256;
+constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
+constexpr int kUnroll = 4;  // vectors each thread loads before it uses the first
 
-template <class T>
-__device__ float row_logsumexp(const T* row, int v, float* scratch) {
-  float mx = -INFINITY;
-  for (int j = threadIdx.x; j < v; j += blockDim.x) mx = fmaxf(mx, to_float(row[j]));
-  mx = block_max(mx, scratch);
-  float sum = 0.0f;
-  for (int j = threadIdx.x; j < v; j += blockDim.x) sum += expf(to_float(row[j]) - mx);
-  sum = block_sum(sum, scratch);
-  return mx + logf(sum);
+struct MaxSum {
+  float m = -INFINITY;  // the largest x * log2(e) so far
+  float s = 0.0f;       // the sum of 2^(x * log2(e) - m) so far
+};
+__device__ __forceinline__ MaxSum combine(MaxSum a, MaxSum b) {
+  const float m = fmaxf(a.m, b.m);
+  if (m == -INFINITY) return a;  // both empty
+  return {m, a.s * exp2f(a.m - m) + b.s * exp2f(b.m - m)};
+}
+__device__ __forceinline__ MaxSum warp_combine(MaxSum a) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1)
+    a = combine(a, MaxSum{__shfl_xor_sync(0xffffffffu, a.m, o), __shfl_xor_sync(0xffffffffu, a.s, o)});
+  return a;
+}
+// Over the block; every thread gets the result, combined in an order fixed by the launch shape.
+__device__ __forceinline__ MaxSum block_combine(MaxSum a, MaxSum* scratch) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = (blockDim.x + 31) / 32;
+  a = warp_combine(a);
+  if (lane == 0) scratch[warp] = a;
+  __syncthreads();
+  return warp_combine(lane < warps ? scratch[lane] : MaxSum{});
 }
 
-template <class T>
-__global__ void cross_entropy_forward_kernel(Successor next, float* losses, const T* logits, const int32_t* targets,
-                                             int v) {
+template <class T, int kN, bool kLoss, bool kGrad>
+__global__ void cross_entropy_kernel(Successor next, float* losses, T* dlogits, const T* logits,
+                                     const int32_t* targets, int v, int64_t ld, float scale) {
   await_previous_kernel(next);
-  __shared__ float scratch[32];
-  const T* row = logits + int64_t(blockIdx.x) * v;
-  const float lse = row_logsumexp(row, v, scratch);
-  if (threadIdx.x == 0) losses[blockIdx.x] = lse - to_float(row[targets[blockIdx.x]]);
-}
-
-template <class T>
-__global__ void cross_entropy_backward_kernel(Successor next, T* dlogits, const T* logits, const int32_t* targets,
-                                              int v, float scale) {
-  await_previous_kernel(next);
-  __shared__ float scratch[32];
-  const T* row = logits + int64_t(blockIdx.x) * v;
-  T* drow = dlogits + int64_t(blockIdx.x) * v;
-  const float lse = row_logsumexp(row, v, scratch);
-  __syncthreads();  // all reads of the row are done: drow may be row
+  __shared__ MaxSum scratch[32];
+  const T* row = logits + int64_t(blockIdx.x) * ld;
   const int target = targets[blockIdx.x];
-  for (int j = threadIdx.x; j < v; j += blockDim.x) {
-    const float p = expf(to_float(row[j]) - lse);
-    drow[j] = from_float<T>(scale * (p - (j == target ? 1.0f : 0.0f)));
+  const float target_logit = kLoss && threadIdx.x == 0 ? to_float(row[target]) : 0.0f;
+  const int nvec = int(ld / kN), stride = int(blockDim.x);
+
+  MaxSum acc;
+  for (int base = threadIdx.x; base < nvec; base += stride * kUnroll) {
+    Vec<T, kN> x[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      if (base + u * stride < nvec) x[u] = Vec<T, kN>::load(row + int64_t(base + u * stride) * kN);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int col0 = (base + u * stride) * kN;
+      if (col0 >= v) break;  // the rest of this thread's vectors are padding or past the row
+      float y[kN], local = -INFINITY;
+#pragma unroll
+      for (int k = 0; k < kN; ++k) {
+        y[k] = col0 + k < v ? to_float(x[u].v[k]) * kLog2e : -INFINITY;
+        local = fmaxf(local, y[k]);
+      }
+      if (local > acc.m) acc.s *= exp2f(acc.m - local), acc.m = local;
+#pragma unroll
+      for (int k = 0; k < kN; ++k) acc.s += exp2f(y[k] - acc.m);
+    }
   }
+  acc = block_combine(acc, scratch);
+  const float lse2 = acc.m + log2f(acc.s);  // log-sum-exp in base 2
+  if (kLoss && threadIdx.x == 0) losses[blockIdx.x] = (lse2 - target_logit * kLog2e) * kLn2;
+  if (!kGrad) return;
+
+  T* drow = dlogits + int64_t(blockIdx.x) * ld;
+  for (int base = threadIdx.x; base < nvec; base += stride * kUnroll) {
+    Vec<T, kN> x[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      if (base + u * stride < nvec) x[u] = Vec<T, kN>::load(row + int64_t(base + u * stride) * kN);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int col0 = (base + u * stride) * kN;
+      if (base + u * stride >= nvec) break;
+      Vec<T, kN> d;
+#pragma unroll
+      for (int k = 0; k < kN; ++k) {
+        const int col = col0 + k;
+        const float p = col < v ? exp2f(to_float(x[u].v[k]) * kLog2e - lse2) : 0.0f;
+        d.v[k] = from_float<T>(scale * (col == target ? p - 1.0f : p));
+      }
+      d.store(drow + col0);
+    }
+  }
+}
+
+// Enough threads for kUnroll vectors each, within one block of at most 1024.
+int threads_for(int64_t nvec) { return int(std::min<int64_t>(1024, std::max<int64_t>(32, (nvec / kUnroll + 31) / 32 * 32))); }
+
+template <bool kLoss, bool kGrad>
+void launch_cross_entropy(const char* name, const Tensor& losses, const Tensor& dlogits, const Tensor& logits,
+                          const Tensor& targets, int64_t n, int v, int64_t ld, float scale, Stream s) {
+  TT_CHECK(v >= 1 && ld >= v, "cross_entropy: the row stride must hold the vocabulary");
+  if (n == 0) return;
+  TT_DISPATCH_ACT(logits.dtype, {
+    with_vec_width<T>(fits_vec16<T>(ld, {logits.ptr, dlogits.ptr}), [&](auto width) {
+      constexpr int kN = decltype(width)::value;
+      launch(name, cross_entropy_kernel<T, kN, kLoss, kGrad>, unsigned(n), threads_for(ld / kN), 0, s,
+             kLoss ? losses.data<float>() : nullptr, static_cast<T*>(dlogits.ptr), static_cast<const T*>(logits.ptr),
+             targets.data<int32_t>(), v, ld, scale);
+    });
+  });
 }
 
 }  // namespace
 
 void cross_entropy_forward(const Tensor& losses, const Tensor& logits, const Tensor& targets, int64_t n, int v,
-                           Stream s) {
-  TT_DISPATCH_ACT(logits.dtype, {
-    launch("cross_entropy_forward_kernel", cross_entropy_forward_kernel<T>, unsigned(n), kThreads, 0, s,
-           losses.data<float>(), static_cast<const T*>(logits.ptr), targets.data<int32_t>(), v);
-  });
+                           int64_t ld, Stream s) {
+  launch_cross_entropy<true, false>("cross_entropy_forward", losses, logits, logits, targets, n, v, ld, 0.0f, s);
 }
 
 void cross_entropy_backward(const Tensor& dlogits, const Tensor& logits, const Tensor& targets, int64_t n, int v,
-                            float scale, Stream s) {
-  TT_DISPATCH_ACT(logits.dtype, {
-    launch("cross_entropy_backward_kernel", cross_entropy_backward_kernel<T>, unsigned(n), kThreads, 0, s,
-           static_cast<T*>(dlogits.ptr), static_cast<const T*>(logits.ptr), targets.data<int32_t>(), v, scale);
-  });
+                            int64_t ld, float scale, Stream s) {
+  launch_cross_entropy<false, true>("cross_entropy_backward", Tensor{}, dlogits, logits, targets, n, v, ld, scale, s);
+}
+
+void cross_entropy_fused(const Tensor& losses, const Tensor& logits, const Tensor& targets, int64_t n, int v,
+                         int64_t ld, float scale, Stream s) {
+  launch_cross_entropy<true, true>("cross_entropy_fused", losses, logits, logits, targets, n, v, ld, scale, s);
 }
 
 }  // namespace tt::cuda

@@ -19,8 +19,8 @@ const std::vector<PlanSwitch>& plan_switches() {
       {"programmatic-launch", &Plan::programmatic_launch, 3,
        "our kernels launched with Hopper's programmatic dependent launch"},
       {"fused-residual-norm", &Plan::fused_residual_norm, 4, "residual add fused into RMSNorm"},
-      {"fused-cross-entropy", &Plan::fused_cross_entropy, 4,
-       "softmax, loss and its gradient in one kernel"},
+      {"fused-classifier", &Plan::fused_classifier, 4,
+       "the output head, softmax, loss and the logits' gradient in chunks of tokens, one pass over the logits"},
       {"fused-adamw", &Plan::fused_adamw, 4, "one AdamW kernel over all parameters"},
       {"gemm-epilogues", &Plan::gemm_epilogues, 4, "bias-free epilogues fused into the GEMMs"},
   };
@@ -53,6 +53,8 @@ std::string describe(const Plan& plan) {
     if (plan.*sw.field != preset.*sw.field)
       changes += std::string(changes.empty() ? "" : ", ") + (plan.*sw.field ? "+" : "-") + sw.name;
   if (!changes.empty()) s += " (" + changes + ")";
+  if (plan.fused_classifier && plan.classifier_chunk > 0)
+    s += " classifier chunk " + std::to_string(plan.classifier_chunk);
   s += plan.amp ? " bf16" : (plan.tf32 ? " fp32/tf32" : " fp32");
   return s;
 }

@@ -31,7 +31,10 @@ struct Plan {
   bool programmatic_launch = false;  // each of our kernels placed while the one before it drains
   // Version 4: fusion across operations.
   bool fused_residual_norm = false;
-  bool fused_cross_entropy = false;
+  bool fused_classifier = false;  // the head's products, loss and gradient in chunks of tokens
+  // Tokens per chunk of the fused classifier (0: chosen from the vocabulary, see
+  // Llama::classifier_chunk); the logits buffer holds one chunk.
+  int classifier_chunk = 0;
   bool fused_adamw = false;
   bool gemm_epilogues = false;
 };

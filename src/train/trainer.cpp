@@ -73,7 +73,7 @@ double validation_loss(Llama& model, const DataSource& data) {
   for (int i = 0; i < n; ++i) {
     data.validation_batch(i, b);
     model.set_batch(b.tokens.data(), b.targets.data());
-    model.forward();
+    model.forward(Llama::Pass::Eval);
     sum += model.mean_loss();
   }
   return sum / n;

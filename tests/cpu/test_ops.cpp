@@ -128,25 +128,43 @@ TEST_F(OpsGradcheck, Residual) {
   for (int i = 0; i < 10; ++i) EXPECT_EQ(out[i], a[i] + b[i]);
 }
 
+// Rows of ld = v + 3: the padding columns hold large values that must take no part in the
+// softmax, and get a zero gradient.
 TEST_F(OpsGradcheck, CrossEntropy) {
-  const int n = 4, v = 7;
+  const int n = 4, v = 7, ld = 10;
   std::vector<int32_t> tgt = {3, 0, 6, 3};
   Tensor targets{tgt.data(), DType::I32, n};
-  auto logits = rnd.uniform(n * v, 4.0);
+  auto logits = rnd.uniform(n * ld, 4.0);
+  for (int i = 0; i < n; ++i)
+    for (int j = v; j < ld; ++j) logits[i * ld + j] = 100.0;
   std::vector<double> losses(n);
   auto loss = [&] {
-    be->cross_entropy_forward(view(losses), view(logits), targets, n, v);
+    be->cross_entropy_forward(view(losses), view(logits), targets, n, v, ld);
     double s = 0;
     for (double l : losses) s += l;
     return s / n;
   };
-  std::vector<double> dlogits(n * v, 7.0);
-  be->cross_entropy_backward(view(dlogits), view(logits), targets, n, v, 1.0 / n);
-  EXPECT_LT(rel_error(dlogits, numeric_grad(logits, loss)), kTol);
+  const double loss0 = loss();
+  EXPECT_LT(loss0, 10.0) << "the padding columns took part in the softmax";
+  std::vector<double> dlogits(n * ld, 7.0);
+  be->cross_entropy_backward(view(dlogits), view(logits), targets, n, v, ld, 1.0 / n);
+  std::vector<double> numeric = numeric_grad(logits, loss);
+  for (int i = 0; i < n; ++i)
+    for (int j = v; j < ld; ++j) {
+      EXPECT_EQ(dlogits[i * ld + j], 0.0) << "padding column " << j;
+      numeric[i * ld + j] = 0.0;  // moving a padding logit changes nothing
+    }
+  EXPECT_LT(rel_error(dlogits, numeric), kTol);
   // In place (dlogits aliasing logits) gives the same gradient.
   std::vector<double> inplace = logits;
-  be->cross_entropy_backward(view(inplace), view(inplace), targets, n, v, 1.0 / n);
+  be->cross_entropy_backward(view(inplace), view(inplace), targets, n, v, ld, 1.0 / n);
   EXPECT_EQ(inplace, dlogits);
+  // The fused classifier: the same losses and gradient in one call, over the logits.
+  std::vector<double> fused = logits, fused_losses(n);
+  be->cross_entropy_fused(view(fused_losses), view(fused), targets, n, v, ld, 1.0 / n);
+  EXPECT_EQ(fused, dlogits);
+  loss();
+  EXPECT_EQ(fused_losses, losses);
 }
 
 }  // namespace

@@ -65,16 +65,19 @@ TEST_P(GpuOps, Linear) {
   }
 }
 
-// c = 300 takes the backward's scalar instantiation in two passes over the row.
+// c = 300 takes the backward's scalar instantiation in two passes over the row. Tokens repeat
+// (drawn from half the vocabulary), and a third of them are one token, so that one block adds
+// a long run of rows. The backward adds to dwte in a fixed order: a second run from the same
+// dwte gives the same bits.
 TEST_P(GpuOps, Embedding) {
-  for (auto [n, c, vocab] :
-       {std::tuple{1, 32, 13}, {7, 64, 13}, {33, 300, 50}, {129, 512, 1000}, {2048, 512, 1000}}) {
+  for (auto [n, c, vocab] : {std::tuple{1, 32, 13}, {7, 64, 13}, {33, 300, 50}, {129, 512, 1000},
+                             {2048, 512, 1000}, {4096, 768, 50257}, {16384, 768, 50304}}) {
     SCOPED_TRACE(testing::Message() << "n=" << n << " c=" << c << " vocab=" << vocab);
     GpuBackend be(plan(), shape_for(n, c));
     CounterRng r(rnd.next++, kStreamTest);
     std::vector<double> tok(n);
     std::vector<int32_t> tok_i(n);
-    for (int i = 0; i < n; ++i) tok[i] = tok_i[i] = int32_t(r.below(i, vocab / 2 + 1));  // repeats
+    for (int i = 0; i < n; ++i) tok[i] = tok_i[i] = i % 3 == 1 ? vocab - 1 : int32_t(r.below(i, vocab / 2 + 1));
     auto wte = input(size_t(vocab) * c), dout = input(size_t(n) * c);
     std::vector<double> dwte0 = rnd.uniform(size_t(vocab) * c), out_ref(size_t(n) * c), dwte_ref = dwte0;
     ref::embedding_forward(out_ref.data(), tok_i.data(), wte.data(), n, c);
@@ -85,7 +88,11 @@ TEST_P(GpuOps, Embedding) {
     be->embedding_forward(OUT, TOK, WTE, n, c);
     be->embedding_backward(DWTE, DOUT, TOK, n, c, vocab);
     EXPECT_MATCHES(OUT.get(), out_ref, tol());
-    EXPECT_MATCHES(DWTE.get(), dwte_ref, tol());
+    const std::vector<double> first = DWTE.get();
+    EXPECT_MATCHES(first, dwte_ref, tol());
+    DWTE.set(dwte0);
+    be->embedding_backward(DWTE, DOUT, TOK, n, c, vocab);
+    EXPECT_TRUE(DWTE.get() == first) << "two runs of the backward differ";
   }
 }
 
@@ -234,38 +241,61 @@ TEST_P(GpuOps, ResidualAdd) {
   }
 }
 
+// The loss and the logits' gradient three ways: the forward and backward kernels of versions 1
+// to 3 (the backward in place, as the model runs it) and the fused classifier's one kernel, at
+// the vocabularies of the workshop, LLaMA and GPT-2, in rows padded to a multiple of 128 as
+// the model lays them out (and unpadded, v = 7, for the scalar path). The padding columns hold
+// huge values that must take no part, and must come back zero.
 TEST_P(GpuOps, CrossEntropy) {
-  for (auto [n, v] : {std::pair{1, 2}, {7, 1000}, {129, 1000}, {64, 4097}}) {
-    SCOPED_TRACE(testing::Message() << "n=" << n << " v=" << v);
-    GpuBackend be(plan(), shape_for(n, 8));
-    auto logits = input(size_t(n) * v, 5.0);
-    CounterRng r(rnd.next++, kStreamTest);
-    std::vector<double> tgt(n);
-    std::vector<int32_t> tgt_i(n);
-    for (int i = 0; i < n; ++i) tgt[i] = tgt_i[i] = int32_t(r.below(i, v));
-    std::vector<double> loss_ref(n), d_ref(logits.size());
-    ref::cross_entropy_forward(loss_ref.data(), logits.data(), tgt_i.data(), n, v);
-    ref::cross_entropy_backward(d_ref.data(), logits.data(), tgt_i.data(), n, v, 1.0 / n);
-    DeviceBuffer L(act(), logits), TGT(DType::I32, tgt), LOSS(DType::F32, n);
-    LOSS.poison();
-    be->cross_entropy_forward(LOSS, L, TGT, n, v);
-    be->cross_entropy_backward(L, L, TGT, n, v, 1.0 / n);  // in place, as the model runs it
-    // loss = logsumexp - logit[target] cancels when the target dominates, so bound the
-    // error by fp32's resolution at the logits' magnitude rather than relative to the loss.
-    const std::vector<double> loss = LOSS.get();
-    double max_logit = 0;
-    for (double x : logits) max_logit = std::max(max_logit, std::fabs(x));
-    for (int i = 0; i < n; ++i) EXPECT_NEAR(loss[i], loss_ref[i], 1e-6 * (1 + max_logit)) << "row " << i;
-    // The gradient (softmax - onehot) / n cancels at the target the same way: p - 1 is off by
-    // up to fp32's resolution near 1 (2^-24) / n however small the gradient is (n = 1, v = 2,
-    // a dominant target: a gradient of 1e-5 with relative error 6e-5). Hence a floor of twice
-    // that per row under the relative bound.
-    const std::vector<double> d = L.get();
-    EXPECT_TRUE(all_finite(d)) << "the logits' gradient has unwritten (NaN) elements";
-    double err = 0, norm = 0;
-    for (size_t i = 0; i < d.size(); ++i) err += (d[i] - d_ref[i]) * (d[i] - d_ref[i]), norm += d_ref[i] * d_ref[i];
-    EXPECT_LE(std::sqrt(err), tol() * std::sqrt(norm) + std::sqrt(double(n)) * 0x1p-23 / n);
-  }
+  for (int v : {7, 1000, 32000, 50257})
+    for (int n : {1, 7, 129, 4096})
+      for (int64_t ld : {int64_t(v), (int64_t(v) + 127) / 128 * 128}) {
+        if (ld == v && v % 128 == 0 && v != 7) continue;  // the same layout twice
+        SCOPED_TRACE(testing::Message() << "n=" << n << " v=" << v << " ld=" << ld);
+        GpuBackend be(plan(), shape_for(n, 8));
+        std::vector<double> logits = input(size_t(n) * ld, 5.0);
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t j = v; j < ld; ++j) logits[size_t(i * ld + j)] = 1e4;
+        CounterRng r(rnd.next++, kStreamTest);
+        std::vector<double> tgt(n);
+        std::vector<int32_t> tgt_i(n);
+        for (int i = 0; i < n; ++i) tgt[i] = tgt_i[i] = int32_t(r.below(i, v));
+        std::vector<double> loss_ref(n), d_ref(logits.size());
+        ref::cross_entropy_forward(loss_ref.data(), logits.data(), tgt_i.data(), n, v, ld);
+        ref::cross_entropy_backward(d_ref.data(), logits.data(), tgt_i.data(), n, v, ld, 1.0 / n);
+        double max_logit = 0;
+        for (int64_t i = 0; i < n; ++i)
+          for (int j = 0; j < v; ++j) max_logit = std::max(max_logit, std::fabs(logits[size_t(i * ld + j)]));
+        // loss = logsumexp - logit[target] cancels when the target dominates, so bound the
+        // error by fp32's resolution at the logits' magnitude rather than relative to the loss.
+        auto check_loss = [&](const std::vector<double>& loss) {
+          for (int i = 0; i < n; ++i) ASSERT_NEAR(loss[i], loss_ref[i], 1e-6 * (1 + max_logit)) << "row " << i;
+        };
+        // The gradient (softmax - onehot) / n cancels at the target the same way: p - 1 is off by
+        // up to fp32's resolution near 1 (2^-24) / n however small the gradient is (n = 1, v = 2,
+        // a dominant target: a gradient of 1e-5 with relative error 6e-5). Hence a floor of twice
+        // that per row under the relative bound. The padding columns must be exactly zero.
+        auto check_grad = [&](const std::vector<double>& d) {
+          ASSERT_TRUE(all_finite(d)) << "the logits' gradient has unwritten (NaN) elements";
+          double err = 0, norm = 0;
+          for (size_t i = 0; i < d.size(); ++i) {
+            if (int64_t(i % size_t(ld)) >= v) ASSERT_EQ(d[i], 0.0) << "padding element " << i;
+            err += (d[i] - d_ref[i]) * (d[i] - d_ref[i]), norm += d_ref[i] * d_ref[i];
+          }
+          EXPECT_LE(std::sqrt(err), tol() * std::sqrt(norm) + std::sqrt(double(n)) * 0x1p-23 / n);
+        };
+        DeviceBuffer L(act(), logits), TGT(DType::I32, tgt), LOSS(DType::F32, n);
+        LOSS.poison();
+        be->cross_entropy_forward(LOSS, L, TGT, n, v, ld);
+        be->cross_entropy_backward(L, L, TGT, n, v, ld, 1.0 / n);
+        check_loss(LOSS.get());
+        check_grad(L.get());
+        L.set(logits);
+        LOSS.poison();
+        be->cross_entropy_fused(LOSS, L, TGT, n, v, ld, 1.0 / n);
+        check_loss(LOSS.get());
+        check_grad(L.get());
+      }
 }
 
 TEST_P(GpuOps, AdamW) {

@@ -122,11 +122,16 @@ class CudaBackend final : public Backend {
       Tensor* bufs[] = {&attn_.qh, &attn_.kh, &attn_.vh, &attn_.oh, &attn_.dqh, &attn_.dkh, &attn_.dvh, &attn_.ds};
       for (size_t i = 0; i < sizes.size(); ++i) *bufs[i] = take(act, sizes[i]);
     }
+    const std::vector<int64_t> sort = cuda::embedding_scratch_numel(m.tokens());
+    embedding_ = {take(DType::I32, sort[0]), take(DType::I32, sort[1]), take(DType::I32, sort[2]),
+                  take(DType::I32, sort[3])};
+    if (embedding_.positions.ptr) cuda::embedding_prepare(embedding_, kernel_stream());  // the real pass
     rmsnorm_scratch_ = take(DType::F32, cuda::rmsnorm_scratch_numel(m.tokens(), m.C, plan_.custom_rmsnorm));
     swiglu_scratch_ = swiglu_kernels() == cuda::SwiGluKernels::Unfused ? take(act, m.tokens() * m.F) : Tensor{};
     if (cublas_workspace_.ptr)  // the arena's real pass: bind the workspace
       CUBLAS_CHECK(cublasSetWorkspace(cublas_, cublas_workspace_.ptr, kCublasWorkspaceBytes));
   }
+  int vocab_padding_multiple() const override { return 128; }
   TensorSpec attention_saved(const AttnShape& s) const override {
     if (uses_custom_attention(s) || uses_cudnn(s))
       return {DType::F32, int64_t(s.B) * s.H * s.T};  // the softmax statistics
@@ -172,7 +177,7 @@ class CudaBackend final : public Backend {
   }
   void embedding_backward(const Tensor& dwte, const Tensor& dout, const Tensor& tokens, int64_t n, int c,
                           int vocab) override {
-    cuda::embedding_backward(dwte, dout, tokens, n, c, vocab, kernel_stream());
+    cuda::embedding_backward(dwte, dout, tokens, n, c, vocab, embedding_, kernel_stream());
   }
   void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, const Tensor& w, int64_t n, int c,
                        double eps) override {
@@ -212,13 +217,17 @@ class CudaBackend final : public Backend {
     cuda::swiglu_backward(dgateup, dh, gateup, n, f, swiglu_kernels(), swiglu_scratch_, kernel_stream());
   }
   void add(const Tensor& out, const Tensor& a, const Tensor& b) override { cuda::add(out, a, b, kernel_stream()); }
-  void cross_entropy_forward(const Tensor& losses, const Tensor& logits, const Tensor& targets, int64_t n,
-                             int v) override {
-    cuda::cross_entropy_forward(losses, logits, targets, n, v, kernel_stream());
+  void cross_entropy_forward(const Tensor& losses, const Tensor& logits, const Tensor& targets, int64_t n, int v,
+                             int64_t ld) override {
+    cuda::cross_entropy_forward(losses, logits, targets, n, v, ld, kernel_stream());
   }
   void cross_entropy_backward(const Tensor& dlogits, const Tensor& logits, const Tensor& targets, int64_t n, int v,
-                              double scale) override {
-    cuda::cross_entropy_backward(dlogits, logits, targets, n, v, float(scale), kernel_stream());
+                              int64_t ld, double scale) override {
+    cuda::cross_entropy_backward(dlogits, logits, targets, n, v, ld, float(scale), kernel_stream());
+  }
+  void cross_entropy_fused(const Tensor& losses, const Tensor& logits, const Tensor& targets, int64_t n, int v,
+                           int64_t ld, double scale) override {
+    cuda::cross_entropy_fused(losses, logits, targets, n, v, ld, float(scale), kernel_stream());
   }
   void set_adamw_step(const AdamWStep& s) override {
     // Called outside any capture (the model uploads the scalars before each step). The copy
@@ -272,8 +281,7 @@ class CudaBackend final : public Backend {
   static bool implemented(bool Plan::*field) {
     for (bool Plan::*f : {&Plan::qkv_fusion, &Plan::gate_up_fusion, &Plan::flash_attention, &Plan::cuda_graph,
                           &Plan::custom_attention, &Plan::custom_rmsnorm, &Plan::custom_swiglu, &Plan::custom_rope,
-                          &Plan::programmatic_launch,
-                          &Plan::fused_adamw})
+                          &Plan::programmatic_launch, &Plan::fused_classifier, &Plan::fused_adamw})
       if (f == field) return true;
     return false;
   }
@@ -310,6 +318,7 @@ class CudaBackend final : public Backend {
   cuda::AttentionScratch attn_;
   bool use_cudnn_ = false, use_custom_attention_ = false;
   Tensor flash_scratch_;  // our flash attention's backward: rowsum(dO * O)
+  cuda::EmbeddingScratch embedding_;
   std::unique_ptr<cuda::CudnnAttention> cudnn_;
   Tensor cudnn_workspace_;
 };
