@@ -2,11 +2,16 @@
 """The same Tiny LLaMA in PyTorch, timed the way `tiny_llama bench` times ours.
 
 Same configuration, the same initial values and data (the project's counter-based random
-numbers, src/core/rng.h, reproduced with numpy), the same loss and AdamW. Modes:
+numbers, src/core/rng.h, reproduced with numpy), the same loss and AdamW, written the way a
+careful engineer writes it: one product for Q, K and V and one for gate and up (as our v2 and
+later), the output head padded to a multiple of 128 rows (as ours), fused AdamW. Modes:
   eager          plain PyTorch
   compile        torch.compile(model)
   graph          eager, the whole step (forward, backward, AdamW) captured in one CUDA graph
   compile+graph  torch.compile, and the whole step in one CUDA graph (the strongest)
+The graph modes capture the step as PyTorch's CUDA-graph documentation shows for a whole
+network: warm-up on a side stream, gradients set to None before the capture (so that each
+replay writes them rather than zeroing and adding), capturable AdamW.
 Precisions: fp32 (TF32 off) and bf16 (autocast, fp32 master weights and AdamW state).
 Prints a table and writes the points as JSON (--json), in the bench's point format.
 """
@@ -55,20 +60,30 @@ class CounterRng:
         return ((self.bits(i) >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32)
 
 
+# Named shapes, as `tiny_llama --preset` (src/model/config.cpp): the model and the batch.
+PRESETS = {
+    "gpt2-small": dict(vocab_size=50257, hidden_dim=768, num_layers=12, num_heads=12, num_kv_heads=12, ffn=2048,
+                       batch_sizes="16", seq_lens="1024"),
+    "medium": dict(vocab_size=1000, hidden_dim=1024, num_layers=12, num_heads=16, num_kv_heads=8, ffn=4096,
+                   batch_sizes="16", seq_lens="512"),
+}
+
+
 class TinyLlama(torch.nn.Module):
-    def __init__(self, vocab, hidden, layers, heads, kv_heads, ffn, seq_len, eps, theta):
+    def __init__(self, vocab, padded_vocab, hidden, layers, heads, kv_heads, ffn, seq_len, eps, theta):
         super().__init__()
-        self.heads, self.kv_heads, self.d, self.eps = heads, kv_heads, hidden // heads, eps
-        self.embed = torch.nn.Embedding(vocab, hidden)
+        self.heads, self.kv_heads, self.d, self.eps, self.vocab = heads, kv_heads, hidden // heads, eps, vocab
+        self.embed = torch.nn.Embedding(padded_vocab, hidden)  # rows from vocab on: zero padding
         lin = lambda i, o: torch.nn.Linear(i, o, bias=False)
         self.blocks = torch.nn.ModuleList()
         for _ in range(layers):
             b = torch.nn.Module()
             b.attn_norm = torch.nn.Parameter(torch.ones(hidden))
-            b.q, b.k, b.v = lin(hidden, heads * self.d), lin(hidden, kv_heads * self.d), lin(hidden, kv_heads * self.d)
+            b.qkv = lin(hidden, (heads + 2 * kv_heads) * self.d)  # q rows, then k, then v
             b.o = lin(heads * self.d, hidden)
             b.ffn_norm = torch.nn.Parameter(torch.ones(hidden))
-            b.gate, b.up, b.down = lin(hidden, ffn), lin(hidden, ffn), lin(ffn, hidden)
+            b.gate_up = lin(hidden, 2 * ffn)  # gate rows, then up rows
+            b.down = lin(ffn, hidden)
             self.blocks.append(b)
         self.norm = torch.nn.Parameter(torch.ones(hidden))
         pos = np.arange(seq_len, dtype=np.float64)[:, None]
@@ -76,11 +91,15 @@ class TinyLlama(torch.nn.Module):
         self.register_buffer("cos", torch.tensor(np.cos(pos * inv), dtype=torch.float32), persistent=False)
         self.register_buffer("sin", torch.tensor(np.sin(pos * inv), dtype=torch.float32), persistent=False)
 
-    def parameters_in_project_order(self):
-        out = [self.embed.weight]
+    def tensors_in_project_order(self):
+        """The project's parameter tensors in the order of their random streams (src/model/params.h),
+        as views: the real rows of the embedding, and q, k, v, gate, up as row blocks."""
+        out = [self.embed.weight[:self.vocab]]
+        q, kv = self.heads * self.d, self.kv_heads * self.d
         for b in self.blocks:
-            out += [b.attn_norm, b.q.weight, b.k.weight, b.v.weight, b.o.weight, b.ffn_norm, b.gate.weight,
-                    b.up.weight, b.down.weight]
+            w, f = b.qkv.weight, b.gate_up.weight.shape[0] // 2
+            out += [b.attn_norm, w[:q], w[q:q + kv], w[q + kv:], b.o.weight, b.ffn_norm, b.gate_up.weight[:f],
+                    b.gate_up.weight[f:], b.down.weight]
         return out + [self.norm]
 
     def rms(self, x, w):
@@ -94,22 +113,26 @@ class TinyLlama(torch.nn.Module):
     def forward(self, tokens, targets):
         B, T = tokens.shape
         x = self.embed(tokens)
+        q_width, kv_width = self.heads * self.d, self.kv_heads * self.d
         for b in self.blocks:
             h = self.rms(x, b.attn_norm)
-            q = self.rope(b.q(h).view(B, T, self.heads, self.d)).transpose(1, 2)
-            k = self.rope(b.k(h).view(B, T, self.kv_heads, self.d)).transpose(1, 2)
-            v = b.v(h).view(B, T, self.kv_heads, self.d).transpose(1, 2)
-            a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+            q, k, v = b.qkv(h).split([q_width, kv_width, kv_width], dim=-1)
+            q = self.rope(q.view(B, T, self.heads, self.d)).transpose(1, 2)
+            k = self.rope(k.view(B, T, self.kv_heads, self.d)).transpose(1, 2)
+            v = v.view(B, T, self.kv_heads, self.d).transpose(1, 2)
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=self.kv_heads != self.heads)
             x = x + b.o(a.transpose(1, 2).reshape(B, T, -1))
-            h = self.rms(x, b.ffn_norm)
-            x = x + b.down(F.silu(b.gate(h)) * b.up(h))
-        logits = F.linear(self.rms(x, self.norm), self.embed.weight)  # tied head
-        return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), targets.view(-1))
+            gate, up = b.gate_up(self.rms(x, b.ffn_norm)).chunk(2, dim=-1)
+            x = x + b.down(F.silu(gate) * up)
+        logits = F.linear(self.rms(x, self.norm), self.embed.weight)  # tied head, padded rows
+        logits = logits[..., :self.vocab]  # the padding takes no part in the softmax
+        return F.cross_entropy(logits.float().reshape(-1, self.vocab), targets.view(-1))
 
 
 def init_like_project(model, seed):
     with torch.no_grad():
-        for i, p in enumerate(model.parameters_in_project_order()):
+        model.embed.weight.zero_()  # the padding rows stay zero: they get a zero gradient
+        for i, p in enumerate(model.tensors_in_project_order()):
             if p.dim() == 1:
                 p.fill_(1.0)
             else:
@@ -136,8 +159,9 @@ def flops_per_step(a, batch, seq_len):
 def run_point(a, mode, precision, batch, seq_len):
     torch.manual_seed(0)
     dev = torch.device("cuda")
-    model = TinyLlama(a.vocab_size, a.hidden_dim, a.num_layers, a.num_heads, a.num_kv_heads, a.ffn, seq_len,
-                      a.norm_eps, a.rope_theta).to(dev)
+    padded_vocab = (a.vocab_size + a.vocab_multiple - 1) // a.vocab_multiple * a.vocab_multiple
+    model = TinyLlama(a.vocab_size, padded_vocab, a.hidden_dim, a.num_layers, a.num_heads, a.num_kv_heads, a.ffn,
+                      seq_len, a.norm_eps, a.rope_theta).to(dev)
     init_like_project(model, a.seed)
     use_graph = "graph" in mode
     opt = torch.optim.AdamW(model.parameters(), lr=a.learning_rate, betas=(0.9, 0.999), eps=1e-8,
@@ -164,19 +188,20 @@ def run_point(a, mode, precision, batch, seq_len):
         loss.backward()
         if timed: ev[2].record()
         opt.step()
-        opt.zero_grad(set_to_none=not use_graph)
         if timed: ev[3].record()
         return loss
 
     graph, static_loss = None, None
-    if use_graph:  # warm up on a side stream, then capture the whole step
+    if use_graph:  # warm up on a side stream, then capture the whole step (PyTorch's whole-network recipe)
         s = torch.cuda.Stream()
         s.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(s):
             for _ in range(3):
                 next_batch()
+                opt.zero_grad(set_to_none=True)
                 step(False)
         torch.cuda.current_stream().wait_stream(s)
+        opt.zero_grad(set_to_none=True)  # the replays write the gradients into the graph's own memory
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
             static_loss = step(False)
@@ -195,6 +220,7 @@ def run_point(a, mode, precision, batch, seq_len):
             losses.append(static_loss.item())
             if i >= a.warmup: ms.append(start.elapsed_time(end))
         else:
+            opt.zero_grad(set_to_none=True)
             loss = step(True)
             ev[3].synchronize()
             losses.append(loss.item())
@@ -220,6 +246,8 @@ def run_point(a, mode, precision, batch, seq_len):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--preset", choices=sorted(PRESETS), help="a named model and batch; explicit flags override it")
+    p.add_argument("--vocab-multiple", type=int, default=128, help="pad the output head's rows to a multiple of this")
     p.add_argument("--modes", default="eager,compile,graph,compile+graph")
     p.add_argument("--precisions", default="fp32,bf16")
     p.add_argument("--batch-sizes", default="8")
@@ -240,6 +268,16 @@ def main():
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--json")
     a = p.parse_args()
+    if a.preset:  # what the user did not give explicitly
+        given = {arg.split("=")[0] for arg in sys.argv[1:] if arg.startswith("--")}
+        flag = {"ffn": "--intermediate-size"}
+        set_here = []
+        for key, value in PRESETS[a.preset].items():
+            name = flag.get(key, "--" + key.replace("_", "-"))
+            if name not in given:
+                setattr(a, key, value)
+                set_here.append(f"{name} {value}")
+        print(f"Preset {a.preset}: {' '.join(set_here) or 'nothing (every value given explicitly)'}", flush=True)
     a.num_kv_heads = a.num_kv_heads or (a.num_heads // 2 if a.num_heads % 2 == 0 else a.num_heads)
     a.ffn = a.ffn or 4 * a.hidden_dim
     torch.backends.cuda.matmul.allow_tf32 = False

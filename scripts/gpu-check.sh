@@ -6,6 +6,7 @@
 #   bash scripts/gpu-check.sh                          the default stages
 #   TT_STAGES="tests timing" bash scripts/gpu-check.sh  choose stages: tests sanitizer profile timing
 #                                                       ablate memory long kernels debug pytorch results ncu
+#                                                       sizes sizes-pytorch
 #   TT_TIMING="v2:128: v2:128:--use-amp" ...           choose the timed runs (version:seq:flags)
 #   TT_SANITIZE="v3:v3 --use-amp" ...                  choose the sanitized runs (version and flags, ':' between)
 set -uo pipefail
@@ -167,6 +168,47 @@ if stage results; then
   "$TT" validate --device cuda --steps 10 --json "$LOGS/results/validate.json" >"$LOGS/validate.log" 2>&1 ||
     failures+=("validate")
   sed -n '/^Validation/,$p' "$LOGS/validate.log"
+fi
+
+if stage sizes; then
+  echo "== real sizes: gpt2-small (bf16, batch 16 x 1024) and medium, v3 with and without the fused classifier"
+  # The step at the vocabularies of GPT-2 and LLaMA, then the chunk sizes of the fused classifier,
+  # then one profiled step of each way (kernels.csv: no unaligned products, the classifier's pass).
+  sizes_bench() {  # NAME, then bench flags
+    local name=$1; shift
+    "$TT" bench --device cuda --versions v3 --precisions bf16 --warmup-steps 5 --steps 10 --repeats 3 \
+      --json "$LOGS/sizes_$name.json" "$@" >"$LOGS/sizes_$name.log" 2>&1 || failures+=("sizes $name")
+    grep -E "^v[0-9]" "$LOGS/sizes_$name.log" | sed "s/^/$name: /"
+  }
+  for vocab in 50257 32000; do
+    sizes_bench "gpt2_v${vocab}" --preset gpt2-small --vocab-size $vocab
+    sizes_bench "gpt2_v${vocab}_fused" --preset gpt2-small --vocab-size $vocab --enable-fused-classifier
+  done
+  for chunk in ${TT_CHUNKS:-1024 2048 4096 8192 16384}; do
+    sizes_bench "gpt2_chunk$chunk" --preset gpt2-small --enable-fused-classifier --classifier-chunk $chunk
+  done
+  sizes_bench medium --preset medium
+  sizes_bench medium_fused --preset medium --enable-fused-classifier
+  for spec in plain:"" fused:--enable-fused-classifier; do
+    IFS=: read -r name flags <<<"$spec"
+    "$TT" --device cuda --preset gpt2-small --version v3 --use-amp $flags --num-steps 9 --warmup-steps 6 \
+      --profile-steps 2 --log-every 100 --profile "$LOGS/sizes_profile_$name" >"$LOGS/sizes_profile_$name.log" 2>&1 ||
+      failures+=("sizes profile $name")
+    grep -A12 "Top 10 kernels" "$LOGS/sizes_profile_$name.log" | sed "s/^/profile $name: /"
+    if grep -q "align1" "$LOGS/sizes_profile_$name/kernels.csv"; then failures+=("align1 kernel in $name"); fi
+  done
+fi
+
+if stage sizes-pytorch; then
+  echo "== real sizes in PyTorch: torch.compile + the whole step in one CUDA graph, bf16"
+  for spec in ${TT_PT_SIZES:-"gpt2-small:50257:128" "gpt2-small:50257:1" "gpt2-small:32000:128" "medium:1000:128"}; do
+    IFS=: read -r preset vocab multiple <<<"$spec"
+    name="pytorch_${preset}_v${vocab}_m${multiple}"
+    PYTHONUNBUFFERED=1 python3 bench/pytorch_reference.py --preset "$preset" --vocab-size "$vocab" --vocab-multiple "$multiple" \
+      --modes compile+graph --precisions bf16 --steps 10 --repeats 3 --json "$LOGS/$name.json" >"$LOGS/$name.log" 2>&1 ||
+      failures+=("$name")
+    grep -E "^pytorch|Error" "$LOGS/$name.log" | sed "s/^/$name: /"
+  done
 fi
 
 if stage ncu; then

@@ -137,6 +137,7 @@ Plan point_plan(int version, const std::string& precision, const BenchOptions& o
   for (const std::string& n : o.enable) set_switch(p, n, true, "--enable");
   p.amp = precision == "bf16";
   p.tf32 = precision == "tf32";
+  p.classifier_chunk = o.base.backend.plan.classifier_chunk;
   return p;
 }
 

@@ -21,17 +21,26 @@ std::string one_line(std::string s) {
 // Flags shared by every subcommand that builds a model: its shape, the device, the version
 // preset, the precision and the plan switches.
 struct ModelFlags {
-  std::string device = "auto", version = "v1";
+  std::string device = "auto", version = "v1", preset;
   bool amp = false, tf32 = false, no_nvtx = false;
+  int classifier_chunk = 0;
   std::vector<std::string> enable, disable;
-  CLI::Option *kv = nullptr, *ffn = nullptr, *vocab = nullptr;
+  CLI::Option *hidden = nullptr, *layers = nullptr, *heads = nullptr, *kv = nullptr, *ffn = nullptr, *vocab = nullptr;
+  // The subcommand's batch and sequence-length flags, which a preset also sets: one value each
+  // (train, ablate, validate, debug) or a list (bench).
+  CLI::Option *batch = nullptr, *seq = nullptr;
+  std::vector<int>*batch_list = nullptr, *seq_list = nullptr;
 };
 
 void add_model_flags(CLI::App& app, TrainOptions& o, ModelFlags& f) {
   ModelConfig& m = o.model;
-  app.add_option("--hidden-dim", m.hidden, "model width")->capture_default_str();
-  app.add_option("--num-layers", m.layers, "transformer blocks")->capture_default_str();
-  app.add_option("--num-heads", m.heads, "attention heads")->capture_default_str();
+  std::string names;
+  for (const Preset& p : presets()) names += std::string(names.empty() ? "" : ", ") + p.name;
+  app.add_option("--preset", f.preset,
+                 "a named model and batch (" + names + "); flags given explicitly override it");
+  f.hidden = app.add_option("--hidden-dim", m.hidden, "model width")->capture_default_str();
+  f.layers = app.add_option("--num-layers", m.layers, "transformer blocks")->capture_default_str();
+  f.heads = app.add_option("--num-heads", m.heads, "attention heads")->capture_default_str();
   f.kv = app.add_option("--num-kv-heads", m.kv_heads, "key/value heads (default: heads/2)");
   f.ffn = app.add_option("--intermediate-size", m.intermediate, "SwiGLU width (default: 4 x hidden)");
   f.vocab = app.add_option("--vocab-size", m.vocab_size, "vocabulary (256 for a text file)")->capture_default_str();
@@ -42,9 +51,11 @@ void add_model_flags(CLI::App& app, TrainOptions& o, ModelFlags& f) {
   app.add_option("--version", f.version, "optimization level: v1, v2, v3 or v4")->capture_default_str();
   app.add_flag("--use-amp", f.amp, "bf16 mixed precision (CUDA; fp32 master weights and optimizer)");
   app.add_flag("--tf32", f.tf32, "allow TF32 tensor-core products in fp32 (default: true fp32)");
-  std::string names;
-  for (const PlanSwitch& sw : plan_switches()) names += std::string(names.empty() ? "" : ", ") + sw.name;
-  app.add_option("--enable", f.enable, "turn plan switches on (comma list, or --enable-NAME): " + names)
+  app.add_option("--classifier-chunk", f.classifier_chunk,
+                 "tokens per chunk of the fused classifier (CUDA; default: chunks of at most 256 MiB of logits)");
+  std::string switches;
+  for (const PlanSwitch& sw : plan_switches()) switches += std::string(switches.empty() ? "" : ", ") + sw.name;
+  app.add_option("--enable", f.enable, "turn plan switches on (comma list, or --enable-NAME): " + switches)
       ->delimiter(',')
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--disable", f.disable, "turn plan switches off (comma list, or --disable-NAME)")
@@ -64,15 +75,42 @@ Plan make_plan(int version, const ModelFlags& f) {
   Plan p = plan_for_version(version);
   p.amp = f.amp;
   p.tf32 = f.tf32;
+  if (f.classifier_chunk < 0) usage_fail("--classifier-chunk: must be a positive number of tokens (or 0: automatic)");
+  p.classifier_chunk = f.classifier_chunk;
   for (const std::string& name : f.disable) set_switch(p, name, false, "--disable");
   for (const std::string& name : f.enable) set_switch(p, name, true, "--enable");
   return p;
 }
 
+// Fills in what the preset names and the user did not give, and says what it set.
+void apply_preset(TrainOptions& o, const ModelFlags& f) {
+  const Preset& p = find_preset(f.preset);
+  std::string set;
+  auto fill = [&](CLI::Option* opt, auto& field, auto value) {
+    if (!opt || opt->count()) return;
+    field = value;
+    set += " " + opt->get_name() + " " + std::to_string(value);
+  };
+  ModelConfig& m = o.model;
+  if (o.data == "synthetic") fill(f.vocab, m.vocab_size, p.model.vocab_size);  // a text file's bytes: 256
+  fill(f.hidden, m.hidden, p.model.hidden);
+  fill(f.layers, m.layers, p.model.layers);
+  fill(f.heads, m.heads, p.model.heads);
+  fill(f.kv, m.kv_heads, p.model.kv_heads);
+  fill(f.ffn, m.intermediate, p.model.intermediate);
+  fill(f.batch, o.batch, p.batch);
+  fill(f.seq, o.seq_len, p.seq_len);
+  if (f.batch_list && !f.batch->count()) *f.batch_list = {p.batch};
+  if (f.seq_list && !f.seq->count()) *f.seq_list = {p.seq_len};
+  std::cout << "Preset " << p.name << ":" << (set.empty() ? " nothing (every value given explicitly)" : set) << "\n";
+}
+
 void finish_model_flags(TrainOptions& o, const ModelFlags& f) {
   ModelConfig& m = o.model;
-  if (!f.kv->count()) m.kv_heads = m.heads % 2 == 0 ? m.heads / 2 : m.heads;
-  if (!f.ffn->count()) m.intermediate = 4 * m.hidden;
+  if (!f.preset.empty()) apply_preset(o, f);
+  const bool preset_shape = !f.preset.empty();
+  if (!f.kv->count() && !preset_shape) m.kv_heads = m.heads % 2 == 0 ? m.heads / 2 : m.heads;
+  if (!f.ffn->count() && !preset_shape) m.intermediate = 4 * m.hidden;
   if (o.data != "synthetic" && !f.vocab->count()) m.vocab_size = kTextVocab;
   if (f.device == "auto") o.backend.device = DeviceKind::Auto;
   else if (f.device == "cpu") o.backend.device = DeviceKind::Cpu;
@@ -115,9 +153,9 @@ bool parse(CLI::App& app, const std::vector<std::string>& args) {
   return true;
 }
 
-void add_train_flags(CLI::App& app, TrainOptions& o) {
-  app.add_option("--batch-size", o.batch, "sequences per step")->capture_default_str();
-  app.add_option("--seq-len", o.seq_len, "tokens per sequence")->capture_default_str();
+void add_train_flags(CLI::App& app, TrainOptions& o, ModelFlags& f) {
+  f.batch = app.add_option("--batch-size", o.batch, "sequences per step")->capture_default_str();
+  f.seq = app.add_option("--seq-len", o.seq_len, "tokens per sequence")->capture_default_str();
   app.add_option("--num-steps", o.steps, "optimizer steps (total, also when resuming)")->capture_default_str();
   app.add_option("--learning-rate", o.learning_rate, "AdamW learning rate")->capture_default_str();
   app.add_option("--weight-decay", o.weight_decay, "AdamW decoupled weight decay")->capture_default_str();
@@ -135,7 +173,7 @@ bool parse_train_options(const std::vector<std::string>& args, TrainOptions& o) 
   CLI::App app{"Train a Tiny LLaMA from scratch (CPU reference or CUDA, versions v1..v4)", "tiny_llama"};
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // last one wins
   ModelFlags f;
-  add_train_flags(app, o);
+  add_train_flags(app, o, f);
   add_model_flags(app, o, f);
   app.add_option("--save", o.save_path, "write a checkpoint (safetensors) at the end");
   app.add_option("--resume", o.resume_path, "continue from a checkpoint written by --save");
@@ -159,7 +197,7 @@ bool parse_ablate_options(const std::vector<std::string>& args, AblateOptions& o
   o.train.seq_len = 128;
   o.train.steps = 40;
   o.train.warmup = 10;
-  add_train_flags(app, o.train);
+  add_train_flags(app, o.train, f);
   add_model_flags(app, o.train, f);
   app.add_option("--csv", o.csv_path, "write the table as CSV");
   if (!parse(app, args)) return false;
@@ -174,8 +212,10 @@ bool parse_bench_options(const std::vector<std::string>& args, BenchOptions& o) 
   add_model_flags(app, o.base, f);
   std::vector<std::string> versions;
   app.add_option("--versions", versions, "versions to run, e.g. v1,v2 (default v1,v2)")->delimiter(',');
-  app.add_option("--batch-sizes", o.batch_sizes, "batch sizes, e.g. 4,8,16 (default 8)")->delimiter(',');
-  app.add_option("--seq-lens", o.seq_lens, "sequence lengths, e.g. 128,256 (default 128)")->delimiter(',');
+  f.batch = app.add_option("--batch-sizes", o.batch_sizes, "batch sizes, e.g. 4,8,16 (default 8)")->delimiter(',');
+  f.seq = app.add_option("--seq-lens", o.seq_lens, "sequence lengths, e.g. 128,256 (default 128)")->delimiter(',');
+  f.batch_list = &o.batch_sizes;
+  f.seq_list = &o.seq_lens;
   app.add_option("--precisions", o.precisions, "fp32, tf32, bf16 (default fp32,bf16)")->delimiter(',');
   app.add_option("--warmup-steps", o.warmup, "untimed steps per point")->capture_default_str();
   app.add_option("--steps", o.steps, "steps per timed repetition")->capture_default_str();
@@ -203,8 +243,8 @@ bool parse_validate_options(const std::vector<std::string>& args, ValidateOption
   ModelFlags f;
   o.base.seq_len = 128;
   add_model_flags(app, o.base, f);
-  app.add_option("--batch-size", o.base.batch, "batch of the comparison against v1")->capture_default_str();
-  app.add_option("--seq-len", o.base.seq_len, "sequence length of the comparison against v1")->capture_default_str();
+  f.batch = app.add_option("--batch-size", o.base.batch, "batch of the comparison against v1")->capture_default_str();
+  f.seq = app.add_option("--seq-len", o.base.seq_len, "sequence length of the comparison against v1")->capture_default_str();
   app.add_option("--steps", o.steps, "training steps compared")->capture_default_str();
   std::vector<std::string> versions;
   app.add_option("--versions", versions, "versions to validate (default v1,v2,v3,v4)")->delimiter(',');
@@ -264,8 +304,8 @@ bool parse_debug_options(const std::vector<std::string>& args, DebugOptions& o) 
   t.seq_len = 128;
   t.steps = 3;
   app.add_option("stage", o.stage, "init, layout, sync, gemm or all");
-  app.add_option("--batch-size", t.batch, "init: sequences per step; gemm: tokens = batch x seq")->capture_default_str();
-  app.add_option("--seq-len", t.seq_len, "init: tokens per sequence")->capture_default_str();
+  f.batch = app.add_option("--batch-size", t.batch, "init: sequences per step; gemm: tokens = batch x seq")->capture_default_str();
+  f.seq = app.add_option("--seq-len", t.seq_len, "init: tokens per sequence")->capture_default_str();
   app.add_option("--num-steps", t.steps, "init: steps trained with each initialisation")->capture_default_str();
   app.add_option("--repeats", o.repeats, "layout, sync, gemm: timed repetitions (median)")->capture_default_str();
   add_model_flags(app, t, f);

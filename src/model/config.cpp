@@ -84,4 +84,25 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
 
 bool operator==(const ModelConfig& a, const ModelConfig& b) { return a.to_json() == b.to_json(); }
 
+const std::vector<Preset>& presets() {
+  static const std::vector<Preset> all = [] {
+    ModelConfig gpt2;
+    gpt2.vocab_size = 50257, gpt2.hidden = 768, gpt2.layers = 12, gpt2.heads = 12, gpt2.kv_heads = 12;
+    gpt2.intermediate = 2048;
+    ModelConfig medium;
+    medium.hidden = 1024, medium.layers = 12, medium.heads = 16, medium.kv_heads = 8, medium.intermediate = 4096;
+    return std::vector<Preset>{{"gpt2-small", gpt2, 16, 1024}, {"medium", medium, 16, 512}};
+  }();
+  return all;
+}
+
+const Preset& find_preset(const std::string& name) {
+  std::string names;
+  for (const Preset& p : presets()) {
+    if (name == p.name) return p;
+    names += std::string(names.empty() ? "" : ", ") + p.name;
+  }
+  usage_fail("--preset: must be one of " + names + " (got '" + name + "')");
+}
+
 }  // namespace tt

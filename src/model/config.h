@@ -1,6 +1,8 @@
 // The model's shape, its validation, and the counts derived from it (parameters, FLOPs).
 #pragma once
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -31,6 +33,17 @@ struct ModelConfig {
 };
 
 bool operator==(const ModelConfig& a, const ModelConfig& b);
+
+// Named shapes a user can start from (--preset NAME): the model and the batch it is timed at.
+// gpt2-small has GPT-2 124M's matrices (123.6 M parameters with the vocabulary of 50257);
+// medium is a model of 190 M parameters at the workshop's vocabulary.
+struct Preset {
+  const char* name;
+  ModelConfig model;
+  int batch, seq_len;
+};
+const std::vector<Preset>& presets();
+const Preset& find_preset(const std::string& name);  // UsageError naming --preset otherwise
 
 // FLOPs of one training step, forward and backward, the one formula used everywhere:
 //   6 * matmul_param_count * B*T          (each weight: one multiply-add forward, two backward)

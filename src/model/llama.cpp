@@ -43,10 +43,7 @@ Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len
   w_ = weight_views(cfg_, params_act_.empty() ? params_ : params_act_, Vp_);
   g_ = weight_views(cfg_, grads_, Vp_);
   // The padding rows of the head are zero for good: AdamW updates the real parameters only.
-  const int64_t P = cfg_.param_count(), pad = params_.numel - P;
-  if (pad > 0)
-    for (const Tensor* t : {&params_, &params_act_, &grads_})
-      if (!t->empty()) be_.zero(t->slice(P, pad));
+  for (const Tensor& t : padding_rows()) be_.zero(t);
   // RoPE's cos/sin table, computed once in double and stored in the acc type.
   const std::vector<double> table = rope_table(T_, cfg_.head_dim(), cfg_.rope_theta);
   std::vector<float> table_f(table.begin(), table.end());
@@ -113,6 +110,15 @@ void Llama::layout(Arena& a) {
   dh_ = scratch(A, N * F);
   be_.layout_workspace(a, ModelShape{B_, T_, cfg_.hidden, cfg_.heads, cfg_.kv_heads,
                                      cfg_.head_dim(), cfg_.intermediate, cfg_.vocab_size});
+}
+
+std::vector<Tensor> Llama::padding_rows() const {
+  const int64_t P = cfg_.param_count(), pad = params_.numel - P;
+  std::vector<Tensor> rows;
+  if (pad > 0)
+    for (const Tensor* t : {&params_, &params_act_, &grads_})
+      if (!t->empty()) rows.push_back(t->slice(P, pad));
+  return rows;
 }
 
 std::array<size_t, kNumCategories> Llama::padding_bytes() const {

@@ -74,6 +74,9 @@ class Llama {
   // The bytes of each category that are vocabulary padding (zero rows of the head in the
   // parameters and gradients, padding columns of the logits): a part of arena().bytes().
   std::array<size_t, kNumCategories> padding_bytes() const;
+  // The padding rows of the parameters, of their act-typed copy and of the gradients (none
+  // without padding), for the tests that check they stay zero.
+  std::vector<Tensor> padding_rows() const;
 
   // The master buffers (parameters, gradients, Adam moments), all laid out by param_table:
   // the real parameters only (the padding rows that follow them are the model's own).

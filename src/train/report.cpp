@@ -16,6 +16,12 @@ size_t MemoryReport::total() const {
   return t;
 }
 
+size_t MemoryReport::total_padding() const {
+  size_t t = 0;
+  for (size_t b : padding) t += b;
+  return t;
+}
+
 std::string format_mb(size_t bytes) { return fmt::format("{:.1f} MB", double(bytes) / 1e6); }
 
 std::string step_line(const TrainOptions& o, const StepRecord& s, const MemoryReport& m) {
@@ -49,7 +55,8 @@ void print_summary(std::ostream& log, const TrainOptions& o, const TrainResult& 
     log << fmt::format("Final validation loss: {:.4f}\n", r.validation.back().second);
   log << fmt::format("Peak memory: {}\n", format_mb(r.memory.total()));
   for (int c = 0; c < kNumCategories; ++c)
-    log << fmt::format("  {:<16} {:>10}\n", category_name(Category(c)), format_mb(r.memory.bytes[c]));
+    log << fmt::format("  {:<16} {:>10}{}\n", category_name(Category(c)), format_mb(r.memory.bytes[c]),
+                       r.memory.padding[c] ? " (" + format_mb(r.memory.padding[c]) + " of it vocabulary padding)" : "");
 }
 
 void print_profile(std::ostream& log, const TraceData& t, const std::vector<HotspotRow>& hot) {
@@ -94,11 +101,17 @@ json result_json(const TrainOptions& o, const TrainResult& r) {
     steps.push_back({{"step", s.step}, {"loss", s.loss}, {"ms", s.step_ms}, {"forward_ms", s.forward_ms},
                      {"backward_ms", s.backward_ms}, {"optimizer_ms", s.optimizer_ms}});
   for (const auto& [step, loss] : r.validation) val.push_back({{"step", step}, {"loss", loss}});
-  for (int c = 0; c < kNumCategories; ++c) mem[category_name(Category(c))] = r.memory.bytes[c];
+  json padding = json::object();
+  for (int c = 0; c < kNumCategories; ++c) {
+    mem[category_name(Category(c))] = r.memory.bytes[c];
+    padding[category_name(Category(c))] = r.memory.padding[c];
+  }
   auto timed = [&](double v) { return r.timed_steps ? json(v) : json(nullptr); };
   return {
       {"model", o.model.to_json()},
       {"parameters", o.model.param_count()},
+      {"padded_vocab", r.padded_vocab},
+      {"classifier_chunk", r.classifier_chunk},
       {"training", {{"batch_size", o.batch}, {"seq_len", o.seq_len}, {"num_steps", o.steps},
                     {"learning_rate", o.learning_rate}, {"weight_decay", o.weight_decay}, {"seed", o.seed},
                     {"warmup_steps", o.warmup}, {"data", r.data}}},
@@ -123,7 +136,8 @@ json result_json(const TrainOptions& o, const TrainResult& r) {
         {"tflops", timed(r.tflops)},
         {"final_loss", r.final_loss},
         {"peak_memory_bytes", r.memory.total()},
-        {"memory_bytes", mem}}},
+        {"memory_bytes", mem},
+        {"vocab_padding_bytes", padding}}},
   };
 }
 

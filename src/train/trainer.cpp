@@ -173,7 +173,13 @@ TrainResult train(const TrainOptions& o, std::ostream& log) {
   r.plan = backend->is_cuda() ? describe(backend->plan()) : "reference (plan switches apply to the CUDA backend)";
   r.attention = backend->attention_kind();
   r.data = data->describe();
-  for (int c = 0; c < kNumCategories; ++c) r.memory.bytes[c] = model.arena().bytes(Category(c));
+  const std::array<size_t, kNumCategories> padding = model.padding_bytes();
+  for (int c = 0; c < kNumCategories; ++c) {
+    r.memory.bytes[c] = model.arena().bytes(Category(c));
+    r.memory.padding[c] = padding[size_t(c)];
+  }
+  r.padded_vocab = model.padded_vocab();
+  r.classifier_chunk = model.classifier_chunk();
   r.flops_per_step = training_flops(o.model, o.batch, o.seq_len);
 
   const ModelConfig& m = o.model;
@@ -186,6 +192,13 @@ TrainResult train(const TrainOptions& o, std::ostream& log) {
   log << fmt::format("Batch {} x {} tokens, steps {}..{}, lr {:g}, weight decay {:g}, seed {}\n", o.batch,
                      o.seq_len, resume.step + 1, o.steps, o.learning_rate, o.weight_decay, o.seed);
   log << fmt::format("Memory: {} reserved at start\n", format_mb(r.memory.total()));
+  if (r.padded_vocab != m.vocab_size)
+    log << fmt::format("Output head: {} rows, the vocabulary padded to a multiple of {} for aligned products "
+                       "(zero rows, not counted as parameters or FLOPs; {} of the memory)\n",
+                       r.padded_vocab, backend->vocab_padding_multiple(), format_mb(r.memory.total_padding()));
+  if (backend->plan().fused_classifier && backend->is_cuda())
+    log << fmt::format("Fused classifier: {} tokens per chunk ({} of logits)\n", r.classifier_chunk,
+                       format_mb(size_t(r.classifier_chunk) * size_t(r.padded_vocab) * dtype_size(backend->act_dtype())));
   if (!o.resume_path.empty()) log << fmt::format("Resumed from {} at step {}\n", o.resume_path, resume.step);
   if (o.profile_memory) report_memory(log, (std::filesystem::path(o.profile_dir) / "memory.csv").string(), model);
   log.flush();

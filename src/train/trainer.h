@@ -43,11 +43,15 @@ struct StepRecord {
 
 struct MemoryReport {
   size_t bytes[kNumCategories] = {};
+  size_t padding[kNumCategories] = {};  // of bytes: the output head's vocabulary padding
   size_t total() const;
+  size_t total_padding() const;
 };
 
 struct TrainResult {
   std::string device, backend, plan, attention, data;
+  int padded_vocab = 0;     // the output head's rows (the vocabulary padded for the backend)
+  int classifier_chunk = 0;  // tokens per chunk of the head (all of them without the fused classifier)
   std::vector<StepRecord> steps;
   std::vector<std::pair<int64_t, double>> validation;  // (step, validation loss)
   int64_t timed_steps = 0;
