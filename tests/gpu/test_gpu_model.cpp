@@ -102,6 +102,9 @@ TEST_P(GpuModel, LossAndEveryGradientMatchTheCpu) {
   auto data = make_data_source("synthetic", c.vocab_size, kB, kT, 5);
   Batch b;
   data->next_batch(b);
+  // Poisoned: the backward zeroes nothing, so each gradient must be written, not added to (by
+  // the forward already, for the head's, with the fused classifier).
+  m.write(m.grads(), std::vector<float>(size_t(m.grads().numel), std::nanf("")));
   for (Llama* x : {&ref, &m}) {
     x->set_batch(b.tokens.data(), b.targets.data());
     x->forward();
@@ -109,8 +112,6 @@ TEST_P(GpuModel, LossAndEveryGradientMatchTheCpu) {
   const double loss_ref = ref.mean_loss(), loss = m.mean_loss();
   EXPECT_LT(std::fabs(loss - loss_ref) / loss_ref, k.loss_tol) << loss << " vs " << loss_ref;
   ref.backward();
-  // Poisoned: the backward zeroes nothing, so each gradient must be written, not added to.
-  m.write(m.grads(), std::vector<float>(size_t(m.grads().numel), std::nanf("")));
   m.backward();
   const std::vector<double> g_ref = ref.read(ref.grads()), g = m.read(m.grads());
   for (const ParamEntry& e : param_table(c)) {
