@@ -52,7 +52,7 @@ void add_model_flags(CLI::App& app, TrainOptions& o, ModelFlags& f) {
   app.add_flag("--use-amp", f.amp, "bf16 mixed precision (CUDA; fp32 master weights and optimizer)");
   app.add_flag("--tf32", f.tf32, "allow TF32 tensor-core products in fp32 (default: true fp32)");
   app.add_option("--classifier-chunk", f.classifier_chunk,
-                 "tokens per chunk of the fused classifier (CUDA; default: chunks of at most 256 MiB of logits)");
+                 "tokens per chunk of the fused classifier (default: chunks of at most 1 GiB of logits)");
   std::string switches;
   for (const PlanSwitch& sw : plan_switches()) switches += std::string(switches.empty() ? "" : ", ") + sw.name;
   app.add_option("--enable", f.enable, "turn plan switches on (comma list, or --enable-NAME): " + switches)

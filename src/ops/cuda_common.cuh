@@ -52,6 +52,12 @@ struct alignas(sizeof(T) * kN) Vec {
 #pragma unroll
     for (int i = 0; i < kWords; ++i) reinterpret_cast<Word*>(p)[i] = reinterpret_cast<const Word*>(v)[i];
   }
+  // The same store marked streaming (evict first), for an output that nothing reads soon: it
+  // then does not push out of L2 what the kernel is about to read again.
+  __device__ __forceinline__ void store_streaming(T* p) const {
+#pragma unroll
+    for (int i = 0; i < kWords; ++i) __stcs(reinterpret_cast<Word*>(p) + i, reinterpret_cast<const Word*>(v)[i]);
+  }
 };
 template <class T>
 constexpr int kVec16 = int(16 / sizeof(T));

@@ -58,8 +58,7 @@ class FusedClassifier : public ::testing::TestWithParam<DType> {
 // One layer of hidden 64 (two heads of 32), so that the head dominates. The gradient of the
 // final norm's weight is the gradient of the hidden states entering the head, summed; those of
 // the layer's weights follow from it; the embedding's holds the head's weight gradient plus
-// the embedding backward. Rows 129 run in chunks of 50, 50 and 29; 4096 rows at vocabulary
-// 50257 in two automatic chunks of 2048.
+// the embedding backward. Rows 129 run in chunks of 50, 50 and 29, the others in one.
 TEST_P(FusedClassifier, MatchesTheCpuAtEveryVocabularyAndRowCount) {
   const bool bf16 = GetParam() == DType::BF16;
   for (int vocab : {7, 1000, 32000, 50257})
