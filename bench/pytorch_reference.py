@@ -158,6 +158,7 @@ def flops_per_step(a, batch, seq_len):
 
 def run_point(a, mode, precision, batch, seq_len):
     torch.manual_seed(0)
+    torch.cuda.reset_peak_memory_stats()  # the peak covers the model, the capture and the graph's own memory
     dev = torch.device("cuda")
     padded_vocab = (a.vocab_size + a.vocab_multiple - 1) // a.vocab_multiple * a.vocab_multiple
     model = TinyLlama(a.vocab_size, padded_vocab, a.hidden_dim, a.num_layers, a.num_heads, a.num_kv_heads, a.ffn,
@@ -206,7 +207,6 @@ def run_point(a, mode, precision, batch, seq_len):
         with torch.cuda.graph(graph):
             static_loss = step(False)
 
-    torch.cuda.reset_peak_memory_stats()
     ms, fwd, bwd, optim, losses = [], [], [], [], []
     total = a.warmup + a.steps * a.repeats
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
