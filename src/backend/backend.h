@@ -87,6 +87,12 @@ class Backend {
   virtual void rmsnorm_backward(const Tensor& dx, const Tensor& dw, const Tensor& dout,
                                 const Tensor& x, const Tensor& w, const Tensor& rstd, int64_t n,
                                 int c) = 0;
+  // The residual add and the RMSNorm after it in one pass (fused-residual-norm): sum = a + b,
+  // out = rmsnorm(sum); and the backward that adds its dx to the residual stream's gradient.
+  virtual void add_rmsnorm_forward(const Tensor& sum, const Tensor& out, const Tensor& rstd, const Tensor& a,
+                                   const Tensor& b, const Tensor& w, int64_t n, int c, double eps) = 0;
+  virtual void rmsnorm_backward_add(const Tensor& dres, const Tensor& dw, const Tensor& dout, const Tensor& x,
+                                    const Tensor& w, const Tensor& rstd, int64_t n, int c) = 0;
   virtual void rope_forward(const Tensor& x, const Tensor& table, const RopeShape& s) = 0;
   virtual void rope_backward(const Tensor& dx, const Tensor& table, const RopeShape& s) = 0;
   virtual void attention_forward(const Tensor& att, const Tensor& saved, const Tensor& qkv,
@@ -112,6 +118,14 @@ class Backend {
   // empty, is the act-typed copy of p used by the products, refreshed from the new p.
   virtual void adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v,
                      const Tensor& p_act) = 0;
+  // The optimizer behind the backward pass (fused-adamw): adamw_behind() enqueues an AdamW on a
+  // second stream, to start once all the work enqueued so far has run and to run alongside what
+  // is enqueued after it; wait_behind() makes what is enqueued next wait for all of them. A
+  // backend with one stream (the CPU) runs it in order.
+  virtual void adamw_behind(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const Tensor& p_act) {
+    adamw(p, g, m, v, p_act);
+  }
+  virtual void wait_behind() {}
 
   // CUDA graphs (the cuda-graph switch): the work enqueued between graph_capture_begin()
   // and graph_capture_end() is captured once, then graph_replay() runs it again. A backend

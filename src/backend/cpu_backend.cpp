@@ -60,6 +60,9 @@ class CpuBackend final : public Backend {
   }
 
   void matmul(const Gemm& g) override {
+    if (!g.c_in.empty() && g.c_in.ptr != g.c.ptr)  // C = ... + beta c_in: start C from c_in
+      for (int i = 0; i < g.m; ++i)
+        std::copy_n(g.c_in.data<T>() + i * g.ldc, g.n, g.c.data<T>() + i * g.ldc);
     ref::gemm(g, static_cast<T*>(nullptr), g.a.data<T>(), g.b.data<T>(), g.c.data<T>());
   }
   void embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& wte, int64_t n,
@@ -78,6 +81,16 @@ class CpuBackend final : public Backend {
                         const Tensor& w, const Tensor& rstd, int64_t n, int c) override {
     ref::rmsnorm_backward(dx.data<T>(), dw.data<T>(), dout.data<T>(), x.data<T>(), w.data<T>(),
                           rstd.data<T>(), n, c);
+  }
+  void add_rmsnorm_forward(const Tensor& sum, const Tensor& out, const Tensor& rstd, const Tensor& a, const Tensor& b,
+                           const Tensor& w, int64_t n, int c, double eps) override {
+    ref::add_rmsnorm_forward(sum.data<T>(), out.data<T>(), rstd.data<T>(), a.data<T>(), b.data<T>(), w.data<T>(), n, c,
+                             eps);
+  }
+  void rmsnorm_backward_add(const Tensor& dres, const Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
+                            const Tensor& rstd, int64_t n, int c) override {
+    ref::rmsnorm_backward(dres.data<T>(), dw.data<T>(), dout.data<T>(), x.data<T>(), w.data<T>(), rstd.data<T>(), n, c,
+                          true);
   }
   void rope_forward(const Tensor& x, const Tensor& table, const RopeShape& s) override {
     ref::rope(x.data<T>(), table.data<T>(), s, false);

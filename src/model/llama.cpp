@@ -205,11 +205,39 @@ void Llama::forward(Pass pass) {
     forward_attention(l);
     forward_ffn(l);
   }
-  {
+  if (!be_.plan().fused_residual_norm) {  // else the last layer's residual add did it
     ScopedRange r(be_, "final_norm");
     be_.rmsnorm_forward(xf_, rstd_f_, x_out_, w_.final_norm, N, C, cfg_.norm_eps);
   }
   forward_head(pass);
+}
+
+// A layer's output product and the residual add after it: sum = residual + x @ w^T, the
+// residual stream's next value. With gemm-epilogues the product adds the residual in its
+// epilogue (cuBLASLt, C apart from D); else it writes branch_ and an add follows, inside the next
+// RMSNorm's kernel with fused-residual-norm. With fused-residual-norm the RMSNorm of sum that
+// comes next (the FFN's, the next layer's attention's, or the final one) is made here too;
+// without it, at the start of what comes next.
+void Llama::output_and_residual(const Tensor& sum, const Tensor& residual, const Tensor& x, const Tensor& w,
+                                int in_f, const NormNext& next) {
+  const Plan& plan = be_.plan();
+  const int64_t N = tokens();
+  const int C = cfg_.hidden;
+  if (plan.gemm_epilogues) {
+    Gemm g = linear_gemm(sum, C, x, in_f, w, int(N), in_f, C);
+    g.beta = 1.0f;
+    g.c_in = residual;
+    be_.matmul(g);
+  } else {
+    linear(branch_, C, x, w, in_f, C);
+    if (!plan.fused_residual_norm) be_.add(sum, residual, branch_);
+  }
+  if (!plan.fused_residual_norm) return;
+  ScopedRange r(be_, next.range);
+  if (plan.gemm_epilogues)
+    be_.rmsnorm_forward(next.out, next.rstd, sum, next.w, N, C, cfg_.norm_eps);
+  else
+    be_.add_rmsnorm_forward(sum, next.out, next.rstd, residual, branch_, next.w, N, C, cfg_.norm_eps);
 }
 
 // The tied output head and the loss, a chunk of tokens at a time (one chunk without the fused
@@ -261,7 +289,7 @@ void Llama::forward_attention(int l) {
   const int64_t ld = cfg_.qkv_dim();
   const LayerActs& a = acts_[size_t(l)];
   const LayerWeights& w = w_.layers[size_t(l)];
-  {
+  if (l == 0 || !plan.fused_residual_norm) {  // else the previous layer's residual add did it
     ScopedRange r(be_, "attention_norm");
     be_.rmsnorm_forward(a.xn1, a.rstd1, a.x, w.attn_norm, N, C, cfg_.norm_eps);
   }
@@ -275,8 +303,7 @@ void Llama::forward_attention(int l) {
   }
   for (const RopeShape& s : rope_shapes()) be_.rope_forward(a.qkv, rope_table_, s);
   be_.attention_forward(a.att, a.saved, a.qkv, attn_);
-  linear(branch_, C, a.att, w.wo, H * D, C);
-  be_.add(a.x_mid, a.x, branch_);
+  output_and_residual(a.x_mid, a.x, a.att, w.wo, H * D, {"ffn_norm", a.xn2, a.rstd2, w.ffn_norm});
 }
 
 void Llama::forward_ffn(int l) {
@@ -285,8 +312,9 @@ void Llama::forward_ffn(int l) {
   const int C = cfg_.hidden, F = cfg_.intermediate;
   const LayerActs& a = acts_[size_t(l)];
   const LayerWeights& w = w_.layers[size_t(l)];
-  const Tensor& x_next = l + 1 < cfg_.layers ? acts_[size_t(l) + 1].x : x_out_;
-  {
+  const bool last = l + 1 == cfg_.layers;
+  const Tensor& x_next = last ? x_out_ : acts_[size_t(l) + 1].x;
+  if (!plan.fused_residual_norm) {  // else this layer's attention did it
     ScopedRange r(be_, "ffn_norm");
     be_.rmsnorm_forward(a.xn2, a.rstd2, a.x_mid, w.ffn_norm, N, C, cfg_.norm_eps);
   }
@@ -299,11 +327,15 @@ void Llama::forward_ffn(int l) {
              w.wgateup.slice(int64_t(half) * F * C, int64_t(F) * C), C, F);
   }
   be_.swiglu_forward(a.h, a.gateup, N, F);
-  linear(branch_, C, a.h, w.wdown, F, C);
-  be_.add(x_next, a.x_mid, branch_);
+  const NormNext next = last ? NormNext{"final_norm", xf_, rstd_f_, w_.final_norm}
+                             : NormNext{"attention_norm", acts_[size_t(l) + 1].xn1, acts_[size_t(l) + 1].rstd1,
+                                        w_.layers[size_t(l) + 1].attn_norm};
+  output_and_residual(x_next, a.x_mid, a.h, w.wdown, F, next);
 }
 
-void Llama::backward() {
+void Llama::backward() { backward_pass(false); }
+
+void Llama::backward_pass(bool update_behind) {
   ScopedRange range(be_, "backward");
   const int64_t N = tokens();
   const int C = cfg_.hidden, V = cfg_.vocab_size;
@@ -320,14 +352,47 @@ void Llama::backward() {
     ScopedRange r(be_, "final_norm");
     be_.rmsnorm_backward(dres_, g_.final_norm, d_normed_, x_out_, w_.final_norm, rstd_f_, N, C);
   }
-  // dres holds the gradient of the residual stream, from the last layer down.
+  // dres holds the gradient of the residual stream, from the last layer down. With the update
+  // behind the backward, each layer's parameters (the last layer's with the final norm's) are
+  // updated on the backend's second stream as soon as their gradients are complete, while the
+  // layers below run their backward: nothing below reads them, and the step's end waits.
+  const std::vector<ParamRange> ranges = update_ranges();
   for (int l = cfg_.layers - 1; l >= 0; --l) {
     ScopedRange r(be_, layer_names_[size_t(l)].c_str());
     backward_ffn(l);
     backward_attention(l);
+    if (update_behind) update_range(ranges[size_t(l)], true);
   }
-  ScopedRange r(be_, "embedding");
-  be_.embedding_backward(g_.wte, dres_, tokens_, N, C, V);
+  {
+    ScopedRange r(be_, "embedding");
+    be_.embedding_backward(g_.wte, dres_, tokens_, N, C, V);
+  }
+  if (update_behind) update_range(ranges.back(), true);
+}
+
+// The ranges the fused AdamW updates, in the flat buffers' order: each layer's nine tensors
+// (the last layer's with the final norm after them), then the embedding. Contiguous and in
+// order, they cover the real parameters exactly (the padding rows that follow are not updated).
+std::vector<ParamRange> Llama::update_ranges() const {
+  std::vector<ParamRange> ranges;
+  for (int l = 0; l < cfg_.layers; ++l) {
+    const ParamEntry& first = table_[size_t(l) * 9];
+    const ParamEntry& last = table_[size_t(l) * 9 + (l + 1 == cfg_.layers ? 9 : 8)];
+    ranges.push_back({first.offset, last.offset + last.numel - first.offset});
+  }
+  ranges.push_back({table_.back().offset, table_.back().numel});
+  return ranges;
+}
+
+void Llama::update_range(const ParamRange& r, bool behind) {
+  ScopedRange range(be_, "optimizer");
+  const Tensor act = params_act_.empty() ? Tensor{} : params_act_.slice(r.offset, r.numel);
+  const Tensor p = params_.slice(r.offset, r.numel), g = grads_.slice(r.offset, r.numel),
+               m = m_.slice(r.offset, r.numel), v = v_.slice(r.offset, r.numel);
+  if (behind)
+    be_.adamw_behind(p, g, m, v, act);
+  else
+    be_.adamw(p, g, m, v, act);
 }
 
 void Llama::backward_ffn(int l) {
@@ -352,13 +417,24 @@ void Llama::backward_ffn(int l) {
     }
   }
   ScopedRange r(be_, "ffn_norm");
-  be_.rmsnorm_backward(d_norm_in_, g.ffn_norm, d_normed_, a.x_mid, w.ffn_norm, a.rstd2, N, C);
-  be_.add(dres_, dres_, d_norm_in_);  // now the gradient of x_mid
+  norm_backward_into_residual(g.ffn_norm, a.x_mid, w.ffn_norm, a.rstd2);  // dres: now the gradient of x_mid
+}
+
+// dres += the RMSNorm's dx for the gradient d_normed_ of its output: one call with the
+// fused-residual-norm switch, else the norm's backward into d_norm_in_ and an add.
+void Llama::norm_backward_into_residual(const Tensor& dw, const Tensor& x, const Tensor& w, const Tensor& rstd) {
+  const int64_t N = tokens();
+  const int C = cfg_.hidden;
+  if (be_.plan().fused_residual_norm) {
+    be_.rmsnorm_backward_add(dres_, dw, d_normed_, x, w, rstd, N, C);
+    return;
+  }
+  be_.rmsnorm_backward(d_norm_in_, dw, d_normed_, x, w, rstd, N, C);
+  be_.add(dres_, dres_, d_norm_in_);
 }
 
 void Llama::backward_attention(int l) {
   const Plan& plan = be_.plan();
-  const int64_t N = tokens();
   const int C = cfg_.hidden, D = cfg_.head_dim(), H = cfg_.heads;
   const int QKV = cfg_.qkv_dim();
   const LayerActs& a = acts_[size_t(l)];
@@ -382,8 +458,7 @@ void Llama::backward_attention(int l) {
     }
   }
   ScopedRange r(be_, "attention_norm");
-  be_.rmsnorm_backward(d_norm_in_, g.attn_norm, d_normed_, a.x, w.attn_norm, a.rstd1, N, C);
-  be_.add(dres_, dres_, d_norm_in_);  // now the gradient of the layer's input
+  norm_backward_into_residual(g.attn_norm, a.x, w.attn_norm, a.rstd1);  // dres: now the gradient of the layer's input
 }
 
 void Llama::optimizer_step(const AdamWStep& step) {
@@ -392,12 +467,11 @@ void Llama::optimizer_step(const AdamWStep& step) {
 }
 
 void Llama::update_parameters() {
-  ScopedRange range(be_, "optimizer");
-  if (be_.plan().fused_adamw) {  // the real parameters, not the padding after them
-    const int64_t P = cfg_.param_count();
-    be_.adamw(params_.slice(0, P), grads_.slice(0, P), m_, v_, params_act_.empty() ? Tensor{} : params_act_.slice(0, P));
+  if (be_.plan().fused_adamw) {  // one launch over all the real parameters, not the padding after them
+    update_range({0, cfg_.param_count()}, false);
     return;
   }
+  ScopedRange range(be_, "optimizer");
   for (const ParamEntry& e : table_) {  // one parameter tensor at a time, like torch's AdamW
     const Tensor act = params_act_.empty() ? Tensor{} : params_act_.slice(e.offset, e.numel);
     be_.adamw(params_.slice(e.offset, e.numel), grads_.slice(e.offset, e.numel),
@@ -425,13 +499,21 @@ void Llama::train_step(const AdamWStep& step) {
   enqueue_step();
 }
 
+// With fused-adamw the updates run behind the backward pass (backward_pass), and what is left of
+// the optimizer after the backward, between marks 2 and 3, is the wait for the last of them.
 void Llama::enqueue_step() {
+  const bool behind = be_.plan().fused_adamw;
   be_.mark(0);
   forward();
   be_.mark(1);
-  backward();
+  backward_pass(behind);
   be_.mark(2);
-  update_parameters();
+  if (behind) {
+    ScopedRange range(be_, "optimizer");
+    be_.wait_behind();
+  } else {
+    update_parameters();
+  }
   be_.mark(3);
 }
 

@@ -110,7 +110,10 @@ class Llama {
 
   void layout(Arena& a);
   void enqueue_step();       // marks, forward, backward, update_parameters
+  void backward_pass(bool update_behind);
   void update_parameters();  // AdamW with the scalars of the last set_adamw_step
+  std::vector<ParamRange> update_ranges() const;
+  void update_range(const ParamRange& r, bool behind);
   // The column blocks of the QKV buffer that the unfused products write (q, k, v).
   struct QkvBlock {
     int64_t col;
@@ -125,6 +128,14 @@ class Llama {
   void backward_ffn(int layer);
   void backward_attention(int layer);
   void forward_head(Pass pass);
+  // The RMSNorm that follows a residual add: its range name, output, statistics and weight.
+  struct NormNext {
+    const char* range;
+    Tensor out, rstd, w;
+  };
+  void output_and_residual(const Tensor& sum, const Tensor& residual, const Tensor& x, const Tensor& w, int in_f,
+                           const NormNext& next);
+  void norm_backward_into_residual(const Tensor& dw, const Tensor& x, const Tensor& w, const Tensor& rstd);
   void linear(const Tensor& out, int64_t ld_out, const Tensor& x, const Tensor& w, int in_f,
               int out_f);
   void linear_backward(const Tensor& dx, float beta_dx, const Tensor& dw, const Tensor& dout,

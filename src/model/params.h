@@ -37,6 +37,11 @@ struct ParamEntry {
 
 std::vector<ParamEntry> param_table(const ModelConfig& c);
 
+// Elements [offset, offset + numel) of the flat buffers.
+struct ParamRange {
+  int64_t offset = 0, numel = 0;
+};
+
 // The vocabulary rounded up to `multiple` rows, and the elements of a flat buffer that holds
 // the real parameters and the padding rows after them.
 int padded_vocab(int vocab_size, int multiple);

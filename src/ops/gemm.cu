@@ -1,4 +1,5 @@
 // Matrix products on the GPU through cuBLAS (see gemm.h for the row-major contract).
+#include <cublasLt.h>
 #include <cublas_v2.h>
 
 #include "ops/cuda_common.cuh"
@@ -15,12 +16,76 @@ cudaDataType_t cuda_type(DType d) {
   }
 }
 
+cublasComputeType_t compute_type(const Gemm& g, bool tf32) {
+  return g.a.dtype == DType::F32 && tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+}
+
 }  // namespace
+
+struct LtProducts::Plan {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  ~Plan() {
+    cublasLtMatrixLayoutDestroy(a);
+    cublasLtMatrixLayoutDestroy(b);
+    cublasLtMatrixLayoutDestroy(c);
+    cublasLtMatmulDescDestroy(op);
+  }
+};
+
+LtProducts::LtProducts() { CUBLAS_CHECK(cublasLtCreate(&handle_)); }
+LtProducts::~LtProducts() {
+  for (auto& [key, plan] : plans_) delete plan;
+  cublasLtDestroy(handle_);
+}
+
+// The same column-major view as gemm() below: cuBLASLt's A is our B, its B our A, its m our n.
+void LtProducts::run(const Gemm& g, bool tf32, const Tensor& workspace, Stream s) {
+  TT_CHECK(g.c_in.dtype == g.c.dtype, "gemm: c_in must have C's type");
+  const std::vector<int64_t> key = {g.trans_a, g.trans_b, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, int64_t(g.a.dtype),
+                                    int64_t(g.c.dtype), tf32, int64_t(workspace.bytes())};
+  Plan* plan = nullptr;
+  for (auto& [k, p] : plans_)
+    if (k == key) plan = p;
+  if (!plan) {
+    plan = new Plan;
+    plans_.emplace_back(key, plan);
+    const cublasOperation_t op_a = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan->op, compute_type(g, tf32), CUDA_R_32F));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->a, cuda_type(g.b.dtype), g.trans_b ? g.k : g.n,
+                                            g.trans_b ? g.n : g.k, g.ldb));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->b, cuda_type(g.a.dtype), g.trans_a ? g.m : g.k,
+                                            g.trans_a ? g.k : g.m, g.lda));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->c, cuda_type(g.c.dtype), g.n, g.m, g.ldc));
+    cublasLtMatmulPreference_t pref = nullptr;
+    CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    const size_t bytes = workspace.bytes();
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &bytes,
+                                                      sizeof bytes));
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle_, plan->op, plan->a, plan->b, plan->c, plan->c,
+                                                             pref, 1, &result, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    CUBLAS_CHECK(st);
+    if (found == 0) fail("cuBLASLt has no algorithm for a product with a separate C (gemm-epilogues)");
+    plan->algo = result.algo;
+  }
+  const float alpha = g.alpha, beta = g.beta;
+  CUBLAS_CHECK(cublasLtMatmul(handle_, plan->op, &alpha, g.b.ptr, plan->a, g.a.ptr, plan->b, &beta, g.c_in.ptr,
+                              plan->c, g.c.ptr, plan->c, &plan->algo, workspace.ptr, workspace.bytes(), s.handle));
+}
 
 void gemm(const Blas& blas, const Gemm& g, const GemmBatch& batch) {
   TT_CHECK(g.a.dtype == g.b.dtype, "gemm: A and B must have the same type");
-  const cublasComputeType_t compute =
-      g.a.dtype == DType::F32 && blas.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  if (!g.c_in.empty() && g.c_in.ptr != g.c.ptr) {
+    TT_CHECK(blas.lt && batch.count == 1, "gemm: a product with a separate c_in needs cuBLASLt");
+    return blas.lt->run(g, blas.tf32, blas.workspace, blas.stream);
+  }
+  const cublasComputeType_t compute = compute_type(g, blas.tf32);
   const float alpha = g.alpha, beta = g.beta;
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
   const cublasOperation_t op_b = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;

@@ -2,7 +2,10 @@
 // attention of v1) the score and value products go through one descriptor: row-major
 //   C[m, n] = alpha * op(A)[m, k] @ op(B)[k, n] + beta * C
 // where op(X) is X or its transpose and ld* are row strides in elements, so a product can
-// read or write a column slice of a wider matrix (the fused QKV and gate/up buffers).
+// read or write a column slice of a wider matrix (the fused QKV and gate/up buffers). With
+// c_in set, the matrix beta scales is c_in (same shape and stride as C), not C itself:
+//   C = alpha * op(A) @ op(B) + beta * c_in
+// which is how a product adds the residual stream in its epilogue (gemm-epilogues).
 // CPU reference: OpenBLAS (cblas), fp32 or fp64.
 #pragma once
 #include <cblas.h>
@@ -10,6 +13,8 @@
 #include "core/stream.h"
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "core/tensor.h"
 
@@ -25,6 +30,7 @@ struct Gemm {
   Tensor c;
   int64_t ldc = 0;
   float alpha = 1.0f, beta = 0.0f;
+  Tensor c_in;  // empty: C itself
 };
 
 namespace ref {
@@ -82,13 +88,33 @@ inline Gemm linear_dw_gemm(Tensor dw, Tensor dout, int64_t ld_dout, Tensor x, in
 
 // CUDA: cuBLAS (src/ops/gemm.cu). Row-major products are handed to column-major cuBLAS as
 // C^T = op(B)^T op(A)^T. fp32 runs true fp32 unless TF32 is allowed; bf16 inputs accumulate
-// in fp32 and may write an fp32 C (the weight gradients).
+// in fp32 and may write an fp32 C (the weight gradients). A product with its own c_in goes
+// through cuBLASLt, whose matrix multiply takes C and D apart.
 struct cublasContext;
+struct cublasLtContext;
 namespace tt::cuda {
+// cuBLASLt's plans for the products with a separate c_in, one per shape, chosen once by its
+// heuristic and kept (the backend owns one).
+class LtProducts {
+ public:
+  LtProducts();
+  ~LtProducts();
+  LtProducts(const LtProducts&) = delete;
+  LtProducts& operator=(const LtProducts&) = delete;
+  void run(const Gemm& g, bool tf32, const Tensor& workspace, Stream s);
+
+ private:
+  struct Plan;
+  cublasLtContext* handle_ = nullptr;
+  std::vector<std::pair<std::vector<int64_t>, Plan*>> plans_;
+};
+
 struct Blas {
   cublasContext* handle;
   bool tf32;
   Stream stream;
+  LtProducts* lt = nullptr;  // for products with a separate c_in
+  Tensor workspace;          // cuBLASLt's
 };
 // A batch of products with the same shape, operands `stride_*` elements apart.
 struct GemmBatch {

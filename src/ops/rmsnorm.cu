@@ -27,6 +27,12 @@
 //             version 1's kernels.
 // The way and the chunking depend only on n and c, so the weight gradient is the same bits
 // every run. Both versions share the second dw stage.
+//
+// Version 4 (fused-residual-norm): version 3's kernels with the residual add inside. The
+// forward reads a and b, writes their sum (the residual stream) and the normalized row: one
+// pass instead of an add kernel (a, b read, sum written) and a norm reading sum again. The
+// backward adds dx into the residual stream's gradient instead of writing it for an add kernel
+// to add. Both round the sum to the element type exactly as the add kernel does.
 #include <algorithm>
 
 #include "ops/cuda_common.cuh"
@@ -188,12 +194,23 @@ __device__ __forceinline__ Vec<T, kVec> dx_and_dw(const Vec<T, kVec>& g, const V
   return dx;
 }
 
-// One warp per row: x read once (the first kCachedForward vectors of each lane stay in
-// registers), rstd and out written. Lane l takes the vectors l, l + 32, ... of the row.
+// a + b rounded to T: the residual stream's next value, exactly as the add kernel makes it.
 template <class T, int kVec>
+__device__ __forceinline__ Vec<T, kVec> added(const Vec<T, kVec>& a, const Vec<T, kVec>& b) {
+  Vec<T, kVec> out;
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) out.v[e] = from_float<T>(to_float(a.v[e]) + to_float(b.v[e]));
+  return out;
+}
+
+// One warp per row: x read once (the first kCachedForward vectors of each lane stay in
+// registers), rstd and out written. Lane l takes the vectors l, l + 32, ... of the row. With
+// kResidual (the fused-residual-norm switch) the row is x + b, written to `sum` as it is
+// formed: the residual add and the norm after it in one pass.
+template <class T, int kVec, bool kResidual>
 __global__ void __launch_bounds__(kThreads, 4)
-    rmsnorm_fused_forward_kernel(Successor next, T* out, float* rstd, const T* x, const T* w, int64_t n, int c,
-                                 float eps) {
+    rmsnorm_fused_forward_kernel(Successor next, T* out, float* rstd, T* sum, const T* x, const T* b, const T* w,
+                                 int64_t n, int c, float eps) {
   await_previous_kernel(next);
   using V = Vec<T, kVec>;
   const int64_t row = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
@@ -201,24 +218,32 @@ __global__ void __launch_bounds__(kThreads, 4)
   const int lane = threadIdx.x % 32, nv = c / kVec;
   const T* xr = x + row * c;
   T* outr = out + row * c;
-  V cached[kCachedForward];
-  float sum = 0.0f;
+  auto row_vector = [&](int j) {  // element j on: x, or x + b, written to sum
+    if (!kResidual) return V::load(xr + j);
+    const V v = added(V::load(xr + j), V::load(b + row * c + j));
+    v.store(sum + row * c + j);
+    return v;
+  };
+  constexpr int kCached = kResidual ? kCachedForward - 1 : kCachedForward;  // the add's loads need registers too
+  V cached[kCached];
+  float sq = 0.0f;
 #pragma unroll
-  for (int k = 0; k < kCachedForward; ++k)
+  for (int k = 0; k < kCached; ++k)
     if (lane + 32 * k < nv) {
-      cached[k] = V::load(xr + (lane + 32 * k) * kVec);
-      sum += sum_squares(cached[k]);
+      cached[k] = row_vector((lane + 32 * k) * kVec);
+      sq += sum_squares(cached[k]);
     }
-  for (int v = lane + 32 * kCachedForward; v < nv; v += 32) sum += sum_squares(V::load(xr + v * kVec));
-  const float r = rsqrtf(warp_sum(sum) / c + eps);
+  for (int v = lane + 32 * kCached; v < nv; v += 32) sq += sum_squares(row_vector(v * kVec));
+  const float r = rsqrtf(warp_sum(sq) / c + eps);
   if (lane == 0) rstd[row] = r;
 #pragma unroll
-  for (int k = 0; k < kCachedForward; ++k) {
+  for (int k = 0; k < kCached; ++k) {
     const int j = (lane + 32 * k) * kVec;
     if (j < c) scaled(cached[k], r, V::load(w + j)).store(outr + j);
   }
-  for (int j = (lane + 32 * kCachedForward) * kVec; j < c; j += 32 * kVec)
-    scaled(V::load(xr + j), r, V::load(w + j)).store(outr + j);
+  const T* again = kResidual ? sum + row * c : xr;  // this lane's own writes, read back
+  for (int j = (lane + 32 * kCached) * kVec; j < c; j += 32 * kVec)
+    scaled(V::load(again + j), r, V::load(w + j)).store(outr + j);
 }
 
 // dw[j, j + kVec) = sum over all rows of g x rstd, for the kVec columns from j = col_block *
@@ -257,8 +282,10 @@ __device__ __forceinline__ void rms_dw_columns(float* dw, const T* dout, const T
 // kept in shared memory as [warp][e][v] (element e of vector v) so that the lanes of a warp hit
 // consecutive banks, and at the end the block adds the warps' sums in warp order into
 // partial[b, :]. Without it, the blocks from `chunks` on compute dw itself, kVec columns each
-// (rms_dw_columns), at the same time as the rows.
-template <class T, int kVec, bool kPartialDw>
+// (rms_dw_columns), at the same time as the rows. With kAddDx (the fused-residual-norm switch)
+// dx is added to what the tensor holds, the residual stream's gradient, rounded as the add
+// kernel would round the two.
+template <class T, int kVec, bool kPartialDw, bool kAddDx>
 __global__ void __launch_bounds__(kThreads, 3)
     rmsnorm_fused_backward_kernel(Successor next, T* dx, float* dw_or_partial, const T* dout, const T* x, const T* w,
                                   const float* rstd, int64_t n, int c, int64_t rows_per_chunk, int chunks) {
@@ -295,17 +322,17 @@ __global__ void __launch_bounds__(kThreads, 3)
     for (int j = (lane + 32 * kCachedBackward) * kVec; j < c; j += 32 * kVec)
       dot += dot3(V::load(w + j), V::load(gr + j), V::load(xr + j));
     const float r = rstd[row], coef = r * r * r * warp_sum(dot) / c;
+    auto store_dx = [&](int v, const V& d) { (kAddDx ? added(V::load(dxr + v * kVec), d) : d).store(dxr + v * kVec); };
 #pragma unroll
     for (int k = 0; k < kCachedBackward; ++k) {
       const int v = lane + 32 * k;
       if (v < nv)
-        dx_and_dw<T, kVec, kPartialDw>(g_cached[k], x_cached[k], V::load(w + v * kVec), r, coef, dw_sum + v, nv)
-            .store(dxr + v * kVec);
+        store_dx(v, dx_and_dw<T, kVec, kPartialDw>(g_cached[k], x_cached[k], V::load(w + v * kVec), r, coef,
+                                                   dw_sum + v, nv));
     }
     for (int v = lane + 32 * kCachedBackward; v < nv; v += 32)
-      dx_and_dw<T, kVec, kPartialDw>(V::load(gr + v * kVec), V::load(xr + v * kVec), V::load(w + v * kVec), r, coef,
-                                     dw_sum + v, nv)
-          .store(dxr + v * kVec);
+      store_dx(v, dx_and_dw<T, kVec, kPartialDw>(V::load(gr + v * kVec), V::load(xr + v * kVec), V::load(w + v * kVec),
+                                                 r, coef, dw_sum + v, nv));
   }
   if (!kPartialDw) return;
   __syncthreads();
@@ -334,17 +361,64 @@ int64_t rmsnorm_scratch_numel(int64_t n, int c, bool fused) {
   return n + int64_t(kDwChunks) * c;
 }
 
+namespace {
+
+// The one-kernel forward, with the residual add (sum = x + b) or without (sum, b empty).
+void launch_fused_forward(const Tensor& out, const Tensor& rstd, const Tensor& sum, const Tensor& x, const Tensor& b,
+                          const Tensor& w, int64_t n, int c, float eps, Stream s) {
+  TT_DISPATCH_ACT(x.dtype, {
+    with_vec_width<T>(fits_vec16<T>(c, {out.ptr, x.ptr, w.ptr, sum.ptr, b.ptr}), [&](auto vec) {
+      constexpr int kVec = decltype(vec)::value;
+      auto go = [&](auto kernel) {
+        launch("rmsnorm_fused_forward_kernel", kernel, blocks_for(n, kRowsPerBlock), kThreads, 0, s,
+               static_cast<T*>(out.ptr), rstd.data<float>(), static_cast<T*>(sum.ptr), static_cast<const T*>(x.ptr),
+               static_cast<const T*>(b.ptr), static_cast<const T*>(w.ptr), n, c, eps);
+      };
+      if (sum.empty()) go(rmsnorm_fused_forward_kernel<T, kVec, false>);
+      else go(rmsnorm_fused_forward_kernel<T, kVec, true>);
+    });
+  });
+}
+
+// The one-kernel backward (c <= kSmemFloats), dx written or, with add_dx, added to.
+void launch_fused_backward(const Tensor& dx, const Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
+                           const Tensor& rstd, int64_t n, int c, bool add_dx, const Tensor& scratch, Stream s) {
+  TT_DISPATCH_ACT(x.dtype, {
+    T* dxp = static_cast<T*>(dx.ptr);
+    const T* g = static_cast<const T*>(dout.ptr);
+    const T* xp = static_cast<const T*>(x.ptr);
+    const T* wp = static_cast<const T*>(w.ptr);
+    const bool partial_dw = n > kDwColumnRows;
+    const int warps = partial_dw ? fused_backward_warps(c) : kThreads / 32;
+    const int chunks = int(std::min<int64_t>(kMaxFusedChunks, (n + warps - 1) / warps));
+    const int64_t rows_per_chunk = (n + chunks - 1) / chunks;
+    with_vec_width<T>(fits_vec16<T>(c, {dxp, g, xp, wp}), [&](auto vec) {
+      constexpr int kVec = decltype(vec)::value;
+      auto run = [&](auto kernel, unsigned blocks, size_t smem, float* dw_or_partial) {
+        launch("rmsnorm_fused_backward_kernel", kernel, blocks, 32 * warps, smem, s, dxp, dw_or_partial, g, xp, wp,
+               rstd.data<float>(), n, c, rows_per_chunk, chunks);
+      };
+      if (partial_dw) {
+        float* partial = scratch.data<float>();
+        const size_t smem = warps * c * sizeof(float);
+        if (add_dx) run(rmsnorm_fused_backward_kernel<T, kVec, true, true>, chunks, smem, partial);
+        else run(rmsnorm_fused_backward_kernel<T, kVec, true, false>, chunks, smem, partial);
+        launch_dw_sum(dw, partial, c, chunks, s);
+      } else if (add_dx) {
+        run(rmsnorm_fused_backward_kernel<T, kVec, false, true>, chunks + c / kVec, 0, dw.data<float>());
+      } else {
+        run(rmsnorm_fused_backward_kernel<T, kVec, false, false>, chunks + c / kVec, 0, dw.data<float>());
+      }
+    });
+  });
+}
+
+}  // namespace
+
 void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, const Tensor& w, int64_t n, int c,
                      float eps, bool fused, Stream s) {
+  if (fused) return launch_fused_forward(out, rstd, Tensor{}, x, Tensor{}, w, n, c, eps, s);
   TT_DISPATCH_ACT(x.dtype, {
-    if (fused) {
-      with_vec_width<T>(fits_vec16<T>(c, {out.ptr, x.ptr, w.ptr}), [&](auto vec) {
-        launch("rmsnorm_fused_forward_kernel", rmsnorm_fused_forward_kernel<T, decltype(vec)::value>,
-               blocks_for(n, kRowsPerBlock), kThreads, 0, s, static_cast<T*>(out.ptr), rstd.data<float>(),
-               static_cast<const T*>(x.ptr), static_cast<const T*>(w.ptr), n, c, eps);
-      });
-      return;
-    }
     launch("rms_kernel", rms_kernel<T>, blocks_for(n, kRowsPerBlock), kThreads, 0, s, rstd.data<float>(),
            static_cast<const T*>(x.ptr), n, c, eps);
     launch("rms_scale_kernel", rms_scale_kernel<T>, blocks_for(n * c, kThreads), kThreads, 0, s,
@@ -353,35 +427,23 @@ void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, con
   });
 }
 
+void add_rmsnorm_forward(const Tensor& sum, const Tensor& out, const Tensor& rstd, const Tensor& a, const Tensor& b,
+                         const Tensor& w, int64_t n, int c, float eps, Stream s) {
+  launch_fused_forward(out, rstd, sum, a, b, w, n, c, eps, s);
+}
+
+bool residual_rmsnorm_fits(int c) { return fused_backward_fits(c); }
+
 void rmsnorm_backward(const Tensor& dx, const Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
                       const Tensor& rstd, int64_t n, int c, bool fused, const Tensor& scratch, Stream s) {
   fused = fused && fused_backward_fits(c);
   TT_CHECK(scratch.numel >= rmsnorm_scratch_numel(n, c, fused), "rmsnorm scratch too small");
+  if (fused) return launch_fused_backward(dx, dw, dout, x, w, rstd, n, c, false, scratch, s);
   TT_DISPATCH_ACT(x.dtype, {
     T* dxp = static_cast<T*>(dx.ptr);
     const T* g = static_cast<const T*>(dout.ptr);
     const T* xp = static_cast<const T*>(x.ptr);
     const T* wp = static_cast<const T*>(w.ptr);
-    if (fused) {
-      const bool partial_dw = n > kDwColumnRows;
-      const int warps = partial_dw ? fused_backward_warps(c) : kThreads / 32;
-      const int chunks = int(std::min<int64_t>(kMaxFusedChunks, (n + warps - 1) / warps));
-      const int64_t rows_per_chunk = (n + chunks - 1) / chunks;
-      float* partial = scratch.data<float>();
-      with_vec_width<T>(fits_vec16<T>(c, {dxp, g, xp, wp}), [&](auto vec) {
-        constexpr int kVec = decltype(vec)::value;
-        if (partial_dw) {
-          launch("rmsnorm_fused_backward_kernel", rmsnorm_fused_backward_kernel<T, kVec, true>, chunks, 32 * warps,
-                 warps * c * sizeof(float), s, dxp, partial, g, xp, wp, rstd.data<float>(), n, c, rows_per_chunk,
-                 chunks);
-          launch_dw_sum(dw, partial, c, chunks, s);
-        } else {
-          launch("rmsnorm_fused_backward_kernel", rmsnorm_fused_backward_kernel<T, kVec, false>, chunks + c / kVec,
-                 32 * warps, 0, s, dxp, dw.data<float>(), g, xp, wp, rstd.data<float>(), n, c, rows_per_chunk, chunks);
-        }
-      });
-      return;
-    }
     float* coef = scratch.data<float>();
     float* partial = coef + n;
     launch("rms_backward_coef_kernel", rms_backward_coef_kernel<T>, blocks_for(n, kRowsPerBlock), kThreads, 0, s, coef,
@@ -392,6 +454,12 @@ void rmsnorm_backward(const Tensor& dx, const Tensor& dw, const Tensor& dout, co
            partial, g, xp, rstd.data<float>(), n, c);
     launch_dw_sum(dw, partial, c, kDwChunks, s);
   });
+}
+
+void rmsnorm_backward_add(const Tensor& dres, const Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
+                          const Tensor& rstd, int64_t n, int c, const Tensor& scratch, Stream s) {
+  TT_CHECK(fused_backward_fits(c) && scratch.numel >= rmsnorm_scratch_numel(n, c, true), "rmsnorm scratch too small");
+  launch_fused_backward(dres, dw, dout, x, w, rstd, n, c, true, scratch, s);
 }
 
 }  // namespace tt::cuda

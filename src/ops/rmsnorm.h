@@ -5,6 +5,10 @@
 // backward: dx and dw (both overwritten):
 //   dx[i,j] = rstd[i] * (w[j] dout[i,j] - x[i,j] rstd[i]^2 mean_k(w[k] dout[i,k] x[i,k]))
 //   dw[j]   = sum_i dout[i,j] x[i,j] rstd[i]
+// With the residual add before it (the fused-residual-norm switch, version 4):
+//   forward:  sum = a + b (the residual stream, overwritten), then the norm of sum;
+//   backward: dx added to the residual stream's gradient (dres += dx) instead of written.
+// Both round exactly as the separate add would: the fused and unfused paths agree bit for bit.
 #pragma once
 #include "core/stream.h"
 #include "core/tensor.h"
@@ -28,8 +32,14 @@ void rmsnorm_forward(T* out, S* rstd, const T* x, const T* w, int64_t n, int c, 
 }
 
 template <class T, class S>
+void add_rmsnorm_forward(T* sum, T* out, S* rstd, const T* a, const T* b, const T* w, int64_t n, int c, double eps) {
+  for (int64_t i = 0; i < n * c; ++i) sum[i] = a[i] + b[i];
+  rmsnorm_forward(out, rstd, sum, w, n, c, eps);
+}
+
+template <class T, class S>
 void rmsnorm_backward(T* dx, T* dw, const T* dout, const T* x, const T* w, const S* rstd,
-                      int64_t n, int c) {
+                      int64_t n, int c, bool add_dx = false) {
 #pragma omp parallel for
   for (int64_t i = 0; i < n; ++i) {
     const T* xi = x + i * c;
@@ -38,7 +48,10 @@ void rmsnorm_backward(T* dx, T* dw, const T* dout, const T* x, const T* w, const
     T dot = 0;
     for (int j = 0; j < c; ++j) dot += w[j] * gi[j] * xi[j];
     const T coef = r * r * dot / T(c);
-    for (int j = 0; j < c; ++j) dx[i * c + j] = r * (w[j] * gi[j] - xi[j] * coef);
+    for (int j = 0; j < c; ++j) {
+      const T d = r * (w[j] * gi[j] - xi[j] * coef);
+      dx[i * c + j] = add_dx ? dx[i * c + j] + d : d;
+    }
   }
   std::fill(dw, dw + c, T(0));
   for (int64_t i = 0; i < n; ++i) {  // in row order: deterministic
@@ -63,4 +76,11 @@ void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, con
                      float eps, bool fused, Stream s);
 void rmsnorm_backward(const Tensor& dx, const Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
                       const Tensor& rstd, int64_t n, int c, bool fused, const Tensor& scratch, Stream s);
+// The residual forms, one kernel each way (version 3's, with the add inside), for rows of up to
+// 12288 elements (residual_rmsnorm_fits); the backward's scratch is that of fused = true.
+bool residual_rmsnorm_fits(int c);
+void add_rmsnorm_forward(const Tensor& sum, const Tensor& out, const Tensor& rstd, const Tensor& a, const Tensor& b,
+                         const Tensor& w, int64_t n, int c, float eps, Stream s);
+void rmsnorm_backward_add(const Tensor& dres, const Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
+                          const Tensor& rstd, int64_t n, int c, const Tensor& scratch, Stream s);
 }  // namespace tt::cuda

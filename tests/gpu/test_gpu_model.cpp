@@ -18,7 +18,8 @@ struct Case {
   int classifier_chunk = 0;  // tokens per chunk of the fused classifier (0: automatic)
 };
 
-// Every version-2 and version-3 switch alone on top of v1, and all of them (v2, v3), in fp32 and bf16.
+// Every switch alone on top of v1, the version-4 ones on v3 too, and each version (v2, v3, v4), in fp32
+// and bf16.
 const Case kCases[] = {
     {"v1_fp32", 1, "", false, 1e-5, 1e-4, 1e-4},
     {"v1_bf16", 1, "", true, 2e-2, 2e-2, 2e-2},
@@ -51,6 +52,19 @@ const Case kCases[] = {
     {"fused_classifier_chunks_bf16", 1, "fused-classifier", true, 2e-2, 2e-2, 2e-2, 20},
     {"v3_fused_classifier_fp32", 3, "fused-classifier", false, 1e-5, 1e-4, 1e-4, 20},
     {"v3_fused_classifier_bf16", 3, "fused-classifier", true, 2e-2, 2e-2, 2e-2, 20},
+    {"fused_residual_norm_fp32", 1, "fused-residual-norm", false, 1e-5, 1e-4, 1e-4},
+    {"fused_residual_norm_bf16", 1, "fused-residual-norm", true, 2e-2, 2e-2, 2e-2},
+    {"v3_fused_residual_norm_fp32", 3, "fused-residual-norm", false, 1e-5, 1e-4, 1e-4},
+    {"v3_fused_residual_norm_bf16", 3, "fused-residual-norm", true, 2e-2, 2e-2, 2e-2},
+    {"fused_adamw_fp32", 1, "fused-adamw", false, 1e-5, 1e-4, 1e-4},
+    {"fused_adamw_bf16", 1, "fused-adamw", true, 2e-2, 2e-2, 2e-2},
+    {"v3_fused_adamw_fp32", 3, "fused-adamw", false, 1e-5, 1e-4, 1e-4},
+    {"v3_fused_adamw_bf16", 3, "fused-adamw", true, 2e-2, 2e-2, 2e-2},
+    {"gemm_epilogues_fp32", 1, "gemm-epilogues", false, 1e-5, 1e-4, 1e-4},
+    {"gemm_epilogues_bf16", 1, "gemm-epilogues", true, 2e-2, 2e-2, 2e-2},
+    {"v3_gemm_epilogues_bf16", 3, "gemm-epilogues", true, 2e-2, 2e-2, 2e-2},
+    {"v4_fp32", 4, "", false, 1e-5, 1e-4, 1e-4, 20},
+    {"v4_bf16", 4, "", true, 2e-2, 2e-2, 2e-2, 20},
 };
 
 ModelConfig small_config() {
@@ -165,21 +179,27 @@ TEST_P(GpuModel, TwoRunsAreBitIdentical) {
   expect_same_runs(*be2, a, b, p1, p2);
 }
 
-// Switches that change how the step is launched, not what it computes: a captured and
-// replayed step (cuda-graph, on v2) and our kernels launched programmatically
-// (programmatic-launch, on v3, so also inside a captured graph) compute exactly what the
-// plain launches compute.
+// Switches that change how the step is launched or ordered, not what it computes: a captured
+// and replayed step (cuda-graph, on v2), our kernels launched programmatically
+// (programmatic-launch, on v3, so also inside a captured graph), the residual adds inside the
+// norms (fused-residual-norm) and AdamW over the flat buffer, behind the backward on a second
+// stream (fused-adamw), each against v3 without it: the same bits as the plain way.
 struct LaunchCase {
   const char* name;
   int version;
+  const char* on;             // turned on for both runs ("" for none)
   const char* launch_switch;  // turned off for the second run
   bool amp;
 };
 const LaunchCase kLaunchCases[] = {
-    {"cuda_graph_fp32", 2, "cuda-graph", false},
-    {"cuda_graph_bf16", 2, "cuda-graph", true},
-    {"programmatic_launch_fp32", 3, "programmatic-launch", false},
-    {"programmatic_launch_bf16", 3, "programmatic-launch", true},
+    {"cuda_graph_fp32", 2, "", "cuda-graph", false},
+    {"cuda_graph_bf16", 2, "", "cuda-graph", true},
+    {"programmatic_launch_fp32", 3, "", "programmatic-launch", false},
+    {"programmatic_launch_bf16", 3, "", "programmatic-launch", true},
+    {"fused_residual_norm_fp32", 3, "fused-residual-norm", "fused-residual-norm", false},
+    {"fused_residual_norm_bf16", 3, "fused-residual-norm", "fused-residual-norm", true},
+    {"fused_adamw_fp32", 3, "fused-adamw", "fused-adamw", false},
+    {"fused_adamw_bf16", 3, "fused-adamw", "fused-adamw", true},
 };
 
 class GpuLaunch : public ::testing::TestWithParam<LaunchCase> {
@@ -189,7 +209,9 @@ class GpuLaunch : public ::testing::TestWithParam<LaunchCase> {
 
 TEST_P(GpuLaunch, ResultsEqualPlainLaunchesBitForBit) {
   const LaunchCase& k = GetParam();
-  Plan with = plan_for_version(k.version), without = with;
+  Plan with = plan_for_version(k.version);
+  if (*k.on) set_switch(with, k.on, true, "test");
+  Plan without = with;
   with.amp = without.amp = k.amp;
   set_switch(without, k.launch_switch, false, "test");
   std::vector<float> p1, p2;

@@ -7,6 +7,7 @@
 
 #include <nvtx3/nvToolsExt.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "backend/backend.h"
@@ -53,12 +54,18 @@ class DeviceMemory final : public MemoryResource {
 // third were slower for no reason of their own. A backend serves one model at a time and the
 // process drives them from one thread, so sharing the stream orders nothing that was not
 // already in order.
+// The second stream, for the optimizer behind the backward pass (fused-adamw), the same way.
+cudaStream_t new_stream() {
+  cudaStream_t s = nullptr;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  return s;
+}
 cudaStream_t process_stream() {
-  static const cudaStream_t stream = [] {
-    cudaStream_t s = nullptr;
-    CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    return s;
-  }();
+  static const cudaStream_t stream = new_stream();
+  return stream;
+}
+cudaStream_t process_side_stream() {
+  static const cudaStream_t stream = new_stream();
   return stream;
 }
 
@@ -80,9 +87,15 @@ class CudaBackend final : public Backend {
     for (cudaEvent_t& e : marks_) CUDA_CHECK(cudaEventCreate(&e));
     CUDA_CHECK(cudaMallocHost(&adamw_host_, sizeof(cuda::AdamWScalars)));
     CUDA_CHECK(cudaEventCreateWithFlags(&adamw_copied_, cudaEventDisableTiming));
+    side_ = process_side_stream();
+    CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
   }
   ~CudaBackend() override {
     cudaStreamSynchronize(stream_);  // this backend's work is done before its resources go
+    cudaStreamSynchronize(side_);
+    cudaEventDestroy(fork_);
+    cudaEventDestroy(join_);
     cudnn_.reset();
     if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
     cudaFreeHost(adamw_host_);
@@ -126,7 +139,13 @@ class CudaBackend final : public Backend {
     embedding_ = {take(DType::I32, sort[0]), take(DType::I32, sort[1]), take(DType::I32, sort[2]),
                   take(DType::I32, sort[3])};
     if (embedding_.positions.ptr) cuda::embedding_prepare(embedding_, kernel_stream());  // the real pass
-    rmsnorm_scratch_ = take(DType::F32, cuda::rmsnorm_scratch_numel(m.tokens(), m.C, plan_.custom_rmsnorm));
+    if (plan_.fused_residual_norm && !cuda::residual_rmsnorm_fits(m.C))
+      usage_fail("fused-residual-norm: its kernels take rows of up to 12288 elements (--hidden-dim " +
+                 std::to_string(m.C) + "); turn it off with --disable-fused-residual-norm");
+    // The norms without an add before them take the custom-rmsnorm switch's kernels; those with
+    // one (fused-residual-norm) the one-kernel ones: scratch for both.
+    rmsnorm_scratch_ = take(DType::F32, std::max(cuda::rmsnorm_scratch_numel(m.tokens(), m.C, plan_.custom_rmsnorm),
+                                                 plan_.fused_residual_norm ? cuda::rmsnorm_scratch_numel(m.tokens(), m.C, true) : 0));
     swiglu_scratch_ = swiglu_kernels() == cuda::SwiGluKernels::Unfused ? take(act, m.tokens() * m.F) : Tensor{};
     if (cublas_workspace_.ptr)  // the arena's real pass: bind the workspace
       CUBLAS_CHECK(cublasSetWorkspace(cublas_, cublas_workspace_.ptr, kCublasWorkspaceBytes));
@@ -187,6 +206,14 @@ class CudaBackend final : public Backend {
                         const Tensor& rstd, int64_t n, int c) override {
     cuda::rmsnorm_backward(dx, dw, dout, x, w, rstd, n, c, plan_.custom_rmsnorm, rmsnorm_scratch_, kernel_stream());
   }
+  void add_rmsnorm_forward(const Tensor& sum, const Tensor& out, const Tensor& rstd, const Tensor& a, const Tensor& b,
+                           const Tensor& w, int64_t n, int c, double eps) override {
+    cuda::add_rmsnorm_forward(sum, out, rstd, a, b, w, n, c, float(eps), kernel_stream());
+  }
+  void rmsnorm_backward_add(const Tensor& dres, const Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
+                            const Tensor& rstd, int64_t n, int c) override {
+    cuda::rmsnorm_backward_add(dres, dw, dout, x, w, rstd, n, c, rmsnorm_scratch_, kernel_stream());
+  }
   void rope_forward(const Tensor& x, const Tensor& table, const RopeShape& s) override {
     cuda::rope(x, table, s, false, plan_.custom_rope, kernel_stream());
   }
@@ -243,6 +270,21 @@ class CudaBackend final : public Backend {
     cuda::adamw(p, g, m, v, p_act, static_cast<const cuda::AdamWScalars*>(adamw_device_.ptr), kernel_stream());
   }
 
+  void adamw_behind(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const Tensor& p_act) override {
+    // Inside a capture the record and the wait become the graph's edges between the streams.
+    CUDA_CHECK(cudaEventRecord(fork_, stream_));
+    CUDA_CHECK(cudaStreamWaitEvent(side_, fork_, 0));
+    cuda::adamw(p, g, m, v, p_act, static_cast<const cuda::AdamWScalars*>(adamw_device_.ptr),
+                Stream{side_, plan_.programmatic_launch});
+    behind_ = true;
+  }
+  void wait_behind() override {
+    if (!behind_) return;
+    CUDA_CHECK(cudaEventRecord(join_, side_));
+    CUDA_CHECK(cudaStreamWaitEvent(stream_, join_, 0));
+    behind_ = false;
+  }
+
   bool graph_capture_begin() override {
     CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
     capturing_ = true;
@@ -281,11 +323,12 @@ class CudaBackend final : public Backend {
   static bool implemented(bool Plan::*field) {
     for (bool Plan::*f : {&Plan::qkv_fusion, &Plan::gate_up_fusion, &Plan::flash_attention, &Plan::cuda_graph,
                           &Plan::custom_attention, &Plan::custom_rmsnorm, &Plan::custom_swiglu, &Plan::custom_rope,
-                          &Plan::programmatic_launch, &Plan::fused_classifier, &Plan::fused_adamw})
+                          &Plan::programmatic_launch, &Plan::fused_classifier, &Plan::fused_residual_norm,
+                          &Plan::fused_adamw, &Plan::gemm_epilogues})
       if (f == field) return true;
     return false;
   }
-  cuda::Blas blas() const { return {cublas_, plan_.tf32, kernel_stream()}; }
+  cuda::Blas blas() const { return {cublas_, plan_.tf32, kernel_stream(), lt_.get(), cublas_workspace_}; }
   // The stream as our kernels' launchers take it: programmatic with the programmatic-launch switch.
   Stream kernel_stream() const { return {stream_, plan_.programmatic_launch}; }
   // custom-swiglu alone also gets the vectorized kernels: the model lays out gate and up as
@@ -313,6 +356,9 @@ class CudaBackend final : public Backend {
   Tensor cublas_workspace_, rmsnorm_scratch_, swiglu_scratch_, adamw_device_;
   cuda::AdamWScalars* adamw_host_ = nullptr;  // pinned
   cudaEvent_t adamw_copied_ = nullptr;         // recorded after each copy of adamw_host_
+  cudaStream_t side_ = nullptr;                 // the optimizer behind the backward
+  cudaEvent_t fork_ = nullptr, join_ = nullptr;  // main -> side before each update, side -> main at the end
+  bool behind_ = false;                          // updates enqueued on side_ that main has not waited for
   cudaGraphExec_t graph_exec_ = nullptr;
   bool capturing_ = false;
   cuda::AttentionScratch attn_;
@@ -320,6 +366,7 @@ class CudaBackend final : public Backend {
   Tensor flash_scratch_;  // our flash attention's backward: rowsum(dO * O)
   cuda::EmbeddingScratch embedding_;
   std::unique_ptr<cuda::CudnnAttention> cudnn_;
+  std::unique_ptr<cuda::LtProducts> lt_ = std::make_unique<cuda::LtProducts>();  // gemm-epilogues' products
   Tensor cudnn_workspace_;
 };
 
