@@ -84,6 +84,9 @@ Plan op_plan(int version, Op op, bool amp) {
   p.tf32 = false;
   p.programmatic_launch = false;
   if (op != Op::Attention) p.custom_attention = false;
+  // In fp32 the backend keeps v2's materialized attention where its scores fit (it is faster
+  // there); the v3 row times our FMA flash attention all the same.
+  if (op == Op::Attention && version >= 3) p.flash_attention = false;
   if (op != Op::RmsNorm) p.custom_rmsnorm = false;
   if (op != Op::SwiGlu) p.custom_swiglu = false;
   if (op != Op::Rope) p.custom_rope = false;

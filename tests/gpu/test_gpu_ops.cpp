@@ -137,14 +137,20 @@ TEST_P(GpuOps, ResidualRmsNorm) {
     GpuBackend be(p, shape_for(n, c));
     auto a = input(size_t(n) * c, 2.0), b = input(size_t(n) * c, 2.0), w = input(c), dout = input(size_t(n) * c),
          dres = input(size_t(n) * c);
+    // The sum is rounded to the tested type, as the contract says (the residual stream is stored).
     std::vector<double> sum_ref(size_t(n) * c), out_ref(size_t(n) * c), rstd_ref(n), dres_ref = dres, dw_ref(c);
-    ref::add_rmsnorm_forward(sum_ref.data(), out_ref.data(), rstd_ref.data(), a.data(), b.data(), w.data(), n, c, 1e-5);
+    for (size_t i = 0; i < sum_ref.size(); ++i) {
+      const float v = float(a[i] + b[i]);
+      sum_ref[i] = act() == DType::BF16 ? bf16_to_float(float_to_bf16(v)) : v;
+    }
+    ref::rmsnorm_forward(out_ref.data(), rstd_ref.data(), sum_ref.data(), w.data(), n, c, 1e-5);
     ref::rmsnorm_backward(dres_ref.data(), dw_ref.data(), dout.data(), sum_ref.data(), w.data(), rstd_ref.data(), n, c,
                           true);
     DeviceBuffer A(act(), a), B(act(), b), W(act(), w), DOUT(act(), dout), SUM(act(), int64_t(n) * c),
         OUT(act(), int64_t(n) * c), RSTD(DType::F32, n), DRES(act(), dres), DW(DType::F32, c);
     SUM.poison(), OUT.poison(), RSTD.poison(), DW.poison();
     be->add_rmsnorm_forward(SUM, OUT, RSTD, A, B, W, n, c, 1e-5);
+    EXPECT_MATCHES(SUM.get(), sum_ref, act() == DType::F32 ? 1e-7 : 1e-6);
     EXPECT_MATCHES(OUT.get(), out_ref, tol());
     EXPECT_MATCHES(RSTD.get(), rstd_ref, act() == DType::F32 ? 1e-6 : 1e-5);
     be->rmsnorm_backward_add(DRES, DW, DOUT, SUM, W, RSTD, n, c);
@@ -192,7 +198,8 @@ class GpuAttention : public GpuOps {};
 
 // v1: materialized with a separate scale kernel; v2: fused scale+mask+softmax in fp32, cuDNN's
 // flash attention in bf16 (materialized for a sequence of 1, which cuDNN does not take); v3: our
-// flash attention (tensor cores in bf16, FMA in fp32), whose backward must also repeat bit for bit.
+// flash attention with tensor cores in bf16, and in fp32 v2's way at these sizes, with our FMA
+// flash attention called directly; our backwards must also repeat bit for bit.
 // The batch-44 cases are grids large enough for two warpgroups per block in our bf16 kernels.
 // Our bf16 backward splits long columns into chunks where the grid is too small for the GPU
 // (ColumnSplit in flash_attention.cu; the choice depends on the SM count). On the H100 it splits
@@ -225,16 +232,31 @@ TEST_P(GpuAttention, MatchesReference) {
       be->attention_backward(DQKV, DATT, QKV, ATT, SAVED, s);
       if (version == 2 && p.amp && T > 1)
         EXPECT_NE(be->attention_kind().find("cuDNN"), std::string::npos) << be->attention_kind();
-      if (version == 3)
+      if (version == 3 && p.amp)
         EXPECT_EQ(be->attention_kind().rfind("our flash attention (", 0), 0u) << be->attention_kind();
       EXPECT_MATCHES(ATT.get(), att_ref, tol());
       const std::vector<double> dqkv = DQKV.get();
       EXPECT_MATCHES(dqkv, dqkv_ref, act() == DType::F32 ? 1e-5 : 2e-2);
-      if (version == 3) {
+      if (version == 3 && p.amp) {
         DQKV.poison();
         be->attention_backward(DQKV, DATT, QKV, ATT, SAVED, s);
         EXPECT_TRUE(DQKV.get() == dqkv) << "a second backward differs from the first";
       }
+      if (version != 3 || p.amp) continue;
+      // In fp32 the backend keeps the materialized path at these sizes (it is faster there): our
+      // FMA flash attention, called directly, against the same reference, twice.
+      EXPECT_NE(be->attention_kind().find("materialized"), std::string::npos) << be->attention_kind();
+      DeviceBuffer LSE(DType::F32, int64_t(s.B) * s.H * T),
+          SCRATCH(DType::F32, cuda::flash_attention_scratch_numel(s, DType::F32));
+      ATT.poison(), LSE.poison(), DQKV.poison();
+      cuda::flash_attention_forward(ATT, LSE, QKV, s, Stream{});
+      cuda::flash_attention_backward(DQKV, DATT, QKV, ATT, LSE, s, SCRATCH, Stream{});
+      EXPECT_MATCHES(ATT.get(), att_ref, tol());
+      const std::vector<double> flash_dqkv = DQKV.get();
+      EXPECT_MATCHES(flash_dqkv, dqkv_ref, 1e-5);
+      DQKV.poison();
+      cuda::flash_attention_backward(DQKV, DATT, QKV, ATT, LSE, s, SCRATCH, Stream{});
+      EXPECT_TRUE(DQKV.get() == flash_dqkv) << "a second backward differs from the first";
     }
 }
 

@@ -120,6 +120,7 @@ class CudaBackend final : public Backend {
     auto take = [&](DType d, int64_t n) { return a.take(Category::Workspace, d, n); };
     cublas_workspace_ = take(DType::F32, kCublasWorkspaceBytes / 4);
     adamw_device_ = take(DType::F32, sizeof(cuda::AdamWScalars) / 4);
+    shape_ = attn;
     use_custom_attention_ = uses_custom_attention(attn);
     use_cudnn_ = uses_cudnn(attn);
     if (use_custom_attention_) {
@@ -304,8 +305,11 @@ class CudaBackend final : public Backend {
   std::string attention_kind() const override {
     if (use_custom_attention_)
       return plan_.amp ? "our flash attention (tensor cores, wgmma bf16)" : "our flash attention (fp32 FMA)";
-    if (plan_.custom_attention)
+    if (plan_.custom_attention && !cuda::flash_attention_supports(shape_))
       return "our flash attention needs head size 32, 64 or 128: " + fallback_attention_kind();
+    if (plan_.custom_attention)
+      return fallback_attention_kind() + ", faster in fp32 than our FMA flash attention while a layer's scores take "
+             "up to 1 GiB";
     return fallback_attention_kind();
   }
   std::string fallback_attention_kind() const {
@@ -339,8 +343,16 @@ class CudaBackend final : public Backend {
   }
   // Our flash attention (custom-attention) where it supports the head size; otherwise cuDNN's
   // fused attention, bf16 with the flash-attention switch, where cuDNN supports the shape.
+  //
+  // In fp32 our flash attention (FMA, no tensor cores) is the slower way wherever the
+  // materialized scores fit: on an H100 at batch 8 the cuBLAS products with the fused softmax of
+  // the flash-attention switch ran forward plus backward 1.8x faster at sequence 128 and 3.7x at
+  // 1024 (docs/versions/v4.md). Its gain is memory, no T x T scores: so in fp32 it takes over
+  // only where one layer's probabilities would exceed kFp32ScoresBytes.
+  static constexpr int64_t kFp32ScoresBytes = int64_t(1) << 30;
   bool uses_custom_attention(const AttnShape& s) const {
-    return plan_.custom_attention && cuda::flash_attention_supports(s);
+    if (!plan_.custom_attention || !cuda::flash_attention_supports(s)) return false;
+    return plan_.amp || !plan_.flash_attention || int64_t(s.B) * s.H * s.T * s.T * 4 > kFp32ScoresBytes;
   }
   bool uses_cudnn(const AttnShape& s) const {
     return !uses_custom_attention(s) && plan_.flash_attention && plan_.amp && s.T > 1 && s.D % 8 == 0 && s.D <= 256;
@@ -363,6 +375,7 @@ class CudaBackend final : public Backend {
   bool capturing_ = false;
   cuda::AttentionScratch attn_;
   bool use_cudnn_ = false, use_custom_attention_ = false;
+  AttnShape shape_{};  // the attention's shape, from layout_workspace
   Tensor flash_scratch_;  // our flash attention's backward: rowsum(dO * O)
   cuda::EmbeddingScratch embedding_;
   std::unique_ptr<cuda::CudnnAttention> cudnn_;
