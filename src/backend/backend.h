@@ -175,6 +175,7 @@ struct DeviceInfo {
   int sm_clock_mhz = 0;         // peak clocks (GPU)
   int memory_clock_mhz = 0;
   int multiprocessors = 0;
+  size_t l2_bytes = 0;          // the GPU's L2 cache
   std::string driver, runtime;  // CUDA versions, "12.8"
   size_t memory_total = 0, memory_free = 0;
 };

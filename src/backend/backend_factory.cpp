@@ -46,6 +46,7 @@ DeviceInfo device_info(bool cuda) {
     if (cudaGetDeviceProperties(&p, 0) == cudaSuccess) {
       d.name = p.name;
       d.multiprocessors = p.multiProcessorCount;
+      d.l2_bytes = size_t(p.l2CacheSize);
     }
     if (cudaDeviceGetAttribute(&v, cudaDevAttrClockRate, 0) == cudaSuccess) d.sm_clock_mhz = v / 1000;
     if (cudaDeviceGetAttribute(&v, cudaDevAttrMemoryClockRate, 0) == cudaSuccess) d.memory_clock_mhz = v / 1000;

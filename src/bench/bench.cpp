@@ -1,6 +1,9 @@
 #include "bench/bench.h"
 
 #include <fmt/format.h>
+
+#include <map>
+#include <tuple>
 #include <unistd.h>
 
 #include <algorithm>
@@ -94,7 +97,7 @@ void write_bench_csv(std::ostream& out, const std::vector<BenchPoint>& points, c
 json environment_json(const DeviceInfo& d, const std::string& commit) {
   return {{"name", d.name},       {"sm_clock_mhz", d.sm_clock_mhz}, {"memory_clock_mhz", d.memory_clock_mhz},
           {"multiprocessors", d.multiprocessors}, {"driver", d.driver}, {"cuda_runtime", d.runtime},
-          {"memory_total_bytes", d.memory_total}, {"commit", commit}};
+          {"memory_total_bytes", d.memory_total}, {"l2_bytes", d.l2_bytes}, {"commit", commit}};
 }
 
 void write_bench_json(std::ostream& out, const BenchOptions& o, const std::vector<BenchPoint>& points,
@@ -240,6 +243,52 @@ void print_table(std::ostream& log, const std::vector<BenchPoint>& points) {
   }
 }
 
+// PyTorch's strongest mode (compile + graph) of a bench/pytorch_reference.py --json file, by
+// precision, batch and sequence length.
+std::map<std::tuple<std::string, int, int>, double> read_pytorch_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) usage_fail("--pytorch: cannot read '" + path + "'");
+  std::map<std::tuple<std::string, int, int>, double> ms;
+  try {
+    for (const json& p : json::parse(in).at("points"))
+      if (p.at("version") == "pytorch-compile+graph" && p.at("status") == "ok")
+        ms[{p.at("precision").get<std::string>(), p.at("batch_size").get<int>(), p.at("seq_len").get<int>()}] =
+            p.at("ms_median").get<double>();
+  } catch (const json::exception&) {
+    usage_fail("--pytorch: '" + path + "' is not a JSON file of bench/pytorch_reference.py --json");
+  }
+  return ms;
+}
+
+// The ladder: for each precision and shape, the versions in order and whether each is no slower
+// than the one below it, with PyTorch's strongest beside them when given.
+void print_ladder(std::ostream& log, const std::vector<BenchPoint>& points,
+                  const std::map<std::tuple<std::string, int, int>, double>& torch) {
+  std::map<std::tuple<std::string, int, int>, std::vector<const BenchPoint*>> rungs;
+  for (const BenchPoint& p : points)
+    if (p.status == "ok") rungs[{p.precision, p.batch, p.seq_len}].push_back(&p);
+  bool header = false;
+  for (auto& [key, list] : rungs) {
+    if (list.size() < 2 && !torch.count(key)) continue;
+    if (!header) log << "Ladder (ms per step; each version must be no slower than the one below it):\n";
+    header = true;
+    std::sort(list.begin(), list.end(), [](const BenchPoint* a, const BenchPoint* b) { return a->version < b->version; });
+    std::string line = fmt::format("  {} batch {} seq {}:", std::get<0>(key), std::get<1>(key), std::get<2>(key));
+    std::string broken;
+    for (size_t i = 0; i < list.size(); ++i) {
+      line += fmt::format("{} v{} {:.3f}", i ? " >" : "", list[i]->version, list[i]->ms_median);
+      if (i && list[i]->ms_median > list[i - 1]->ms_median)
+        broken += fmt::format(" v{} slower than v{};", list[i]->version, list[i - 1]->version);
+    }
+    line += broken.empty() ? "  holds" : "  BROKEN:" + broken;
+    const auto t = torch.find(key);
+    if (t != torch.end())
+      line += fmt::format(" | PyTorch strongest {:.3f} ({:.2f}x of it: v{})", t->second, t->second / list.back()->ms_median,
+                          list.back()->version);
+    log << line << "\n";
+  }
+}
+
 size_t memory_budget(const BenchOptions& o, bool cuda) {
   if (o.memory_budget_mb > 0) return size_t(o.memory_budget_mb * 1e6);
   if (cuda) return device_info(true).memory_free;
@@ -293,6 +342,8 @@ void find_max_batches(const BenchOptions& o, std::ostream& log) {
 bool run_bench(const BenchOptions& o, std::ostream& log) {
   validate(o);
   const std::vector<BenchPoint> baseline = o.baseline_path.empty() ? std::vector<BenchPoint>{} : read_bench_json(o.baseline_path);
+  const auto torch = o.pytorch_path.empty() ? std::map<std::tuple<std::string, int, int>, double>{}
+                                            : read_pytorch_json(o.pytorch_path);
   std::string why;
   const bool cuda = o.base.backend.device == DeviceKind::Cuda ||
                     (o.base.backend.device == DeviceKind::Auto && cuda_available(&why));
@@ -317,6 +368,7 @@ bool run_bench(const BenchOptions& o, std::ostream& log) {
         }
   progress(log, total, total, "done");
   print_table(log, points);
+  print_ladder(log, points, torch);
   if (!o.csv_path.empty())
     write_file_atomic(o.csv_path, [&](std::ostream& out) { write_bench_csv(out, points, device, commit); });
   if (!o.json_path.empty())

@@ -19,6 +19,7 @@
 #include "core/files.h"
 #include "core/rng.h"
 #include "model/config.h"
+#include "model/params.h"
 #include "ops/rope.h"
 
 namespace tt {
@@ -27,9 +28,9 @@ void KernelBenchOptions::validate() const {
   auto positive = [](int v, const char* flag) {
     if (v <= 0) usage_fail(std::string(flag) + ": must be a positive integer (got " + std::to_string(v) + ")");
   };
-  if (versions.empty()) usage_fail("--impl: give at least one of v1, v2, v3");
+  if (versions.empty()) usage_fail("--impl: give at least one of v1, v2, v3, v4");
   for (int v : versions)
-    if (v < 1 || v > 3) usage_fail("--impl: implementations are v1, v2 and v3 (got v" + std::to_string(v) + ")");
+    if (v < 1 || v > 4) usage_fail("--impl: implementations are v1 to v4 (got v" + std::to_string(v) + ")");
   if (precision != "bf16" && precision != "fp32") usage_fail("--precision: must be bf16 or fp32 (got '" + precision + "')");
   positive(batch, "--batch-size");
   positive(seq_len, "--seq-len");
@@ -41,6 +42,7 @@ void KernelBenchOptions::validate() const {
   positive(kv_heads, "--num-kv-heads");
   positive(head_dim, "--head-dim");
   positive(intermediate, "--intermediate-size");
+  if (vocab < 2 || vocab > (1 << 20)) usage_fail("--vocab-size: must be in [2, 1048576] (got " + std::to_string(vocab) + ")");
   if (heads % kv_heads != 0) usage_fail("--num-kv-heads: must divide --num-heads");
   if (head_dim % 2 != 0) usage_fail("--head-dim: must be even (RoPE rotates pairs)");
   positive(repeats, "--repeats");
@@ -60,8 +62,8 @@ void KernelBenchOptions::validate() const {
 
 namespace {
 
-enum class Op { Attention, RmsNorm, SwiGlu, Rope };
-const Op kOps[] = {Op::Attention, Op::RmsNorm, Op::SwiGlu, Op::Rope};
+enum class Op { Attention, RmsNorm, SwiGlu, Rope, ResidualNorm, CrossEntropy };
+const Op kOps[] = {Op::Attention, Op::RmsNorm, Op::SwiGlu, Op::Rope, Op::ResidualNorm, Op::CrossEntropy};
 
 const char* op_name(Op op) {
   switch (op) {
@@ -69,9 +71,18 @@ const char* op_name(Op op) {
     case Op::RmsNorm: return "rmsnorm";
     case Op::SwiGlu: return "swiglu";
     case Op::Rope: return "rope";
+    case Op::ResidualNorm: return "residual_norm";
+    case Op::CrossEntropy: return "cross_entropy";
   }
   return "?";
 }
+
+// Version 3's kernels are compared with version 2's, version 4's fusions with version 3's; an
+// operation has no row for a version where it is the same as the one below.
+bool fused_in_v4(Op op) { return op == Op::ResidualNorm || op == Op::CrossEntropy; }
+int base_version(Op op) { return fused_in_v4(op) ? 3 : 2; }
+bool has_row(Op op, int version) { return fused_in_v4(op) ? version >= 3 : version <= 3; }
+constexpr int64_t kMaxClassifierRows = 16384;
 
 // The plan of `version` for timing `op`: the preset in the run's precision with the custom
 // kernels of the other operations off (they do not change this operation), so that a row is
@@ -90,6 +101,9 @@ Plan op_plan(int version, Op op, bool amp) {
   if (op != Op::RmsNorm) p.custom_rmsnorm = false;
   if (op != Op::SwiGlu) p.custom_swiglu = false;
   if (op != Op::Rope) p.custom_rope = false;
+  if (op != Op::ResidualNorm) p.fused_residual_norm = false;
+  if (op != Op::CrossEntropy) p.fused_classifier = false;
+  p.fused_adamw = p.gemm_epilogues = false;  // not timed here
   return p;
 }
 
@@ -104,6 +118,8 @@ struct Buffers {
   Tensor x, w, out, rstd, dout, dx, dw;  // RMSNorm
   Tensor gateup, h, dh, dgateup;         // SwiGLU
   Tensor table;                          // RoPE's cos/sin
+  Tensor b, sum, dres;                   // the residual add: x + b, and the residual stream's gradient
+  Tensor logits, targets, losses;        // the cross-entropy, [ce_rows, padded vocab]
 };
 
 // A backend of one plan with its workspace and the buffers of one shape in one arena.
@@ -112,7 +128,9 @@ struct Rig {
   std::unique_ptr<Arena> arena;  // declared after be: released before it
   Buffers buf;
   AttnShape attn;
-  int64_t n = 0;  // tokens
+  int64_t n = 0;        // tokens
+  int64_t ce_rows = 0;  // the cross-entropy's rows: the tokens, at most kMaxClassifierRows
+  int padded_vocab = 0;
 };
 
 uint64_t g_stream = 0;  // a fresh random stream per filled tensor
@@ -131,12 +149,15 @@ void fill_uniform(Backend& be, const Tensor& t, double lo, double hi, uint64_t s
   be.upload(t, b.data());
 }
 
-std::unique_ptr<Rig> make_rig(const Plan& plan, const KernelBenchOptions& o, const Shape& s) {
+// The cross-entropy's logits (up to 1.6 GB) only in a rig for that operation.
+std::unique_ptr<Rig> make_rig(const Plan& plan, const KernelBenchOptions& o, const Shape& s, bool logits) {
   auto r = std::make_unique<Rig>();
   r->be = make_backend({DeviceKind::Cuda, plan, false});
   Backend& be = *r->be;
   r->attn = {s.B, s.T, o.heads, o.kv_heads, o.head_dim};
   r->n = int64_t(s.B) * s.T;
+  r->ce_rows = logits ? std::min(r->n, kMaxClassifierRows) : 0;
+  r->padded_vocab = padded_vocab(o.vocab, be.vocab_padding_multiple());
   const int64_t n = r->n, C = o.hidden, F = o.intermediate, HD = int64_t(o.heads) * o.head_dim;
   const DType A = be.act_dtype(), S = be.acc_dtype(), M = be.master_dtype();
   const TensorSpec saved = be.attention_saved(r->attn);
@@ -152,8 +173,17 @@ std::unique_ptr<Rig> make_rig(const Plan& plan, const KernelBenchOptions& o, con
     b.dout = take(A, n * C), b.dx = take(A, n * C), b.dw = take(M, C);
     b.gateup = take(A, n * 2 * F), b.h = take(A, n * F), b.dh = take(A, n * F), b.dgateup = take(A, n * 2 * F);
     b.table = take(S, int64_t(s.T) * o.head_dim);
+    b.b = take(A, n * C), b.sum = take(A, n * C), b.dres = take(A, n * C);
+    b.logits = take(A, r->ce_rows * r->padded_vocab), b.targets = take(DType::I32, r->ce_rows);
+    b.losses = take(DType::F32, r->ce_rows);
   });
-  for (const Tensor* t : {&b.qkv, &b.dqkv, &b.datt, &b.x, &b.dout, &b.gateup, &b.dh}) fill_uniform(be, *t, -1, 1, o.seed);
+  for (const Tensor* t : {&b.qkv, &b.dqkv, &b.datt, &b.x, &b.dout, &b.gateup, &b.dh, &b.b, &b.dres})
+    fill_uniform(be, *t, -1, 1, o.seed);
+  fill_uniform(be, b.logits, -4, 4, o.seed);
+  std::vector<int32_t> targets(size_t(r->ce_rows));
+  const CounterRng rng(o.seed, kStreamTest);
+  for (size_t i = 0; i < targets.size(); ++i) targets[i] = int32_t(rng.below(i, uint32_t(o.vocab)));
+  be.upload(b.targets, targets.data());
   fill_uniform(be, b.w, 0.5, 1.5, o.seed);
   be.zero(b.dw);
   TT_CHECK(S == DType::F32, "kernel bench: the CUDA backend keeps RoPE's table in fp32");
@@ -169,6 +199,11 @@ std::vector<RopeShape> rope_calls(const Rig& r) {
   const AttnShape& s = r.attn;
   if (r.be->plan().custom_rope) return {{r.n, s.T, s.H + s.KVH, s.D, 0, s.ld()}};
   return {{r.n, s.T, s.H, s.D, 0, s.ld()}, {r.n, s.T, s.KVH, s.D, s.k_col(), s.ld()}};
+}
+
+size_t gpu_l2_bytes() {
+  static const size_t bytes = device_info(true).l2_bytes;
+  return bytes;
 }
 
 // The SM clock reader of the run (gpu_clocks.h), opened on first use.
@@ -252,6 +287,35 @@ void time_op(Rig& r, Op op, const KernelBenchOptions& o, std::vector<KernelRow>&
       fwd_amount = a * 3 * n * F;
       bwd_amount = a * 5 * n * F;
       break;
+    case Op::ResidualNorm:  // as the model makes it: one kernel each way with the switch, else the add apart
+      if (be.plan().fused_residual_norm) {
+        fwd = [&] { be.add_rmsnorm_forward(b.sum, b.out, b.rstd, b.x, b.b, b.w, r.n, o.hidden, 1e-5); };
+        bwd = [&] { be.rmsnorm_backward_add(b.dres, b.dw, b.dout, b.sum, b.w, b.rstd, r.n, o.hidden); };
+      } else {
+        fwd = [&] {
+          be.add(b.sum, b.x, b.b);
+          be.rmsnorm_forward(b.out, b.rstd, b.sum, b.w, r.n, o.hidden, 1e-5);
+        };
+        bwd = [&] {
+          be.rmsnorm_backward(b.dx, b.dw, b.dout, b.sum, b.w, b.rstd, r.n, o.hidden);
+          be.add(b.dres, b.dres, b.dx);
+        };
+      }
+      fwd_amount = a * (4 * n * C + C) + 4 * n;
+      bwd_amount = a * (4 * n * C + C) + 4 * n + 8 * C;
+      break;
+    case Op::CrossEntropy: {  // one row, fwd+bwd: the loss and the gradient, over the logits
+      const double rows = double(r.ce_rows), ld = r.padded_vocab;
+      if (be.plan().fused_classifier)
+        bwd = [&] { be.cross_entropy_fused(b.losses, b.logits, b.targets, r.ce_rows, o.vocab, r.padded_vocab, 1.0 / rows); };
+      else
+        bwd = [&] {
+          be.cross_entropy_forward(b.losses, b.logits, b.targets, r.ce_rows, o.vocab, r.padded_vocab);
+          be.cross_entropy_backward(b.logits, b.logits, b.targets, r.ce_rows, o.vocab, r.padded_vocab, 1.0 / rows);
+        };
+      bwd_amount = a * 2 * rows * ld + 8 * rows;
+      break;
+    }
     case Op::Rope: {
       const std::vector<RopeShape> calls = rope_calls(r);
       fwd = [&, calls] { for (const RopeShape& c : calls) be.rope_forward(b.qkv, b.table, c); };
@@ -262,11 +326,13 @@ void time_op(Rig& r, Op op, const KernelBenchOptions& o, std::vector<KernelRow>&
   }
   const bool flops = op == Op::Attention;
   for (int backward = 0; backward < 2; ++backward) {
+    if (!fwd && !backward) continue;  // an operation timed in one row (the cross-entropy)
     KernelRow x = row;
-    x.direction = backward ? "bwd" : "fwd";
+    x.direction = !fwd ? "fwd+bwd" : backward ? "bwd" : "fwd";
     (flops ? x.flops : x.bytes) = backward ? bwd_amount : fwd_amount;
+    x.in_l2 = !flops && x.bytes < double(gpu_l2_bytes());
     try {
-      fwd();  // the backward reads what the forward saved
+      if (fwd) fwd();  // the backward reads what the forward saved
       const CallTiming t = time_call(be, backward ? bwd : fwd, o);
       x.ms = t.ms.median, x.ms_min = t.ms.min, x.ms_max = t.ms.max;
       x.sm_mhz = t.sm_mhz, x.clock_limited = t.clock_limited;
@@ -317,6 +383,7 @@ KernelCeilings measure_ceilings(const KernelBenchOptions& o) {
 #ifdef TT_HAVE_CUDA
   c.copy_gbps = device_copy_gbps(size_t(1) << 30, o.warmup, o.repeats);
 #endif
+  c.l2_bytes = gpu_l2_bytes();
   return c;
 }
 
@@ -334,17 +401,19 @@ void finish_rows(std::vector<KernelRow>& rows, const KernelCeilings& c, bool bf1
     }
   }
   for (KernelRow& r : rows)
-    for (const KernelRow& v2 : rows)
-      if (r.status == "ok" && v2.status == "ok" && v2.version == 2 && v2.op == r.op && v2.direction == r.direction &&
-          v2.shape == r.shape)
-        r.vs_v2 = v2.ms / r.ms;
+    for (const KernelRow& base : rows)
+      if (r.status == "ok" && base.status == "ok" && base.version == r.base_version && base.op == r.op &&
+          base.direction == r.direction && base.shape == r.shape)
+        r.vs_base = base.ms / r.ms;
 }
 
-// Whether a custom (v3) row meets its target: attention at 90% of cuDNN's (v2's) rate, the
-// memory-bound operations at 80% of the copy bandwidth.
+// Whether a row of our own (v3's kernels, v4's fusions) meets its target: attention at 90% of
+// cuDNN's (v2's) rate, the memory-bound operations at 80% of the copy bandwidth, where their
+// bytes do not fit in L2 (there the rate is not an HBM rate, and no target applies).
 std::string target(const KernelRow& r) {
-  if (r.version != 3 || r.status != "ok") return "";
-  if (r.op == "attention") return r.vs_v2 == 0 ? "" : r.vs_v2 >= 0.9 ? "met" : "MISSED";
+  if (r.version <= r.base_version || r.status != "ok") return "";
+  if (r.op == "attention") return r.vs_base == 0 ? "" : r.vs_base >= 0.9 ? "met" : "MISSED";
+  if (r.in_l2) return "in L2";
   return r.ceiling_fraction >= 0.8 ? "met" : "MISSED";
 }
 
@@ -354,18 +423,19 @@ std::string short_status(const std::string& status) {
 }
 
 void print_table(std::ostream& log, const std::vector<KernelRow>& rows) {
-  log << fmt::format("{:<10}{:<8}{:<12}{:<5}{:>10}{:>14}{:>9}{:>8}{:>7}  {}\n", "op", "dir", "shape", "impl", "ms",
-                     "rate", "% ceil", "vs v2", "MHz", "target");
+  log << fmt::format("{:<14}{:<8}{:<15}{:<5}{:>10}{:>17}{:>9}{:>8}{:>7}  {}\n", "op", "dir", "shape", "impl", "ms",
+                     "rate", "% ceil", "vs base", "MHz", "target");
   for (const KernelRow& r : rows) {
-    const std::string head = fmt::format("{:<10}{:<8}{:<12}v{:<4}", r.op, r.direction, r.shape, r.version);
+    const std::string head = fmt::format("{:<14}{:<8}{:<15}v{:<4}", r.op, r.direction, r.shape, r.version);
     if (r.status != "ok") {
       log << head << "  " << short_status(r.status) << "\n";
       continue;
     }
-    const std::string rate = r.flops > 0 ? fmt::format("{:.1f} TFLOP/s", r.tflops) : fmt::format("{:.0f} GB/s", r.gbps);
-    const std::string vs = r.vs_v2 > 0 && r.version != 2 ? fmt::format("{:.2f}x", r.vs_v2) : "";
+    const std::string rate = r.flops > 0 ? fmt::format("{:.1f} TFLOP/s", r.tflops)
+                                         : fmt::format("{:.0f} GB/s{}", r.gbps, r.in_l2 ? " (L2)" : "");
+    const std::string vs = r.vs_base > 0 && r.version > r.base_version ? fmt::format("{:.2f}x", r.vs_base) : "";
     const std::string mhz = r.sm_mhz > 0 ? fmt::format("{}{}", r.sm_mhz, r.clock_limited >= 0.5 ? "*" : " ") : "";
-    log << head << fmt::format("{:>10.4f}{:>14}{:>8.1f}%{:>8}{:>7}  {}\n", r.ms, rate, 100 * r.ceiling_fraction, vs, mhz,
+    log << head << fmt::format("{:>10.4f}{:>17}{:>8.1f}%{:>8}{:>7}  {}\n", r.ms, rate, 100 * r.ceiling_fraction, vs, mhz,
                                target(r));
   }
 }
@@ -373,15 +443,15 @@ void print_table(std::ostream& log, const std::vector<KernelRow>& rows) {
 void write_csv(std::ostream& out, const KernelBenchOptions& o, const std::vector<KernelRow>& rows,
                const KernelCeilings& c, const DeviceInfo& d, const std::string& commit) {
   out << "op,direction,shape,version,precision,status,ms_median,ms_min,ms_max,flops,bytes,tflops,gbps,"
-         "ceiling_fraction,vs_v2,gemm_bf16_tflops,gemm_fp32_tflops,copy_gbps,device,sm_clock_mhz,driver,cuda,commit,"
-         "run_sm_mhz,clock_limited\n";
+         "ceiling_fraction,base_version,vs_base,in_l2,gemm_bf16_tflops,gemm_fp32_tflops,copy_gbps,device,sm_clock_mhz,"
+         "driver,cuda,commit,run_sm_mhz,clock_limited\n";
   for (const KernelRow& r : rows)
-    out << fmt::format("{},{},{},v{},{},\"{}\",{:.5f},{:.5f},{:.5f},{:.0f},{:.0f},{:.3f},{:.1f},{:.4f},{:.4f},{:.1f},"
+    out << fmt::format("{},{},{},v{},{},\"{}\",{:.5f},{:.5f},{:.5f},{:.0f},{:.0f},{:.3f},{:.1f},{:.4f},v{},{:.4f},{},{:.1f},"
                        "{:.1f},{:.1f},\"{}\",{},{},{},{},{},{:.2f}\n",
                        r.op, r.direction, r.shape, r.version, o.precision, short_status(r.status), r.ms, r.ms_min,
-                       r.ms_max, r.flops, r.bytes, r.tflops, r.gbps, r.ceiling_fraction, r.vs_v2, c.gemm_bf16_tflops,
-                       c.gemm_fp32_tflops, c.copy_gbps, d.name, d.sm_clock_mhz, d.driver, d.runtime, commit, r.sm_mhz,
-                       r.clock_limited);
+                       r.ms_max, r.flops, r.bytes, r.tflops, r.gbps, r.ceiling_fraction, r.base_version, r.vs_base,
+                       r.in_l2 ? 1 : 0, c.gemm_bf16_tflops, c.gemm_fp32_tflops, c.copy_gbps, d.name, d.sm_clock_mhz,
+                       d.driver, d.runtime, commit, r.sm_mhz, r.clock_limited);
 }
 
 void write_json(std::ostream& out, const KernelBenchOptions& o, const std::vector<KernelRow>& rows,
@@ -391,16 +461,17 @@ void write_json(std::ostream& out, const KernelBenchOptions& o, const std::vecto
     list.push_back({{"op", r.op}, {"direction", r.direction}, {"shape", r.shape}, {"version", r.version},
                     {"status", short_status(r.status)}, {"ms_median", r.ms}, {"ms_min", r.ms_min},
                     {"ms_max", r.ms_max}, {"flops", r.flops}, {"bytes", r.bytes}, {"tflops", r.tflops},
-                    {"gbps", r.gbps}, {"ceiling_fraction", r.ceiling_fraction}, {"vs_v2", r.vs_v2},
+                    {"gbps", r.gbps}, {"ceiling_fraction", r.ceiling_fraction}, {"base_version", r.base_version},
+                    {"vs_base", r.vs_base}, {"in_l2", r.in_l2},
                     {"sm_mhz", r.sm_mhz}, {"clock_limited", r.clock_limited}, {"target", target(r)}});
   out << nlohmann::json{{"environment", environment_json(d, commit)},
                         {"precision", o.precision},
                         {"model", {{"hidden", o.hidden}, {"heads", o.heads}, {"kv_heads", o.kv_heads},
-                                   {"head_dim", o.head_dim}, {"intermediate", o.intermediate}}},
+                                   {"head_dim", o.head_dim}, {"intermediate", o.intermediate}, {"vocab", o.vocab}}},
                         {"timing", {{"warmup_calls", o.warmup}, {"repetitions", o.repeats}}},
                         {"ceilings", {{"gemm_bf16_tflops", c.gemm_bf16_tflops},
                                       {"gemm_fp32_tflops", c.gemm_fp32_tflops},
-                                      {"copy_gbps", c.copy_gbps}}},
+                                      {"copy_gbps", c.copy_gbps}, {"l2_bytes", c.l2_bytes}}},
                         {"rows", list}}
              .dump(2)
       << "\n";
@@ -420,10 +491,13 @@ void run_kernel_bench(const KernelBenchOptions& o, std::ostream& log) {
   log << fmt::format("{} | heads {} (kv {}) of {}, hidden {}, ffn {} | {} warm-up calls, median of {} repetitions "
                      "(each a CUDA graph of calls adding up to about 1 ms)\n",
                      o.precision, o.heads, o.kv_heads, o.head_dim, o.hidden, o.intermediate, o.warmup, o.repeats);
-  log << "Accounting: causal attention fwd = 4 B H T^2 D / 2 FLOPs, bwd = 2.5 x fwd; RMSNorm, SwiGLU and RoPE: the\n"
-         "bytes each must move at least (every input read once, every output written once). Ceilings: a cuBLAS\n"
-         "8192^3 GEMM, a 1 GiB device-to-device copy as (read + write) bytes / time. Inputs that fit in the L2\n"
-         "cache (50 MB) can exceed the copy rate. Target: v3 attention >= 0.90x v2 (cuDNN), others >= 80% copy.\n"
+  log << "Accounting: causal attention fwd = 4 B H T^2 D / 2 FLOPs, bwd = 2.5 x fwd; the others: the bytes each\n"
+         "must move at least (every input read once, every output written once). Ceilings: a cuBLAS 8192^3 GEMM, a\n"
+         "1 GiB device-to-device copy as (read + write) bytes / time. Rows whose bytes fit in the L2 cache are\n"
+         "marked (L2): their rate is not an HBM rate. Base: v2 for v3's kernels, v3 for v4's fusions (residual_norm,\n"
+         "cross_entropy). Target: attention >= 0.90x v2 (cuDNN), the others >= 80% copy outside L2. The\n"
+         "cross_entropy takes at most 16384 rows of a shape (a fused-classifier chunk) and --vocab-size padded to\n"
+         "a multiple of 128.\n"
          "MHz: the median SM clock NVML reported while a row's repetitions ran, * where the GPU held it down for\n"
          "power or heat in most of them. Under a long compute-heavy load the GPU reaches its power limit, and a\n"
          "kernel can slow down before the reported clock does: more --warmup calls time a row there.\n"
@@ -447,13 +521,14 @@ void run_kernel_bench(const KernelBenchOptions& o, std::ostream& log) {
           refusal.clear();
           rig_plan = describe(plan);
           try {
-            rig = make_rig(plan, o, shape);
+            rig = make_rig(plan, o, shape, op == Op::CrossEntropy);
           } catch (const UsageError& e) {  // a switch not implemented yet, or out of memory
             refusal = e.what();
           }
         }
+        if (!has_row(op, version)) continue;
         KernelRow row;
-        row.op = op_name(op), row.shape = shape.label(), row.version = version;
+        row.op = op_name(op), row.shape = shape.label(), row.version = version, row.base_version = base_version(op);
         if (!rig) {
           for (const char* dir : {"fwd", "bwd"}) {
             row.direction = dir, row.status = refusal;

@@ -1,7 +1,10 @@
 // `tiny_llama kernels`: each operation that version 3 replaces with a kernel of our own
-// (attention, RMSNorm, SwiGLU, RoPE), timed per implementation through the Backend interface
-// at the default shape and at long sequences, against ceilings measured in the same run: the
-// tensor-core rate of a large cuBLAS GEMM and the bandwidth of a large device-to-device copy.
+// (attention, RMSNorm, SwiGLU, RoPE) against version 2's, and each that version 4 fuses (the
+// residual add with the RMSNorm, the cross-entropy's loss with its gradient) against version
+// 3's, timed per implementation through the Backend interface at the default shape and at long
+// sequences, against ceilings measured in the same run: the tensor-core rate of a large cuBLAS
+// GEMM and the bandwidth of a large device-to-device copy. A memory-bound row whose bytes fit in
+// the L2 cache is marked as such: its rate is not an HBM rate, and it is not held to a target.
 //
 // Accounting (also printed in the table's header):
 //   attention (causal): forward FLOPs = 4 B H T^2 D / 2 (q k^T and P v, half under the mask);
@@ -11,6 +14,11 @@
 //                   dw (fp32) read and written.
 //     SwiGLU   fwd: gate|up [n, 2F] read, h [n, F] written.  bwd: dh, gate|up read, dgate|up written.
 //     RoPE     fwd and bwd: the Q and K heads read and written in place, the table read.
+//     residual_norm fwd: a, b, w read; their sum, out, rstd written.  bwd: dout, x, w, rstd and
+//                   the residual gradient read; the residual gradient written, dw read and written.
+//     cross_entropy fwd+bwd: the logits read, their gradient written, targets read, losses written
+//                   (rows = B*T, at most one fused-classifier chunk of 16384; the vocabulary padded
+//                   to a multiple of 128 as the model lays it out).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -21,12 +29,13 @@
 namespace tt {
 
 struct KernelBenchOptions {
-  std::vector<int> versions = {2, 3};  // implementations, by version preset (1, 2 or 3)
+  std::vector<int> versions = {2, 3, 4};  // implementations, by version preset (1 to 4)
   std::string precision = "bf16";      // bf16 (activations bf16, statistics fp32) or fp32
   int batch = 8, seq_len = 128;        // the default shape (the default training step)
   std::vector<int> seq_lens = {1024, 2048, 4096, 8192};  // the long sequences
   int long_batch = 1;                                    // their batch
   int hidden = 512, heads = 8, kv_heads = 4, head_dim = 64, intermediate = 2048;
+  int vocab = 50257;  // the cross-entropy's
   int warmup = 3, repeats = 20;
   uint64_t seed = 42;
   std::string csv_path, json_path;
@@ -42,7 +51,9 @@ struct KernelRow {
   double flops = 0, bytes = 0;            // per call (flops for attention, bytes for the others)
   double tflops = 0, gbps = 0;
   double ceiling_fraction = 0;  // of the GEMM rate (attention) or the copy bandwidth (the others)
-  double vs_v2 = 0;             // v2's ms / this ms (0 when v2 did not run)
+  int base_version = 0;         // the implementation it is compared with: 2 (v3's kernels), 3 (v4's fusions)
+  double vs_base = 0;           // the base's ms / this ms (0 when the base did not run)
+  bool in_l2 = false;           // a memory-bound row whose bytes fit in the L2 cache
   int sm_mhz = 0;               // the SM clock while it ran (median of the repetitions; 0: unknown)
   double clock_limited = 0;     // the share of its repetitions with the clock held down for power or heat
 };
@@ -50,6 +61,7 @@ struct KernelRow {
 struct KernelCeilings {
   double gemm_bf16_tflops = 0, gemm_fp32_tflops = 0;  // 8192^3 cuBLAS products
   double copy_gbps = 0;                              // 1 GiB device-to-device copy, (read + write) / time
+  size_t l2_bytes = 0;                               // the L2 cache
 };
 
 // Runs the benchmark; the table goes to `log`, the files to --csv / --json. Needs a GPU.

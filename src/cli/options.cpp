@@ -223,6 +223,8 @@ bool parse_bench_options(const std::vector<std::string>& args, BenchOptions& o) 
   app.add_option("--csv", o.csv_path, "write the points as CSV");
   app.add_option("--json", o.json_path, "write the points and the machine as JSON");
   app.add_option("--baseline", o.baseline_path, "a bench JSON to compare against");
+  app.add_option("--pytorch", o.pytorch_path,
+                 "bench/pytorch_reference.py --json output: its strongest mode beside the ladder of versions");
   app.add_option("--min-speedup", o.min_speedup, "fail when a point's speed is below this times the baseline's");
   app.add_flag("--find-max-batch", o.find_max_batch, "the largest batch that fits the memory budget");
   app.add_option("--memory-budget", o.memory_budget_mb, "MB for --find-max-batch (default: free memory)");
@@ -266,7 +268,7 @@ bool parse_kernel_options(const std::vector<std::string>& args, KernelBenchOptio
   std::vector<std::string> impls;
   CLI::Option* kv = nullptr;
   CLI::Option* ffn = nullptr;
-  app.add_option("--impl", impls, "implementations, by version preset: v1, v2, v3 (default v2,v3)")->delimiter(',');
+  app.add_option("--impl", impls, "implementations, by version preset: v1 to v4 (default v2,v3,v4)")->delimiter(',');
   app.add_option("--precision", o.precision, "bf16 or fp32")->capture_default_str();
   app.add_option("--batch-size", o.batch, "batch of the default shape")->capture_default_str();
   app.add_option("--seq-len", o.seq_len, "sequence length of the default shape")->capture_default_str();
@@ -277,6 +279,7 @@ bool parse_kernel_options(const std::vector<std::string>& args, KernelBenchOptio
   kv = app.add_option("--num-kv-heads", o.kv_heads, "key/value heads (default: heads/2)");
   app.add_option("--head-dim", o.head_dim, "head size")->capture_default_str();
   ffn = app.add_option("--intermediate-size", o.intermediate, "SwiGLU width (default: 4 x hidden)");
+  app.add_option("--vocab-size", o.vocab, "the cross-entropy's vocabulary")->capture_default_str();
   app.add_option("--warmup", o.warmup, "untimed calls before the repetitions")->capture_default_str();
   app.add_option("--repeats", o.repeats, "timed repetitions (the median is reported)")->capture_default_str();
   app.add_option("--seed", o.seed, "random inputs")->capture_default_str();
@@ -288,7 +291,7 @@ bool parse_kernel_options(const std::vector<std::string>& args, KernelBenchOptio
   if (!impls.empty()) {
     o.versions.clear();
     for (const std::string& v : impls) {
-      if (v != "v1" && v != "v2" && v != "v3") usage_fail("--impl: each must be v1, v2 or v3 (got '" + v + "')");
+      if (v != "v1" && v != "v2" && v != "v3" && v != "v4") usage_fail("--impl: each must be v1, v2, v3 or v4 (got '" + v + "')");
       o.versions.push_back(v[1] - '0');
     }
   }

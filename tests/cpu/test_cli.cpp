@@ -146,6 +146,7 @@ TEST_F(Cli, KernelBenchWithoutGpu) {
 }
 TEST_F(Cli, KernelBenchBadFlags) {
   expect_command_error("kernels --precision fp16", "--precision");
+  expect_command_error("bench --pytorch " + (dir / "no/such.json").string(), "--pytorch");
   expect_command_error("kernels --impl v2,v9", "--impl");
   expect_command_error("kernels --seq-lens 1024,-1", "--seq-lens");
   expect_command_error("kernels --num-heads 8 --num-kv-heads 3", "--num-kv-heads");
