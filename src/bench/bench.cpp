@@ -250,7 +250,8 @@ std::map<std::tuple<std::string, int, int>, double> read_pytorch_json(const std:
   if (!in) usage_fail("--pytorch: cannot read '" + path + "'");
   std::map<std::tuple<std::string, int, int>, double> ms;
   try {
-    for (const json& p : json::parse(in).at("points"))
+    const json j = json::parse(in);  // kept: a range-for over a member of a temporary would dangle
+    for (const json& p : j.at("points"))
       if (p.at("version") == "pytorch-compile+graph" && p.at("status") == "ok")
         ms[{p.at("precision").get<std::string>(), p.at("batch_size").get<int>(), p.at("seq_len").get<int>()}] =
             p.at("ms_median").get<double>();

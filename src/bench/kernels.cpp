@@ -98,7 +98,7 @@ Plan op_plan(int version, Op op, bool amp) {
   // In fp32 the backend keeps v2's materialized attention where its scores fit (it is faster
   // there); the v3 row times our FMA flash attention all the same.
   if (op == Op::Attention && version >= 3) p.flash_attention = false;
-  if (op != Op::RmsNorm) p.custom_rmsnorm = false;
+  if (op != Op::RmsNorm && op != Op::ResidualNorm) p.custom_rmsnorm = false;  // v3's norm: the residual's base
   if (op != Op::SwiGlu) p.custom_swiglu = false;
   if (op != Op::Rope) p.custom_rope = false;
   if (op != Op::ResidualNorm) p.fused_residual_norm = false;
@@ -305,15 +305,17 @@ void time_op(Rig& r, Op op, const KernelBenchOptions& o, std::vector<KernelRow>&
       bwd_amount = a * (4 * n * C + C) + 4 * n + 8 * C;
       break;
     case Op::CrossEntropy: {  // one row, fwd+bwd: the loss and the gradient, over the logits
-      const double rows = double(r.ce_rows), ld = r.padded_vocab;
+      const double scale = 1.0 / double(r.ce_rows);
       if (be.plan().fused_classifier)
-        bwd = [&] { be.cross_entropy_fused(b.losses, b.logits, b.targets, r.ce_rows, o.vocab, r.padded_vocab, 1.0 / rows); };
-      else
-        bwd = [&] {
-          be.cross_entropy_forward(b.losses, b.logits, b.targets, r.ce_rows, o.vocab, r.padded_vocab);
-          be.cross_entropy_backward(b.logits, b.logits, b.targets, r.ce_rows, o.vocab, r.padded_vocab, 1.0 / rows);
+        bwd = [&, scale] {
+          be.cross_entropy_fused(b.losses, b.logits, b.targets, r.ce_rows, o.vocab, r.padded_vocab, scale);
         };
-      bwd_amount = a * 2 * rows * ld + 8 * rows;
+      else
+        bwd = [&, scale] {
+          be.cross_entropy_forward(b.losses, b.logits, b.targets, r.ce_rows, o.vocab, r.padded_vocab);
+          be.cross_entropy_backward(b.logits, b.logits, b.targets, r.ce_rows, o.vocab, r.padded_vocab, scale);
+        };
+      bwd_amount = a * 2 * double(r.ce_rows) * r.padded_vocab + 8.0 * double(r.ce_rows);
       break;
     }
     case Op::Rope: {
@@ -516,10 +518,11 @@ void run_kernel_bench(const KernelBenchOptions& o, std::ostream& log) {
       std::string rig_plan, refusal;
       for (Op op : kOps) {
         const Plan plan = op_plan(version, op, bf16);
-        if (!rig || describe(plan) != rig_plan) {
+        const std::string key = describe(plan) + (op == Op::CrossEntropy ? " with logits" : "");
+        if (!rig || key != rig_plan) {
           rig.reset();
           refusal.clear();
-          rig_plan = describe(plan);
+          rig_plan = key;
           try {
             rig = make_rig(plan, o, shape, op == Op::CrossEntropy);
           } catch (const UsageError& e) {  // a switch not implemented yet, or out of memory
