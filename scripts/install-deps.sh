@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
 # Installs the Debian/Ubuntu packages the build needs, only those that are missing; does
-# nothing when everything is present (as on the GPU machine, which has no package registry).
-# The CUDA toolkit is expected at /usr/local/cuda; without nvcc the CPU backend alone is built.
+# nothing when everything is present. The CUDA toolkit is expected at /usr/local/cuda; without
+# nvcc the CPU backend alone is built. The example corpus (fortunes) is installed too where a
+# package registry can be reached; on a machine without one (the GPU machine here) its absence
+# is reported and the tests that read it skip.
 set -euo pipefail
 
 missing=()
+optional=()
 need() {  # need PACKAGE TEST...: the package is missing when none of the tests succeeds
   local pkg=$1; shift
   for t in "$@"; do eval "$t" >/dev/null 2>&1 && return 0; done
   missing+=("$pkg")
+}
+want() {  # want PACKAGE TEST...: the same, for a package the build does not need
+  local pkg=$1; shift
+  for t in "$@"; do eval "$t" >/dev/null 2>&1 && return 0; done
+  optional+=("$pkg")
 }
 need make          "command -v make"
 need g++           "command -v g++"
@@ -18,18 +26,34 @@ need libcli11-dev  "test -f /usr/include/CLI/CLI.hpp"
 need nlohmann-json3-dev "test -f /usr/include/nlohmann/json.hpp"
 need libfmt-dev    "test -f /usr/include/fmt/format.h"
 need libgtest-dev  "test -f /usr/include/gtest/gtest.h"
+need libsentencepiece-dev "test -f /usr/include/sentencepiece_processor.h"
 need libopenblas-dev "ls /usr/include/x86_64-linux-gnu/openblas*/cblas.h" "test -f /usr/include/openblas/cblas.h" \
                      "ls /usr/include/*/openblas*/cblas.h"
+want fortunes      "test -d /usr/share/games/fortunes" "test -d /usr/share/fortunes"
 
-if [ ${#missing[@]} -eq 0 ]; then
+if [ ${#missing[@]} -eq 0 ] && [ ${#optional[@]} -eq 0 ]; then
   exit 0
 fi
-echo "install-deps: installing ${missing[*]}"
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null || { echo "install-deps: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+  if ! command -v sudo >/dev/null; then
+    [ ${#missing[@]} -eq 0 ] && { echo "install-deps: not installed (needs root): ${optional[*]}"; exit 0; }
+    echo "install-deps: need root (or sudo) to install: ${missing[*]} ${optional[*]}" >&2
+    exit 1
+  fi
   sudo="sudo"
 fi
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+if [ ${#optional[@]} -gt 0 ]; then
+  if { [ ${#missing[@]} -gt 0 ] || timeout 120 $sudo apt-get update -qq >/dev/null 2>&1; } &&
+     timeout 300 $sudo apt-get install -y -qq --no-install-recommends "${optional[@]}" >/dev/null 2>&1; then
+    echo "install-deps: installed ${optional[*]}"
+  else
+    echo "install-deps: could not install ${optional[*]} (no package registry?): the example corpus is missing, and the tests that read it skip"
+  fi
+fi

@@ -111,7 +111,12 @@ void finish_model_flags(TrainOptions& o, const ModelFlags& f) {
   const bool preset_shape = !f.preset.empty();
   if (!f.kv->count() && !preset_shape) m.kv_heads = m.heads % 2 == 0 ? m.heads / 2 : m.heads;
   if (!f.ffn->count() && !preset_shape) m.intermediate = 4 * m.hidden;
-  if (o.data != "synthetic" && !f.vocab->count()) m.vocab_size = kTextVocab;
+  if (o.data != "synthetic" && !f.vocab->count()) {
+    if (names_token_files(o.data))
+      usage_fail("--vocab-size: token files do not record their vocabulary: give the tokenizer's (for example "
+                 "--vocab-size 8000)");
+    m.vocab_size = kTextVocab;
+  }
   if (f.device == "auto") o.backend.device = DeviceKind::Auto;
   else if (f.device == "cpu") o.backend.device = DeviceKind::Cpu;
   else if (f.device == "cuda") o.backend.device = DeviceKind::Cuda;
@@ -163,7 +168,10 @@ void add_train_flags(CLI::App& app, TrainOptions& o, ModelFlags& f) {
       ->capture_default_str();
   app.add_option("--warmup-steps", o.warmup, "steps excluded from timing")->capture_default_str();
   app.add_option("--log-every", o.log_every, "print a line (and validation loss) every N steps")->capture_default_str();
-  app.add_option("--data", o.data, "synthetic, or a text file whose bytes are the tokens")->capture_default_str();
+  app.add_option("--eval-every", o.eval_every, "validation loss every N steps (default: with every log line)");
+  app.add_option("--data", o.data,
+                 "synthetic, a text file whose bytes are the tokens, or token files (a file or a quoted glob "
+                 "pattern of shards; names with \"val\" validate)")->capture_default_str();
   app.add_option("--json", o.json_path, "write the summary and per-step losses as JSON");
 }
 
@@ -315,6 +323,29 @@ bool parse_debug_options(const std::vector<std::string>& args, DebugOptions& o) 
   if (!parse(app, args)) return false;
   finish_model_flags(t, f);
   return true;
+}
+
+bool parse_tokenize_options(const std::vector<std::string>& args, TokenizeOptions& o) {
+  CLI::App app{"Text files to token-file shards (train_*.bin, val_*.bin) through a tokenizer", "tiny_llama tokenize"};
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("files", o.inputs, "text files, each one document")->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--tokenizer", o.tokenizer, "bytes, or a SentencePiece .model (tiny_llama tokenizer-train)")
+      ->capture_default_str();
+  app.add_option("--out", o.out_dir, "directory for the shards (new, or without .bin files)");
+  app.add_option("--val-fraction", o.val_fraction, "the last tokens that validate")->capture_default_str();
+  app.add_option("--shard-tokens", o.shard_tokens, "tokens per shard at most")->capture_default_str();
+  return parse(app, args);
+}
+
+bool parse_tokenizer_train_options(const std::vector<std::string>& args, TokenizerTrainOptions& o) {
+  CLI::App app{"A SentencePiece tokenizer learned from text files: PREFIX.model and PREFIX.vocab",
+               "tiny_llama tokenizer-train"};
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("files", o.inputs, "text files to learn from")->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--vocab-size", o.vocab_size, "pieces at most (a small corpus may give fewer)")->capture_default_str();
+  app.add_option("--out", o.prefix, "the model's path without its extension");
+  app.add_option("--model-type", o.model_type, "bpe or unigram")->capture_default_str();
+  return parse(app, args);
 }
 
 }  // namespace tt

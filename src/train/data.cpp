@@ -1,11 +1,15 @@
 #include "train/data.h"
 
+#include <glob.h>
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <fstream>
 #include <iterator>
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "data/token_file.h"
 
 namespace tt {
 
@@ -92,11 +96,140 @@ class TextData final : public DataSource {
   size_t split_;
 };
 
+class TokenData final : public DataSource {
+ public:
+  using Files = std::vector<std::unique_ptr<TokenFile>>;
+  TokenData(Files train, Files val, int batch, int seq_len) : DataSource(batch, seq_len) {
+    files_ = std::move(train);
+    for (auto& f : files_) add(train_segments_, f.get(), 0, f->size());
+    if (val.empty()) {  // the last 10% of the training tokens, taken from the end
+      int64_t total = 0;
+      for (const Segment& g : train_segments_) total += g.end - g.begin;
+      int64_t left = total / 10;
+      std::vector<Segment> taken;
+      while (left > 0 && !train_segments_.empty()) {
+        Segment& g = train_segments_.back();
+        const int64_t n = std::min(left, g.end - g.begin);
+        taken.insert(taken.begin(), Segment{g.file, g.end - n, g.end, 0});
+        g.end -= n, left -= n;
+        if (g.end == g.begin) train_segments_.pop_back();
+      }
+      for (const Segment& g : taken) add(val_segments_, g.file, g.begin, g.end);
+      val_from_train_ = true;
+    } else {
+      for (auto& f : val) add(val_segments_, f.get(), 0, f->size());
+      for (auto& f : val) files_.push_back(std::move(f));
+    }
+    train_windows_ = count(train_segments_);
+    val_windows_ = count(val_segments_);
+  }
+  std::string describe() const override {
+    int64_t train = 0, val = 0;
+    for (const Segment& g : train_segments_) train += g.end - g.begin;
+    for (const Segment& g : val_segments_) val += g.end - g.begin;
+    return "token files: " + std::to_string(files_.size()) + " (" + files_.front()->path() + (files_.size() > 1 ? ", ..." : "") +
+           "), " + std::to_string(train) + " tokens to train (" + std::to_string(train_windows_) + " windows), " +
+           std::to_string(val) + " to validate" + (val_from_train_ ? " (the last 10%)" : "");
+  }
+  std::string identity() const override {
+    std::string id = "tokens seq_len=" + std::to_string(T_);
+    for (const auto& f : files_) id += " " + f->path() + ":" + std::to_string(f->size()) + ":" + std::to_string(f->fingerprint());
+    return id;
+  }
+  int64_t windows() const { return train_windows_; }
+  int64_t validation_window_count() const { return val_windows_; }
+
+ protected:
+  int64_t train_windows() const override { return train_windows_; }
+  int64_t validation_windows() const override {
+    return std::min<int64_t>(val_windows_, int64_t(kMaxValidationBatches) * B_);
+  }
+  void window(bool validation, int64_t w, int32_t* out) const override {
+    const std::vector<Segment>& segs = validation ? val_segments_ : train_segments_;
+    const auto it = std::upper_bound(segs.begin(), segs.end(), w,
+                                     [](int64_t x, const Segment& g) { return x < g.first_window; });
+    const Segment& g = *(it - 1);
+    const int64_t start = g.begin + (w - g.first_window) * T_;
+    for (int p = 0; p <= T_; ++p) out[p] = g.file->at(start + p);
+  }
+
+ private:
+  struct Segment {
+    const TokenFile* file;
+    int64_t begin, end;    // tokens [begin, end) of the file
+    int64_t first_window;  // the split's index of its first window
+  };
+  void add(std::vector<Segment>& to, const TokenFile* f, int64_t begin, int64_t end) {
+    to.push_back({f, begin, end, 0});
+  }
+  int64_t count(std::vector<Segment>& segs) const {  // numbers the windows; drops segments too short for one
+    int64_t n = 0;
+    std::vector<Segment> kept;
+    for (Segment g : segs) {
+      const int64_t w = (g.end - g.begin - 1) / T_;
+      if (w <= 0) continue;
+      g.first_window = n;
+      n += w;
+      kept.push_back(g);
+    }
+    segs = kept;
+    return n;
+  }
+
+  Files files_;
+  std::vector<Segment> train_segments_, val_segments_;
+  int64_t train_windows_ = 0, val_windows_ = 0;
+  bool val_from_train_ = false;
+};
+
+bool is_regular_file(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// A glob pattern's matches, sorted; a plain path as it is.
+std::vector<std::string> expand(const std::string& spec) {
+  if (spec.find_first_of("*?[") == std::string::npos) return {spec};
+  glob_t g{};
+  const int rc = ::glob(spec.c_str(), 0, nullptr, &g);
+  std::vector<std::string> paths(g.gl_pathv, g.gl_pathv + (rc == 0 ? g.gl_pathc : 0));
+  ::globfree(&g);
+  if (paths.empty()) usage_fail("--data: no file matches '" + spec + "'");
+  std::sort(paths.begin(), paths.end());
+  return paths;
+}
+
+std::unique_ptr<DataSource> make_token_data(const std::vector<std::string>& paths, int vocab_size, int batch,
+                                            int seq_len) {
+  TokenData::Files train, val;
+  for (const std::string& p : paths) {
+    const std::string name = p.substr(p.find_last_of('/') == std::string::npos ? 0 : p.find_last_of('/') + 1);
+    (name.find("val") != std::string::npos ? val : train).push_back(std::make_unique<TokenFile>(p, vocab_size, "--data"));
+  }
+  if (train.empty()) usage_fail("--data: every file it names has \"val\" in its name: none to train on");
+  auto data = std::make_unique<TokenData>(std::move(train), std::move(val), batch, seq_len);
+  if (data->windows() == 0 || data->validation_window_count() == 0)
+    usage_fail("--data: too few tokens for --seq-len " + std::to_string(seq_len) +
+               ": training and validation each need a window of seq-len + 1 tokens in one file (" +
+               data->describe() + ")");
+  return data;
+}
+
 }  // namespace
+
+bool names_token_files(const std::string& spec) {
+  if (spec == "synthetic") return false;
+  const std::vector<std::string> paths = expand(spec);
+  return paths.size() > 1 || is_token_file(paths.front());
+}
 
 std::unique_ptr<DataSource> make_data_source(const std::string& spec, int vocab_size, int batch,
                                              int seq_len, uint64_t seed) {
   if (spec == "synthetic") return std::make_unique<SyntheticData>(vocab_size, batch, seq_len, seed);
+  const std::vector<std::string> paths = expand(spec);
+  for (const std::string& p : paths)
+    if (!is_regular_file(p)) usage_fail("--data: '" + p + "' is not a regular file (or does not exist)");
+  if (paths.size() > 1 || is_token_file(paths.front())) return make_token_data(paths, vocab_size, batch, seq_len);
 
   std::ifstream in(spec, std::ios::binary);
   if (!in) usage_fail("--data: cannot read '" + spec + "'");

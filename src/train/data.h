@@ -6,6 +6,10 @@
 //              position has a target (labels shifted once).
 //   a file     its bytes are the tokens (vocabulary 256). The first 90% trains, the last 10%
 //              validates; both are cut into windows of T+1 bytes, stepping by T.
+//   token files (src/data/token_file.h): one file, or a glob pattern of shards. Files whose
+//              name contains "val" validate, the others train; without any, the last 10% of
+//              the training tokens validate. Windows of T+1 tokens, stepping by T, within each
+//              file; the tokens must lie below the model's vocabulary.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -44,9 +48,13 @@ class DataSource {
   int64_t position_ = 0;
 };
 
-// spec is "synthetic" or a file path. vocab_size is the model's; for a file it must be 256.
+// spec is "synthetic", a text file, a token file or a glob pattern of token files. vocab_size
+// is the model's; for a text file it must be 256.
 std::unique_ptr<DataSource> make_data_source(const std::string& spec, int vocab_size, int batch,
                                              int seq_len, uint64_t seed);
+
+// Whether spec names token files (a glob pattern, or a file that starts with their magic).
+bool names_token_files(const std::string& spec);
 
 constexpr int kSyntheticSequences = 1000;
 constexpr int kTextVocab = 256;

@@ -26,6 +26,7 @@ void TrainOptions::validate() const {
   positive(seq_len, "--seq-len");
   positive(steps, "--num-steps");
   positive(log_every, "--log-every");
+  if (eval_every < 0) usage_fail("--eval-every: must not be negative (got " + std::to_string(eval_every) + ")");
   positive(profile_steps, "--profile-steps");
   if (warmup < 0) usage_fail("--warmup-steps: must not be negative (got " + std::to_string(warmup) + ")");
   if (!(std::isfinite(learning_rate) && learning_rate > 0))
@@ -236,15 +237,18 @@ TrainResult train(const TrainOptions& o, std::ostream& log) {
       bwd_ms.push_back(s.backward_ms);
       opt_ms.push_back(s.optimizer_ms);
     }
-    if (step % o.log_every == 0 || step == o.steps) {
+    const bool log_step = step % o.log_every == 0 || step == o.steps;
+    const bool eval_step = data->validation_batches() > 0 && !profiled &&
+                           ((o.eval_every > 0 ? step % o.eval_every == 0 : log_step) || step == o.steps);
+    if (eval_step) r.validation.emplace_back(step, validation_loss(model, *data));
+    if (log_step) {
       std::string line = step_line(o, s, r.memory);
-      if (data->validation_batches() > 0 && !profiled) {
-        r.validation.emplace_back(step, validation_loss(model, *data));
-        line += fmt::format(" | Val: {:.4f}", r.validation.back().second);
-      }
+      if (eval_step) line += fmt::format(" | Val: {:.4f}", r.validation.back().second);
       log << line << "\n";
-      log.flush();
+    } else if (eval_step) {
+      log << fmt::format("Validation loss at step {}: {:.4f}\n", step, r.validation.back().second);
     }
+    if (log_step || eval_step) log.flush();
   }
 
   r.timed_steps = int64_t(step_ms.size());

@@ -23,6 +23,7 @@ struct TrainOptions {
   double init_std = kInitStd;  // of the normal-initialised weights; 0.02 unless showing a broken init
   int warmup = 5;  // steps excluded from timing
   int log_every = 10;
+  int eval_every = 0;  // validation loss every N steps (0: with every log line)
   BackendOptions backend;
   std::string data = "synthetic";
   std::string json_path, save_path, resume_path;

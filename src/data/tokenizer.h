@@ -1,0 +1,34 @@
+// Text to tokens and back. Two kinds:
+//   bytes          each byte is a token (vocabulary 256), no model file: the simplest path;
+//   SentencePiece  a .model file (the tokenizer family LLaMA uses), made from the user's corpus
+//                  by train_sentencepiece (`tiny_llama tokenizer-train`): byte-pair encoding,
+//                  unknown bytes spelled as byte tokens, the text kept as it is (no
+//                  normalization, whitespace and newlines preserved), so decode(encode(t)) == t.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tt {
+
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+  // "bytes", or the path of a SentencePiece model; UsageError naming `flag` when it cannot load.
+  static std::unique_ptr<Tokenizer> load(const std::string& spec, const std::string& flag);
+
+  virtual std::string describe() const = 0;
+  virtual int vocab_size() const = 0;
+  virtual int bos() const = 0;  // the token that starts a document; -1 for none
+  virtual std::vector<int32_t> encode(const std::string& text) const = 0;
+  virtual std::string decode(const std::vector<int32_t>& ids) const = 0;
+};
+
+// Trains a SentencePiece model on the text files `inputs`: writes prefix.model and
+// prefix.vocab. `vocab_size` is an upper bound for a small corpus (the model says how many
+// pieces it has). `model_type` is "bpe" or "unigram". UsageError for bad input.
+void train_sentencepiece(const std::vector<std::string>& inputs, int vocab_size, const std::string& prefix,
+                         const std::string& model_type);
+
+}  // namespace tt

@@ -1,0 +1,269 @@
+// Real data: token files (llm.c's format and our uint32 variant) written and read back, every
+// malformed file refused with its name and the position, shards and validation splits, the
+// tokenizers (bytes and SentencePiece) round-tripping text exactly, and the tokenize ->
+// train path through the real binary, on a generated corpus and on Debian's fortunes.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+#include "data/token_file.h"
+#include "data/tokenize.h"
+#include "data/tokenizer.h"
+#include "train/data.h"
+#include "train/trainer.h"
+
+namespace tt::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+class RealData : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir = fs::temp_directory_path() / ("tt_data_" + std::to_string(::getpid()) + "_" +
+                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  void TearDown() override { fs::remove_all(dir); }
+  std::string path(const std::string& name) const { return (dir / name).string(); }
+  std::string write(const std::string& name, const std::string& bytes) const {
+    std::ofstream(path(name), std::ios::binary) << bytes;
+    return path(name);
+  }
+  // The raw bytes of a token file: a header and `count` tokens of `width` bytes (value i % 7).
+  static std::string raw_token_file(int32_t magic, int32_t version, int32_t count, int width, int64_t tokens) {
+    std::string s(size_t(kTokenFileHeaderBytes), '\0');
+    int32_t* h = reinterpret_cast<int32_t*>(s.data());
+    h[0] = magic, h[1] = version, h[2] = count;
+    for (int64_t i = 0; i < tokens; ++i) {
+      const uint32_t v = uint32_t(i % 7);
+      s.append(reinterpret_cast<const char*>(&v), size_t(width));
+    }
+    return s;
+  }
+  // The message of the UsageError `f` throws ("" when it does not).
+  template <class F>
+  static std::string refusal(F&& f) {
+    try {
+      f();
+    } catch (const UsageError& e) {
+      return e.what();
+    }
+    return "";
+  }
+  fs::path dir;
+};
+
+TEST_F(RealData, TokenFilesRoundTripInBothWidths) {
+  std::vector<int32_t> small = {0, 1, 65535, 42}, large = {0, 70000, 1 << 20, 5};
+  write_token_file(path("a.bin"), small);
+  write_token_file(path("b.bin"), large);
+  const TokenFile a(path("a.bin"), 65536, "--data"), b(path("b.bin"), (1 << 20) + 1, "--data");
+  EXPECT_EQ(a.version(), 1);  // llm.c's uint16
+  EXPECT_EQ(b.version(), 2);  // ours, uint32
+  EXPECT_EQ(fs::file_size(path("a.bin")), uint64_t(kTokenFileHeaderBytes + 2 * 4));
+  ASSERT_EQ(a.size(), 4);
+  ASSERT_EQ(b.size(), 4);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(a.at(i), small[size_t(i)]);
+    EXPECT_EQ(b.at(i), large[size_t(i)]);
+  }
+}
+
+// Each malformed file is refused with its name and what is wrong.
+TEST_F(RealData, MalformedTokenFilesAreRefused) {
+  const struct {
+    const char* name;
+    std::string bytes;
+    const char* expect;
+  } cases[] = {
+      {"foreign.bin", raw_token_file(12345, 1, 10, 2, 10), "not a token file"},
+      {"short.bin", std::string(100, 'x'), "shorter than its 1024-byte header"},
+      {"version.bin", raw_token_file(kTokenFileMagic, 3, 10, 2, 10), "version 3"},
+      {"truncated.bin", raw_token_file(kTokenFileMagic, 1, 10, 2, 9), "truncated"},
+      {"long.bin", raw_token_file(kTokenFileMagic, 1, 10, 2, 11), "where its header's 10 tokens"},
+      {"negative.bin", raw_token_file(kTokenFileMagic, 1, -1, 2, 0), "negative token count"},
+      {"vocab.bin", raw_token_file(kTokenFileMagic, 2, 10, 4, 10), "token 6 at position 6, outside the vocabulary of 6"},
+  };
+  for (const auto& c : cases) {
+    const std::string p = write(c.name, c.bytes);
+    const std::string why = refusal([&] { TokenFile f(p, 6, "--data"); });
+    EXPECT_NE(why.find(c.expect), std::string::npos) << c.name << ": " << why;
+    EXPECT_NE(why.find(c.name), std::string::npos) << c.name << ": " << why;
+  }
+  fs::create_directories(dir / "adir.bin");
+  EXPECT_NE(refusal([&] { TokenFile f(path("adir.bin"), 6, "--data"); }).find("not a regular file"), std::string::npos);
+  ASSERT_EQ(::mkfifo(path("fifo.bin").c_str(), 0600), 0);  // a FIFO is refused, never read (which would block)
+  EXPECT_NE(refusal([&] { TokenFile f(path("fifo.bin"), 6, "--data"); }).find("not a regular file"), std::string::npos);
+  EXPECT_NE(refusal([&] { make_data_source(path("fifo.bin"), 256, 1, 4, 1); }).find("not a regular file"),
+            std::string::npos);
+  EXPECT_NE(refusal([&] { make_data_source(path("none_*.bin"), 256, 1, 4, 1); }).find("no file matches"),
+            std::string::npos);
+}
+
+// Shards of a pattern: "val" in a name validates; the windows stay inside a file and step by T.
+TEST_F(RealData, ShardsAndTheirValidationSplit) {
+  std::vector<int32_t> t0(100), t1(50), v(30);
+  for (int i = 0; i < 100; ++i) t0[size_t(i)] = i;
+  for (int i = 0; i < 50; ++i) t1[size_t(i)] = 200 + i;
+  for (int i = 0; i < 30; ++i) v[size_t(i)] = 300 + i;
+  write_token_file(path("train_000000.bin"), t0);
+  write_token_file(path("train_000001.bin"), t1);
+  write_token_file(path("val_000000.bin"), v);
+  EXPECT_TRUE(names_token_files(path("*.bin")));
+  auto data = make_data_source(path("*.bin"), 400, 2, 9, 1);
+  // Windows of 10 tokens stepping by 9: 11 in the first file ((100 - 1) / 9), 5 in the second.
+  Batch b;
+  std::vector<int32_t> firsts;
+  for (int i = 0; i < 8; ++i) {
+    data->next_batch(b);
+    for (int r = 0; r < 2; ++r) {
+      firsts.push_back(b.tokens[size_t(r) * 9]);
+      for (int p = 0; p < 9; ++p) ASSERT_EQ(b.targets[size_t(r) * 9 + p], b.tokens[size_t(r) * 9 + p] + 1) << "shifted once";
+    }
+  }
+  EXPECT_EQ(firsts[10], 90);   // window 10: tokens 90..99 of the first file
+  EXPECT_EQ(firsts[11], 200);  // window 11: the second file's first, not a window across the two
+  EXPECT_EQ(firsts[15], 236);
+  EXPECT_EQ(firsts[0], 0);     // 16 windows in all: the 17th is the first again
+  EXPECT_EQ(data->validation_batches(), 2);  // (30 - 1) / 9 = 3 windows, in batches of 2
+  data->validation_batch(0, b);
+  EXPECT_EQ(b.tokens[0], 300);
+  // Without a "val" file, the last 10% of the training tokens validate.
+  fs::remove(path("val_000000.bin"));
+  auto no_val = make_data_source(path("train_*.bin"), 400, 1, 4, 1);
+  EXPECT_NE(no_val->describe().find("the last 10%"), std::string::npos) << no_val->describe();
+  no_val->validation_batch(0, b);
+  EXPECT_EQ(b.tokens[0], 235);  // 150 tokens, the last 15: tokens 35.. of the second file
+  // A vocabulary too small for the tokens names the file and the position.
+  const std::string why = refusal([&] { make_data_source(path("*.bin"), 240, 1, 4, 1); });
+  EXPECT_NE(why.find("train_000001.bin' has token 240 at position 40"), std::string::npos) << why;
+}
+
+TEST_F(RealData, BytesTokenizerRoundTrips) {
+  const auto tok = Tokenizer::load("bytes", "--tokenizer");
+  const std::string text = "h\xc3\xa9llo\n\tw\x01rld";
+  EXPECT_EQ(tok->vocab_size(), 256);
+  EXPECT_EQ(tok->encode(text).size(), text.size());
+  EXPECT_EQ(tok->decode(tok->encode(text)), text);
+}
+
+// A corpus of a few hundred lines with repeated words, so that BPE has pieces to learn.
+std::string corpus_text() {
+  const char* words[] = {"the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "and", "runs", "away"};
+  std::string s;
+  for (int line = 0; line < 400; ++line) {
+    for (int w = 0; w < 9; ++w) s += std::string(words[(line * 7 + w * 3) % 11]) + (w < 8 ? " " : "");
+    s += line % 5 == 0 ? ".\n\n" : ",\n";
+  }
+  return s + "caf\xc3\xa9 na\xc3\xafve 12345\n";
+}
+
+TEST_F(RealData, SentencePieceTrainsAndRoundTripsExactly) {
+  const std::string corpus = write("corpus.txt", corpus_text());
+  train_sentencepiece({corpus}, 400, path("sp"), "bpe");  // 256 bytes, 3 special tokens, the rest pieces
+  const auto tok = Tokenizer::load(path("sp.model"), "--tokenizer");
+  EXPECT_LE(tok->vocab_size(), 400);
+  EXPECT_EQ(tok->bos(), 1);
+  EXPECT_LT(tok->encode(corpus_text()).size(), corpus_text().size() / 2) << "too few pieces learned";
+  for (const std::string text : {corpus_text(), std::string("  two  spaces\n\nand a tab\t! \xe2\x82\xac unseen: zq")})
+    EXPECT_EQ(tok->decode(tok->encode(text)), text) << "whitespace, newlines and unseen characters must survive";
+  EXPECT_NE(refusal([&] { Tokenizer::load(corpus, "--tokenizer"); }).find("is not a SentencePiece model"),
+            std::string::npos);
+  EXPECT_NE(refusal([&] { train_sentencepiece({corpus}, 100, path("x"), "bpe"); }).find("--vocab-size"),
+            std::string::npos);
+}
+
+struct Outcome {
+  int exit_code;
+  std::string out, err;
+};
+
+Outcome run_binary(const std::string& args, const fs::path& dir) {
+  const std::string cmd = std::string(TT_BINARY) + " " + args + " >" + (dir / "stdout").string() + " 2>" +
+                          (dir / "stderr").string();
+  const int status = std::system(cmd.c_str());
+  auto slurp = [](const fs::path& p) {
+    std::ifstream f(p);
+    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  };
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir / "stdout"), slurp(dir / "stderr")};
+}
+
+// tokenizer-train, tokenize, then training on the shards: the validation loss starts near
+// ln(vocabulary) and falls; the checkpoint resumes only on the same data.
+void tokenize_and_train(const std::vector<std::string>& inputs, const fs::path& dir, int vocab, int steps,
+                        double min_drop) {
+  std::string files;
+  for (const std::string& f : inputs) files += " '" + f + "'";
+  Outcome r = run_binary("tokenizer-train --vocab-size " + std::to_string(vocab) + " --out " + (dir / "sp").string() + files,
+                         dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  r = run_binary("tokenize --tokenizer " + (dir / "sp.model").string() + " --out " + (dir / "tokens").string() + files, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const size_t at = r.out.find("--vocab-size ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const int v = std::stoi(r.out.substr(at + 13));
+  EXPECT_TRUE(fs::exists(dir / "tokens" / "train_000000.bin"));
+  EXPECT_TRUE(fs::exists(dir / "tokens" / "val_000000.bin"));
+  TrainOptions o;
+  o.data = (dir / "tokens" / "*.bin").string();
+  o.model.vocab_size = v, o.model.hidden = 64, o.model.layers = 2, o.model.heads = 4, o.model.kv_heads = 2;
+  o.model.intermediate = 128;
+  o.batch = 8, o.seq_len = 32, o.steps = steps, o.log_every = steps, o.learning_rate = 3e-3, o.warmup = 0;
+  o.backend.device = DeviceKind::Cpu;
+  std::ostringstream log;
+  const TrainResult res = train(o, log);
+  ASSERT_GE(res.validation.size(), 2u) << log.str();
+  EXPECT_NEAR(res.validation.front().second, std::log(double(v)), 0.5) << log.str();
+  EXPECT_LT(res.validation.back().second, res.validation.front().second - min_drop) << log.str();
+  // A second tokenize into the same directory is refused: old and new shards must not mix.
+  r = run_binary("tokenize --out " + (dir / "tokens").string() + files, dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("already holds token files"), std::string::npos) << r.err;
+}
+
+TEST_F(RealData, TokenizeThenTrainOnAGeneratedCorpus) {
+  tokenize_and_train({write("a.txt", corpus_text()), write("b.txt", corpus_text())}, dir, 300, 60, 1.0);
+}
+
+TEST_F(RealData, TokenizeThenTrainOnFortunes) {
+  std::vector<std::string> inputs;
+  for (const char* d : {"/usr/share/games/fortunes", "/usr/share/fortunes"})
+    if (fs::is_directory(d))
+      for (const auto& e : fs::directory_iterator(d))
+        if (e.is_regular_file() && e.path().extension().empty()) inputs.push_back(e.path().string());
+  if (inputs.empty()) GTEST_SKIP() << "Debian's fortunes package is not installed (scripts/install-deps.sh installs it)";
+  std::sort(inputs.begin(), inputs.end());
+  tokenize_and_train(inputs, dir, 1000, 40, 0.8);
+}
+
+TEST_F(RealData, TokenizeRefusesBadInput) {
+  const std::string text = write("t.txt", "hello"), binary = write("b.dat", std::string("ab\0cd", 5));
+  Outcome r = run_binary("tokenize --out " + path("o") + " " + binary, dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("is not text"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(path("o"))) << "nothing is written when an input is refused";
+  r = run_binary("tokenize --tokenizer " + path("missing.model") + " --out " + path("o") + " " + text, dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--tokenizer"), std::string::npos) << r.err;
+  r = run_binary("tokenize --out " + text + " " + text, dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("not a directory"), std::string::npos) << r.err;
+  // Token files without --vocab-size: the trainer cannot guess the tokenizer's vocabulary.
+  write_token_file(path("train_000000.bin"), std::vector<int32_t>(200, 3));
+  r = run_binary("--device cpu --data '" + path("*.bin") + "'", dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--vocab-size"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace tt::test
