@@ -3,7 +3,7 @@
 # nothing when everything is present. The CUDA toolkit is expected at /usr/local/cuda; without
 # nvcc the CPU backend alone is built. The example corpus (fortunes) is installed too where a
 # package registry can be reached; on a machine without one (the GPU machine here) its absence
-# is reported and the tests that read it skip.
+# is reported and the tests that read it skip. TT_SKIP_OPTIONAL=1 leaves it out at once.
 set -euo pipefail
 
 missing=()
@@ -29,7 +29,7 @@ need libgtest-dev  "test -f /usr/include/gtest/gtest.h"
 need libsentencepiece-dev "test -f /usr/include/sentencepiece_processor.h"
 need libopenblas-dev "ls /usr/include/x86_64-linux-gnu/openblas*/cblas.h" "test -f /usr/include/openblas/cblas.h" \
                      "ls /usr/include/*/openblas*/cblas.h"
-want fortunes      "test -d /usr/share/games/fortunes" "test -d /usr/share/fortunes"
+[ "${TT_SKIP_OPTIONAL:-0}" = 1 ] || want fortunes "test -d /usr/share/games/fortunes" "test -d /usr/share/fortunes"
 
 if [ ${#missing[@]} -eq 0 ] && [ ${#optional[@]} -eq 0 ]; then
   exit 0
@@ -50,7 +50,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 if [ ${#optional[@]} -gt 0 ]; then
-  if { [ ${#missing[@]} -gt 0 ] || timeout 120 $sudo apt-get update -qq >/dev/null 2>&1; } &&
+  if { [ ${#missing[@]} -gt 0 ] || timeout 60 $sudo apt-get update -qq >/dev/null 2>&1; } &&
      timeout 300 $sudo apt-get install -y -qq --no-install-recommends "${optional[@]}" >/dev/null 2>&1; then
     echo "install-deps: installed ${optional[*]}"
   else
