@@ -99,6 +99,10 @@ class Backend {
                                  const AttnShape& s) = 0;
   virtual void attention_backward(const Tensor& dqkv, const Tensor& datt, const Tensor& qkv,
                                   const Tensor& att, const Tensor& saved, const AttnShape& s) = 0;
+  // One new token's attention over the key/value cache of `len` positions, rows ld elements
+  // apart (generation; src/ops/attention_decode.h). s gives the heads and their size.
+  virtual void attention_decode(const Tensor& out, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                                int64_t len, int64_t ld, const AttnShape& s) = 0;
   virtual void swiglu_forward(const Tensor& h, const Tensor& gateup, int64_t n, int f) = 0;
   virtual void swiglu_backward(const Tensor& dgateup, const Tensor& dh, const Tensor& gateup,
                                int64_t n, int f) = 0;

@@ -7,6 +7,7 @@
 
 #include "backend/backend.h"
 #include "ops/convert.h"
+#include "ops/attention_decode.h"
 #include "ops/cross_entropy.h"
 #include "ops/embedding.h"
 #include "ops/residual.h"
@@ -105,6 +106,10 @@ class CpuBackend final : public Backend {
   void attention_backward(const Tensor& dqkv, const Tensor& datt, const Tensor& qkv,
                           const Tensor&, const Tensor& saved, const AttnShape& s) override {
     ref::attention_backward(dqkv.data<T>(), datt.data<T>(), qkv.data<T>(), saved.data<T>(), s);
+  }
+  void attention_decode(const Tensor& out, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int64_t len,
+                        int64_t ld, const AttnShape& s) override {
+    ref::attention_decode(out.data<T>(), q.data<T>(), k_cache.data<T>(), v_cache.data<T>(), len, ld, s);
   }
   void swiglu_forward(const Tensor& h, const Tensor& gateup, int64_t n, int f) override {
     ref::swiglu_forward(h.data<T>(), gateup.data<T>(), n, f);

@@ -40,6 +40,7 @@ enum RngStream : uint64_t {
   kStreamData = 0x0DA7A,        // synthetic token sequences
   kStreamParamBase = 0x100000,  // parameter tensor i uses kStreamParamBase + i (src/model/params.h)
   kStreamTest = 0x7E57,         // test inputs
+  kStreamSampling = 0x5A3B1E,   // the draws of text generation (src/model/generate.h)
 };
 
 }  // namespace tt

@@ -70,6 +70,10 @@ class Llama {
   // The output head's rows, and the tokens per chunk of the fused classifier (all tokens
   // without it).
   int padded_vocab() const { return Vp_; }
+  const Weights& weights() const { return w_; }  // the act-typed views the products read
+  // The logits of the last forward, [classifier_chunk(), padded_vocab()]: every token's without
+  // the fused classifier (after a forward for evaluation: with training, they become dlogits).
+  Tensor logits() const { return logits_; }
   int classifier_chunk() const { return chunk_; }
   // The bytes of each category that are vocabulary padding (zero rows of the head in the
   // parameters and gradients, padding columns of the logits): a part of arena().bytes().

@@ -1,5 +1,7 @@
 #include "train/checkpoint.h"
 
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -101,6 +103,15 @@ Header read_header(const std::string& path) {
   h.info.seed = uint64_t(parse_int(meta, "seed", path));
   if (!meta.contains("data") || !meta["data"].is_string()) bad(path, "no 'data' in its metadata");
   h.info.data_identity = meta["data"].get<std::string>();
+  // The training sequence length: its own field since it was added, else from the data's identity.
+  const size_t at = h.info.data_identity.find("seq_len=");
+  if (meta.contains("seq_len")) {
+    const int64_t t = parse_int(meta, "seq_len", path);
+    if (t < 1 || t > INT32_MAX) bad(path, "metadata 'seq_len' out of range");
+    h.info.seq_len = int(t);
+  } else if (at != std::string::npos) {
+    h.info.seq_len = std::atoi(h.info.data_identity.c_str() + at + 8);
+  }
 
   h.data_start = 8 + n;
   const uint64_t data_size = size - h.data_start;
@@ -149,7 +160,8 @@ void save_checkpoint(const std::string& path, Llama& model, const CheckpointInfo
                             {"data_position", std::to_string(info.data_position)},
                             {"data", info.data_identity},
                             {"config", c.to_json().dump()},
-                            {"seed", std::to_string(info.seed)}};
+                            {"seed", std::to_string(info.seed)},
+                            {"seq_len", std::to_string(info.seq_len)}};
   std::string text = header.dump();
   text.resize((text.size() + 7) / 8 * 8, ' ');  // data starts 8-byte aligned
   const std::vector<float> buffers[3] = {model.read_f32(model.params()), model.read_f32(model.adam_m()),

@@ -269,7 +269,7 @@ TrainResult train(const TrainOptions& o, std::ostream& log) {
     write_file_atomic(o.json_path, [&](std::ostream& out) { out << result_json(o, r).dump(2) << "\n"; });
   if (!o.save_path.empty()) {
     save_checkpoint(o.save_path, model,
-                    CheckpointInfo{o.model, int64_t(o.steps), data->position(), data->identity(), o.seed});
+                    CheckpointInfo{o.model, int64_t(o.steps), data->position(), data->identity(), o.seed, o.seq_len});
     log << "Saved checkpoint: " << o.save_path << "\n";
   }
   return r;

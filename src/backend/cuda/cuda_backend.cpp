@@ -243,6 +243,10 @@ class CudaBackend final : public Backend {
     else
       cuda::attention_backward(blas(), dqkv, datt, qkv, saved, s, plan_.flash_attention, attn_);
   }
+  void attention_decode(const Tensor&, const Tensor&, const Tensor&, const Tensor&, int64_t, int64_t,
+                        const AttnShape&) override {
+    usage_fail("generate: generation runs on the CPU for now (--device cpu); the GPU's decoding kernel is not written yet");
+  }
   void swiglu_forward(const Tensor& h, const Tensor& gateup, int64_t n, int f) override {
     cuda::swiglu_forward(h, gateup, n, f, swiglu_kernels(), swiglu_scratch_, kernel_stream());
   }

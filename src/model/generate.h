@@ -1,0 +1,51 @@
+// Text generation: the trained model run one token at a time, each step's keys and values kept
+// in a cache so that a new token attends over the cache instead of recomputing the sequence
+// (O(n) a token instead of O(n^2)). The same operations as the training forward, through the
+// same backend, on one row; the attention over the cache is src/ops/attention_decode.h. And the
+// choice of the next token from the logits: greedy, or sampled with temperature, top-k, top-p.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/arena.h"
+#include "core/rng.h"
+#include "model/llama.h"
+
+namespace tt {
+
+class Generator {
+ public:
+  // Runs `model`'s weights (a checkpoint loaded into it) with a cache of `max_len` positions.
+  Generator(Llama& model, int max_len);
+
+  // Puts `token` at the next position; returns the logits of the token after it (vocab_size).
+  std::vector<float> step(int32_t token);
+  int position() const { return pos_; }
+  int max_len() const { return max_len_; }
+  void reset() { pos_ = 0; }
+
+ private:
+  void layout(Arena& a);
+
+  Llama& m_;
+  Backend& be_;
+  ModelConfig c_;
+  int max_len_, pos_ = 0;
+  AttnShape shape_;
+  Arena arena_;
+  std::vector<Tensor> k_cache_, v_cache_;  // per layer: [max_len, KVH * D]
+  Tensor token_, x_, xn_, rstd_, q_, att_, branch_, x_mid_, gateup_, h_, logits_, rope_table_;
+};
+
+struct SamplingOptions {
+  double temperature = 0.8;  // 0: greedy (the most likely token)
+  int top_k = 0;             // 0: all tokens
+  double top_p = 1.0;        // the smallest set of tokens whose probability reaches it
+};
+
+// The next token: greedy at temperature 0, else a draw from the softmax of logits / temperature
+// restricted by top-k and top-p. `draw` numbers the draws of a run: with the same seed and draw
+// the same token, on any machine.
+int32_t choose_token(const std::vector<float>& logits, const SamplingOptions& o, const CounterRng& rng, uint64_t draw);
+
+}  // namespace tt

@@ -1,0 +1,40 @@
+// `tiny_llama generate`: text from a checkpoint, streamed as it is made (src/model/generate.h).
+#pragma once
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/generate.h"
+
+namespace tt {
+
+struct GenerateOptions {
+  std::string checkpoint;
+  std::string tokenizer;                // "bytes", a SentencePiece .model; empty: bytes for a vocabulary of 256
+  std::string prompt, prompts_file;     // text, or a file of prompts (one a line)
+  std::vector<int32_t> prompt_tokens;   // or token ids
+  int max_new_tokens = 100;
+  SamplingOptions sampling;
+  uint64_t seed = 42;
+  DeviceKind device = DeviceKind::Cpu;
+};
+
+struct Generated {
+  std::vector<int32_t> tokens;  // the new ones
+  std::string text;             // decoded
+  double first_token_ms = 0, tokens_per_sec = 0;
+};
+
+// The length of the longest prefix of `s` that does not end inside a UTF-8 sequence: what can
+// be printed now without splitting a character whose last bytes the next token brings.
+size_t complete_utf8(const std::string& s);
+
+// Generates for each prompt, streaming the text to `out`; returns what each produced. Bad
+// input (no usable checkpoint, an empty prompt, a prompt that with max_new_tokens exceeds the
+// context the model was trained at, a tokenizer of another vocabulary) is refused with
+// UsageError before any generation.
+std::vector<Generated> run_generate(const GenerateOptions& o, std::ostream& out);
+
+}  // namespace tt

@@ -1,0 +1,166 @@
+// Generation: the cached decoder computes what the training forward computes over the whole
+// sequence, token by token; the choice of tokens (greedy, top-k, top-p, temperature) follows
+// its definition and repeats for a seed; bad input through the real binary.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "cpu/gradcheck.h"
+#include "model/generate.h"
+#include "train/checkpoint.h"
+#include "train/generation.h"
+#include "train/trainer.h"
+
+namespace tt::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+ModelConfig small_config() {
+  ModelConfig c;
+  c.vocab_size = 61, c.hidden = 32, c.layers = 2, c.heads = 4, c.kv_heads = 2, c.intermediate = 48;
+  return c;
+}
+
+// At every position the cached step's logits equal the logits the training forward computes for
+// that position of the whole sequence (in double: to rounding).
+TEST(Generate, CachedDecodingEqualsRecomputingTheSequence) {
+  const ModelConfig c = small_config();
+  const int n = 13;
+  auto be = make_cpu_backend_f64();
+  Llama full(c, *be, 1, n);
+  full.init_weights(5);
+  std::vector<int32_t> tokens(n), targets(n, 0);
+  for (int i = 0; i < n; ++i) tokens[size_t(i)] = (i * 17 + 3) % c.vocab_size;
+  full.set_batch(tokens.data(), targets.data());
+  full.forward(Llama::Pass::Eval);
+  const std::vector<double> ref = full.read(full.logits());  // [n, padded vocab]
+
+  auto be2 = make_cpu_backend_f64();
+  Llama one(c, *be2, 1, 1);
+  one.init_weights(5);
+  Generator gen(one, n);
+  for (int i = 0; i < n; ++i) {
+    const std::vector<float> logits = gen.step(tokens[size_t(i)]);
+    ASSERT_EQ(int(logits.size()), c.vocab_size);
+    const std::vector<double> got(logits.begin(), logits.end());
+    const std::vector<double> want(ref.begin() + int64_t(i) * full.padded_vocab(),
+                                   ref.begin() + int64_t(i) * full.padded_vocab() + c.vocab_size);
+    EXPECT_LT(rel_error(got, want), 1e-6) << "position " << i;  // the step returns floats
+  }
+  EXPECT_EQ(gen.position(), n);
+}
+
+TEST(Generate, ChoosingTokens) {
+  const std::vector<float> logits = {0.1f, 2.0f, 1.9f, -1.0f, 2.0f};
+  const CounterRng rng(1, kStreamSampling);
+  SamplingOptions greedy;
+  greedy.temperature = 0;
+  EXPECT_EQ(choose_token(logits, greedy, rng, 0), 1);  // the first of the two largest
+  SamplingOptions top1;
+  top1.top_k = 1;
+  for (uint64_t d = 0; d < 50; ++d) EXPECT_EQ(choose_token(logits, top1, rng, d), 1);
+  SamplingOptions nucleus;
+  nucleus.top_p = 0.3;  // the most likely token alone holds more than 0.3
+  for (uint64_t d = 0; d < 50; ++d) EXPECT_EQ(choose_token(logits, nucleus, rng, d), 1);
+  // At temperature 1, the frequencies follow the softmax.
+  SamplingOptions plain;
+  plain.temperature = 1.0;
+  std::vector<int> counts(logits.size());
+  const int draws = 20000;
+  for (int d = 0; d < draws; ++d) ++counts[size_t(choose_token(logits, plain, rng, uint64_t(d)))];
+  double z = 0;
+  for (float l : logits) z += std::exp(double(l));
+  for (size_t i = 0; i < logits.size(); ++i)
+    EXPECT_NEAR(counts[i] / double(draws), std::exp(double(logits[i])) / z, 0.015) << "token " << i;
+  // The same draw, the same token.
+  EXPECT_EQ(choose_token(logits, plain, rng, 77), choose_token(logits, plain, rng, 77));
+}
+
+TEST(Generate, Utf8IsNeverSplit) {
+  EXPECT_EQ(complete_utf8("abc"), 3u);
+  EXPECT_EQ(complete_utf8("ab\xc3"), 2u);              // the first byte of a 2-byte character
+  EXPECT_EQ(complete_utf8("ab\xc3\xa9"), 4u);          // complete
+  EXPECT_EQ(complete_utf8("a\xe2\x82"), 1u);           // 2 of 3 bytes
+  EXPECT_EQ(complete_utf8("a\xe2\x82\xac"), 4u);
+  EXPECT_EQ(complete_utf8("a\xf0\x9f\x98"), 1u);       // 3 of 4
+  EXPECT_EQ(complete_utf8(""), 0u);
+}
+
+struct Outcome {
+  int exit_code;
+  std::string out, err;
+};
+
+class GenerateCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir = fs::temp_directory_path() / ("tt_gen_" + std::to_string(::getpid()) + "_" +
+                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    // A byte-level model trained a few steps on a text file, seq-len 16: its context.
+    std::ofstream(dir / "text.txt") << std::string(400, 'a') + "hello world, hello tokens. ";
+    TrainOptions o;
+    o.data = (dir / "text.txt").string();
+    o.model = small_config();
+    o.model.vocab_size = 256;
+    o.batch = 2, o.seq_len = 16, o.steps = 3, o.warmup = 0, o.log_every = 100;
+    o.backend.device = DeviceKind::Cpu;
+    o.save_path = (dir / "m.safetensors").string();
+    std::ostringstream log;
+    train(o, log);
+  }
+  void TearDown() override { fs::remove_all(dir); }
+  Outcome run(const std::string& args) {
+    const std::string cmd = std::string(TT_BINARY) + " generate " + args + " >" + (dir / "stdout").string() + " 2>" +
+                            (dir / "stderr").string();
+    const int status = std::system(cmd.c_str());
+    auto slurp = [](const fs::path& p) {
+      std::ifstream f(p);
+      return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    };
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir / "stdout"), slurp(dir / "stderr")};
+  }
+  std::string ckpt() const { return (dir / "m.safetensors").string(); }
+  fs::path dir;
+};
+
+TEST_F(GenerateCli, ReproducibleForASeedAndStreamed) {
+  const Outcome a = run(ckpt() + " --prompt hello --max-new-tokens 8 --seed 7");
+  const Outcome b = run(ckpt() + " --prompt hello --max-new-tokens 8 --seed 7");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out.substr(0, a.out.find('[')), b.out.substr(0, b.out.find('['))) << "the same seed, the same text";
+  EXPECT_EQ(a.out.rfind("hello", 0), 0u) << "the prompt comes first: " << a.out;
+  EXPECT_NE(a.out.find("5 prompt tokens, 8 new: first token after"), std::string::npos) << a.out;
+  const Outcome greedy = run(ckpt() + " --prompt-tokens 104,101 --max-new-tokens 5 --temperature 0");
+  EXPECT_EQ(greedy.exit_code, 0) << greedy.err;
+}
+
+TEST_F(GenerateCli, BadInputIsRefused) {
+  const struct {
+    std::string args, expect;
+  } cases[] = {
+      {ckpt() + " --prompt " + std::string(10, 'x') + " --max-new-tokens 10", "exceed the model's context of 16"},
+      {ckpt() + " --max-new-tokens 3", "give one of --prompt"},
+      {ckpt() + " --prompt ''", "give one of --prompt"},
+      {(dir / "text.txt").string() + " --prompt hi", "not a usable checkpoint"},
+      {ckpt() + " --prompt hi --tokenizer " + (dir / "nope.model").string(), "--tokenizer"},
+      {ckpt() + " --prompt-tokens 1,300", "outside the vocabulary"},
+      {ckpt() + " --prompt hi --top-p 0", "--top-p"},
+      {ckpt() + " --prompt hi --temperature -1", "--temperature"},
+  };
+  for (const auto& c : cases) {
+    const Outcome r = run(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.err << r.out;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << c.args << "\n" << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace tt::test
