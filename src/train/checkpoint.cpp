@@ -107,7 +107,7 @@ Header read_header(const std::string& path) {
   const size_t at = h.info.data_identity.find("seq_len=");
   if (meta.contains("seq_len")) {
     const int64_t t = parse_int(meta, "seq_len", path);
-    if (t < 1 || t > INT32_MAX) bad(path, "metadata 'seq_len' out of range");
+    if (t > INT32_MAX) bad(path, "metadata 'seq_len' out of range");  // 0: not recorded
     h.info.seq_len = int(t);
   } else if (at != std::string::npos) {
     h.info.seq_len = std::atoi(h.info.data_identity.c_str() + at + 8);

@@ -24,7 +24,7 @@ struct CheckpointInfo {
   int64_t data_position = 0;
   std::string data_identity;
   uint64_t seed = 0;
-  int seq_len = 0;  // the sequence length it was trained at: the model's context for generation
+  int seq_len = 0;  // the sequence length it was trained at (0: not recorded): the context for generation
 };
 
 // Writes atomically (temporary file, then rename).
