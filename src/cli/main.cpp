@@ -6,6 +6,7 @@
 //   tiny_llama kernels ...   each custom kernel against its v2 counterpart and the GPU's ceilings
 //   tiny_llama debug STAGE   the performance-debugging stages: init, layout, sync, gemm, all
 //   tiny_llama generate CKPT ...  text from a checkpoint
+//   tiny_llama export CKPT --hf DIR  a checkpoint as a Hugging Face transformers directory
 //   tiny_llama tokenize ...  text files to token-file shards
 //   tiny_llama tokenizer-train ...  a SentencePiece tokenizer from text files
 // Exit codes: 0 success, 1 failure of the program or the device, 2 bad input.
@@ -48,6 +49,9 @@ int run(std::vector<std::string> args) {
   } else if (command == "debug") {
     tt::DebugOptions options;
     if (tt::parse_debug_options(args, options)) tt::run_debug(options, std::cout);
+  } else if (command == "export") {
+    tt::ExportOptions options;
+    if (tt::parse_export_options(args, options)) tt::export_hf(options, std::cout);
   } else if (command == "generate") {
     tt::GenerateOptions options;
     if (tt::parse_generate_options(args, options)) tt::run_generate(options, std::cout);
@@ -59,7 +63,7 @@ int run(std::vector<std::string> args) {
     if (tt::parse_tokenizer_train_options(args, options)) tt::run_tokenizer_train(options, std::cout);
   } else {
     tt::usage_fail("unknown command '" + command +
-                   "' (commands: train, ablate, bench, validate, kernels, debug, generate, tokenize, tokenizer-train; see --help)");
+                   "' (commands: train, ablate, bench, validate, kernels, debug, generate, export, tokenize, tokenizer-train; see --help)");
   }
   return 0;
 }

@@ -185,6 +185,7 @@ bool parse_train_options(const std::vector<std::string>& args, TrainOptions& o) 
   add_model_flags(app, o, f);
   app.add_option("--save", o.save_path, "write a checkpoint (safetensors) at the end");
   app.add_option("--resume", o.resume_path, "continue from a checkpoint written by --save");
+  app.add_option("--init-from", o.init_from, "start from a Hugging Face LLaMA directory (tiny_llama export, or one of the same shape)");
   app.add_option("--profile", o.profile_dir, "kernel trace (CUPTI) into DIR: trace.json, kernels.csv, regions.csv");
   app.add_option("--profile-steps", o.profile_steps, "steps traced after the warm-up")->capture_default_str();
   app.add_flag("--flops-profile", o.flops_profile, "per-module FLOPs, time, TFLOP/s and MFU (traces like --profile)");
@@ -370,6 +371,17 @@ bool parse_generate_options(const std::vector<std::string>& args, GenerateOption
   else if (device == "cuda") o.device = DeviceKind::Cuda;
   else usage_fail("--device: must be auto, cpu or cuda (got '" + device + "')");
   return true;
+}
+
+bool parse_export_options(const std::vector<std::string>& args, ExportOptions& o) {
+  CLI::App app{"A checkpoint as a Hugging Face transformers directory (LlamaForCausalLM and its tokenizer)",
+               "tiny_llama export"};
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("checkpoint", o.checkpoint, "a checkpoint written by --save")->required();
+  app.add_option("--hf", o.out_dir, "the directory to write")->required();
+  app.add_option("--dtype", o.dtype, "bf16 or fp32")->capture_default_str();
+  app.add_option("--tokenizer", o.tokenizer, "bytes, or the SentencePiece .model the model was trained with");
+  return parse(app, args);
 }
 
 }  // namespace tt

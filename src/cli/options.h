@@ -9,6 +9,7 @@
 #include "bench/validate.h"
 #include "data/tokenize.h"
 #include "train/generation.h"
+#include "train/hf.h"
 #include "train/trainer.h"
 
 namespace tt {
@@ -26,6 +27,7 @@ bool parse_bench_options(const std::vector<std::string>& args, BenchOptions& out
 bool parse_validate_options(const std::vector<std::string>& args, ValidateOptions& out);
 bool parse_kernel_options(const std::vector<std::string>& args, KernelBenchOptions& out);
 bool parse_debug_options(const std::vector<std::string>& args, DebugOptions& out);
+bool parse_export_options(const std::vector<std::string>& args, ExportOptions& out);
 bool parse_generate_options(const std::vector<std::string>& args, GenerateOptions& out);
 bool parse_tokenize_options(const std::vector<std::string>& args, TokenizeOptions& out);
 bool parse_tokenizer_train_options(const std::vector<std::string>& args, TokenizerTrainOptions& out);

@@ -14,6 +14,7 @@
 #include "profile/flops.h"
 #include "train/checkpoint.h"
 #include "train/data.h"
+#include "train/hf.h"
 #include "train/report.h"
 
 namespace tt {
@@ -144,6 +145,9 @@ TrainResult train(const TrainOptions& o, std::ostream& log) {
     if (resume.step >= o.steps)
       usage_fail(fmt::format("--num-steps: the checkpoint is at step {}; ask for more steps to continue", resume.step));
   }
+  if (!o.init_from.empty() && !o.resume_path.empty())
+    usage_fail("--init-from: starts a new run from a model; --resume continues one: give one of them");
+  const std::vector<float> initial = o.init_from.empty() ? std::vector<float>{} : import_hf(o.init_from, o.model);
   if (!o.json_path.empty()) check_writable(o.json_path, "--json");
   if (!o.save_path.empty()) check_writable(o.save_path, "--save");
   const bool profiling = !o.profile_dir.empty() || o.flops_profile;
@@ -163,6 +167,7 @@ TrainResult train(const TrainOptions& o, std::ostream& log) {
   Llama model(o.model, *backend, o.batch, o.seq_len);
   if (o.resume_path.empty()) {
     model.init_weights(o.seed, o.init_std);
+    if (!initial.empty()) model.write(model.params(), initial);
   } else {
     load_checkpoint(o.resume_path, model);
     data->set_position(resume.data_position);
@@ -201,6 +206,7 @@ TrainResult train(const TrainOptions& o, std::ostream& log) {
     log << fmt::format("Fused classifier: {} tokens per chunk ({} of logits)\n", r.classifier_chunk,
                        format_mb(size_t(r.classifier_chunk) * size_t(r.padded_vocab) * dtype_size(backend->act_dtype())));
   if (!o.resume_path.empty()) log << fmt::format("Resumed from {} at step {}\n", o.resume_path, resume.step);
+  if (!o.init_from.empty()) log << fmt::format("Initialized from {}\n", o.init_from);
   if (o.profile_memory) report_memory(log, (std::filesystem::path(o.profile_dir) / "memory.csv").string(), model);
   log.flush();
 

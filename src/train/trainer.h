@@ -27,6 +27,7 @@ struct TrainOptions {
   BackendOptions backend;
   std::string data = "synthetic";
   std::string json_path, save_path, resume_path;
+  std::string init_from;  // a Hugging Face LLaMA directory to start from (src/train/hf.h)
   // Profiling (CUDA): a kernel trace of profile_steps steps after the warm-up.
   std::string profile_dir;
   int profile_steps = 3;

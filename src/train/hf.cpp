@@ -1,0 +1,236 @@
+#include "train/hf.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "core/error.h"
+#include "core/files.h"
+#include "data/safetensors.h"
+#include "data/tokenizer.h"
+#include "model/llama.h"
+#include "model/params.h"
+#include "train/checkpoint.h"
+
+namespace tt {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+void permute_rows(std::vector<float>& rows, int heads, int d, int64_t cols, bool to_hf) {
+  TT_CHECK(int64_t(rows.size()) == int64_t(heads) * d * cols, "RoPE permutation: wrong size");
+  std::vector<float> out(rows.size());
+  for (int h = 0; h < heads; ++h)
+    for (int i = 0; i < d / 2; ++i)
+      for (int j = 0; j < 2; ++j) {
+        const int64_t ours = int64_t(h) * d + 2 * i + j, theirs = int64_t(h) * d + int64_t(j) * (d / 2) + i;
+        const int64_t from = to_hf ? ours : theirs, to = to_hf ? theirs : ours;
+        std::copy_n(rows.begin() + from * cols, cols, out.begin() + to * cols);
+      }
+  rows.swap(out);
+}
+
+bool is_rope_projection(const std::string& name) {
+  return name.find("self_attn.q_proj") != std::string::npos || name.find("self_attn.k_proj") != std::string::npos;
+}
+
+int heads_of(const std::string& name, const ModelConfig& c) {
+  return name.find("q_proj") != std::string::npos ? c.heads : c.kv_heads;
+}
+
+void write_json(const fs::path& path, const json& j) {
+  write_file_atomic(path.string(), [&](std::ostream& out) { out << j.dump(2) << "\n"; });
+}
+
+// GPT-2's map of bytes to printable characters, which the byte-level pre-tokenizer of Hugging
+// Face's tokenizers uses: the printable bytes are themselves, the others 256 onwards.
+std::vector<std::string> byte_characters() {
+  std::vector<int> cp(256);
+  int next = 256;
+  for (int b = 0; b < 256; ++b) {
+    const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+    cp[size_t(b)] = printable ? b : next++;
+  }
+  std::vector<std::string> out;
+  for (int c : cp) {  // as UTF-8
+    std::string s;
+    if (c < 0x80) {
+      s += char(c);
+    } else {
+      s += char(0xC0 | (c >> 6));
+      s += char(0x80 | (c & 0x3F));
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+void write_tokenizer(const fs::path& dir, const std::string& spec, int context) {
+  if (spec == "bytes") {  // a byte-level BPE without merges: byte b is token b
+    json vocab = json::object();
+    const std::vector<std::string> chars = byte_characters();
+    for (int b = 0; b < 256; ++b) vocab[chars[size_t(b)]] = b;
+    const json tokenizer = {
+        {"version", "1.0"}, {"truncation", nullptr}, {"padding", nullptr}, {"added_tokens", json::array()},
+        {"normalizer", nullptr},
+        {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}}},
+        {"post_processor", nullptr},
+        {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}}},
+        {"model", {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr}, {"continuing_subword_prefix", nullptr},
+                   {"end_of_word_suffix", nullptr}, {"fuse_unk", false}, {"byte_fallback", false},
+                   {"ignore_merges", false}, {"vocab", vocab}, {"merges", json::array()}}}};
+    write_json(dir / "tokenizer.json", tokenizer);
+    write_json(dir / "tokenizer_config.json", {{"tokenizer_class", "PreTrainedTokenizerFast"},
+                                               {"model_max_length", context},
+                                               {"clean_up_tokenization_spaces", false}});
+    return;
+  }
+  fs::copy_file(spec, dir / "tokenizer.model", fs::copy_options::overwrite_existing);
+  write_json(dir / "tokenizer_config.json", {{"tokenizer_class", "LlamaTokenizer"},
+                                             {"bos_token", "<s>"}, {"eos_token", "</s>"}, {"unk_token", "<unk>"},
+                                             {"pad_token", nullptr}, {"add_bos_token", true}, {"add_eos_token", false},
+                                             {"legacy", false}, {"model_max_length", context},
+                                             {"clean_up_tokenization_spaces", false}, {"sp_model_kwargs", json::object()}});
+  write_json(dir / "special_tokens_map.json", {{"bos_token", "<s>"}, {"eos_token", "</s>"}, {"unk_token", "<unk>"}});
+}
+
+}  // namespace
+
+void rope_rows_to_hf(std::vector<float>& rows, int heads, int d, int64_t cols) { permute_rows(rows, heads, d, cols, true); }
+void rope_rows_from_hf(std::vector<float>& rows, int heads, int d, int64_t cols) { permute_rows(rows, heads, d, cols, false); }
+
+void export_hf(const ExportOptions& o, std::ostream& log) {
+  if (o.dtype != "bf16" && o.dtype != "fp32") usage_fail("--dtype: must be bf16 or fp32 (got '" + o.dtype + "')");
+  if (o.out_dir.empty()) usage_fail("--hf: give the directory to write");
+  const CheckpointInfo info = read_checkpoint_info(o.checkpoint);
+  const ModelConfig& c = info.config;
+  const std::string tok_spec = o.tokenizer.empty() ? (c.vocab_size == 256 ? "bytes" : "") : o.tokenizer;
+  if (tok_spec.empty())
+    usage_fail("--tokenizer: the model's vocabulary is " + std::to_string(c.vocab_size) +
+               ": give the tokenizer it was trained with (a SentencePiece .model)");
+  const std::unique_ptr<Tokenizer> tok = Tokenizer::load(tok_spec, "--tokenizer");
+  if (tok->vocab_size() != c.vocab_size)
+    usage_fail("--tokenizer: " + tok->describe() + " does not match the model's vocabulary of " + std::to_string(c.vocab_size));
+  std::error_code ec;
+  if (fs::exists(o.out_dir, ec) && !fs::is_directory(o.out_dir, ec)) usage_fail("--hf: '" + o.out_dir + "' is not a directory");
+  fs::create_directories(o.out_dir, ec);
+  if (ec) usage_fail("--hf: cannot create '" + o.out_dir + "': " + ec.message());
+
+  auto be = make_backend({DeviceKind::Cpu, plan_for_version(1)});
+  Llama model(c, *be, 1, 1);
+  load_checkpoint(o.checkpoint, model);
+  const std::vector<float> params = model.read_f32(model.params());
+  std::vector<TensorOut> tensors;
+  for (const ParamEntry& e : param_table(c)) {
+    TensorOut t{e.name, e.shape, std::vector<float>(params.begin() + e.offset, params.begin() + e.offset + e.numel)};
+    if (is_rope_projection(e.name)) rope_rows_to_hf(t.values, heads_of(e.name, c), c.head_dim(), c.hidden);
+    tensors.push_back(std::move(t));
+  }
+  const fs::path dir(o.out_dir);
+  write_safetensors((dir / "model.safetensors").string(), tensors, {{"format", "pt"}}, o.dtype == "bf16");
+  const int context = info.seq_len > 0 ? info.seq_len : 2048;
+  const json special = tok->bos() >= 0 ? json(1) : json(nullptr), eos = tok->bos() >= 0 ? json(2) : json(nullptr);
+  const std::string dtype = o.dtype == "bf16" ? "bfloat16" : "float32";
+  write_json(dir / "config.json",
+             {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"}, {"vocab_size", c.vocab_size},
+              {"hidden_size", c.hidden}, {"intermediate_size", c.intermediate}, {"num_hidden_layers", c.layers},
+              {"num_attention_heads", c.heads}, {"num_key_value_heads", c.kv_heads}, {"head_dim", c.head_dim()},
+              {"hidden_act", "silu"}, {"max_position_embeddings", context}, {"rms_norm_eps", c.norm_eps},
+              {"rope_theta", c.rope_theta}, {"rope_scaling", nullptr},
+              {"rope_parameters", {{"rope_type", "default"}, {"rope_theta", c.rope_theta}}},
+              {"tie_word_embeddings", true}, {"attention_bias", false}, {"attention_dropout", 0.0}, {"mlp_bias", false},
+              {"initializer_range", 0.02}, {"use_cache", true}, {"bos_token_id", special}, {"eos_token_id", eos},
+              {"pad_token_id", nullptr}, {"torch_dtype", dtype}, {"dtype", dtype}});
+  write_json(dir / "generation_config.json", {{"bos_token_id", special}, {"eos_token_id", eos}, {"do_sample", true},
+                                              {"temperature", 0.8}, {"max_length", context}});
+  write_tokenizer(dir, tok_spec, context);
+  log << fmt::format("Exported {} (step {}, {} parameters) to {} as {} LlamaForCausalLM, tokenizer: {}\n", o.checkpoint,
+                     info.step, c.param_count(), o.out_dir, o.dtype, tok->describe());
+}
+
+std::vector<float> import_hf(const std::string& dir_name, const ModelConfig& c) {
+  const fs::path dir(dir_name);
+  auto bad = [&](const std::string& what) -> void { usage_fail("--init-from: '" + dir_name + "' " + what); };
+  std::ifstream cfg_in(dir / "config.json");
+  if (!cfg_in) bad("has no config.json");
+  json cfg;
+  try {
+    cfg = json::parse(cfg_in);
+  } catch (const json::exception&) {
+    bad("has a config.json that is not JSON");
+  }
+  auto number = [&](const char* key, double fallback) {
+    if (!cfg.contains(key) || cfg[key].is_null()) return fallback;
+    if (!cfg[key].is_number()) bad(std::string("has a config.json whose ") + key + " is not a number");
+    return cfg[key].get<double>();
+  };
+  if (cfg.value("model_type", "") != "llama") bad("is not a LLaMA (model_type is not \"llama\")");
+  if (cfg.value("hidden_act", "silu") != "silu") bad("uses another activation than SiLU");
+  if (cfg.value("attention_bias", false) || cfg.value("mlp_bias", false)) bad("has biases, which this model does not");
+  if (cfg.contains("rope_scaling") && !cfg["rope_scaling"].is_null()) bad("scales RoPE, which this model does not");
+  const int heads = int(number("num_attention_heads", 0));
+  const struct {
+    const char* key;
+    double theirs, ours;
+    const char* flag;
+  } fields[] = {{"vocab_size", number("vocab_size", 0), double(c.vocab_size), "--vocab-size"},
+                {"hidden_size", number("hidden_size", 0), double(c.hidden), "--hidden-dim"},
+                {"num_hidden_layers", number("num_hidden_layers", 0), double(c.layers), "--num-layers"},
+                {"num_attention_heads", double(heads), double(c.heads), "--num-heads"},
+                {"num_key_value_heads", number("num_key_value_heads", heads), double(c.kv_heads), "--num-kv-heads"},
+                {"intermediate_size", number("intermediate_size", 0), double(c.intermediate), "--intermediate-size"},
+                {"head_dim", number("head_dim", c.head_dim()), double(c.head_dim()), "--hidden-dim / --num-heads"},
+                {"rms_norm_eps", number("rms_norm_eps", 1e-6), c.norm_eps, "--norm-eps"},
+                {"rope_theta", number("rope_theta", 10000), c.rope_theta, "--rope-theta"}};
+  for (const auto& f : fields)
+    if (f.theirs != f.ours)
+      bad(fmt::format("has {} {} where this run has {} (set {} to match)", f.key, f.theirs, f.ours, f.flag));
+  // One file, or shards listed by model.safetensors.index.json.
+  std::vector<SafetensorsFile> files;
+  if (fs::exists(dir / "model.safetensors")) {
+    files.push_back(read_safetensors((dir / "model.safetensors").string(), "--init-from"));
+  } else {
+    std::ifstream idx_in(dir / "model.safetensors.index.json");
+    if (!idx_in) bad("has neither model.safetensors nor model.safetensors.index.json");
+    std::set<std::string> shards;
+    try {
+      for (auto& [name, file] : json::parse(idx_in).at("weight_map").items()) shards.insert(file.get<std::string>());
+    } catch (const json::exception&) {
+      bad("has a model.safetensors.index.json without a weight_map of file names");
+    }
+    for (const std::string& s : shards) {
+      if (s.find('/') != std::string::npos) bad("names a shard outside the directory: " + s);
+      files.push_back(read_safetensors((dir / s).string(), "--init-from"));
+    }
+  }
+  auto tensor = [&](const std::string& name) -> std::vector<float> {
+    for (const SafetensorsFile& f : files)
+      if (const SafetensorInfo* t = f.find(name)) return read_tensor_f32(f, *t);
+    bad("has no tensor '" + name + "'");
+    return {};
+  };
+  std::vector<float> params(size_t(c.param_count()));
+  for (const ParamEntry& e : param_table(c)) {
+    std::vector<float> v = tensor(e.name);
+    if (int64_t(v.size()) != e.numel) bad("has tensor '" + e.name + "' of another size");
+    if (is_rope_projection(e.name)) rope_rows_from_hf(v, heads_of(e.name, c), c.head_dim(), c.hidden);
+    for (float x : v)
+      if (!std::isfinite(x)) bad("has a non-finite value in '" + e.name + "'");
+    std::copy(v.begin(), v.end(), params.begin() + e.offset);
+  }
+  for (const SafetensorsFile& f : files)
+    if (const SafetensorInfo* head = f.find("lm_head.weight")) {
+      const ParamEntry& embed = param_table(c).back();
+      if (read_tensor_f32(f, *head) != std::vector<float>(params.begin() + embed.offset, params.end()))
+        bad("has an output head (lm_head) of its own: this model ties it to the embedding");
+    }
+  return params;
+}
+
+}  // namespace tt

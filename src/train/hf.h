@@ -1,0 +1,36 @@
+// Hugging Face transformers' LLaMA. `tiny_llama export CKPT --hf DIR` writes a directory that
+// transformers.AutoModelForCausalLM.from_pretrained(DIR) loads as LlamaForCausalLM computing the
+// same function, with the tokenizer AutoTokenizer.from_pretrained(DIR) loads; `--init-from DIR`
+// starts training from such a directory (ours, or any LLaMA of the same shape in safetensors).
+//
+// The one difference between the two models is RoPE's pairing: ours rotates the interleaved
+// pairs (2i, 2i+1) of a head, transformers' the halves (i, i + d/2). Permuting the rows of the
+// query and key projections in every head makes them equal: transformers' row h*d + j*d/2 + i
+// is our row h*d + 2i + j (i < d/2, j in {0, 1}); the scores q.k do not change, since queries and
+// keys move together. Export applies it, import inverts it; everything else maps one to one
+// (the output head is the embedding: tie_word_embeddings).
+#pragma once
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+
+namespace tt {
+
+struct ExportOptions {
+  std::string checkpoint, out_dir;
+  std::string dtype = "bf16";  // bf16 or fp32
+  std::string tokenizer;       // "bytes", a SentencePiece .model; empty: bytes for a vocabulary of 256
+};
+void export_hf(const ExportOptions& o, std::ostream& log);
+
+// The parameters of a LLaMA directory in our flat layout (src/model/params.h), for a run of
+// `config`. UsageError naming --init-from when the directory is not a LLaMA of that shape.
+std::vector<float> import_hf(const std::string& dir, const ModelConfig& config);
+
+// The permutation of one projection's rows (heads of d, rows of `cols` values), both ways.
+void rope_rows_to_hf(std::vector<float>& rows, int heads, int d, int64_t cols);
+void rope_rows_from_hf(std::vector<float>& rows, int heads, int d, int64_t cols);
+
+}  // namespace tt

@@ -1,0 +1,219 @@
+// Export to and import from Hugging Face's LLaMA layout: the RoPE permutation computes the same
+// scores, the round trip export -> import is exact, the directory holds what transformers
+// reads, and a directory of another shape or with an untied head is refused. (That transformers
+// loads it and computes our logits is the GPU machine's test: tests/gpu/test_gpu_hf.cpp.)
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cpu/gradcheck.h"
+#include "data/safetensors.h"
+#include "model/llama.h"
+#include "train/checkpoint.h"
+#include "train/hf.h"
+#include "train/trainer.h"
+
+namespace tt::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Our RoPE on interleaved pairs of q and k, against transformers' on halves of the permuted
+// vectors: the same score q.k at every pair of positions.
+TEST(Hf, RopePermutationKeepsTheScores) {
+  const int d = 8, heads = 1;
+  Random r(3);
+  const std::vector<double> q0 = r.uniform(d), k0 = r.uniform(d);
+  auto ours = [&](std::vector<double> v, int pos) {
+    for (int i = 0; i < d / 2; ++i) {
+      const double a = pos * std::pow(10000.0, -2.0 * i / d), x0 = v[size_t(2 * i)], x1 = v[size_t(2 * i + 1)];
+      v[size_t(2 * i)] = x0 * std::cos(a) - x1 * std::sin(a);
+      v[size_t(2 * i + 1)] = x0 * std::sin(a) + x1 * std::cos(a);
+    }
+    return v;
+  };
+  auto theirs = [&](std::vector<double> v, int pos) {  // rotate_half: (x[i], x[i + d/2])
+    for (int i = 0; i < d / 2; ++i) {
+      const double a = pos * std::pow(10000.0, -2.0 * i / d), x0 = v[size_t(i)], x1 = v[size_t(i + d / 2)];
+      v[size_t(i)] = x0 * std::cos(a) - x1 * std::sin(a);
+      v[size_t(i + d / 2)] = x1 * std::cos(a) + x0 * std::sin(a);
+    }
+    return v;
+  };
+  auto permuted = [&](const std::vector<double>& v) {  // a projection row per element
+    std::vector<float> rows(v.begin(), v.end());
+    rope_rows_to_hf(rows, heads, d, 1);
+    std::vector<float> back = rows;
+    rope_rows_from_hf(back, heads, d, 1);
+    EXPECT_EQ(back, std::vector<float>(v.begin(), v.end())) << "the inverse undoes it";
+    return std::vector<double>(rows.begin(), rows.end());
+  };
+  auto dot = [](const std::vector<double>& a, const std::vector<double>& b) {
+    double s = 0;
+    for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+    return s;
+  };
+  const std::vector<double> qh = permuted(q0), kh = permuted(k0);
+  for (int pq : {0, 1, 5, 37})
+    for (int pk : {0, 3, 37})
+      EXPECT_NEAR(dot(ours(q0, pq), ours(k0, pk)), dot(theirs(qh, pq), theirs(kh, pk)), 1e-6) << pq << " " << pk;
+}
+
+class HfExport : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir = fs::temp_directory_path() / ("tt_hf_" + std::to_string(::getpid()) + "_" +
+                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    std::ofstream(dir / "text.txt") << std::string(300, 'a') + "the quick brown fox jumps over the lazy dog ";
+    o.data = (dir / "text.txt").string();
+    o.model.vocab_size = 256, o.model.hidden = 32, o.model.layers = 2, o.model.heads = 4, o.model.kv_heads = 2;
+    o.model.intermediate = 48;
+    o.batch = 2, o.seq_len = 16, o.steps = 2, o.warmup = 0, o.log_every = 100;
+    o.backend.device = DeviceKind::Cpu;
+    o.save_path = (dir / "m.safetensors").string();
+    std::ostringstream log;
+    train(o, log);
+  }
+  void TearDown() override { fs::remove_all(dir); }
+  std::string exported(const std::string& name, const std::string& dtype, const std::string& ckpt) {
+    std::ostringstream log;
+    export_hf({ckpt, (dir / name).string(), dtype, ""}, log);
+    return (dir / name).string();
+  }
+  static std::string bytes(const fs::path& p) {
+    std::ifstream f(p, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  }
+  TrainOptions o;
+  fs::path dir;
+};
+
+TEST_F(HfExport, TheDirectoryHoldsWhatTransformersReads) {
+  const fs::path hf = exported("hf", "bf16", o.save_path);
+  for (const char* f : {"config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"})
+    EXPECT_TRUE(fs::exists(hf / f)) << f;
+  const nlohmann::json cfg = nlohmann::json::parse(bytes(hf / "config.json"));
+  EXPECT_EQ(cfg["architectures"][0], "LlamaForCausalLM");
+  EXPECT_EQ(cfg["tie_word_embeddings"], true);
+  EXPECT_EQ(cfg["vocab_size"], 256);
+  EXPECT_EQ(cfg["num_key_value_heads"], 2);
+  EXPECT_EQ(cfg["head_dim"], 8);
+  EXPECT_EQ(cfg["rms_norm_eps"], 1e-5);
+  EXPECT_EQ(cfg["rope_theta"], 10000.0);
+  EXPECT_EQ(cfg["max_position_embeddings"], 16);
+  const SafetensorsFile f = read_safetensors((hf / "model.safetensors").string(), "test");
+  EXPECT_EQ(f.tensors.size(), size_t(2 * 9 + 2)) << "no lm_head: it is the embedding";
+  EXPECT_EQ(f.find("lm_head.weight"), nullptr);
+  ASSERT_NE(f.find("model.embed_tokens.weight"), nullptr);
+  EXPECT_EQ(f.find("model.embed_tokens.weight")->shape, (std::vector<int64_t>{256, 32}));
+  EXPECT_EQ(f.find("model.layers.1.self_attn.k_proj.weight")->dtype, "BF16");
+  // Byte tokens through transformers' byte-level map: byte b is token b.
+  const nlohmann::json tok = nlohmann::json::parse(bytes(hf / "tokenizer.json"));
+  EXPECT_EQ(tok["model"]["vocab"].size(), 256u);
+  EXPECT_EQ(tok["model"]["vocab"]["a"], 97);
+  EXPECT_EQ(tok["model"]["vocab"]["\xc4\x8a"], 10) << "newline is U+010A in the byte-level alphabet";
+}
+
+// fp32: export, import into a model, save, export again: the same bytes.
+TEST_F(HfExport, RoundTripIsExact) {
+  const fs::path hf = exported("hf", "fp32", o.save_path);
+  const std::vector<float> imported = import_hf(hf.string(), o.model);
+  auto be = make_backend({DeviceKind::Cpu, plan_for_version(1)});
+  Llama original(o.model, *be, 1, 1);
+  load_checkpoint(o.save_path, original);
+  EXPECT_EQ(imported, original.read_f32(original.params())) << "the import inverts the export";
+  Llama m(o.model, *be, 1, 1);
+  m.init_weights(9);
+  m.write(m.params(), imported);
+  const CheckpointInfo info = read_checkpoint_info(o.save_path);
+  save_checkpoint((dir / "again.safetensors").string(), m, info);
+  const fs::path hf2 = exported("hf2", "fp32", (dir / "again.safetensors").string());
+  EXPECT_EQ(bytes(hf / "model.safetensors"), bytes(hf2 / "model.safetensors"));
+  // And training starts from it.
+  TrainOptions t = o;
+  t.init_from = hf.string();
+  t.save_path.clear();
+  t.steps = 1;
+  std::ostringstream log;
+  const TrainResult r = train(t, log);
+  EXPECT_NE(log.str().find("Initialized from"), std::string::npos);
+  EXPECT_TRUE(std::isfinite(r.final_loss));
+}
+
+TEST_F(HfExport, OtherModelsAreRefused) {
+  const fs::path hf = exported("hf", "fp32", o.save_path);
+  auto refusal = [](auto&& f) -> std::string {
+    try {
+      f();
+    } catch (const UsageError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  ModelConfig other = o.model;
+  other.hidden = 64;
+  EXPECT_NE(refusal([&] { import_hf(hf.string(), other); }).find("--hidden-dim"), std::string::npos);
+  // An output head of its own (an untied model): refused.
+  const SafetensorsFile f = read_safetensors((hf / "model.safetensors").string(), "test");
+  std::vector<TensorOut> tensors;
+  for (const SafetensorInfo& t : f.tensors) tensors.push_back({t.name, t.shape, read_tensor_f32(f, t)});
+  TensorOut head = tensors.back();
+  head.name = "lm_head.weight";
+  for (float& x : head.values) x += 1.0f;
+  tensors.push_back(head);
+  write_safetensors((hf / "model.safetensors").string(), tensors, {}, false);
+  EXPECT_NE(refusal([&] { import_hf(hf.string(), o.model); }).find("lm_head"), std::string::npos);
+  nlohmann::json cfg = nlohmann::json::parse(bytes(hf / "config.json"));
+  cfg["model_type"] = "mistral";
+  std::ofstream(hf / "config.json") << cfg.dump();
+  EXPECT_NE(refusal([&] { import_hf(hf.string(), o.model); }).find("not a LLaMA"), std::string::npos);
+  EXPECT_NE(refusal([&] { import_hf((dir / "nothing").string(), o.model); }).find("config.json"), std::string::npos);
+  // Export: a tokenizer of another vocabulary.
+  EXPECT_NE(refusal([&] {
+              std::ostringstream log;
+              export_hf({o.save_path, (dir / "x").string(), "bf16", "/no/such.model"}, log);
+            }).find("--tokenizer"),
+            std::string::npos);
+}
+
+// The reader of untrusted safetensors files: each malformed header refused, none crashes.
+TEST(Safetensors, MalformedFilesAreRefused) {
+  const fs::path dir = fs::temp_directory_path() / ("tt_st_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  auto file = [&](const std::string& header, size_t data) {
+    std::string s(8, '\0');
+    for (int i = 0; i < 8; ++i) s[size_t(i)] = char(uint64_t(header.size()) >> (8 * i));
+    s += header + std::string(data, '\0');
+    std::ofstream((dir / "f").string(), std::ios::binary) << s;
+    try {
+      read_safetensors((dir / "f").string(), "--x");
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const std::string deep(200000, '[');
+  EXPECT_NE(file(deep, 0).find("nested too deep"), std::string::npos);
+  EXPECT_NE(file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", 4).find("byte length"), std::string::npos);
+  EXPECT_NE(file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[2,6]}})", 6)
+                .find("hole or overlap"),
+            std::string::npos);
+  EXPECT_NE(file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 8).find("no tensor covers"), std::string::npos);
+  EXPECT_NE(file(R"({"a":{"dtype":"I64","shape":[1],"data_offsets":[0,8]}})", 8).find("dtype I64"), std::string::npos);
+  EXPECT_NE(file(R"({"a":{"dtype":"F32","shape":"x","data_offsets":[0,4]}})", 4).find("array shape"), std::string::npos);
+  EXPECT_NE(file(R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 4).find("bad dimension"), std::string::npos);
+  EXPECT_NE(file(R"({"__metadata__":{"k":1}})", 0).find("not a string"), std::string::npos);
+  EXPECT_NE(file("{not json", 0).find("syntax error"), std::string::npos);
+  EXPECT_EQ(file(R"({"a":{"dtype":"BF16","shape":[2,1],"data_offsets":[0,4]}})", 4), "");
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace tt::test
