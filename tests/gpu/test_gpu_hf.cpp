@@ -1,0 +1,128 @@
+// The export through Hugging Face transformers itself (on the GPU machine, where PyTorch and
+// transformers are installed; skipped with a message where they are not): the exported
+// directory loads as LlamaForCausalLM and computes our logits on a fixed batch (fp32: relative
+// error <= 1e-5; bf16 weights: <= 2e-2), its greedy continuation is ours (fp32), and its
+// tokenizer encodes a sentence to our ids, for a byte-level model and a SentencePiece one.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "data/tokenize.h"
+#include "data/tokenizer.h"
+#include "gpu_harness.h"
+#include "model/generate.h"
+#include "model/llama.h"
+#include "train/checkpoint.h"
+#include "train/hf.h"
+#include "train/trainer.h"
+
+namespace tt::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool have_transformers() {
+  return std::system("python3 -c 'import torch, transformers' >/dev/null 2>&1") == 0;
+}
+
+struct HfCase {
+  const char* name;
+  bool sentencepiece;
+  const char* dtype;
+};
+
+class GpuHf : public ::testing::TestWithParam<HfCase> {
+ protected:
+  void SetUp() override {
+    REQUIRE_GPU();
+    if (!have_transformers()) GTEST_SKIP() << "python3 with torch and transformers is not installed here";
+    dir = fs::temp_directory_path() / ("tt_gpu_hf_" + std::to_string(::getpid()) + "_" + GetParam().name);
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  void TearDown() override { fs::remove_all(dir); }
+  fs::path dir;
+};
+
+TEST_P(GpuHf, TransformersComputesWhatWeCompute) {
+  const HfCase& k = GetParam();
+  std::string text;
+  for (int i = 0; i < 300; ++i) text += "the quick brown fox jumps over the lazy dog, " + std::to_string(i % 7) + "\n";
+  std::ofstream(dir / "corpus.txt") << text;
+  TrainOptions o;
+  o.model.hidden = 64, o.model.layers = 2, o.model.heads = 4, o.model.kv_heads = 2, o.model.intermediate = 128;
+  o.batch = 4, o.seq_len = 32, o.steps = 30, o.warmup = 0, o.log_every = 100, o.learning_rate = 3e-3;
+  o.backend.device = DeviceKind::Cuda;
+  o.backend.plan = plan_for_version(3);
+  std::string tokenizer = "bytes";
+  if (k.sentencepiece) {
+    TokenizerTrainOptions t{{(dir / "corpus.txt").string()}, 300, (dir / "sp").string(), "bpe"};
+    std::ostringstream log;
+    run_tokenizer_train(t, log);
+    tokenizer = (dir / "sp.model").string();
+    run_tokenize({tokenizer, (dir / "tokens").string(), {(dir / "corpus.txt").string()}, 0.1, 100000}, log);
+    o.data = (dir / "tokens" / "*.bin").string();
+    o.model.vocab_size = Tokenizer::load(tokenizer, "test")->vocab_size();
+  } else {
+    o.data = (dir / "corpus.txt").string();
+    o.model.vocab_size = 256;
+  }
+  o.save_path = (dir / "m.safetensors").string();
+  std::ostringstream log;
+  train(o, log);
+  export_hf({o.save_path, (dir / "hf").string(), k.dtype, tokenizer}, log);
+
+  // Our logits of a fixed batch, in double on the CPU, and our greedy continuation.
+  const std::unique_ptr<Tokenizer> tok = Tokenizer::load(tokenizer, "test");
+  std::vector<int32_t> tokens = tok->encode("the lazy dog jumps over the quick");
+  tokens.resize(std::min<size_t>(tokens.size(), 16));
+  auto cpu = make_cpu_backend_f64();
+  Llama full(o.model, *cpu, 1, int(tokens.size()));
+  load_checkpoint(o.save_path, full);
+  std::vector<int32_t> targets(tokens.size(), 0);
+  full.set_batch(tokens.data(), targets.data());
+  full.forward(Llama::Pass::Eval);
+  const std::vector<double> all = full.read(full.logits());
+  nlohmann::json logits = nlohmann::json::array();
+  for (size_t t = 0; t < tokens.size(); ++t)
+    logits.push_back(std::vector<double>(all.begin() + int64_t(t) * full.padded_vocab(),
+                                         all.begin() + int64_t(t) * full.padded_vocab() + o.model.vocab_size));
+  Llama one(o.model, *cpu, 1, 1);
+  load_checkpoint(o.save_path, one);
+  Generator gen(one, 32);
+  std::vector<float> next;
+  for (int32_t t : tokens) next = gen.step(t);
+  std::vector<int32_t> greedy;
+  SamplingOptions g;
+  g.temperature = 0;
+  for (int i = 0; i < 8; ++i) {
+    greedy.push_back(choose_token(next, g, CounterRng(1, kStreamSampling), 0));
+    next = gen.step(greedy.back());
+  }
+  const std::string sentence = "The fox, 42 times!";
+  std::vector<int32_t> ids = tok->encode(sentence);
+  if (tok->bos() >= 0) ids.insert(ids.begin(), tok->bos());
+  const bool bf16 = std::string(k.dtype) == "bf16";
+  const nlohmann::json expected = {{"tokens", tokens}, {"logits", logits}, {"tolerance", bf16 ? 2e-2 : 1e-5},
+                                   {"prompt", tokens}, {"greedy", bf16 ? nlohmann::json::array() : nlohmann::json(greedy)},
+                                   {"sentence", sentence}, {"sentence_ids", ids}};
+  std::ofstream(dir / "expected.json") << expected.dump();
+  const std::string cmd = "python3 " + std::string(TT_TESTS_DIR) + "/gpu/hf_check.py " + (dir / "hf").string() + " " +
+                          (dir / "expected.json").string() + " > " + (dir / "check.log").string() + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  std::ifstream check(dir / "check.log");
+  const std::string out((std::istreambuf_iterator<char>(check)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(rc, 0) << out;
+  std::cout << out;
+}
+
+const HfCase kCases[] = {{"bytes_fp32", false, "fp32"}, {"bytes_bf16", false, "bf16"},
+                         {"sentencepiece_fp32", true, "fp32"}, {"sentencepiece_bf16", true, "bf16"}};
+INSTANTIATE_TEST_SUITE_P(Exports, GpuHf, ::testing::ValuesIn(kCases),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace tt::test
