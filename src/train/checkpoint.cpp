@@ -1,6 +1,9 @@
 #include "train/checkpoint.h"
 
+#include <cerrno>
 #include <climits>
+#include <cmath>
+#include <map>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -9,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "data/safetensors.h"
 #include "model/params.h"
 
 namespace tt {
@@ -19,7 +23,6 @@ namespace {
 
 constexpr const char* kFormat = "tiny_llama";
 constexpr const char* kFormatVersion = "1";
-constexpr uint64_t kMaxHeader = 100u << 20;
 
 // Every tensor a checkpoint of this config holds: (name, entry), in file order.
 struct Expected {
@@ -43,102 +46,71 @@ std::vector<Expected> expected_tensors(const ModelConfig& c) {
   usage_fail("--resume: '" + path + "' is not a usable checkpoint: " + what);
 }
 
-int64_t parse_int(const json& meta, const char* key, const std::string& path) {
-  if (!meta.contains(key) || !meta[key].is_string()) bad(path, std::string("no '") + key + "' in its metadata");
-  const std::string s = meta[key].get<std::string>();
-  size_t used = 0;
-  int64_t v = 0;
-  try {
-    v = std::stoll(s, &used);
-  } catch (...) {
-    used = 0;
-  }
-  if (used != s.size() || s.empty() || v < 0) bad(path, std::string("metadata '") + key + "' is not a count");
-  return v;
+// A count in the metadata: decimal digits only, within [0, max].
+int64_t parse_count(const std::map<std::string, std::string>& meta, const char* key, const std::string& path,
+                    int64_t max = INT64_MAX) {
+  const auto it = meta.find(key);
+  if (it == meta.end()) bad(path, std::string("no '") + key + "' in its metadata");
+  const std::string& s = it->second;
+  if (s.empty() || s.size() > 19 || s.find_first_not_of("0123456789") != std::string::npos)
+    bad(path, std::string("metadata '") + key + "' is not a count");
+  errno = 0;
+  const unsigned long long v = std::strtoull(s.c_str(), nullptr, 10);
+  if (errno == ERANGE || v > uint64_t(max)) bad(path, std::string("metadata '") + key + "' is out of range");
+  return int64_t(v);
 }
 
 struct Header {
-  json tensors;
+  SafetensorsFile file;  // its structure checked by the safetensors reader
   CheckpointInfo info;
-  uint64_t data_start = 0;
 };
 
+// The safetensors reader checks the file's structure (a bounded header, known dtypes, tensors
+// covering the data exactly); this checks the project's schema: the metadata's fields and
+// types, and exactly the tensors of the configuration, F32, with their shapes.
 Header read_header(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) usage_fail("--resume: cannot read '" + path + "'");
-  std::error_code ec;
-  const uint64_t size = std::filesystem::file_size(path, ec);
-  if (ec) usage_fail("--resume: cannot read '" + path + "'");
-  uint8_t len_bytes[8];
-  if (size < 8 || !in.read(reinterpret_cast<char*>(len_bytes), 8)) bad(path, "too short");
-  uint64_t n = 0;
-  for (int i = 7; i >= 0; --i) n = (n << 8) | len_bytes[i];
-  if (n == 0 || n > kMaxHeader || n > size - 8) bad(path, "header length out of range");
-  std::string text(n, '\0');
-  if (!in.read(text.data(), std::streamsize(n))) bad(path, "truncated header");
-
   Header h;
-  json header;
   try {
-    header = json::parse(text);
-  } catch (const json::exception&) {
-    bad(path, "header is not valid JSON");
+    h.file = read_safetensors(path, "--resume");
+  } catch (const UsageError& e) {
+    bad(path, e.what());
   }
-  if (!header.is_object() || !header.contains("__metadata__") || !header["__metadata__"].is_object())
-    bad(path, "no __metadata__ in its header");
-  const json& meta = header["__metadata__"];
-  if (meta.value("format", "") != kFormat) bad(path, "not written by tiny_llama");
-  if (meta.value("format_version", "") != kFormatVersion)
-    bad(path, "format version '" + meta.value("format_version", "") + "' (this build reads " + kFormatVersion + ")");
+  const std::map<std::string, std::string>& meta = h.file.metadata;
+  auto text = [&](const char* key) {
+    const auto it = meta.find(key);
+    if (it == meta.end()) bad(path, std::string("no '") + key + "' in its metadata");
+    return it->second;
+  };
+  if (text("format") != kFormat) bad(path, "not written by tiny_llama");
+  if (text("format_version") != kFormatVersion)
+    bad(path, "format version '" + text("format_version") + "' (this build reads " + kFormatVersion + ")");
   try {
-    h.info.config = ModelConfig::from_json(json::parse(meta.at("config").get<std::string>()));
+    h.info.config = ModelConfig::from_json(json::parse(text("config")));
     h.info.config.validate();
   } catch (const json::exception&) {
     bad(path, "malformed model configuration in its metadata");
   } catch (const UsageError& e) {
     bad(path, std::string("invalid model configuration (") + e.what() + ")");
   }
-  h.info.step = parse_int(meta, "step", path);
-  h.info.data_position = parse_int(meta, "data_position", path);
-  h.info.seed = uint64_t(parse_int(meta, "seed", path));
-  if (!meta.contains("data") || !meta["data"].is_string()) bad(path, "no 'data' in its metadata");
-  h.info.data_identity = meta["data"].get<std::string>();
+  h.info.step = parse_count(meta, "step", path, INT32_MAX);
+  h.info.data_position = parse_count(meta, "data_position", path);
+  h.info.seed = uint64_t(parse_count(meta, "seed", path));
+  h.info.data_identity = text("data");
   // The training sequence length: its own field since it was added, else from the data's identity.
-  const size_t at = h.info.data_identity.find("seq_len=");
-  if (meta.contains("seq_len")) {
-    const int64_t t = parse_int(meta, "seq_len", path);
-    if (t > INT32_MAX) bad(path, "metadata 'seq_len' out of range");  // 0: not recorded
-    h.info.seq_len = int(t);
-  } else if (at != std::string::npos) {
-    h.info.seq_len = std::atoi(h.info.data_identity.c_str() + at + 8);
+  if (meta.count("seq_len")) {
+    h.info.seq_len = int(parse_count(meta, "seq_len", path, INT32_MAX));  // 0: not recorded
+  } else if (const size_t at = h.info.data_identity.find("seq_len="); at != std::string::npos) {
+    h.info.seq_len = int(std::min<long>(INT32_MAX, std::max(0L, std::strtol(h.info.data_identity.c_str() + at + 8, nullptr, 10))));
   }
-
-  h.data_start = 8 + n;
-  const uint64_t data_size = size - h.data_start;
-  h.tensors = header;
-  h.tensors.erase("__metadata__");
   const std::vector<Expected> expected = expected_tensors(h.info.config);
-  if (h.tensors.size() != expected.size())
-    bad(path, "holds " + std::to_string(h.tensors.size()) + " tensors, expected " +
-                  std::to_string(expected.size()));
-  uint64_t covered = 0;
+  if (h.file.tensors.size() != expected.size())
+    bad(path, "holds " + std::to_string(h.file.tensors.size()) + " tensors, expected " + std::to_string(expected.size()));
   for (const Expected& e : expected) {
-    if (!h.tensors.contains(e.name)) bad(path, "tensor '" + e.name + "' is missing");
-    const json& t = h.tensors[e.name];
-    try {
-      if (t.at("dtype").get<std::string>() != "F32") bad(path, "tensor '" + e.name + "' is not F32");
-      if (t.at("shape").get<std::vector<int64_t>>() != e.shape)
-        bad(path, "tensor '" + e.name + "' has the wrong shape");
-      const auto off = t.at("data_offsets").get<std::vector<uint64_t>>();
-      if (off.size() != 2 || off[0] > off[1] || off[1] > data_size ||
-          off[1] - off[0] != uint64_t(e.numel) * 4)
-        bad(path, "tensor '" + e.name + "' has data offsets outside the file");
-      covered += off[1] - off[0];
-    } catch (const json::exception&) {
-      bad(path, "tensor '" + e.name + "' has a malformed entry");
-    }
+    const SafetensorInfo* t = h.file.find(e.name);
+    if (!t) bad(path, "tensor '" + e.name + "' is missing");
+    if (t->dtype != "F32") bad(path, "tensor '" + e.name + "' is not F32");
+    if (t->shape != e.shape) bad(path, "tensor '" + e.name + "' has the wrong shape");
   }
-  if (covered != data_size) bad(path, "file size does not match its tensors (truncated?)");
   return h;
 }
 
@@ -182,12 +154,14 @@ void load_checkpoint(const std::string& path, Llama& model) {
   const int64_t P = model.config().param_count();
   std::vector<float> buffers[3] = {std::vector<float>(size_t(P)), std::vector<float>(size_t(P)),
                                    std::vector<float>(size_t(P))};
-  std::ifstream in(path, std::ios::binary);
   for (const Expected& e : expected_tensors(model.config())) {
-    const uint64_t begin = h.tensors[e.name]["data_offsets"][0].get<uint64_t>();
-    in.seekg(std::streamoff(h.data_start + begin));
-    if (!in.read(reinterpret_cast<char*>(buffers[e.which].data() + e.offset), std::streamsize(e.numel * 4)))
-      bad(path, "cannot read tensor '" + e.name + "'");
+    const std::vector<float> v = read_tensor_f32(h.file, *h.file.find(e.name));
+    for (float x : v)
+      if (!std::isfinite(x)) bad(path, "tensor '" + e.name + "' holds a value that is not finite");
+    if (e.which == 2)
+      for (float x : v)
+        if (x < 0) bad(path, "tensor '" + e.name + "' holds a negative second moment");
+    std::copy(v.begin(), v.end(), buffers[e.which].begin() + e.offset);
   }
   model.write(model.params(), buffers[0]);
   model.write(model.adam_m(), buffers[1]);

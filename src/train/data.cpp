@@ -18,7 +18,7 @@ void DataSource::fill(Batch& b, bool validation, int64_t first, int64_t count) c
   b.targets.resize(size_t(B_) * T_);
   std::vector<int32_t> w(size_t(T_) + 1);
   for (int i = 0; i < B_; ++i) {
-    window(validation, (first + i) % count, w.data());
+    window(validation, (first % count + i) % count, w.data());  // any position, without overflow
     std::copy(w.begin(), w.end() - 1, b.tokens.begin() + int64_t(i) * T_);
     std::copy(w.begin() + 1, w.end(), b.targets.begin() + int64_t(i) * T_);
   }

@@ -35,6 +35,8 @@ void TrainOptions::validate() const {
   if (!(std::isfinite(init_std) && init_std > 0)) usage_fail("--init-std: must be a positive finite number");
   if (!(std::isfinite(weight_decay) && weight_decay >= 0))
     usage_fail("--weight-decay: must be a finite number, zero or more");
+  if (seed > uint64_t(INT64_MAX))  // so that a checkpoint holds it as written (--seed -1 parses as 2^64 - 1)
+    usage_fail("--seed: must be in [0, 9223372036854775807] (got " + std::to_string(seed) + ")");
   if (int64_t(batch) * seq_len > INT_MAX / 8)
     usage_fail("--batch-size x --seq-len: too many tokens per step (limit 268435455)");
   model.validate();

@@ -10,6 +10,9 @@
 #include "train/checkpoint.h"
 #include "train/data.h"
 #include "train/trainer.h"
+#include "data/safetensors.h"
+#include <cmath>
+#include <map>
 
 namespace tt::test {
 namespace {
@@ -192,6 +195,56 @@ TEST(Data, SyntheticBatchesShiftLabelsOnce) {
   data->next_batch(b);
   EXPECT_EQ(a.tokens, b.tokens);
   EXPECT_EQ(a.targets, b.targets);
+}
+
+}  // namespace
+}  // namespace tt::test
+
+namespace tt::test {
+namespace {
+
+// A checkpoint is untrusted input: a non-finite weight is refused naming its tensor, and any
+// data position it records is a valid place in the data (here the largest one, on a text file).
+TEST(Checkpoint, UntrustedValuesAreRefusedOrSafe) {
+  TempDir dir;
+  std::ostringstream log;
+  TrainOptions o = small_options();
+  {
+    std::ofstream f(dir.file("t.txt"));
+    for (int i = 0; i < 50; ++i) f << "some text to train on. ";
+  }
+  o.data = dir.file("t.txt");
+  o.model.vocab_size = 256;
+  o.steps = 1;
+  o.save_path = dir.file("ck.safetensors");
+  train(o, log);
+  // Rewrite it with a NaN in one tensor and the largest data position.
+  const SafetensorsFile f = read_safetensors(o.save_path, "test");
+  std::vector<TensorOut> tensors;
+  for (const SafetensorInfo& t : f.tensors) tensors.push_back({t.name, t.shape, read_tensor_f32(f, t)});
+  std::map<std::string, std::string> meta = f.metadata;
+  meta["data_position"] = "9223372036854775807";
+  write_safetensors(dir.file("far.safetensors"), tensors, meta, false);
+  tensors[3].values[1] = std::nanf("");
+  write_safetensors(dir.file("nan.safetensors"), tensors, meta, false);
+  o.steps = 3;
+  o.save_path.clear();
+  o.resume_path = dir.file("nan.safetensors");
+  try {
+    train(o, log);
+    FAIL() << "a NaN weight must be refused";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find(tensors[3].name), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not finite"), std::string::npos) << e.what();
+  }
+  o.resume_path = dir.file("far.safetensors");
+  const TrainResult r = train(o, log);
+  EXPECT_EQ(r.steps.size(), 2u);
+  EXPECT_TRUE(std::isfinite(r.final_loss));
+  // A seed the trainer takes round-trips through a checkpoint: no negative or 64-bit wrap.
+  o.resume_path.clear();
+  o.seed = uint64_t(-1);
+  EXPECT_THROW(train(o, log), UsageError);
 }
 
 }  // namespace
