@@ -9,13 +9,15 @@
 //   tiny_llama export CKPT --hf DIR  a checkpoint as a Hugging Face transformers directory
 //   tiny_llama tokenize ...  text files to token-file shards
 //   tiny_llama tokenizer-train ...  a SentencePiece tokenizer from text files
-// Exit codes: 0 success, 1 failure of the program or the device, 2 bad input.
+// Exit codes: 0 success, 1 failure of the program or the device, 2 bad input, 130 / 143 training
+// stopped by SIGINT / SIGTERM (after writing its checkpoint where --save asks for one).
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "cli/options.h"
 #include "core/error.h"
+#include "core/signals.h"
 #include "bench/bench.h"
 #include "train/ablate.h"
 #include "train/trainer.h"
@@ -27,7 +29,10 @@ int run(std::vector<std::string> args) {
   if (!args.empty() && args[0] == command) args.erase(args.begin());
   if (command == "train") {
     tt::TrainOptions options;
-    if (tt::parse_train_options(args, options)) tt::train(options, std::cout);
+    if (!tt::parse_train_options(args, options)) return 0;
+    tt::install_stop_handlers();
+    const tt::TrainResult r = tt::train(options, std::cout);
+    if (r.stopped_by) return 128 + r.stopped_by;
   } else if (command == "ablate") {
     tt::AblateOptions options;
     if (tt::parse_ablate_options(args, options)) tt::run_ablation(options, std::cout);
@@ -71,6 +76,7 @@ int run(std::vector<std::string> args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  tt::ignore_file_size_signal();  // a write over the file-size limit fails like a full disk
   try {
     return run(std::vector<std::string>(argv + 1, argv + argc));
   } catch (const tt::UsageError& e) {

@@ -155,6 +155,10 @@ bool parse(CLI::App& app, const std::vector<std::string>& args) {
   } catch (const CLI::ParseError& e) {
     usage_fail(one_line(e.what()) + " (see --help)");
   }
+  // An empty value is never meant (--resume "" would silently start from scratch).
+  for (const CLI::Option* opt : app.get_options())
+    for (const std::string& r : opt->results())
+      if (r.empty() && opt->get_type_size() != 0) usage_fail(opt->get_name() + ": empty value");
   return true;
 }
 
@@ -183,7 +187,8 @@ bool parse_train_options(const std::vector<std::string>& args, TrainOptions& o) 
   ModelFlags f;
   add_train_flags(app, o, f);
   add_model_flags(app, o, f);
-  app.add_option("--save", o.save_path, "write a checkpoint (safetensors) at the end");
+  app.add_option("--save", o.save_path, "write a checkpoint (safetensors) at the end, and when stopped by a signal");
+  app.add_option("--save-every", o.save_every, "with --save: a checkpoint every N steps too");
   app.add_option("--resume", o.resume_path, "continue from a checkpoint written by --save");
   app.add_option("--init-from", o.init_from, "start from a Hugging Face LLaMA directory (tiny_llama export, or one of the same shape)");
   app.add_option("--profile", o.profile_dir, "kernel trace (CUPTI) into DIR: trace.json, kernels.csv, regions.csv");

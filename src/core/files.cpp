@@ -1,7 +1,12 @@
 #include "core/files.h"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -12,29 +17,89 @@ namespace tt {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// Where a write to `path` lands: a symbolic link's target (an existing file, or a new one in an
+// existing directory), the path itself otherwise.
+fs::path resolve(const std::string& path) {
+  std::error_code ec;
+  const fs::path p(path);
+  const fs::path r = fs::weakly_canonical(p, ec);
+  return ec ? p : r;
+}
+
+void fsync_path(const fs::path& p, int flags) {
+  const int fd = ::open(p.c_str(), flags | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
+// Temporary files of this target left by runs that died (their process is gone): removed.
+void remove_stale_temporaries(const fs::path& target) {
+  std::error_code ec;
+  const std::string prefix = target.filename().string() + ".tmp.";
+  for (const auto& e : fs::directory_iterator(target.has_parent_path() ? target.parent_path() : ".", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    const std::string pid = name.substr(prefix.size());
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos || pid.size() > 9) continue;
+    if (::kill(pid_t(std::stol(pid)), 0) != 0 && errno == ESRCH) fs::remove(e.path(), ec);
+  }
+}
+
+}  // namespace
+
 void check_writable(const std::string& path, const std::string& flag) {
   if (path.empty()) usage_fail(flag + ": empty path");
-  const fs::path p(path);
+  const fs::path p = resolve(path);
   std::error_code ec;
-  if (fs::is_directory(p, ec)) usage_fail(flag + ": '" + path + "' is a directory");
+  const fs::file_status st = fs::status(p, ec);
+  if (fs::exists(st) && !fs::is_regular_file(st))
+    usage_fail(flag + ": '" + path + "' is not a regular file (" +
+               (fs::is_directory(st) ? "a directory" : "a device, FIFO or socket") + "): outputs replace regular files only");
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  if (!fs::is_directory(dir, ec))
-    usage_fail(flag + ": directory '" + dir.string() + "' does not exist");
-  if (::access(dir.c_str(), W_OK) != 0)
-    usage_fail(flag + ": directory '" + dir.string() + "' is not writable");
+  if (!fs::is_directory(dir, ec)) usage_fail(flag + ": directory '" + dir.string() + "' does not exist");
+  if (::access(dir.c_str(), W_OK) != 0) usage_fail(flag + ": directory '" + dir.string() + "' is not writable");
+}
+
+void check_distinct_paths(const std::vector<std::pair<std::string, std::string>>& outputs,
+                          const std::vector<std::pair<std::string, std::string>>& inputs) {
+  auto same = [](const std::string& a, const std::string& b) {
+    std::error_code ec;
+    if (resolve(a) == resolve(b)) return true;
+    return fs::exists(a, ec) && fs::exists(b, ec) && fs::equivalent(a, b, ec);
+  };
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const auto& [flag, path] = outputs[i];
+    if (path.empty()) continue;
+    for (const auto& [in_flag, in_path] : inputs)
+      if (!in_path.empty() && same(path, in_path))
+        usage_fail(flag + ": '" + path + "' is the same file as " + in_flag + " '" + in_path + "': it would be overwritten");
+    for (size_t j = 0; j < i; ++j)
+      if (!outputs[j].second.empty() && same(path, outputs[j].second))
+        usage_fail(flag + ": '" + path + "' is the same file as " + outputs[j].first + ": one output would replace the other");
+  }
 }
 
 void write_file_atomic(const std::string& path, const std::function<void(std::ostream&)>& write) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  const fs::path target = resolve(path);  // through a symbolic link to the file it names
+  std::error_code ec;
+  const fs::file_status st = fs::status(target, ec);
+  if (fs::exists(st) && !fs::is_regular_file(st)) fail("'" + path + "' is not a regular file: not replaced");
+  remove_stale_temporaries(target);
+  const std::string tmp = target.string() + ".tmp." + std::to_string(::getpid());
   try {
     {
       std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
       if (!out) fail("cannot create '" + tmp + "'");
       write(out);
       out.flush();
-      if (!out) fail("error while writing '" + tmp + "' (disk full?)");
+      if (!out) fail("error while writing '" + tmp + "' (disk full, or over the file-size limit?)");
     }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) fail("cannot rename '" + tmp + "' to '" + path + "'");
+    fsync_path(tmp, O_RDONLY);  // the data is on disk before the name points to it
+    if (std::rename(tmp.c_str(), target.c_str()) != 0) fail("cannot rename '" + tmp + "' to '" + target.string() + "'");
+    fsync_path(target.has_parent_path() ? target.parent_path() : fs::path("."), O_RDONLY | O_DIRECTORY);
   } catch (...) {
     std::remove(tmp.c_str());
     throw;

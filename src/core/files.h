@@ -1,15 +1,24 @@
 // Output files are written whole or not at all: into a temporary file beside the target,
-// then renamed over it. A failed run leaves nothing half-written.
+// synced, then renamed over it (and the directory synced). A failed run leaves nothing
+// half-written. A symbolic link is followed to the file it names; a directory, device, FIFO or
+// socket is never replaced.
 #pragma once
 #include <functional>
 #include <ostream>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace tt {
 
 // Throws UsageError (naming `flag`) when `path` cannot be created: missing or read-only
 // directory, or a directory in its place. Checked at start, before any work.
 void check_writable(const std::string& path, const std::string& flag);
+
+// Throws UsageError when an output is the same file as an input or another output (after
+// symbolic links, by path or by inode): (flag, path) pairs, empty paths ignored.
+void check_distinct_paths(const std::vector<std::pair<std::string, std::string>>& outputs,
+                          const std::vector<std::pair<std::string, std::string>>& inputs);
 
 // Calls write(stream) on a temporary file and renames it to `path`. On any failure the
 // temporary file is removed and Error is thrown.

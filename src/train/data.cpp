@@ -217,6 +217,10 @@ std::unique_ptr<DataSource> make_token_data(const std::vector<std::string>& path
 
 }  // namespace
 
+std::vector<std::string> data_files(const std::string& spec) {
+  return spec == "synthetic" ? std::vector<std::string>{} : expand(spec);
+}
+
 bool names_token_files(const std::string& spec) {
   if (spec == "synthetic") return false;
   const std::vector<std::string> paths = expand(spec);

@@ -53,6 +53,9 @@ class DataSource {
 std::unique_ptr<DataSource> make_data_source(const std::string& spec, int vocab_size, int batch,
                                              int seq_len, uint64_t seed);
 
+// The files a --data spec reads (none for synthetic data).
+std::vector<std::string> data_files(const std::string& spec);
+
 // Whether spec names token files (a glob pattern, or a file that starts with their magic).
 bool names_token_files(const std::string& spec);
 

@@ -119,6 +119,9 @@ void export_hf(const ExportOptions& o, std::ostream& log) {
     usage_fail("--tokenizer: " + tok->describe() + " does not match the model's vocabulary of " + std::to_string(c.vocab_size));
   std::error_code ec;
   if (fs::exists(o.out_dir, ec) && !fs::is_directory(o.out_dir, ec)) usage_fail("--hf: '" + o.out_dir + "' is not a directory");
+  const fs::path out(o.out_dir);
+  check_distinct_paths({{"--hf", (out / "model.safetensors").string()}, {"--hf", (out / "tokenizer.model").string()}},
+                       {{"the checkpoint", o.checkpoint}, {"--tokenizer", o.tokenizer}});
   fs::create_directories(o.out_dir, ec);
   if (ec) usage_fail("--hf: cannot create '" + o.out_dir + "': " + ec.message());
 

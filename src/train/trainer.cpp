@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/files.h"
+#include "core/signals.h"
 #include "model/llama.h"
 #include "profile/cupti_trace.h"
 #include "profile/flops.h"
@@ -27,6 +28,8 @@ void TrainOptions::validate() const {
   positive(seq_len, "--seq-len");
   positive(steps, "--num-steps");
   positive(log_every, "--log-every");
+  if (save_every < 0) usage_fail("--save-every: must not be negative (got " + std::to_string(save_every) + ")");
+  if (save_every > 0 && save_path.empty()) usage_fail("--save-every: needs --save PATH, the checkpoint to write");
   if (eval_every < 0) usage_fail("--eval-every: must not be negative (got " + std::to_string(eval_every) + ")");
   positive(profile_steps, "--profile-steps");
   if (warmup < 0) usage_fail("--warmup-steps: must not be negative (got " + std::to_string(warmup) + ")");
@@ -150,6 +153,9 @@ TrainResult train(const TrainOptions& o, std::ostream& log) {
   if (!o.init_from.empty() && !o.resume_path.empty())
     usage_fail("--init-from: starts a new run from a model; --resume continues one: give one of them");
   const std::vector<float> initial = o.init_from.empty() ? std::vector<float>{} : import_hf(o.init_from, o.model);
+  std::vector<std::pair<std::string, std::string>> inputs = {{"--resume", o.resume_path}};
+  for (const std::string& f : data_files(o.data)) inputs.emplace_back("--data", f);
+  check_distinct_paths({{"--json", o.json_path}, {"--save", o.save_path}}, inputs);
   if (!o.json_path.empty()) check_writable(o.json_path, "--json");
   if (!o.save_path.empty()) check_writable(o.save_path, "--save");
   const bool profiling = !o.profile_dir.empty() || o.flops_profile;
@@ -223,7 +229,13 @@ TrainResult train(const TrainOptions& o, std::ostream& log) {
   Batch batch;
   std::vector<double> step_ms, fwd_ms, bwd_ms, opt_ms;
   const int64_t first_profiled = resume.step + o.warmup + 1, last_profiled = first_profiled + o.profile_steps - 1;
+  auto save = [&](int64_t step) {
+    save_checkpoint(o.save_path, model, CheckpointInfo{o.model, step, data->position(), data->identity(), o.seed, o.seq_len});
+  };
+  int64_t last_step = resume.step;
   for (int64_t step = resume.step + 1; step <= o.steps; ++step) {
+    if (stop_requested()) break;  // the previous step is whole: stop after it
+    last_step = step;
     const bool profiled = trace && step >= first_profiled && step <= last_profiled;
     if (profiled && step == first_profiled) trace->begin();
     data->next_batch(batch);
@@ -257,6 +269,17 @@ TrainResult train(const TrainOptions& o, std::ostream& log) {
       log << fmt::format("Validation loss at step {}: {:.4f}\n", step, r.validation.back().second);
     }
     if (log_step || eval_step) log.flush();
+    if (o.save_every > 0 && step % o.save_every == 0 && step < o.steps) save(step);
+  }
+  if (stop_requested() && last_step < o.steps) {
+    r.stopped_by = stop_requested();
+    log << fmt::format("Stopped by signal {} after step {}{}\n", r.stopped_by, last_step,
+                       o.save_path.empty() ? " (no --save: nothing written)" : ": writing the checkpoint");
+    if (!o.save_path.empty() && last_step > resume.step) {
+      save(last_step);
+      log << "Saved checkpoint: " << o.save_path << " at step " << last_step << " (resume with --resume)\n";
+    }
+    return r;
   }
 
   r.timed_steps = int64_t(step_ms.size());
@@ -276,8 +299,7 @@ TrainResult train(const TrainOptions& o, std::ostream& log) {
   if (!o.json_path.empty())
     write_file_atomic(o.json_path, [&](std::ostream& out) { out << result_json(o, r).dump(2) << "\n"; });
   if (!o.save_path.empty()) {
-    save_checkpoint(o.save_path, model,
-                    CheckpointInfo{o.model, int64_t(o.steps), data->position(), data->identity(), o.seed, o.seq_len});
+    save(o.steps);
     log << "Saved checkpoint: " << o.save_path << "\n";
   }
   return r;

@@ -28,6 +28,7 @@ struct TrainOptions {
   std::string data = "synthetic";
   std::string json_path, save_path, resume_path;
   std::string init_from;  // a Hugging Face LLaMA directory to start from (src/train/hf.h)
+  int save_every = 0;     // with save_path: a checkpoint every N steps too (0: at the end only)
   // Profiling (CUDA): a kernel trace of profile_steps steps after the warm-up.
   std::string profile_dir;
   int profile_steps = 3;
@@ -63,6 +64,7 @@ struct TrainResult {
   double final_loss = 0;
   MemoryReport memory;
   std::vector<int64_t> launches_per_step;  // from the kernel trace, when profiled
+  int stopped_by = 0;  // the signal (SIGINT, SIGTERM) that stopped the run early, or 0
 };
 
 // Runs the training the options describe, printing progress and the summary to `log`.

@@ -148,7 +148,7 @@ TEST_F(GenerateCli, BadInputIsRefused) {
   } cases[] = {
       {ckpt() + " --prompt " + std::string(10, 'x') + " --max-new-tokens 10", "exceed the model's context of 16"},
       {ckpt() + " --max-new-tokens 3", "give one of --prompt"},
-      {ckpt() + " --prompt ''", "give one of --prompt"},
+      {ckpt() + " --prompt ''", "--prompt: empty value"},
       {(dir / "text.txt").string() + " --prompt hi", "not a usable checkpoint"},
       {ckpt() + " --prompt hi --tokenizer " + (dir / "nope.model").string(), "--tokenizer"},
       {ckpt() + " --prompt-tokens 1,300", "outside the vocabulary"},

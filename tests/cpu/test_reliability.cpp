@@ -1,0 +1,149 @@
+// Outputs never destroy inputs, interrupted runs lose nothing: through the real binary.
+//   - an output that is an input or another output is refused before any work;
+//   - a symbolic link is written through, a device or FIFO is never replaced, an empty path is
+//     refused, a write over the file-size limit fails cleanly, stale temporary files go;
+//   - SIGINT finishes the step, writes the checkpoint, exits 130, and resuming from it gives
+//     the bytes of an uninterrupted run; --save-every leaves a checkpoint a SIGKILL cannot take.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+namespace tt::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+class Reliability : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir = fs::temp_directory_path() / ("tt_rel_" + std::to_string(::getpid()) + "_" +
+                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    std::ofstream(dir / "corpus.txt") << std::string(2000, 'x') + "some text to learn from, again and again. ";
+  }
+  void TearDown() override { fs::remove_all(dir); }
+  std::string p(const std::string& name) const { return (dir / name).string(); }
+  static std::string slurp(const fs::path& f) {
+    std::ifstream in(f, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+  // A tiny model on the corpus; returns the exit code, stderr in err.
+  int run(const std::string& args, std::string* err = nullptr, const std::string& prefix = "") {
+    const std::string cmd = prefix + std::string(TT_BINARY) + " --device cpu --hidden-dim 16 --num-layers 1 --num-heads 2"
+                            " --batch-size 2 --seq-len 8 --data " + p("corpus.txt") + " " + args + " >" + p("out.log") +
+                            " 2>" + p("err.log");
+    const int status = std::system(cmd.c_str());
+    if (err) *err = slurp(dir / "err.log");
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  fs::path dir;
+};
+
+TEST_F(Reliability, OutputsNeverReplaceInputsOrEachOther) {
+  const std::string corpus = slurp(dir / "corpus.txt");
+  std::string err;
+  EXPECT_EQ(run("--num-steps 1 --save " + p("corpus.txt"), &err), 2);
+  EXPECT_NE(err.find("the same file as --data"), std::string::npos) << err;
+  EXPECT_EQ(run("--num-steps 1 --json " + p("corpus.txt"), &err), 2);
+  fs::create_symlink(p("corpus.txt"), p("link.txt"));  // the same file by another name
+  EXPECT_EQ(run("--num-steps 1 --save " + p("link.txt"), &err), 2);
+  EXPECT_EQ(slurp(dir / "corpus.txt"), corpus) << "the training text must be untouched";
+  EXPECT_EQ(run("--num-steps 1 --json " + p("r") + " --save " + p("r"), &err), 2);
+  EXPECT_NE(err.find("one output would replace the other"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(p("r")));
+}
+
+TEST_F(Reliability, PathsThatAreNotPlainFiles) {
+  std::string err;
+  EXPECT_EQ(run("--num-steps 1 --resume ''", &err), 2);
+  EXPECT_NE(err.find("--resume: empty value"), std::string::npos) << err;
+  EXPECT_EQ(run("--num-steps 1 --json /dev/null", &err), 2);  // as root this replaced /dev/null once
+  EXPECT_NE(err.find("not a regular file"), std::string::npos) << err;
+  ASSERT_EQ(::mkfifo(p("fifo").c_str(), 0600), 0);
+  EXPECT_EQ(run("--num-steps 1 --save " + p("fifo"), &err), 2);
+  EXPECT_NE(err.find("not a regular file"), std::string::npos) << err;
+  // A symbolic link is written through: the link stays, its target gets the report.
+  std::ofstream(p("target.json")) << "old";
+  fs::create_symlink(p("target.json"), p("link.json"));
+  ASSERT_EQ(run("--num-steps 1 --json " + p("link.json"), &err), 0) << err;
+  EXPECT_TRUE(fs::is_symlink(p("link.json")));
+  EXPECT_NE(slurp(p("target.json")).find("\"steps\""), std::string::npos);
+  // A stale temporary file of a dead run is removed; a write over the file-size limit fails
+  // with one line and leaves no temporary file.
+  std::ofstream(p("ck.safetensors.tmp.999999999")) << "left by a run that died";
+  ASSERT_EQ(run("--num-steps 1 --save " + p("ck.safetensors"), &err), 0) << err;
+  EXPECT_FALSE(fs::exists(p("ck.safetensors.tmp.999999999")));
+  EXPECT_EQ(run("--num-steps 1 --save " + p("big.safetensors"), &err, "ulimit -f 8; "), 1);
+  EXPECT_NE(err.find("file-size limit"), std::string::npos) << err;
+  for (const auto& e : fs::directory_iterator(dir))
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+}
+
+// SIGINT at some step: the checkpoint of the steps done, exit 130, and resuming to the end
+// gives the same checkpoint as a run that was never interrupted.
+TEST_F(Reliability, InterruptedRunResumesBitForBit) {
+  const int steps = 3000;
+  std::string err;
+  ASSERT_EQ(run("--num-steps " + std::to_string(steps) + " --log-every 100000 --save " + p("full.safetensors"), &err), 0)
+      << err;
+  const std::string cmd = std::string(TT_BINARY) + " --device cpu --hidden-dim 16 --num-layers 1 --num-heads 2"
+                          " --batch-size 2 --seq-len 8 --data " + p("corpus.txt") + " --num-steps " +
+                          std::to_string(steps) + " --log-every 1 --save " + p("part.safetensors");
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::freopen(p("part.log").c_str(), "w", stdout);
+    ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  for (int i = 0; i < 2000 && slurp(dir / "part.log").find("Step  50/") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ::kill(pid, SIGINT);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130) << slurp(dir / "part.log");
+  const std::string log = slurp(dir / "part.log");
+  EXPECT_NE(log.find("Stopped by signal 2 after step"), std::string::npos) << log;
+  ASSERT_TRUE(fs::exists(p("part.safetensors"))) << log;
+  ASSERT_EQ(run("--num-steps " + std::to_string(steps) + " --log-every 100000 --resume " + p("part.safetensors") +
+                    " --save " + p("resumed.safetensors"),
+                &err),
+            0)
+      << err;
+  EXPECT_EQ(slurp(dir / "resumed.safetensors"), slurp(dir / "full.safetensors"));
+}
+
+// --save-every: after a SIGKILL (no chance to write) the last periodic checkpoint is whole.
+TEST_F(Reliability, PeriodicCheckpointsSurviveAKill) {
+  std::string err;
+  EXPECT_EQ(run("--num-steps 5 --save-every 2", &err), 2);
+  EXPECT_NE(err.find("--save-every: needs --save"), std::string::npos) << err;
+  const std::string cmd = std::string(TT_BINARY) + " --device cpu --hidden-dim 16 --num-layers 1 --num-heads 2"
+                          " --batch-size 2 --seq-len 8 --data " + p("corpus.txt") +
+                          " --num-steps 100000 --log-every 1 --save-every 20 --save " + p("ck.safetensors");
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::freopen(p("run.log").c_str(), "w", stdout);
+    ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  for (int i = 0; i < 4000 && slurp(dir / "run.log").find("Step  65/") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  ASSERT_TRUE(fs::exists(p("ck.safetensors")));
+  EXPECT_EQ(run("--num-steps 100 --log-every 1000 --resume " + p("ck.safetensors"), &err), 0) << err;
+  EXPECT_NE(slurp(dir / "out.log").find("Resumed from"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tt::test
