@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -161,9 +162,10 @@ void validate(const BenchOptions& o) {
   if (o.warmup < 0) usage_fail("--warmup-steps: must not be negative");
   if (o.steps <= 0) usage_fail("--steps: must be positive");
   if (o.repeats <= 0) usage_fail("--repeats: must be positive");
-  if (o.min_speedup < 0 || (o.min_speedup > 0 && o.baseline_path.empty()))
-    usage_fail("--min-speedup: needs --baseline and a positive value");
-  if (o.memory_budget_mb < 0) usage_fail("--memory-budget: must not be negative");
+  if (!std::isfinite(o.min_speedup) || o.min_speedup < 0 || (o.min_speedup > 0 && o.baseline_path.empty()))
+    usage_fail("--min-speedup: needs --baseline and a positive finite value");
+  if (!std::isfinite(o.memory_budget_mb) || o.memory_budget_mb < 0)
+    usage_fail("--memory-budget: must be a finite number of MB, 0 (free memory) or more");
   if (!o.csv_path.empty()) check_writable(o.csv_path, "--csv");
   if (!o.json_path.empty()) check_writable(o.json_path, "--json");
   o.base.model.validate();
@@ -290,8 +292,9 @@ void print_ladder(std::ostream& log, const std::vector<BenchPoint>& points,
   }
 }
 
-size_t memory_budget(const BenchOptions& o, bool cuda) {
-  if (o.memory_budget_mb > 0) return size_t(o.memory_budget_mb * 1e6);
+// The memory the search may fill: --memory-budget, at most what is free (the GPU's, or the
+// host's available memory on the CPU, whose allocations succeed lazily and so prove nothing).
+size_t free_memory(bool cuda) {
   if (cuda) return device_info(true).memory_free;
   std::ifstream meminfo("/proc/meminfo");
   for (std::string key; meminfo >> key;) {
@@ -302,6 +305,17 @@ size_t memory_budget(const BenchOptions& o, bool cuda) {
   }
   return 0;
 }
+size_t memory_budget(const BenchOptions& o, bool cuda, std::ostream& log) {
+  const size_t free = free_memory(cuda);
+  if (o.memory_budget_mb <= 0) return free;
+  const size_t asked = size_t(std::min(o.memory_budget_mb * 1e6, 1e18));
+  if (free > 0 && asked > free) {
+    log << fmt::format("--memory-budget {:.0f} MB is more than the {:.0f} MB free: searching within what is free\n",
+                       o.memory_budget_mb, free / 1e6);
+    return free;
+  }
+  return asked;
+}
 
 void find_max_batches(const BenchOptions& o, std::ostream& log) {
   log << fmt::format("{:<4}{:<6}{:>7}{:>11}{:>13}{:>13}\n", "ver", "prec", "seq", "max batch", "needs MB", "budget MB");
@@ -311,7 +325,7 @@ void find_max_batches(const BenchOptions& o, std::ostream& log) {
         BackendOptions bo = o.base.backend;
         bo.plan = point_plan(version, precision, o);
         std::unique_ptr<Backend> be = make_backend(bo);
-        const size_t budget = memory_budget(o, be->is_cuda());
+        const size_t budget = memory_budget(o, be->is_cuda(), log);
         auto needs = [&](int b) {
           size_t total = 0;
           for (size_t bytes : Llama::memory_needed(o.base.model, *be, b, seq_len)) total += bytes;
@@ -324,14 +338,23 @@ void find_max_batches(const BenchOptions& o, std::ostream& log) {
           const int mid = lo + (hi - lo) / 2;
           (needs(mid) <= budget ? lo : hi) = mid;
         }
-        // Prove it: build the model at that batch (allocating), stepping down if it does not fit.
-        while (lo > 0) {
+        // Prove it: build the model at that batch (allocating). If the allocation fails (a budget
+        // above what the machine has), bisect between 0 and it on real allocations: a few tries.
+        auto fits = [&](int b) {
           try {
-            Llama m(o.base.model, *be, lo, seq_len);
-            break;
+            Llama m(o.base.model, *be, b, seq_len);
+            return true;
           } catch (const UsageError&) {
-            --lo;
+            return false;
           }
+        };
+        if (lo > 0 && !fits(lo)) {
+          int good = 0, bad = lo;
+          while (bad - good > 1) {
+            const int mid = good + (bad - good) / 2;
+            (fits(mid) ? good : bad) = mid;
+          }
+          lo = good;
         }
         log << fmt::format("v{:<3}{:<6}{:>7}{:>11}{:>13.1f}{:>13.1f}\n", version, precision, seq_len, lo,
                            lo ? needs(lo) / 1e6 : 0.0, budget / 1e6);
