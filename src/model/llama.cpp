@@ -554,12 +554,14 @@ void Llama::write(const Tensor& master, const std::vector<float>& values) {
     const std::vector<double> d(values.begin(), values.end());
     be_.upload(master, d.data());
   }
-  if (master.ptr == params_.ptr) refresh_act_weights();
-}
-
-void Llama::refresh_act_weights() {
-  const int64_t P = cfg_.param_count();
-  if (!params_act_.empty()) be_.convert(params_act_.slice(0, P), params_.slice(0, P));
+  // A write into the parameters (all of them, or one tensor's range) refreshes that range of
+  // the act-typed copy the products read.
+  const char* base = static_cast<const char*>(params_.ptr);
+  const char* at = static_cast<const char*>(master.ptr);
+  if (!params_act_.empty() && at >= base && at < base + params_.bytes()) {
+    const int64_t offset = (at - base) / int64_t(dtype_size(params_.dtype));
+    be_.convert(params_act_.slice(offset, master.numel), params_.slice(offset, master.numel));
+  }
 }
 
 }  // namespace tt

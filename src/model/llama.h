@@ -88,8 +88,8 @@ class Llama {
   Tensor grads() const { return grads_.slice(0, cfg_.param_count()); }
   Tensor adam_m() const { return m_; }
   Tensor adam_v() const { return v_; }
-  // Host copies of an fp32 or fp64 buffer, converted from or to its element type. write() also
-  // refreshes the act-typed copy of the weights when it writes the parameters.
+  // Host copies of an fp32 or fp64 buffer (or a range of one), converted from or to its element
+  // type. write() also refreshes the act-typed copy of the weights when it writes parameters.
   std::vector<double> read(const Tensor& master);
   std::vector<float> read_f32(const Tensor& master);
   void write(const Tensor& master, const std::vector<float>& values);
@@ -144,7 +144,6 @@ class Llama {
               int out_f);
   void linear_backward(const Tensor& dx, float beta_dx, const Tensor& dw, const Tensor& dout,
                        int64_t ld_dout, const Tensor& x, const Tensor& w, int in_f, int out_f);
-  void refresh_act_weights();
 
   ModelConfig cfg_;
   Backend& be_;

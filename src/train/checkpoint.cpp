@@ -136,24 +136,25 @@ void save_checkpoint(const std::string& path, Llama& model, const CheckpointInfo
                             {"seq_len", std::to_string(info.seq_len)}};
   std::string text = header.dump();
   text.resize((text.size() + 7) / 8 * 8, ' ');  // data starts 8-byte aligned
-  const std::vector<float> buffers[3] = {model.read_f32(model.params()), model.read_f32(model.adam_m()),
-                                         model.read_f32(model.adam_v())};
+  // Tensor by tensor: the host holds one tensor at a time, not three copies of the model.
+  const Tensor buffers[3] = {model.params(), model.adam_m(), model.adam_v()};
   write_file_atomic(path, [&](std::ostream& out) {
     uint8_t len[8];
     for (int i = 0; i < 8; ++i) len[i] = uint8_t(uint64_t(text.size()) >> (8 * i));
     out.write(reinterpret_cast<const char*>(len), 8);
     out.write(text.data(), std::streamsize(text.size()));
-    for (const std::vector<float>& b : buffers)
-      out.write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size() * 4));
+    for (const Tensor& b : buffers)
+      for (const ParamEntry& e : param_table(c)) {
+        const std::vector<float> v = model.read_f32(b.slice(e.offset, e.numel));
+        out.write(reinterpret_cast<const char*>(v.data()), std::streamsize(v.size() * 4));
+      }
   });
 }
 
 void load_checkpoint(const std::string& path, Llama& model) {
   const Header h = read_header(path);
   if (!(h.info.config == model.config())) bad(path, "its model configuration differs from this run's");
-  const int64_t P = model.config().param_count();
-  std::vector<float> buffers[3] = {std::vector<float>(size_t(P)), std::vector<float>(size_t(P)),
-                                   std::vector<float>(size_t(P))};
+  // Every tensor is checked before the model is touched; then loaded one at a time.
   for (const Expected& e : expected_tensors(model.config())) {
     const std::vector<float> v = read_tensor_f32(h.file, *h.file.find(e.name));
     for (float x : v)
@@ -161,11 +162,10 @@ void load_checkpoint(const std::string& path, Llama& model) {
     if (e.which == 2)
       for (float x : v)
         if (x < 0) bad(path, "tensor '" + e.name + "' holds a negative second moment");
-    std::copy(v.begin(), v.end(), buffers[e.which].begin() + e.offset);
   }
-  model.write(model.params(), buffers[0]);
-  model.write(model.adam_m(), buffers[1]);
-  model.write(model.adam_v(), buffers[2]);
+  const Tensor buffers[3] = {model.params(), model.adam_m(), model.adam_v()};
+  for (const Expected& e : expected_tensors(model.config()))
+    model.write(buffers[e.which].slice(e.offset, e.numel), read_tensor_f32(h.file, *h.file.find(e.name)));
   model.backend().zero(model.grads());
 }
 
