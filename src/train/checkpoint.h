@@ -8,7 +8,7 @@
 //   optimizer.exp_avg_sq.<name>     Adam's second moment
 // __metadata__ (strings): format "tiny_llama", format_version "1", step (optimizer steps
 // taken), data_position (sequences consumed), data (which data and windows), config (the
-// model configuration as JSON), seed.
+// model configuration as JSON), seed, seq_len, learning_rate, weight_decay, batch_size.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -25,6 +25,9 @@ struct CheckpointInfo {
   std::string data_identity;
   uint64_t seed = 0;
   int seq_len = 0;  // the sequence length it was trained at (0: not recorded): the context for generation
+  // The settings it was trained with (empty: not recorded, in checkpoints older than them), so
+  // that a resume can say what it changes.
+  std::string learning_rate, weight_decay, batch_size;
 };
 
 // Writes atomically (temporary file, then rename).

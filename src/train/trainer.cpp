@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <tuple>
 #include <climits>
 #include <filesystem>
 #include <cmath>
@@ -213,7 +214,15 @@ TrainResult train(const TrainOptions& o, std::ostream& log) {
   if (backend->plan().fused_classifier && backend->is_cuda())
     log << fmt::format("Fused classifier: {} tokens per chunk ({} of logits)\n", r.classifier_chunk,
                        format_mb(size_t(r.classifier_chunk) * size_t(r.padded_vocab) * dtype_size(backend->act_dtype())));
-  if (!o.resume_path.empty()) log << fmt::format("Resumed from {} at step {}\n", o.resume_path, resume.step);
+  if (!o.resume_path.empty()) {
+    log << fmt::format("Resumed from {} at step {}\n", o.resume_path, resume.step);
+    std::string changed;
+    for (auto [flag, was, now] : {std::tuple{"--learning-rate", resume.learning_rate, fmt::format("{}", o.learning_rate)},
+                                  {"--weight-decay", resume.weight_decay, fmt::format("{}", o.weight_decay)},
+                                  {"--batch-size", resume.batch_size, std::to_string(o.batch)}})
+      if (!was.empty() && was != now) changed += fmt::format("{}{} {} -> {}", changed.empty() ? "" : ", ", flag, was, now);
+    if (!changed.empty()) log << "Resuming with changed settings: " << changed << "\n";
+  }
   if (!o.init_from.empty()) log << fmt::format("Initialized from {}\n", o.init_from);
   if (o.profile_memory) report_memory(log, (std::filesystem::path(o.profile_dir) / "memory.csv").string(), model);
   log.flush();
@@ -230,7 +239,10 @@ TrainResult train(const TrainOptions& o, std::ostream& log) {
   std::vector<double> step_ms, fwd_ms, bwd_ms, opt_ms;
   const int64_t first_profiled = resume.step + o.warmup + 1, last_profiled = first_profiled + o.profile_steps - 1;
   auto save = [&](int64_t step) {
-    save_checkpoint(o.save_path, model, CheckpointInfo{o.model, step, data->position(), data->identity(), o.seed, o.seq_len});
+    save_checkpoint(o.save_path, model,
+                    CheckpointInfo{o.model, step, data->position(), data->identity(), o.seed, o.seq_len,
+                                   fmt::format("{}", o.learning_rate), fmt::format("{}", o.weight_decay),
+                                   std::to_string(o.batch)});
   };
   int64_t last_step = resume.step;
   for (int64_t step = resume.step + 1; step <= o.steps; ++step) {

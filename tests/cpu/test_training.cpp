@@ -249,3 +249,29 @@ TEST(Checkpoint, UntrustedValuesAreRefusedOrSafe) {
 
 }  // namespace
 }  // namespace tt::test
+
+namespace tt::test {
+namespace {
+
+// A resume that changes a training setting says which, before the first step.
+TEST(Checkpoint, ResumeSaysWhatItChanges) {
+  TempDir dir;
+  std::ostringstream log;
+  TrainOptions o = small_options();
+  o.steps = 1;
+  o.save_path = dir.file("ck.safetensors");
+  train(o, log);
+  o.steps = 2;
+  o.save_path.clear();
+  o.resume_path = dir.file("ck.safetensors");
+  o.learning_rate = 1e-3;
+  o.batch = 8;
+  std::ostringstream resumed;
+  train(o, resumed);
+  EXPECT_NE(resumed.str().find("Resuming with changed settings: --learning-rate 0.0003 -> 0.001, --batch-size 4 -> 8"),
+            std::string::npos)
+      << resumed.str();
+}
+
+}  // namespace
+}  // namespace tt::test
