@@ -85,7 +85,11 @@ Header read_header(const std::string& path) {
   if (text("format_version") != kFormatVersion)
     bad(path, "format version '" + text("format_version") + "' (this build reads " + kFormatVersion + ")");
   try {
-    h.info.config = ModelConfig::from_json(json::parse(text("config")));
+    const json config = json::parse(text("config"), [](int depth, json::parse_event_t, json&) {
+      if (depth > 4) throw json::other_error::create(501, "nested too deep", static_cast<const json*>(nullptr));
+      return true;
+    });
+    h.info.config = ModelConfig::from_json(config);
     h.info.config.validate();
   } catch (const json::exception&) {
     bad(path, "malformed model configuration in its metadata");
