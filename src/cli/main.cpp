@@ -82,6 +82,10 @@ int main(int argc, char** argv) {
   } catch (const tt::UsageError& e) {
     std::cerr << "tiny_llama: error: " << e.what() << "\n";
     return 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "tiny_llama: failed: out of host memory (an allocation outside the arena, checked at start); "
+                 "lower --batch-size, --seq-len or the model's size\n";
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "tiny_llama: failed: " << e.what() << "\n";
     return 1;

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 
 namespace tt {
 
@@ -71,11 +72,30 @@ std::string Arena::breakdown() const {
   return s;
 }
 
+namespace {
+
+// MemAvailable of /proc/meminfo (0 where it cannot be read): Linux grants allocations lazily, so
+// an arena larger than this would be killed by the kernel partway through, not refused.
+size_t available_host_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  for (std::string key; meminfo >> key;) {
+    size_t kb = 0;
+    meminfo >> kb;
+    if (key == "MemAvailable:") return kb * 1024;
+    meminfo.ignore(256, '\n');
+  }
+  return 0;
+}
+
+}  // namespace
+
 void* HostMemory::allocate(size_t bytes, const std::string& breakdown) {
-  void* p = std::aligned_alloc(64, align_up(bytes, 64));
+  const size_t available = available_host_bytes();
+  void* p = available && bytes > available ? nullptr : std::aligned_alloc(64, align_up(bytes, 64));
   if (!p)
-    usage_fail("out of host memory: the run needs " + std::to_string(bytes >> 20) + " MiB (" + breakdown +
-               "); lower --batch-size or --seq-len");
+    usage_fail("out of host memory: the run needs " + std::to_string(bytes >> 20) + " MiB (" + breakdown + "), " +
+               (available ? std::to_string(available >> 20) + " MiB are available" : std::string("which failed")) +
+               "; lower --batch-size or --seq-len, or the model's size");
   return p;
 }
 
