@@ -1,5 +1,6 @@
 #include "model/config.h"
 
+#include <climits>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -70,15 +71,27 @@ nlohmann::json ModelConfig::to_json() const {
 }
 
 ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
+  // Every field of its JSON type and within its C++ type's range: nothing narrows silently.
+  auto integer = [&](const char* key) {
+    const nlohmann::json& v = j.at(key);
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX)
+      throw nlohmann::json::type_error::create(302, std::string(key) + " must be an integer in [0, 2^31)", &j);
+    return int(v.get<int64_t>());
+  };
+  auto number = [&](const char* key) {
+    const nlohmann::json& v = j.at(key);
+    if (!v.is_number()) throw nlohmann::json::type_error::create(302, std::string(key) + " must be a number", &j);
+    return v.get<double>();
+  };
   ModelConfig c;
-  c.vocab_size = j.at("vocab_size").get<int>();
-  c.hidden = j.at("hidden_dim").get<int>();
-  c.layers = j.at("num_layers").get<int>();
-  c.heads = j.at("num_heads").get<int>();
-  c.kv_heads = j.at("num_kv_heads").get<int>();
-  c.intermediate = j.at("intermediate_size").get<int>();
-  c.norm_eps = j.at("norm_eps").get<double>();
-  c.rope_theta = j.at("rope_theta").get<double>();
+  c.vocab_size = integer("vocab_size");
+  c.hidden = integer("hidden_dim");
+  c.layers = integer("num_layers");
+  c.heads = integer("num_heads");
+  c.kv_heads = integer("num_kv_heads");
+  c.intermediate = integer("intermediate_size");
+  c.norm_eps = number("norm_eps");
+  c.rope_theta = number("rope_theta");
   return c;
 }
 

@@ -241,6 +241,20 @@ TEST(Checkpoint, UntrustedValuesAreRefusedOrSafe) {
   const TrainResult r = train(o, log);
   EXPECT_EQ(r.steps.size(), 2u);
   EXPECT_TRUE(std::isfinite(r.final_loss));
+  // A configuration number that does not fit its field is refused, not narrowed.
+  std::map<std::string, std::string> wide = f.metadata;
+  const std::string cfg = wide["config"], key = "\"vocab_size\":256";
+  ASSERT_NE(cfg.find(key), std::string::npos) << cfg;
+  wide["config"] = cfg.substr(0, cfg.find(key)) + "\"vocab_size\":4294967552" + cfg.substr(cfg.find(key) + key.size());
+  std::vector<TensorOut> clean;
+  for (const SafetensorInfo& t : f.tensors) clean.push_back({t.name, t.shape, read_tensor_f32(f, t)});
+  write_safetensors(dir.file("wide.safetensors"), clean, wide, false);
+  try {
+    read_checkpoint_info(dir.file("wide.safetensors"));
+    FAIL() << "a vocabulary of 2^32 + 256 must not narrow to 256";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("malformed model configuration"), std::string::npos) << e.what();
+  }
   // A seed the trainer takes round-trips through a checkpoint: no negative or 64-bit wrap.
   o.resume_path.clear();
   o.seed = uint64_t(-1);
