@@ -189,6 +189,11 @@ bool parse_train_options(const std::vector<std::string>& args, TrainOptions& o) 
   add_model_flags(app, o, f);
   app.add_option("--save", o.save_path, "write a checkpoint (safetensors) at the end, and when stopped by a signal");
   app.add_option("--save-every", o.save_every, "with --save: a checkpoint every N steps too");
+  app.add_option("--zero", o.zero, "data parallel: 0 keeps the optimizer state on every rank, 1 shards it (ZeRO-1)")
+      ->capture_default_str();
+  app.add_option("--nproc-per-node", o.nproc_per_node,
+                 "start this many local processes, one rank each (CPU: through mpirun); under torchrun, srun or "
+                 "mpirun the launcher starts them");
   app.add_option("--resume", o.resume_path, "continue from a checkpoint written by --save");
   app.add_option("--init-from", o.init_from, "start from a Hugging Face LLaMA directory (tiny_llama export, or one of the same shape)");
   app.add_option("--profile", o.profile_dir, "kernel trace (CUPTI) into DIR: trace.json, kernels.csv, regions.csv");

@@ -26,23 +26,35 @@ int classifier_chunk_for(const Plan& plan, int64_t tokens, int padded_vocab, siz
 
 // Measures the layout without allocating: what memory_needed reports, and the first half of
 // the allocating constructor below.
-Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len, MeasureOnly)
+Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len, DataParallel dp, MeasureOnly)
     : cfg_(config),
       be_(backend),
       B_(batch),
       T_(seq_len),
+      comm_(dp.comm),
+      zero_(dp.comm && dp.comm->size() > 1 ? dp.zero : 0),
+      rank_(dp.comm ? dp.comm->rank() : 0),
+      world_(dp.comm ? dp.comm->size() : 1),
       Vp_(tt::padded_vocab(config.vocab_size, backend.vocab_padding_multiple())),
       chunk_(classifier_chunk_for(backend.plan(), tokens(), Vp_, dtype_size(backend.act_dtype()))),
       attn_{batch, seq_len, config.heads, config.kv_heads, config.head_dim()},
       arena_(backend.memory()),
       table_(param_table(config)) {
   cfg_.validate();
+  if (dp.zero != 0 && dp.zero != 1) usage_fail("--zero: must be 0 or 1 (got " + std::to_string(dp.zero) + ")");
   for (int l = 0; l < cfg_.layers; ++l) layer_names_.push_back("layer." + std::to_string(l));
+  buckets_ = update_ranges();
+  int64_t at = 0;
+  for (const ParamRange& b : buckets_) {
+    bucket_split_.push_back(split_offsets(b.numel, world_));
+    shard_at_.push_back(at);
+    at += bucket_split_.back()[size_t(rank_) + 1] - bucket_split_.back()[size_t(rank_)];
+  }
   arena_.measure([this](Arena& a) { layout(a); });
 }
 
-Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len)
-    : Llama(config, backend, batch, seq_len, MeasureOnly{}) {
+Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len, DataParallel dp)
+    : Llama(config, backend, batch, seq_len, dp, MeasureOnly{}) {
   arena_.build([this](Arena& a) { layout(a); });
   w_ = weight_views(cfg_, params_act_.empty() ? params_ : params_act_, Vp_);
   g_ = weight_views(cfg_, grads_, Vp_);
@@ -58,8 +70,8 @@ Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len
 }
 
 std::array<size_t, kNumCategories> Llama::memory_needed(const ModelConfig& config, Backend& backend, int batch,
-                                                        int seq_len) {
-  const Llama shell(config, backend, batch, seq_len, MeasureOnly{});
+                                                        int seq_len, DataParallel dp) {
+  const Llama shell(config, backend, batch, seq_len, dp, MeasureOnly{});
   std::array<size_t, kNumCategories> bytes{};
   for (int c = 0; c < kNumCategories; ++c) bytes[size_t(c)] = shell.arena_.bytes(Category(c));
   return bytes;
@@ -67,15 +79,20 @@ std::array<size_t, kNumCategories> Llama::memory_needed(const ModelConfig& confi
 
 void Llama::layout(Arena& a) {
   const DType M = be_.master_dtype(), A = be_.act_dtype(), S = be_.acc_dtype();
-  const int64_t P = cfg_.param_count(), Pp = padded_param_numel(cfg_, Vp_), N = tokens();
+  const int64_t Pp = padded_param_numel(cfg_, Vp_), N = tokens();
   const int64_t C = cfg_.hidden, F = cfg_.intermediate, HD = int64_t(cfg_.heads) * cfg_.head_dim();
   const TensorSpec saved = be_.attention_saved(attn_);
 
   params_ = a.take(Category::Parameters, M, Pp);
   params_act_ = A != M ? a.take(Category::Parameters, A, Pp) : Tensor{};
   grads_ = a.take(Category::Gradients, M, Pp);
-  m_ = a.take(Category::OptimizerState, M, P);
-  v_ = a.take(Category::OptimizerState, M, P);
+  m_ = a.take(Category::OptimizerState, M, shard_numel());
+  v_ = a.take(Category::OptimizerState, M, shard_numel());
+  if (zero_ == 1) {
+    int64_t largest = 0;
+    for (const auto& split : bucket_split_) largest = std::max(largest, split[1] - split[0]);
+    shard_grad_ = a.take(Category::Workspace, M, largest);
+  }
 
   auto act = [&](DType d, int64_t n) { return a.take(Category::Activations, d, n); };
   tokens_ = act(DType::I32, N);
@@ -260,7 +277,7 @@ void Llama::forward_head(Pass pass) {
       be_.cross_entropy_forward(losses, logits_, targets, rows, V, Vp_);
       continue;
     }
-    be_.cross_entropy_fused(losses, logits_, targets, rows, V, Vp_, 1.0 / double(N));
+    be_.cross_entropy_fused(losses, logits_, targets, rows, V, Vp_, loss_grad_scale());
     be_.matmul(linear_dx_gemm(d_normed_.slice(first * C, int64_t(rows) * C), C, logits_, Vp_, w_.wte, rows, C, Vp_,
                               0.0f));
     Gemm dw = linear_dw_gemm(g_.wte, logits_, Vp_, xf, C, rows, C, Vp_);
@@ -345,7 +362,7 @@ void Llama::backward_pass(bool update_behind) {
     // No gradient is zeroed: each is written by its one product or reduction (the head's
     // product writes the tied embedding's, which the embedding backward then adds to).
     // The logits buffer becomes dlogits.
-    be_.cross_entropy_backward(logits_, logits_, targets_, N, V, Vp_, 1.0 / double(N));
+    be_.cross_entropy_backward(logits_, logits_, targets_, N, V, Vp_, loss_grad_scale());
     linear_backward(d_normed_, 0.0f, g_.wte, logits_, Vp_, xf_, w_.wte, C, Vp_);
   }
   {
@@ -356,18 +373,78 @@ void Llama::backward_pass(bool update_behind) {
   // behind the backward, each layer's parameters (the last layer's with the final norm's) are
   // updated on the backend's second stream as soon as their gradients are complete, while the
   // layers below run their backward: nothing below reads them, and the step's end waits.
-  const std::vector<ParamRange> ranges = update_ranges();
+  // With several ranks, each bucket is summed over them as soon as it is complete.
   for (int l = cfg_.layers - 1; l >= 0; --l) {
     ScopedRange r(be_, layer_names_[size_t(l)].c_str());
     backward_ffn(l);
     backward_attention(l);
-    if (update_behind) update_range(ranges[size_t(l)], true);
+    if (world_ > 1) reduce_bucket(size_t(l));
+    if (update_behind) update_range(buckets_[size_t(l)], true);
   }
   {
     ScopedRange r(be_, "embedding");
     be_.embedding_backward(g_.wte, dres_, tokens_, N, C, V);
   }
-  if (update_behind) update_range(ranges.back(), true);
+  if (world_ > 1) reduce_bucket(buckets_.size() - 1);
+  if (update_behind) update_range(buckets_.back(), true);
+}
+
+int64_t Llama::shard_numel() const {
+  if (zero_ == 0) return cfg_.param_count();
+  int64_t n = 0;
+  for (const auto& split : bucket_split_) n += split[size_t(rank_) + 1] - split[size_t(rank_)];
+  return n;
+}
+
+void Llama::reduce_bucket(size_t b) {
+  ScopedRange range(be_, "gradient_reduction");
+  const ParamRange& r = buckets_[b];
+  const Tensor grads = grads_.slice(r.offset, r.numel);
+  if (zero_ == 0) return comm_->all_reduce_sum(grads);
+  const std::vector<int64_t>& split = bucket_split_[b];
+  const int64_t begin = split[size_t(rank_)], n = split[size_t(rank_) + 1] - begin;
+  comm_->reduce_scatter_sum(grads, shard_grad_, split);
+  if (n > 0) be_.convert(grads.slice(begin, n), shard_grad_.slice(0, n));  // this rank's part of the sum
+}
+
+void Llama::update_bucket(size_t b) {
+  const ParamRange& r = buckets_[b];
+  if (zero_ == 0) return update_range(r, false);  // every rank updates all of it, the same way
+  ScopedRange range(be_, "optimizer");
+  const std::vector<int64_t>& split = bucket_split_[b];
+  const int64_t begin = r.offset + split[size_t(rank_)], n = split[size_t(rank_) + 1] - split[size_t(rank_)];
+  if (n > 0)
+    be_.adamw(params_.slice(begin, n), grads_.slice(begin, n), m_.slice(shard_at_[b], n), v_.slice(shard_at_[b], n),
+              params_act_.empty() ? Tensor{} : params_act_.slice(begin, n));
+  comm_->all_gather(params_.slice(r.offset, r.numel), split);
+  if (!params_act_.empty()) be_.convert(params_act_.slice(r.offset, r.numel), params_.slice(r.offset, r.numel));
+}
+
+Tensor Llama::optimizer_state(int which) {
+  TT_CHECK(which == 1 || which == 2, "optimizer_state: 1 (first moment) or 2 (second)");
+  const Tensor& state = which == 1 ? m_ : v_;
+  if (zero_ == 0) return state;
+  for (size_t b = 0; b < buckets_.size(); ++b) {  // each rank's parts into place, then gathered
+    const std::vector<int64_t>& split = bucket_split_[b];
+    const int64_t n = split[size_t(rank_) + 1] - split[size_t(rank_)];
+    const Tensor bucket = grads_.slice(buckets_[b].offset, buckets_[b].numel);
+    if (n > 0) be_.convert(bucket.slice(split[size_t(rank_)], n), state.slice(shard_at_[b], n));
+    comm_->all_gather(bucket, split);
+  }
+  return grads_.slice(0, cfg_.param_count());
+}
+
+void Llama::load_optimizer_state(int which, int64_t offset, const std::vector<float>& values) {
+  const Tensor& state = which == 1 ? m_ : v_;
+  if (zero_ == 0) return write(state.slice(offset, int64_t(values.size())), values);
+  for (size_t b = 0; b < buckets_.size(); ++b) {  // the overlap of the tensor with this rank's part of each bucket
+    const int64_t part = buckets_[b].offset + bucket_split_[b][size_t(rank_)];
+    const int64_t n = bucket_split_[b][size_t(rank_) + 1] - bucket_split_[b][size_t(rank_)];
+    const int64_t lo = std::max(part, offset), hi = std::min(part + n, offset + int64_t(values.size()));
+    if (lo < hi)
+      write(state.slice(shard_at_[b] + (lo - part), hi - lo),
+            std::vector<float>(values.begin() + (lo - offset), values.begin() + (hi - offset)));
+  }
 }
 
 // The ranges the fused AdamW updates, in the flat buffers' order: each layer's nine tensors
@@ -467,6 +544,10 @@ void Llama::optimizer_step(const AdamWStep& step) {
 }
 
 void Llama::update_parameters() {
+  if (world_ > 1) {  // bucket by bucket, as they were reduced
+    for (size_t b = 0; b < buckets_.size(); ++b) update_bucket(b);
+    return;
+  }
   if (be_.plan().fused_adamw) {  // one launch over all the real parameters, not the padding after them
     update_range({0, cfg_.param_count()}, false);
     return;
@@ -502,7 +583,7 @@ void Llama::train_step(const AdamWStep& step) {
 // With fused-adamw the updates run behind the backward pass (backward_pass), and what is left of
 // the optimizer after the backward, between marks 2 and 3, is the wait for the last of them.
 void Llama::enqueue_step() {
-  const bool behind = be_.plan().fused_adamw;
+  const bool behind = be_.plan().fused_adamw && world_ == 1;
   be_.mark(0);
   forward();
   be_.mark(1);
@@ -519,9 +600,10 @@ void Llama::enqueue_step() {
 
 double Llama::mean_loss() {
   ScopedRange range(be_, "loss_readback");
-  double sum = 0;
-  for (double x : read(losses_)) sum += x;  // in order, in double: deterministic
-  return sum / double(losses_.numel);
+  std::vector<double> sum = {0.0};
+  for (double x : read(losses_)) sum[0] += x;  // in order, in double: deterministic
+  if (world_ > 1) comm_->all_reduce_sum(sum);  // the mean over every rank's tokens
+  return sum[0] / double(losses_.numel * world_);
 }
 
 std::vector<double> Llama::read(const Tensor& master) {

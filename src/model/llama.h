@@ -20,19 +20,30 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "dist/comm.h"
 #include "model/config.h"
 #include "model/params.h"
 
 namespace tt {
 
+// Data parallelism (src/dist/comm.h): each rank trains on its batch, the loss is the mean over
+// every rank's tokens, and each bucket of gradients (a layer's, the last layer's with the final
+// norm's, the embedding's: update_ranges) is summed over the ranks as soon as it is complete.
+// With ZeRO-1 (zero = 1) a rank keeps the Adam moments of its part of each bucket only
+// (split_offsets), updates that part of the weights, and gathers the others' parts.
+struct DataParallel {
+  Communicator* comm = nullptr;  // none: one process
+  int zero = 0;
+};
+
 class Llama {
  public:
-  Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len);
+  Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len, DataParallel dp = {});
 
   // What a model of this shape would reserve on this backend, by category, without
   // allocating anything (the batch-size finder searches with it).
   static std::array<size_t, kNumCategories> memory_needed(const ModelConfig& config, Backend& backend, int batch,
-                                                          int seq_len);
+                                                          int seq_len, DataParallel dp = {});
 
   const ModelConfig& config() const { return cfg_; }
   Backend& backend() { return be_; }
@@ -86,8 +97,17 @@ class Llama {
   // the real parameters only (the padding rows that follow them are the model's own).
   Tensor params() const { return params_.slice(0, cfg_.param_count()); }
   Tensor grads() const { return grads_.slice(0, cfg_.param_count()); }
-  Tensor adam_m() const { return m_; }
+  Tensor adam_m() const { return m_; }  // with ZeRO-1: this rank's parts only
   Tensor adam_v() const { return v_; }
+  // For checkpoints, whatever the sharding. optimizer_state(1 or 2): the whole first or second
+  // moment in the flat layout; with ZeRO-1 it is gathered from every rank into the gradients'
+  // buffer (a collective: every rank calls it; the gradients are rewritten by the next step).
+  // load_optimizer_state: the values of one tensor at `offset` of the flat layout, kept where
+  // this rank holds them.
+  Tensor optimizer_state(int which);
+  void load_optimizer_state(int which, int64_t offset, const std::vector<float>& values);
+  int rank() const { return rank_; }
+  int world_size() const { return world_; }
   // Host copies of an fp32 or fp64 buffer (or a range of one), converted from or to its element
   // type. write() also refreshes the act-typed copy of the weights when it writes parameters.
   std::vector<double> read(const Tensor& master);
@@ -96,7 +116,7 @@ class Llama {
 
  private:
   struct MeasureOnly {};
-  Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len, MeasureOnly);
+  Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len, DataParallel dp, MeasureOnly);
 
   struct LayerActs {
     Tensor x;       // [N, C] residual stream entering the layer
@@ -118,6 +138,12 @@ class Llama {
   void update_parameters();  // AdamW with the scalars of the last set_adamw_step
   std::vector<ParamRange> update_ranges() const;
   void update_range(const ParamRange& r, bool behind);
+  // Data parallelism: the gradient scale of the mean over every rank's tokens, a bucket's
+  // gradients summed over the ranks, and its update (this rank's part with ZeRO-1, then gathered).
+  double loss_grad_scale() const { return 1.0 / double(tokens() * world_); }
+  void reduce_bucket(size_t b);
+  void update_bucket(size_t b);
+  int64_t shard_numel() const;  // the Adam moments this rank keeps
   // The column blocks of the QKV buffer that the unfused products write (q, k, v).
   struct QkvBlock {
     int64_t col;
@@ -148,6 +174,12 @@ class Llama {
   ModelConfig cfg_;
   Backend& be_;
   int B_, T_;
+  Communicator* comm_;
+  int zero_, rank_, world_;
+  std::vector<ParamRange> buckets_;                 // update_ranges()
+  std::vector<std::vector<int64_t>> bucket_split_;  // per bucket: split_offsets among the ranks
+  std::vector<int64_t> shard_at_;                   // ZeRO-1: where this rank's part of each bucket sits in m_, v_
+  Tensor shard_grad_;                               // ZeRO-1: a bucket's summed part, from the reduce-scatter
   int Vp_;     // rows of the output head, the vocabulary padded for the backend
   int chunk_;  // tokens per chunk of the head with the fused classifier, else all of them
   AttnShape attn_;

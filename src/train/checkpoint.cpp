@@ -6,6 +6,7 @@
 #include <map>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -146,18 +147,22 @@ void save_checkpoint(const std::string& path, Llama& model, const CheckpointInfo
                             {"batch_size", info.batch_size}};
   std::string text = header.dump();
   text.resize((text.size() + 7) / 8 * 8, ' ');  // data starts 8-byte aligned
-  // Tensor by tensor: the host holds one tensor at a time, not three copies of the model.
-  const Tensor buffers[3] = {model.params(), model.adam_m(), model.adam_v()};
+  // Tensor by tensor: the host holds one tensor at a time, not three copies of the model. Every
+  // rank of a data-parallel run goes through the same steps (gathering the optimizer state is a
+  // collective under ZeRO-1); rank 0 alone writes.
+  auto emit = [&](const std::function<void(const std::vector<float>&)>& sink) {
+    for (int which = 0; which < 3; ++which) {
+      const Tensor source = which == 0 ? model.params() : model.optimizer_state(which);
+      for (const ParamEntry& e : param_table(c)) sink(model.read_f32(source.slice(e.offset, e.numel)));
+    }
+  };
+  if (model.rank() != 0) return emit([](const std::vector<float>&) {});
   write_file_atomic(path, [&](std::ostream& out) {
     uint8_t len[8];
     for (int i = 0; i < 8; ++i) len[i] = uint8_t(uint64_t(text.size()) >> (8 * i));
     out.write(reinterpret_cast<const char*>(len), 8);
     out.write(text.data(), std::streamsize(text.size()));
-    for (const Tensor& b : buffers)
-      for (const ParamEntry& e : param_table(c)) {
-        const std::vector<float> v = model.read_f32(b.slice(e.offset, e.numel));
-        out.write(reinterpret_cast<const char*>(v.data()), std::streamsize(v.size() * 4));
-      }
+    emit([&](const std::vector<float>& v) { out.write(reinterpret_cast<const char*>(v.data()), std::streamsize(v.size() * 4)); });
   });
 }
 
@@ -173,9 +178,13 @@ void load_checkpoint(const std::string& path, Llama& model) {
       for (float x : v)
         if (x < 0) bad(path, "tensor '" + e.name + "' holds a negative second moment");
   }
-  const Tensor buffers[3] = {model.params(), model.adam_m(), model.adam_v()};
-  for (const Expected& e : expected_tensors(model.config()))
-    model.write(buffers[e.which].slice(e.offset, e.numel), read_tensor_f32(h.file, *h.file.find(e.name)));
+  for (const Expected& e : expected_tensors(model.config())) {
+    std::vector<float> v = read_tensor_f32(h.file, *h.file.find(e.name));
+    if (e.which == 0)
+      model.write(model.params().slice(e.offset, e.numel), v);
+    else
+      model.load_optimizer_state(e.which, e.offset, v);  // this rank's parts, under ZeRO-1
+  }
   model.backend().zero(model.grads());
 }
 

@@ -25,8 +25,9 @@ void DataSource::fill(Batch& b, bool validation, int64_t first, int64_t count) c
 }
 
 void DataSource::next_batch(Batch& b) {
-  fill(b, false, position_, train_windows());
-  position_ += B_;
+  const int64_t count = train_windows();
+  fill(b, false, position_ % count + int64_t(shard_rank_) * B_ % count, count);
+  position_ += int64_t(B_) * shard_count_;
 }
 
 void DataSource::validation_batch(int i, Batch& b) const {

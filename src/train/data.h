@@ -31,6 +31,9 @@ class DataSource {
   // Sequences consumed so far; part of a checkpoint.
   int64_t position() const { return position_; }
   void set_position(int64_t p) { position_ = p; }
+  // Data parallelism: of every global batch of B x count sequences, this rank reads its own B,
+  // the rank-th; the position counts the global batch's sequences.
+  void set_shard(int rank, int count) { shard_rank_ = rank, shard_count_ = count; }
   void next_batch(Batch& b);
   // Validation: a fixed list of batches (none for synthetic data).
   int validation_batches() const { return int((validation_windows() + B_ - 1) / B_); }
@@ -46,6 +49,7 @@ class DataSource {
 
   int B_, T_;
   int64_t position_ = 0;
+  int shard_rank_ = 0, shard_count_ = 1;
 };
 
 // spec is "synthetic", a text file, a token file or a glob pattern of token files. vocab_size

@@ -24,10 +24,10 @@ size_t MemoryReport::total_padding() const {
 
 std::string format_mb(size_t bytes) { return fmt::format("{:.1f} MB", double(bytes) / 1e6); }
 
-std::string step_line(const TrainOptions& o, const StepRecord& s, const MemoryReport& m) {
+std::string step_line(const TrainOptions& o, const StepRecord& s, const MemoryReport& m, int world_size) {
   // The arena is allocated once at start: what is live is what was reserved.
   return fmt::format("Step {:>3}/{} | Loss: {:.4f} | Speed: {:.1f} samples/sec | Peak: {} | Live: {} | Time: {:.1f}ms",
-                     s.step, o.steps, s.loss, o.batch / (s.step_ms / 1e3), format_mb(m.total()),
+                     s.step, o.steps, s.loss, double(o.batch) * world_size / (s.step_ms / 1e3), format_mb(m.total()),
                      format_mb(m.total()), s.step_ms);
 }
 

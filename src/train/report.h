@@ -11,7 +11,7 @@
 namespace tt {
 
 std::string format_mb(size_t bytes);
-std::string step_line(const TrainOptions& o, const StepRecord& s, const MemoryReport& m);
+std::string step_line(const TrainOptions& o, const StepRecord& s, const MemoryReport& m, int world_size);
 void print_summary(std::ostream& log, const TrainOptions& o, const TrainResult& r);
 // The end of a --profile run: launches per step, GPU busy time, the top-10 kernels.
 void print_profile(std::ostream& log, const TraceData& t, const std::vector<HotspotRow>& hot);

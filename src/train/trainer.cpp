@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <csignal>
+#include <sstream>
 #include <tuple>
 #include <climits>
 #include <filesystem>
@@ -11,6 +13,8 @@
 
 #include "core/files.h"
 #include "core/signals.h"
+#include "dist/comm.h"
+#include "dist/world.h"
 #include "model/llama.h"
 #include "profile/cupti_trace.h"
 #include "profile/flops.h"
@@ -137,9 +141,11 @@ void report_memory(std::ostream& log, const std::string& path, const Llama& mode
 
 }  // namespace
 
-TrainResult train(const TrainOptions& o, std::ostream& log) {
+TrainResult train(const TrainOptions& o, std::ostream& out) {
   // Everything the user gave is checked before any work is done or any file is written.
   o.validate();
+  const World world = detect_world(process_environment());
+  if (o.zero != 0 && o.zero != 1) usage_fail("--zero: must be 0 or 1 (got " + std::to_string(o.zero) + ")");
   std::unique_ptr<DataSource> data = make_data_source(o.data, o.model.vocab_size, o.batch, o.seq_len, o.seed);
   CheckpointInfo resume;
   if (!o.resume_path.empty()) {
@@ -168,12 +174,22 @@ TrainResult train(const TrainOptions& o, std::ostream& log) {
   if (!o.profile_dir.empty()) prepare_directory(o.profile_dir, "--profile");
 
   std::unique_ptr<Backend> backend = make_backend(o.backend);
+  const std::unique_ptr<Communicator> comm = make_communicator(world, *backend);
+  std::ostringstream quiet;  // the other ranks' log
+  std::ostream& log = comm->rank() == 0 ? out : quiet;
+  if (comm->size() > 1)
+    check_same_on_every_rank(*comm,
+                             fmt::format("{} {} {} {} {} {} {} {} {} {} {}", o.model.to_json().dump(), o.batch, o.seq_len,
+                                         o.steps, o.learning_rate, o.weight_decay, o.seed, data->identity(),
+                                         describe(o.backend.plan), o.zero, resume.step),
+                             "model, batch, data or plan");
   std::unique_ptr<KernelTrace> trace;
   if (profiling) {
     if (!backend->is_cuda()) usage_fail("--profile and --flops-profile trace GPU kernels: they need --device cuda");
     trace = KernelTrace::create();  // before the first step, so that graph captures are seen
   }
-  Llama model(o.model, *backend, o.batch, o.seq_len);
+  Llama model(o.model, *backend, o.batch, o.seq_len, {comm.get(), o.zero});
+  data->set_shard(comm->rank(), comm->size());
   if (o.resume_path.empty()) {
     model.init_weights(o.seed, o.init_std);
     if (!initial.empty()) model.write(model.params(), initial);
@@ -195,7 +211,8 @@ TrainResult train(const TrainOptions& o, std::ostream& log) {
   }
   r.padded_vocab = model.padded_vocab();
   r.classifier_chunk = model.classifier_chunk();
-  r.flops_per_step = training_flops(o.model, o.batch, o.seq_len);
+  r.world_size = comm->size();
+  r.flops_per_step = training_flops(o.model, int64_t(o.batch) * comm->size(), o.seq_len);
 
   const ModelConfig& m = o.model;
   log << fmt::format("Tiny LLaMA: {} parameters (vocab {}, hidden {}, {} layers, {} heads / {} kv heads of {}, ffn {})\n",
@@ -207,6 +224,9 @@ TrainResult train(const TrainOptions& o, std::ostream& log) {
   log << fmt::format("Batch {} x {} tokens, steps {}..{}, lr {:g}, weight decay {:g}, seed {}\n", o.batch,
                      o.seq_len, resume.step + 1, o.steps, o.learning_rate, o.weight_decay, o.seed);
   log << fmt::format("Memory: {} reserved at start\n", format_mb(r.memory.total()));
+  if (comm->size() > 1)
+    log << fmt::format("Data parallel: {} processes ({}, {}), ZeRO-{}: batch {} per process, {} in all\n", comm->size(),
+                       world.launcher, comm->name(), o.zero, o.batch, o.batch * comm->size());
   if (r.padded_vocab != m.vocab_size)
     log << fmt::format("Output head: {} rows, the vocabulary padded to a multiple of {} for aligned products "
                        "(zero rows, not counted as parameters or FLOPs; {} of the memory)\n",
@@ -244,9 +264,17 @@ TrainResult train(const TrainOptions& o, std::ostream& log) {
                                    fmt::format("{}", o.learning_rate), fmt::format("{}", o.weight_decay),
                                    std::to_string(o.batch)});
   };
+  // A signal to any rank stops every rank after the same step (they agree on it each step).
+  int stopped_by = 0;
+  auto should_stop = [&] {
+    std::vector<double> signal = {double(stop_requested())};
+    if (comm->size() > 1) comm->all_reduce_sum(signal);
+    if (signal[0] > 0 && !stopped_by) stopped_by = stop_requested() ? stop_requested() : SIGTERM;
+    return signal[0] > 0;
+  };
   int64_t last_step = resume.step;
   for (int64_t step = resume.step + 1; step <= o.steps; ++step) {
-    if (stop_requested()) break;  // the previous step is whole: stop after it
+    if (should_stop()) break;  // the previous step is whole: stop after it
     last_step = step;
     const bool profiled = trace && step >= first_profiled && step <= last_profiled;
     if (profiled && step == first_profiled) trace->begin();
@@ -274,7 +302,7 @@ TrainResult train(const TrainOptions& o, std::ostream& log) {
                            ((o.eval_every > 0 ? step % o.eval_every == 0 : log_step) || step == o.steps);
     if (eval_step) r.validation.emplace_back(step, validation_loss(model, *data));
     if (log_step) {
-      std::string line = step_line(o, s, r.memory);
+      std::string line = step_line(o, s, r.memory, comm->size());
       if (eval_step) line += fmt::format(" | Val: {:.4f}", r.validation.back().second);
       log << line << "\n";
     } else if (eval_step) {
@@ -283,8 +311,8 @@ TrainResult train(const TrainOptions& o, std::ostream& log) {
     if (log_step || eval_step) log.flush();
     if (o.save_every > 0 && step % o.save_every == 0 && step < o.steps) save(step);
   }
-  if (stop_requested() && last_step < o.steps) {
-    r.stopped_by = stop_requested();
+  if (stopped_by && last_step < o.steps) {
+    r.stopped_by = stopped_by;
     log << fmt::format("Stopped by signal {} after step {}{}\n", r.stopped_by, last_step,
                        o.save_path.empty() ? " (no --save: nothing written)" : ": writing the checkpoint");
     if (!o.save_path.empty() && last_step > resume.step) {
@@ -301,14 +329,14 @@ TrainResult train(const TrainOptions& o, std::ostream& log) {
   r.backward_ms = mean(bwd_ms);
   r.optimizer_ms = mean(opt_ms);
   if (r.timed_steps) {
-    r.samples_per_sec = o.batch / (r.step_ms / 1e3);
+    r.samples_per_sec = double(o.batch) * comm->size() / (r.step_ms / 1e3);  // every process's
     r.tokens_per_sec = r.samples_per_sec * o.seq_len;
     r.tflops = r.flops_per_step / (r.step_ms / 1e3) / 1e12;
   }
   r.final_loss = r.steps.back().loss;
   print_summary(log, o, r);
 
-  if (!o.json_path.empty())
+  if (!o.json_path.empty() && comm->rank() == 0)
     write_file_atomic(o.json_path, [&](std::ostream& out) { out << result_json(o, r).dump(2) << "\n"; });
   if (!o.save_path.empty()) {
     save(o.steps);

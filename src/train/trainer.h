@@ -29,6 +29,8 @@ struct TrainOptions {
   std::string json_path, save_path, resume_path;
   std::string init_from;  // a Hugging Face LLaMA directory to start from (src/train/hf.h)
   int save_every = 0;     // with save_path: a checkpoint every N steps too (0: at the end only)
+  int zero = 0;           // data parallelism: 1 shards the Adam moments over the ranks (ZeRO-1)
+  int nproc_per_node = 0;  // the built-in launcher: start this many local ranks (src/dist/launch.h)
   // Profiling (CUDA): a kernel trace of profile_steps steps after the warm-up.
   std::string profile_dir;
   int profile_steps = 3;
@@ -65,9 +67,12 @@ struct TrainResult {
   MemoryReport memory;
   std::vector<int64_t> launches_per_step;  // from the kernel trace, when profiled
   int stopped_by = 0;  // the signal (SIGINT, SIGTERM) that stopped the run early, or 0
+  int world_size = 1;  // processes of the data-parallel run (tokens/s and FLOPs are theirs together)
 };
 
-// Runs the training the options describe, printing progress and the summary to `log`.
+// Runs the training the options describe, printing progress and the summary to `log` (rank 0
+// of a data-parallel run; the others print nothing). The world comes from the launcher's
+// environment (src/dist/world.h).
 // Throws UsageError for bad input (before any work or output) and Error for failures.
 TrainResult train(const TrainOptions& options, std::ostream& log);
 

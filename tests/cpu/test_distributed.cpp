@@ -1,0 +1,225 @@
+// Data-parallel training on CPU ranks through Open MPI (the real mpirun): 2 and 3 ranks give
+// the losses and final weights of one rank with the same global batch, with and without ZeRO-1;
+// checkpoints resume on another number of ranks; a killed rank ends the job; ranks given
+// different flags are refused. And the launchers' variables (torchrun, Slurm, Open MPI).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "core/error.h"
+#include "data/safetensors.h"
+#include "dist/comm.h"
+#include "dist/world.h"
+
+namespace tt::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(World, LaunchersVariables) {
+  EXPECT_FALSE(detect_world({}).distributed());
+  World t = detect_world({{"RANK", "3"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "2"},
+                          {"MASTER_ADDR", "node0"}, {"MASTER_PORT", "29500"}});
+  EXPECT_EQ(t.launcher, "torchrun");
+  EXPECT_EQ(t.rank, 3);
+  EXPECT_EQ(t.size, 8);
+  EXPECT_EQ(t.local_rank, 1);
+  EXPECT_EQ(t.master_addr, "node0");
+  World s = detect_world({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "1"},
+                          {"SLURM_TASKS_PER_NODE", "4(x2)"}, {"SLURM_JOB_NODELIST", "gpu[07-08],cpu1"}});
+  EXPECT_EQ(s.launcher, "slurm");
+  EXPECT_EQ(s.rank, 5);
+  EXPECT_EQ(s.local_size, 4);
+  EXPECT_EQ(s.master_addr, "gpu07");
+  EXPECT_EQ(s.master_port, 29500);
+  World m = detect_world({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"},
+                          {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
+  EXPECT_EQ(m.launcher, "mpirun");
+  EXPECT_EQ(m.size, 2);
+  EXPECT_EQ(first_slurm_host("node1,node2"), "node1");
+  EXPECT_EQ(first_slurm_host("a[1,3-5]"), "a1");
+  auto refusal = [](const std::map<std::string, std::string>& env) {
+    try {
+      detect_world(env);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(refusal({{"RANK", "8"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "8"},
+                     {"MASTER_ADDR", "a"}, {"MASTER_PORT", "1"}})
+                .find("RANK='8'"),
+            std::string::npos);
+  EXPECT_NE(refusal({{"RANK", "0"}, {"WORLD_SIZE", "2"}}).find("set only in part"), std::string::npos);
+  EXPECT_NE(refusal({{"SLURM_PROCID", "x"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "0"}}).find("not a number"),
+            std::string::npos);
+  EXPECT_EQ(split_offsets(10, 3), (std::vector<int64_t>{0, 4, 8, 10}));
+  EXPECT_EQ(split_offsets(2, 3), (std::vector<int64_t>{0, 1, 2, 2}));
+}
+
+bool have_mpirun() { return std::system("command -v mpirun >/dev/null 2>&1") == 0; }
+
+class Distributed : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!have_mpirun()) GTEST_SKIP() << "Open MPI's mpirun is not installed (scripts/install-deps.sh installs it)";
+    dir = fs::temp_directory_path() / ("tt_dist_" + std::to_string(::getpid()) + "_" +
+                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  void TearDown() override { fs::remove_all(dir); }
+  std::string p(const std::string& name) const { return (dir / name).string(); }
+  // Runs the binary on `ranks` ranks (mpirun; 1: plain) with a small model.
+  int run(int ranks, const std::string& args, std::string* err = nullptr) {
+    const std::string mpi = ranks > 1 ? "mpirun -np " + std::to_string(ranks) + " --oversubscribe --bind-to none" +
+                                            (::geteuid() == 0 ? " --allow-run-as-root " : " ")
+                                      : "";
+    const std::string cmd = "OMP_NUM_THREADS=1 " + mpi + TT_BINARY +
+                            " --device cpu --hidden-dim 32 --num-layers 2 --num-heads 4 --seq-len 16"
+                            " --learning-rate 1e-3 --log-every 1000 " + args + " >" + p("out.log") + " 2>" + p("err.log");
+    const int status = std::system(cmd.c_str());
+    std::ifstream e(p("err.log"));
+    if (err) *err = std::string((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  std::vector<double> losses(const std::string& json) {
+    std::ifstream in(json);
+    const nlohmann::json j = nlohmann::json::parse(in);  // kept: a range-for over a temporary's member dangles
+    std::vector<double> out;
+    for (const auto& s : j["steps"]) out.push_back(s["loss"].get<double>());
+    return out;
+  }
+  std::vector<float> weights(const std::string& ckpt) {
+    const SafetensorsFile f = read_safetensors(ckpt, "test");
+    std::vector<float> all;
+    for (const SafetensorInfo& t : f.tensors)
+      if (t.name.rfind("optimizer.", 0) != 0) {
+        const std::vector<float> v = read_tensor_f32(f, t);
+        all.insert(all.end(), v.begin(), v.end());
+      }
+    return all;
+  }
+  fs::path dir;
+};
+
+double max_rel(const std::vector<float>& a, const std::vector<float>& b) {
+  double err = 0, norm = 0;
+  for (size_t i = 0; i < a.size(); ++i) err += (double(a[i]) - b[i]) * (double(a[i]) - b[i]), norm += double(b[i]) * b[i];
+  return std::sqrt(err / norm);
+}
+
+// 1 rank at batch 6 against 2 ranks at 3 and 3 ranks at 2, with and without ZeRO-1.
+TEST_F(Distributed, RanksComputeWhatOneRankComputes) {
+  std::string err;
+  ASSERT_EQ(run(1, "--batch-size 6 --num-steps 20 --json " + p("one.json") + " --save " + p("one.st"), &err), 0) << err;
+  const std::vector<double> ref = losses(p("one.json"));
+  const std::vector<float> ref_w = weights(p("one.st"));
+  for (auto [ranks, zero] : {std::pair{2, 0}, {2, 1}, {3, 0}, {3, 1}}) {
+    SCOPED_TRACE(testing::Message() << ranks << " ranks, ZeRO-" << zero);
+    const std::string name = std::to_string(ranks) + "_" + std::to_string(zero);
+    ASSERT_EQ(run(ranks, "--batch-size " + std::to_string(6 / ranks) + " --num-steps 20 --zero " + std::to_string(zero) +
+                             " --json " + p(name + ".json") + " --save " + p(name + ".st"),
+                  &err),
+              0)
+        << err;
+    const std::vector<double> got = losses(p(name + ".json"));
+    ASSERT_EQ(got.size(), ref.size());
+    for (size_t i = 0; i < ref.size(); ++i) EXPECT_LE(std::fabs(got[i] - ref[i]) / ref[i], 1e-6) << "step " << i + 1;
+    EXPECT_LE(max_rel(weights(p(name + ".st")), ref_w), 1e-5) << "final weights";
+  }
+}
+
+// A checkpoint of 2 ranks resumes on 1 and on 3, and one of 1 on 2, ZeRO-1 or not: the losses
+// continue as the uninterrupted run's.
+TEST_F(Distributed, CheckpointsResumeOnAnyNumberOfRanks) {
+  std::string err;
+  ASSERT_EQ(run(1, "--batch-size 6 --num-steps 8 --json " + p("full.json"), &err), 0) << err;
+  const std::vector<double> full = losses(p("full.json"));
+  ASSERT_EQ(run(2, "--batch-size 3 --num-steps 4 --zero 1 --save " + p("two.st"), &err), 0) << err;
+  ASSERT_EQ(run(1, "--batch-size 6 --num-steps 4 --save " + p("one.st"), &err), 0) << err;
+  for (auto [ranks, ckpt] : {std::pair{1, "two.st"}, {3, "two.st"}, {2, "one.st"}}) {
+    SCOPED_TRACE(testing::Message() << ckpt << " on " << ranks << " ranks");
+    ASSERT_EQ(run(ranks, "--batch-size " + std::to_string(6 / ranks) + " --num-steps 8 --zero " +
+                             std::to_string(ranks > 1 ? 1 : 0) + " --resume " + p(ckpt) + " --json " + p("r.json"),
+                  &err),
+              0)
+        << err;
+    const std::vector<double> got = losses(p("r.json"));
+    ASSERT_EQ(got.size(), 4u);
+    for (size_t i = 0; i < 4; ++i) EXPECT_LE(std::fabs(got[i] - full[4 + i]) / full[4 + i], 1e-6) << "step " << 5 + i;
+  }
+}
+
+TEST_F(Distributed, RanksGivenDifferentFlagsAreRefused) {
+  const std::string base = std::string(TT_BINARY) + " --device cpu --num-layers 1 --num-heads 2 --seq-len 8 --batch-size 2"
+                                                    " --num-steps 2";
+  const std::string cmd = "OMP_NUM_THREADS=1 mpirun --oversubscribe" + std::string(::geteuid() == 0 ? " --allow-run-as-root" : "") +
+                          " -np 1 " + base + " --hidden-dim 32 : -np 1 " + base + " --hidden-dim 64 >" + p("out.log") +
+                          " 2>" + p("err.log");
+  const int status = std::system(cmd.c_str());
+  EXPECT_NE(WEXITSTATUS(status), 0);
+  std::ifstream e(p("err.log"));
+  const std::string err((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
+  EXPECT_NE(err.find("rank 1 runs another model, batch, data or plan than rank 0"), std::string::npos) << err;
+}
+
+// SIGKILL to one rank: the job ends (mpirun takes the others down) well within 60 s.
+TEST_F(Distributed, AKilledRankEndsTheJob) {
+  const std::string marker = p("marker.json");
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const std::string cmd = "exec env OMP_NUM_THREADS=1 mpirun -np 2 --oversubscribe --bind-to none" +
+                            std::string(::geteuid() == 0 ? " --allow-run-as-root " : " ") + TT_BINARY +
+                            " --device cpu --hidden-dim 32 --num-layers 2 --num-heads 4 --seq-len 16 --batch-size 2"
+                            " --num-steps 1000000 --log-every 10 --json " + marker + " >" + p("out.log") + " 2>" + p("err.log");
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  // Wait for training, then kill one rank (a tiny_llama process with the marker in its command line).
+  pid_t victim = 0;
+  for (int i = 0; i < 3000 && !victim; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::ifstream log(p("out.log"));
+    const std::string out((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    if (out.find("Step  10/") == std::string::npos) continue;
+    for (const auto& e : fs::directory_iterator("/proc")) {
+      std::ifstream cmdline(e.path() / "cmdline");
+      std::string c((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+      if (c.find(marker) != std::string::npos && c.find("tiny_llama") != std::string::npos && c.rfind("mpirun", 0) != 0 &&
+          c.find("sh") != 0) {
+        victim = pid_t(std::stol(e.path().filename().string()));
+        break;
+      }
+    }
+  }
+  ASSERT_NE(victim, 0) << "no rank found";
+  const auto start = std::chrono::steady_clock::now();
+  ::kill(victim, SIGKILL);
+  int status = 0;
+  pid_t done = 0;
+  while ((done = ::waitpid(pid, &status, WNOHANG)) == 0 &&
+         std::chrono::steady_clock::now() - start < std::chrono::seconds(60))
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (done == 0) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    FAIL() << "the job was still running 60 s after a rank died";
+  }
+  EXPECT_TRUE(!WIFEXITED(status) || WEXITSTATUS(status) != 0) << "the job must fail";
+  std::ifstream e(p("err.log"));
+  const std::string err((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
+  EXPECT_NE(err.find("signal 9"), std::string::npos) << "mpirun names the lost rank: " << err;
+}
+
+}  // namespace
+}  // namespace tt::test
