@@ -122,14 +122,16 @@ class Backend {
   // empty, is the act-typed copy of p used by the products, refreshed from the new p.
   virtual void adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v,
                      const Tensor& p_act) = 0;
-  // The optimizer behind the backward pass (fused-adamw): adamw_behind() enqueues an AdamW on a
-  // second stream, to start once all the work enqueued so far has run and to run alongside what
-  // is enqueued after it; wait_behind() makes what is enqueued next wait for all of them. A
-  // backend with one stream (the CPU) runs it in order.
-  virtual void adamw_behind(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const Tensor& p_act) {
-    adamw(p, g, m, v, p_act);
-  }
+  // Work behind the backward pass, on a second stream (the optimizer with fused-adamw, the
+  // collectives of data parallelism): what is enqueued between begin_behind() and end_behind()
+  // starts once all the work enqueued before begin_behind() has run, and runs alongside what is
+  // enqueued after end_behind(); wait_behind() makes what is enqueued next wait for all of it.
+  // A backend with one stream (the CPU) runs it all in order.
+  virtual void begin_behind() {}
+  virtual void end_behind() {}
   virtual void wait_behind() {}
+  // The stream work is enqueued on now (a cudaStream_t; none on the CPU): the collectives' stream.
+  virtual void* stream() { return nullptr; }
 
   // CUDA graphs (the cuda-graph switch): the work enqueued between graph_capture_begin()
   // and graph_capture_end() is captured once, then graph_replay() runs it again. A backend
@@ -149,6 +151,7 @@ enum class DeviceKind { Auto, Cpu, Cuda };
 struct BackendOptions {
   DeviceKind device = DeviceKind::Auto;
   Plan plan;
+  int gpu = 0;  // which GPU of the node (a data-parallel rank's local rank)
   bool nvtx = true;  // named ranges on; off only to measure what they cost (--no-nvtx)
 };
 
@@ -172,6 +175,8 @@ std::unique_ptr<Backend> make_cpu_backend_f64(const Plan& plan = plan_for_versio
 
 // Whether a CUDA device is usable, and if not, why (for messages).
 bool cuda_available(std::string* why);
+// The GPUs this process sees (0 without a CUDA backend or device).
+int cuda_device_count();
 
 // What the reports say about the machine a run used.
 struct DeviceInfo {

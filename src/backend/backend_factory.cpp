@@ -14,7 +14,7 @@ namespace tt {
 
 std::unique_ptr<Backend> make_cpu_backend(const Plan& plan);
 #ifdef TT_HAVE_CUDA
-std::unique_ptr<Backend> make_cuda_backend(const Plan& plan, bool nvtx);
+std::unique_ptr<Backend> make_cuda_backend(const Plan& plan, bool nvtx, int gpu);
 #endif
 
 bool cuda_available(std::string* why) {
@@ -37,19 +37,28 @@ bool cuda_available(std::string* why) {
 #endif
 }
 
+int cuda_device_count() {
+  int n = 0;
+#ifdef TT_HAVE_CUDA
+  if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
+#endif
+  return n;
+}
+
 DeviceInfo device_info(bool cuda) {
   DeviceInfo d;
 #ifdef TT_HAVE_CUDA
   if (cuda) {
     cudaDeviceProp p;
-    int v = 0;
-    if (cudaGetDeviceProperties(&p, 0) == cudaSuccess) {
+    int v = 0, gpu = 0;
+    cudaGetDevice(&gpu);  // the one a data-parallel rank took, else the first
+    if (cudaGetDeviceProperties(&p, gpu) == cudaSuccess) {
       d.name = p.name;
       d.multiprocessors = p.multiProcessorCount;
       d.l2_bytes = size_t(p.l2CacheSize);
     }
-    if (cudaDeviceGetAttribute(&v, cudaDevAttrClockRate, 0) == cudaSuccess) d.sm_clock_mhz = v / 1000;
-    if (cudaDeviceGetAttribute(&v, cudaDevAttrMemoryClockRate, 0) == cudaSuccess) d.memory_clock_mhz = v / 1000;
+    if (cudaDeviceGetAttribute(&v, cudaDevAttrClockRate, gpu) == cudaSuccess) d.sm_clock_mhz = v / 1000;
+    if (cudaDeviceGetAttribute(&v, cudaDevAttrMemoryClockRate, gpu) == cudaSuccess) d.memory_clock_mhz = v / 1000;
     auto version = [](int x) { return std::to_string(x / 1000) + "." + std::to_string(x % 1000 / 10); };
     if (cudaDriverGetVersion(&v) == cudaSuccess) d.driver = version(v);
     if (cudaRuntimeGetVersion(&v) == cudaSuccess) d.runtime = version(v);
@@ -83,7 +92,7 @@ std::unique_ptr<Backend> make_backend(const BackendOptions& options) {
       break;
   }
 #ifdef TT_HAVE_CUDA
-  return make_cuda_backend(options.plan, options.nvtx);
+  return make_cuda_backend(options.plan, options.nvtx, options.gpu);
 #else
   usage_fail("--device cuda: this build has no CUDA backend");
 #endif

@@ -32,11 +32,11 @@ int run(std::vector<std::string> args) {
   if (command == "train") {
     tt::TrainOptions options;
     if (!tt::parse_train_options(args, options)) return 0;
-    if (options.nproc_per_node > 1 && !tt::detect_world(tt::process_environment()).distributed()) {
+    if (options.nproc_per_node >= 1 && !tt::detect_world(tt::process_environment()).distributed()) {
       std::string why;
       const bool cuda = options.backend.device == tt::DeviceKind::Cuda ||
                         (options.backend.device == tt::DeviceKind::Auto && tt::cuda_available(&why));
-      tt::launch_local_ranks(options.nproc_per_node, tt::without_launcher_flag(args), cuda);
+      return tt::launch_local_ranks(options.nproc_per_node, tt::without_launcher_flag(args), cuda);
     }
     tt::install_stop_handlers();
     const tt::TrainResult r = tt::train(options, std::cout);

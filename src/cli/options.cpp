@@ -191,6 +191,10 @@ bool parse_train_options(const std::vector<std::string>& args, TrainOptions& o) 
   app.add_option("--save-every", o.save_every, "with --save: a checkpoint every N steps too");
   app.add_option("--zero", o.zero, "data parallel: 0 keeps the optimizer state on every rank, 1 shards it (ZeRO-1)")
       ->capture_default_str();
+  app.add_option("--dist-init", o.dist_init,
+                 "GPU ranks: how they find rank 0: env (MASTER_ADDR, MASTER_PORT), mpi, or file:PATH on a shared path "
+                 "(default: env, or mpi under mpirun without MASTER_ADDR)");
+  app.add_option("--dist-timeout", o.dist_timeout, "seconds the ranks wait for each other to start")->capture_default_str();
   app.add_option("--nproc-per-node", o.nproc_per_node,
                  "start this many local processes, one rank each (CPU: through mpirun); under torchrun, srun or "
                  "mpirun the launcher starts them");

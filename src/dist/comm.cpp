@@ -14,10 +14,9 @@ class SoloCommunicator final : public Communicator {
   int rank() const override { return 0; }
   int size() const override { return 1; }
   std::string name() const override { return "none (one process)"; }
+  bool solo() const override { return true; }
   void all_reduce_sum(const Tensor&) override {}
-  void reduce_scatter_sum(const Tensor& in, const Tensor& out, const std::vector<int64_t>&) override {
-    TT_CHECK(in.ptr == out.ptr || in.numel == out.numel, "reduce_scatter_sum: one rank holds the whole");
-  }
+  void reduce_scatter_sum(const Tensor&, const std::vector<int64_t>&) override {}
   void all_gather(const Tensor&, const std::vector<int64_t>&) override {}
   void all_reduce_sum(std::vector<double>&) override {}
   void broadcast(std::string&, int) override {}
@@ -28,12 +27,21 @@ class SoloCommunicator final : public Communicator {
 #ifdef TT_HAVE_MPI
 std::unique_ptr<Communicator> make_mpi_communicator(const World& world);
 #endif
+#ifdef TT_HAVE_NCCL
+std::unique_ptr<Communicator> make_nccl_communicator(const World& world, Backend& backend, const std::string& init,
+                                                     int timeout_s);
+#endif
 
-std::unique_ptr<Communicator> make_communicator(const World& world, Backend& backend) {
+std::unique_ptr<Communicator> make_communicator(const World& world, Backend& backend, const std::string& init,
+                                                int timeout_s) {
+  if (backend.is_cuda() && world.launcher != "none") {
+#ifdef TT_HAVE_NCCL
+    return make_nccl_communicator(world, backend, init, timeout_s);
+#else
+    usage_fail("GPU ranks need NCCL, which this build has not found");
+#endif
+  }
   if (!world.distributed()) return std::make_unique<SoloCommunicator>();
-  if (backend.is_cuda())
-    usage_fail("a world of " + std::to_string(world.size) + " processes on the GPU needs NCCL, which this build does not "
-               "use yet: run one process per machine, or --device cpu (MPI)");
 #ifdef TT_HAVE_MPI
   return make_mpi_communicator(world);
 #else

@@ -1,7 +1,10 @@
 // Collectives over the ranks of a data-parallel world (src/dist/world.h), on the memory of the
 // backend the model runs on. One interface, an implementation per engine: Open MPI for the CPU
-// backend's host memory (src/dist/comm_mpi.cpp); a world of one, where every collective is the
-// identity. Every rank calls the same collectives in the same order.
+// backend's host memory (src/dist/comm_mpi.cpp), NCCL for GPUs (src/dist/comm_nccl.cpp, its
+// ranks found through src/dist/rendezvous.h); and a world of one process without a launcher,
+// where every collective is the identity. Every rank calls the same collectives in the same
+// order. On the GPU the tensor collectives are enqueued on the backend's current stream (the
+// stream behind the backward pass, while the model finishes a bucket there) and return at once.
 #pragma once
 #include <memory>
 #include <string>
@@ -20,12 +23,18 @@ class Communicator {
   virtual int rank() const = 0;
   virtual int size() const = 0;
   virtual std::string name() const = 0;
+  // The identity of a world of one process (no collective runs at all).
+  virtual bool solo() const { return false; }
+  // The job ends normally: wait for every rank to get here (after rank 0 has written its files),
+  // so that no rank takes another's ending for a failure.
+  virtual void finish() {}
 
   // t = the sum of every rank's t, in place.
   virtual void all_reduce_sum(const Tensor& t) = 0;
-  // out = elements [offsets[rank], offsets[rank + 1]) of the sum over the ranks of `in`
-  // (offsets: size() + 1 ascending element counts from 0 to in.numel).
-  virtual void reduce_scatter_sum(const Tensor& in, const Tensor& out, const std::vector<int64_t>& offsets) = 0;
+  // Elements [offsets[rank], offsets[rank + 1]) of t become those of the sum over the ranks of t,
+  // in place; the others are left undefined (offsets: size() + 1 ascending element counts from 0
+  // to t.numel).
+  virtual void reduce_scatter_sum(const Tensor& t, const std::vector<int64_t>& offsets) = 0;
   // Elements [offsets[r], offsets[r + 1]) of t, as rank r holds them, to every rank (in place).
   virtual void all_gather(const Tensor& t, const std::vector<int64_t>& offsets) = 0;
   // Host values: the sum over the ranks (losses), and rank root's string to every rank.
@@ -33,10 +42,13 @@ class Communicator {
   virtual void broadcast(std::string& host, int root) = 0;
 };
 
-// The communicator of `world` for `backend`: a world of one needs none (it gets the identity);
-// the CPU backend's ranks talk through MPI (launched by mpirun or srun). UsageError for a
-// combination this build cannot serve.
-std::unique_ptr<Communicator> make_communicator(const World& world, Backend& backend);
+// The communicator of `world` for `backend`: GPU ranks talk through NCCL (a world of one GPU
+// process that a launcher started too, so that one GPU runs the whole path), the CPU backend's
+// ranks through MPI (launched by mpirun or srun), and a world of one otherwise gets the
+// identity. `init` says where NCCL's ranks find rank 0 (see src/dist/rendezvous.h), `timeout_s`
+// how long they wait for each other. UsageError for a world or combination that cannot be.
+std::unique_ptr<Communicator> make_communicator(const World& world, Backend& backend, const std::string& init = "env",
+                                                int timeout_s = 60);
 
 // Every rank's `what` must equal rank 0's (the model, the batch, the plan): else every rank
 // stops with one line naming the first rank that differs and what differs.

@@ -6,11 +6,14 @@
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
 
 #include "core/error.h"
 #include "dist/comm.h"
+#include "dist/rendezvous.h"
 
 namespace tt {
 
@@ -40,25 +43,40 @@ std::vector<int> counts_of(const std::vector<int64_t>& offsets, std::vector<int>
   return counts;
 }
 
+void broadcast_string(std::string& s, int root) {
+  int n = int(s.size());
+  check(MPI_Bcast(&n, 1, MPI_INT, root, MPI_COMM_WORLD), "MPI_Bcast");
+  s.resize(size_t(n));
+  check(MPI_Bcast(s.data(), n, MPI_CHAR, root, MPI_COMM_WORLD), "MPI_Bcast");
+}
+
+// MPI_Init at the first use, MPI_Finalize at exit; MPI's world must be the launcher's.
+void init_mpi(const World& w) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    check(MPI_Init(nullptr, nullptr), "MPI_Init");
+    std::atexit([] {
+      int finalized = 0;
+      MPI_Finalized(&finalized);
+      if (!finalized) MPI_Finalize();
+    });
+  }
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (rank != w.rank || size != w.size)
+    usage_fail("MPI sees rank " + std::to_string(rank) + " of " + std::to_string(size) + " where the launcher (" +
+               w.launcher + ") said " + std::to_string(w.rank) + " of " + std::to_string(w.size) +
+               ": start the ranks with mpirun or srun");
+}
+
 class MpiCommunicator final : public Communicator {
  public:
   explicit MpiCommunicator(const World& w) {
-    int initialized = 0;
-    MPI_Initialized(&initialized);
-    if (!initialized) {
-      check(MPI_Init(nullptr, nullptr), "MPI_Init");
-      std::atexit([] {
-        int finalized = 0;
-        MPI_Finalized(&finalized);
-        if (!finalized) MPI_Finalize();
-      });
-    }
+    init_mpi(w);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
-    if (rank_ != w.rank || size_ != w.size)
-      usage_fail("MPI sees rank " + std::to_string(rank_) + " of " + std::to_string(size_) + " where the launcher (" +
-                 w.launcher + ") said " + std::to_string(w.rank) + " of " + std::to_string(w.size) +
-                 ": start the CPU ranks with mpirun or srun");
     char version[MPI_MAX_LIBRARY_VERSION_STRING];
     int len = 0;
     MPI_Get_library_version(version, &len);
@@ -76,11 +94,14 @@ class MpiCommunicator final : public Communicator {
       check(MPI_Allreduce(MPI_IN_PLACE, part.ptr, int(part.numel), type_of(t), MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");
     }
   }
-  void reduce_scatter_sum(const Tensor& in, const Tensor& out, const std::vector<int64_t>& offsets) override {
+  void reduce_scatter_sum(const Tensor& t, const std::vector<int64_t>& offsets) override {
     std::vector<int> displs;
     const std::vector<int> counts = counts_of(offsets, &displs);
-    TT_CHECK(out.numel >= counts[size_t(rank_)], "reduce_scatter_sum: the output is smaller than this rank's part");
-    check(MPI_Reduce_scatter(in.ptr, out.ptr, counts.data(), type_of(in), MPI_SUM, MPI_COMM_WORLD), "MPI_Reduce_scatter");
+    const size_t bytes = size_t(counts[size_t(rank_)]) * dtype_size(t.dtype);
+    part_.resize(std::max(part_.size(), bytes));  // MPI's result lands at the start of a buffer
+    check(MPI_Reduce_scatter(t.ptr, part_.data(), counts.data(), type_of(t), MPI_SUM, MPI_COMM_WORLD),
+          "MPI_Reduce_scatter");
+    std::memcpy(static_cast<char*>(t.ptr) + size_t(offsets[size_t(rank_)]) * dtype_size(t.dtype), part_.data(), bytes);
   }
   void all_gather(const Tensor& t, const std::vector<int64_t>& offsets) override {
     std::vector<int> displs;
@@ -92,20 +113,23 @@ class MpiCommunicator final : public Communicator {
   void all_reduce_sum(std::vector<double>& host) override {
     check(MPI_Allreduce(MPI_IN_PLACE, host.data(), int(host.size()), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");
   }
-  void broadcast(std::string& host, int root) override {
-    int n = int(host.size());
-    check(MPI_Bcast(&n, 1, MPI_INT, root, MPI_COMM_WORLD), "MPI_Bcast");
-    host.resize(size_t(n));
-    check(MPI_Bcast(host.data(), n, MPI_CHAR, root, MPI_COMM_WORLD), "MPI_Bcast");
-  }
+  void broadcast(std::string& host, int root) override { broadcast_string(host, root); }
 
  private:
   int rank_ = 0, size_ = 1;
   std::string library_;
+  std::vector<char> part_;  // this rank's part of a reduce-scatter
 };
 
 }  // namespace
 
 std::unique_ptr<Communicator> make_mpi_communicator(const World& world) { return std::make_unique<MpiCommunicator>(world); }
+
+std::string mpi_broadcast_from_rank0(const World& world, const std::string& bytes) {
+  init_mpi(world);
+  std::string s = bytes;
+  broadcast_string(s, 0);
+  return s;
+}
 
 }  // namespace tt

@@ -1,13 +1,121 @@
 #include "dist/launch.h"
 
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <iostream>
+#include <thread>
 
 #include "core/error.h"
 
 namespace tt {
+
+namespace {
+
+// A port nobody listens on now: the kernel's pick for port 0.
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+    usage_fail("--nproc-per-node: no free port for the ranks to meet on");
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+volatile sig_atomic_t forwarded_signal = 0;
+void remember_signal(int sig) { forwarded_signal = sig; }
+
+[[noreturn]] void exec_argv(std::vector<std::string> argv) {
+  std::vector<char*> c;
+  for (std::string& a : argv) c.push_back(a.data());
+  c.push_back(nullptr);
+  ::execvp(c[0], c.data());
+  std::cerr << "tiny_llama: cannot start " << argv[0] << ": " << std::strerror(errno) << "\n";
+  ::_exit(127);
+}
+
+int launch_gpu_ranks(int nproc, const std::vector<std::string>& args) {
+  const std::string port = std::to_string(free_port());
+  ::setenv("NCCL_NVLS_ENABLE", "0", 1);  // never NVLink multicast, in every rank
+  std::vector<pid_t> ranks;
+  for (int r = 0; r < nproc; ++r) {
+    const pid_t pid = ::fork();
+    if (pid < 0) usage_fail("--nproc-per-node: fork: " + std::string(std::strerror(errno)));
+    if (pid == 0) {
+      for (auto [name, value] : {std::pair{"RANK", std::to_string(r)}, {"LOCAL_RANK", std::to_string(r)},
+                                 {"WORLD_SIZE", std::to_string(nproc)}, {"LOCAL_WORLD_SIZE", std::to_string(nproc)},
+                                 {"MASTER_ADDR", std::string("127.0.0.1")}, {"MASTER_PORT", port}})
+        ::setenv(name, value.c_str(), 1);
+      std::vector<std::string> argv = {self_path()};
+      argv.insert(argv.end(), args.begin(), args.end());
+      exec_argv(argv);
+    }
+    ranks.push_back(pid);
+  }
+  struct sigaction sa {};
+  sa.sa_handler = remember_signal;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  int code = 0, running = nproc;
+  bool forwarded = false;
+  auto stop_ranks = [&](int sig) {
+    for (pid_t p : ranks)
+      if (p > 0) ::kill(p, sig);
+  };
+  std::chrono::steady_clock::time_point kill_at{};
+  while (running > 0) {
+    if (forwarded_signal && !forwarded) {  // every rank gets it: they stop after the same step
+      stop_ranks(forwarded_signal);
+      forwarded = true;
+    }
+    int status = 0;
+    const pid_t done = ::waitpid(-1, &status, WNOHANG);
+    if (done <= 0) {
+      if (kill_at != std::chrono::steady_clock::time_point{} && std::chrono::steady_clock::now() > kill_at)
+        stop_ranks(SIGKILL);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
+    }
+    for (size_t r = 0; r < ranks.size(); ++r) {
+      if (ranks[r] != done) continue;
+      ranks[r] = -1;
+      --running;
+      const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      if (rc != 0 && code == 0) {
+        code = rc;
+        if (!forwarded_signal) {
+          std::cerr << "tiny_llama: rank " << r << " of " << nproc << " "
+                    << (WIFEXITED(status) ? "exited with code " + std::to_string(rc)
+                                          : "was killed by signal " + std::to_string(WTERMSIG(status)))
+                    << ": stopping the other ranks\n";
+          stop_ranks(SIGTERM);
+          kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        }
+      }
+    }
+  }
+  return code;
+}
+
+}  // namespace
+
+std::string self_path() {
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) usage_fail("cannot find this program's path");
+  self[n] = '\0';
+  return self;
+}
 
 std::vector<std::string> without_launcher_flag(const std::vector<std::string>& args) {
   std::vector<std::string> out;
@@ -22,23 +130,13 @@ std::vector<std::string> without_launcher_flag(const std::vector<std::string>& a
   return out;
 }
 
-void launch_local_ranks(int nproc, const std::vector<std::string>& args, bool cuda) {
-  if (cuda)
-    usage_fail("--nproc-per-node: GPU ranks need NCCL, which this build does not use yet; on the CPU add --device cpu");
-  char self[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) usage_fail("--nproc-per-node: cannot find this program's path");
-  self[n] = '\0';
+int launch_local_ranks(int nproc, const std::vector<std::string>& args, bool cuda) {
+  if (cuda) return launch_gpu_ranks(nproc, args);
   std::vector<std::string> argv = {"mpirun", "-np", std::to_string(nproc), "--oversubscribe", "--bind-to", "none"};
   if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
-  argv.push_back(self);
+  argv.push_back(self_path());
   argv.insert(argv.end(), args.begin(), args.end());
-  std::vector<char*> c;
-  for (std::string& a : argv) c.push_back(a.data());
-  c.push_back(nullptr);
-  ::execvp("mpirun", c.data());
-  usage_fail("--nproc-per-node: cannot start mpirun (" + std::string(std::strerror(errno)) +
-             "): install Open MPI (scripts/install-deps.sh)");
+  exec_argv(argv);
 }
 
 }  // namespace tt

@@ -1,18 +1,24 @@
 // The built-in launcher: `tiny_llama --nproc-per-node N ...` starts N local ranks of the same
 // command. On the CPU the ranks talk through MPI, so it runs the command under Open MPI's
-// mpirun (as root with the flags Open MPI asks for there); the GPU's ranks need NCCL, not in
-// this build yet.
+// mpirun (as root with the flags Open MPI asks for there). On GPUs it starts the ranks itself,
+// the way torchrun does: each a child with RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
+// MASTER_ADDR=127.0.0.1 and a free MASTER_PORT; when one fails the others are stopped
+// (SIGTERM, then SIGKILL after 30 s), and a signal to the launcher goes to every rank.
 #pragma once
 #include <string>
 #include <vector>
 
 namespace tt {
 
-// Replaces the process with mpirun running `args` (the command line without the launcher's
-// flag) on `nproc` ranks. Returns only on failure, with UsageError.
-[[noreturn]] void launch_local_ranks(int nproc, const std::vector<std::string>& args, bool cuda);
+// Runs `args` (the command line without the launcher's flag) on `nproc` local ranks and
+// returns the exit code for the job: 0, or the first failed rank's (128 + signal for a
+// killed one). The CPU path replaces the process with mpirun.
+int launch_local_ranks(int nproc, const std::vector<std::string>& args, bool cuda);
 
 // `args` without --nproc-per-node and its value (both spellings).
 std::vector<std::string> without_launcher_flag(const std::vector<std::string>& args);
+
+// This program's path (for starting ranks of it).
+std::string self_path();
 
 }  // namespace tt

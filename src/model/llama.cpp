@@ -32,7 +32,8 @@ Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len
       B_(batch),
       T_(seq_len),
       comm_(dp.comm),
-      zero_(dp.comm && dp.comm->size() > 1 ? dp.zero : 0),
+      dp_(dp.comm && !dp.comm->solo()),
+      zero_(dp_ ? dp.zero : 0),
       rank_(dp.comm ? dp.comm->rank() : 0),
       world_(dp.comm ? dp.comm->size() : 1),
       Vp_(tt::padded_vocab(config.vocab_size, backend.vocab_padding_multiple())),
@@ -88,11 +89,6 @@ void Llama::layout(Arena& a) {
   grads_ = a.take(Category::Gradients, M, Pp);
   m_ = a.take(Category::OptimizerState, M, shard_numel());
   v_ = a.take(Category::OptimizerState, M, shard_numel());
-  if (zero_ == 1) {
-    int64_t largest = 0;
-    for (const auto& split : bucket_split_) largest = std::max(largest, split[1] - split[0]);
-    shard_grad_ = a.take(Category::Workspace, M, largest);
-  }
 
   auto act = [&](DType d, int64_t n) { return a.take(Category::Activations, d, n); };
   tokens_ = act(DType::I32, N);
@@ -350,7 +346,10 @@ void Llama::forward_ffn(int l) {
   output_and_residual(x_next, a.x_mid, a.h, w.wdown, F, next);
 }
 
-void Llama::backward() { backward_pass(false); }
+void Llama::backward() {
+  backward_pass(false);
+  be_.wait_behind();  // the gradients' reductions
+}
 
 void Llama::backward_pass(bool update_behind) {
   ScopedRange range(be_, "backward");
@@ -369,24 +368,32 @@ void Llama::backward_pass(bool update_behind) {
     ScopedRange r(be_, "final_norm");
     be_.rmsnorm_backward(dres_, g_.final_norm, d_normed_, x_out_, w_.final_norm, rstd_f_, N, C);
   }
-  // dres holds the gradient of the residual stream, from the last layer down. With the update
-  // behind the backward, each layer's parameters (the last layer's with the final norm's) are
-  // updated on the backend's second stream as soon as their gradients are complete, while the
-  // layers below run their backward: nothing below reads them, and the step's end waits.
-  // With several ranks, each bucket is summed over them as soon as it is complete.
+  // dres holds the gradient of the residual stream, from the last layer down. Each bucket of
+  // gradients (a layer's, the last layer's with the final norm's, the embedding's) is finished
+  // behind the backward as soon as it is complete (bucket_complete).
   for (int l = cfg_.layers - 1; l >= 0; --l) {
     ScopedRange r(be_, layer_names_[size_t(l)].c_str());
     backward_ffn(l);
     backward_attention(l);
-    if (world_ > 1) reduce_bucket(size_t(l));
-    if (update_behind) update_range(buckets_[size_t(l)], true);
+    bucket_complete(size_t(l), update_behind);
   }
   {
     ScopedRange r(be_, "embedding");
     be_.embedding_backward(g_.wte, dres_, tokens_, N, C, V);
   }
-  if (world_ > 1) reduce_bucket(buckets_.size() - 1);
-  if (update_behind) update_range(buckets_.back(), true);
+  bucket_complete(buckets_.size() - 1, update_behind);
+}
+
+// On the backend's second stream, while the layers below run their backward (nothing below
+// reads these parameters or gradients, and the step's end waits): the bucket's gradients summed
+// over the ranks, on the communication stream that the second stream is; with the update behind
+// the backward, its AdamW (and with ZeRO-1 the gathering of the updated parts).
+void Llama::bucket_complete(size_t b, bool update_behind) {
+  if (!dp_ && !update_behind) return;
+  be_.begin_behind();
+  if (dp_) reduce_bucket(b);
+  if (update_behind) update_bucket(b);
+  be_.end_behind();
 }
 
 int64_t Llama::shard_numel() const {
@@ -400,16 +407,15 @@ void Llama::reduce_bucket(size_t b) {
   ScopedRange range(be_, "gradient_reduction");
   const ParamRange& r = buckets_[b];
   const Tensor grads = grads_.slice(r.offset, r.numel);
-  if (zero_ == 0) return comm_->all_reduce_sum(grads);
-  const std::vector<int64_t>& split = bucket_split_[b];
-  const int64_t begin = split[size_t(rank_)], n = split[size_t(rank_) + 1] - begin;
-  comm_->reduce_scatter_sum(grads, shard_grad_, split);
-  if (n > 0) be_.convert(grads.slice(begin, n), shard_grad_.slice(0, n));  // this rank's part of the sum
+  if (zero_ == 0)
+    comm_->all_reduce_sum(grads);
+  else
+    comm_->reduce_scatter_sum(grads, bucket_split_[b]);  // this rank's part of the sum, in place
 }
 
 void Llama::update_bucket(size_t b) {
   const ParamRange& r = buckets_[b];
-  if (zero_ == 0) return update_range(r, false);  // every rank updates all of it, the same way
+  if (zero_ == 0) return update_range(r);  // every rank updates all of it, the same way
   ScopedRange range(be_, "optimizer");
   const std::vector<int64_t>& split = bucket_split_[b];
   const int64_t begin = r.offset + split[size_t(rank_)], n = split[size_t(rank_) + 1] - split[size_t(rank_)];
@@ -461,15 +467,12 @@ std::vector<ParamRange> Llama::update_ranges() const {
   return ranges;
 }
 
-void Llama::update_range(const ParamRange& r, bool behind) {
+void Llama::update_range(const ParamRange& r) {
   ScopedRange range(be_, "optimizer");
   const Tensor act = params_act_.empty() ? Tensor{} : params_act_.slice(r.offset, r.numel);
   const Tensor p = params_.slice(r.offset, r.numel), g = grads_.slice(r.offset, r.numel),
                m = m_.slice(r.offset, r.numel), v = v_.slice(r.offset, r.numel);
-  if (behind)
-    be_.adamw_behind(p, g, m, v, act);
-  else
-    be_.adamw(p, g, m, v, act);
+  be_.adamw(p, g, m, v, act);
 }
 
 void Llama::backward_ffn(int l) {
@@ -544,12 +547,12 @@ void Llama::optimizer_step(const AdamWStep& step) {
 }
 
 void Llama::update_parameters() {
-  if (world_ > 1) {  // bucket by bucket, as they were reduced
+  if (dp_) {  // bucket by bucket, as they were reduced
     for (size_t b = 0; b < buckets_.size(); ++b) update_bucket(b);
     return;
   }
   if (be_.plan().fused_adamw) {  // one launch over all the real parameters, not the padding after them
-    update_range({0, cfg_.param_count()}, false);
+    update_range({0, cfg_.param_count()});
     return;
   }
   ScopedRange range(be_, "optimizer");
@@ -583,18 +586,17 @@ void Llama::train_step(const AdamWStep& step) {
 // With fused-adamw the updates run behind the backward pass (backward_pass), and what is left of
 // the optimizer after the backward, between marks 2 and 3, is the wait for the last of them.
 void Llama::enqueue_step() {
-  const bool behind = be_.plan().fused_adamw && world_ == 1;
+  const bool behind = be_.plan().fused_adamw;
   be_.mark(0);
   forward();
   be_.mark(1);
   backward_pass(behind);
   be_.mark(2);
-  if (behind) {
+  {
     ScopedRange range(be_, "optimizer");
-    be_.wait_behind();
-  } else {
-    update_parameters();
+    be_.wait_behind();  // the updates behind the backward, or the gradients' reductions
   }
+  if (!behind) update_parameters();
   be_.mark(3);
 }
 
@@ -602,7 +604,7 @@ double Llama::mean_loss() {
   ScopedRange range(be_, "loss_readback");
   std::vector<double> sum = {0.0};
   for (double x : read(losses_)) sum[0] += x;  // in order, in double: deterministic
-  if (world_ > 1) comm_->all_reduce_sum(sum);  // the mean over every rank's tokens
+  if (dp_) comm_->all_reduce_sum(sum);  // the mean over every rank's tokens
   return sum[0] / double(losses_.numel * world_);
 }
 

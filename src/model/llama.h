@@ -137,7 +137,8 @@ class Llama {
   void backward_pass(bool update_behind);
   void update_parameters();  // AdamW with the scalars of the last set_adamw_step
   std::vector<ParamRange> update_ranges() const;
-  void update_range(const ParamRange& r, bool behind);
+  void update_range(const ParamRange& r);
+  void bucket_complete(size_t b, bool update_behind);
   // Data parallelism: the gradient scale of the mean over every rank's tokens, a bucket's
   // gradients summed over the ranks, and its update (this rank's part with ZeRO-1, then gathered).
   double loss_grad_scale() const { return 1.0 / double(tokens() * world_); }
@@ -175,11 +176,11 @@ class Llama {
   Backend& be_;
   int B_, T_;
   Communicator* comm_;
+  bool dp_;  // a communicator that reduces (a world of one under a launcher too)
   int zero_, rank_, world_;
   std::vector<ParamRange> buckets_;                 // update_ranges()
   std::vector<std::vector<int64_t>> bucket_split_;  // per bucket: split_offsets among the ranks
   std::vector<int64_t> shard_at_;                   // ZeRO-1: where this rank's part of each bucket sits in m_, v_
-  Tensor shard_grad_;                               // ZeRO-1: a bucket's summed part, from the reduce-scatter
   int Vp_;     // rows of the output head, the vocabulary padded for the backend
   int chunk_;  // tokens per chunk of the head with the fused classifier, else all of them
   AttnShape attn_;

@@ -173,11 +173,23 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
     usage_fail("--profile-memory: writes DIR/memory.csv, so it needs --profile DIR");
   if (!o.profile_dir.empty()) prepare_directory(o.profile_dir, "--profile");
 
-  std::unique_ptr<Backend> backend = make_backend(o.backend);
-  const std::unique_ptr<Communicator> comm = make_communicator(world, *backend);
+  if (o.dist_timeout < 1 || o.dist_timeout > 86400) usage_fail("--dist-timeout: 1 to 86400 seconds");
+  BackendOptions backend_options = o.backend;
+  std::string no_cuda;
+  if (world.launcher != "none" && o.backend.device != DeviceKind::Cpu && cuda_available(&no_cuda)) {
+    // One GPU per rank, the local rank's.
+    const int gpus = cuda_device_count();
+    if (world.local_size > gpus)
+      usage_fail(fmt::format("{} processes on this node, but it has {} GPU(s): one GPU per process", world.local_size, gpus));
+    backend_options.gpu = world.local_rank;
+  }
+  std::unique_ptr<Backend> backend = make_backend(backend_options);
+  const std::string dist_init =
+      !o.dist_init.empty() ? o.dist_init : world.launcher == "mpirun" && world.master_addr.empty() ? "mpi" : "env";
+  const std::unique_ptr<Communicator> comm = make_communicator(world, *backend, dist_init, o.dist_timeout);
   std::ostringstream quiet;  // the other ranks' log
   std::ostream& log = comm->rank() == 0 ? out : quiet;
-  if (comm->size() > 1)
+  if (!comm->solo())
     check_same_on_every_rank(*comm,
                              fmt::format("{} {} {} {} {} {} {} {} {} {} {}", o.model.to_json().dump(), o.batch, o.seq_len,
                                          o.steps, o.learning_rate, o.weight_decay, o.seed, data->identity(),
@@ -224,7 +236,7 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
   log << fmt::format("Batch {} x {} tokens, steps {}..{}, lr {:g}, weight decay {:g}, seed {}\n", o.batch,
                      o.seq_len, resume.step + 1, o.steps, o.learning_rate, o.weight_decay, o.seed);
   log << fmt::format("Memory: {} reserved at start\n", format_mb(r.memory.total()));
-  if (comm->size() > 1)
+  if (!comm->solo())
     log << fmt::format("Data parallel: {} processes ({}, {}), ZeRO-{}: batch {} per process, {} in all\n", comm->size(),
                        world.launcher, comm->name(), o.zero, o.batch, o.batch * comm->size());
   if (r.padded_vocab != m.vocab_size)
@@ -268,7 +280,7 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
   int stopped_by = 0;
   auto should_stop = [&] {
     std::vector<double> signal = {double(stop_requested())};
-    if (comm->size() > 1) comm->all_reduce_sum(signal);
+    if (!comm->solo()) comm->all_reduce_sum(signal);
     if (signal[0] > 0 && !stopped_by) stopped_by = stop_requested() ? stop_requested() : SIGTERM;
     return signal[0] > 0;
   };
@@ -319,6 +331,7 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
       save(last_step);
       log << "Saved checkpoint: " << o.save_path << " at step " << last_step << " (resume with --resume)\n";
     }
+    comm->finish();
     return r;
   }
 
@@ -342,6 +355,7 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
     save(o.steps);
     log << "Saved checkpoint: " << o.save_path << "\n";
   }
+  comm->finish();
   return r;
 }
 

@@ -76,15 +76,15 @@ cudaStream_t process_side_stream() {
 
 class CudaBackend final : public Backend {
  public:
-  CudaBackend(const Plan& plan, bool nvtx) : plan_(plan), nvtx_(nvtx) {
+  CudaBackend(const Plan& plan, bool nvtx, int gpu) : plan_(plan), nvtx_(nvtx) {
     // Switches whose kernels are not written yet are refused, never silently ignored.
     for (const PlanSwitch& sw : plan_switches())
       if (plan_.*sw.field && !implemented(sw.field))
         usage_fail(std::string("plan switch '") + sw.name + "' (version " + std::to_string(sw.version) +
                    ") is not implemented yet in the CUDA backend; turn it off with --disable-" + sw.name);
-    CUDA_CHECK(cudaSetDevice(0));
+    CUDA_CHECK(cudaSetDevice(gpu));
     cudaDeviceProp prop;
-    CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, gpu));
     device_name_ = prop.name;
     stream_ = process_stream();
     CUBLAS_CHECK(cublasCreate(&cublas_));
@@ -93,6 +93,7 @@ class CudaBackend final : public Backend {
     CUDA_CHECK(cudaMallocHost(&adamw_host_, sizeof(cuda::AdamWScalars)));
     CUDA_CHECK(cudaEventCreateWithFlags(&adamw_copied_, cudaEventDisableTiming));
     side_ = process_side_stream();
+    current_ = stream_;
     CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
     CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
   }
@@ -171,7 +172,7 @@ class CudaBackend final : public Backend {
     CUDA_CHECK(cudaMemcpyAsync(host, src.ptr, src.bytes(), cudaMemcpyDeviceToHost, stream_));
     CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
-  void zero(const Tensor& t) override { CUDA_CHECK(cudaMemsetAsync(t.ptr, 0, t.bytes(), stream_)); }
+  void zero(const Tensor& t) override { CUDA_CHECK(cudaMemsetAsync(t.ptr, 0, t.bytes(), current_)); }
   void convert(const Tensor& dst, const Tensor& src) override { cuda::convert(dst, src, kernel_stream()); }
   void synchronize() override { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
@@ -280,20 +281,21 @@ class CudaBackend final : public Backend {
     cuda::adamw(p, g, m, v, p_act, static_cast<const cuda::AdamWScalars*>(adamw_device_.ptr), kernel_stream());
   }
 
-  void adamw_behind(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const Tensor& p_act) override {
+  void begin_behind() override {
     // Inside a capture the record and the wait become the graph's edges between the streams.
     CUDA_CHECK(cudaEventRecord(fork_, stream_));
     CUDA_CHECK(cudaStreamWaitEvent(side_, fork_, 0));
-    cuda::adamw(p, g, m, v, p_act, static_cast<const cuda::AdamWScalars*>(adamw_device_.ptr),
-                Stream{side_, plan_.programmatic_launch});
+    current_ = side_;
     behind_ = true;
   }
+  void end_behind() override { current_ = stream_; }
   void wait_behind() override {
     if (!behind_) return;
     CUDA_CHECK(cudaEventRecord(join_, side_));
     CUDA_CHECK(cudaStreamWaitEvent(stream_, join_, 0));
     behind_ = false;
   }
+  void* stream() override { return current_; }
 
   bool graph_capture_begin() override {
     CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
@@ -343,7 +345,7 @@ class CudaBackend final : public Backend {
   }
   cuda::Blas blas() const { return {cublas_, plan_.tf32, kernel_stream(), lt_.get(), cublas_workspace_}; }
   // The stream as our kernels' launchers take it: programmatic with the programmatic-launch switch.
-  Stream kernel_stream() const { return {stream_, plan_.programmatic_launch}; }
+  Stream kernel_stream() const { return {current_, plan_.programmatic_launch}; }
   // custom-swiglu alone also gets the vectorized kernels: the model lays out gate and up as
   // the two halves of each gateup row with or without gate-up-fusion.
   cuda::SwiGluKernels swiglu_kernels() const {
@@ -377,9 +379,10 @@ class CudaBackend final : public Backend {
   Tensor cublas_workspace_, rmsnorm_scratch_, swiglu_scratch_, adamw_device_;
   cuda::AdamWScalars* adamw_host_ = nullptr;  // pinned
   cudaEvent_t adamw_copied_ = nullptr;         // recorded after each copy of adamw_host_
-  cudaStream_t side_ = nullptr;                 // the optimizer behind the backward
+  cudaStream_t side_ = nullptr;                 // the work behind the backward
+  cudaStream_t current_ = nullptr;              // stream_, or side_ between begin_behind and end_behind
   cudaEvent_t fork_ = nullptr, join_ = nullptr;  // main -> side before each update, side -> main at the end
-  bool behind_ = false;                          // updates enqueued on side_ that main has not waited for
+  bool behind_ = false;                          // work enqueued on side_ that main has not waited for
   cudaGraphExec_t graph_exec_ = nullptr;
   bool capturing_ = false;
   cuda::AttentionScratch attn_;
@@ -394,8 +397,8 @@ class CudaBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cuda_backend(const Plan& plan, bool nvtx) {
-  return std::make_unique<CudaBackend>(plan, nvtx);
+std::unique_ptr<Backend> make_cuda_backend(const Plan& plan, bool nvtx, int gpu) {
+  return std::make_unique<CudaBackend>(plan, nvtx, gpu);
 }
 
 }  // namespace tt

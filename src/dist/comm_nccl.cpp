@@ -1,0 +1,231 @@
+// The GPU ranks' collectives through NCCL. The ranks meet through src/dist/rendezvous.h (rank
+// 0's unique id goes out over it, each rank's GPU comes in: two ranks on one GPU are refused),
+// then build a non-blocking communicator: every NCCL call returns at once, and await() polls
+// ncclCommGetAsyncError until the call is enqueued, with a time limit. The tensor collectives
+// go on the backend's current stream (the stream behind the backward while the model finishes
+// a bucket there), so that they run alongside the backward and are captured in the step's CUDA
+// graph like any kernel. The host values of a step (the loss, the agreed stop) travel over the
+// rendezvous' connections, summed at rank 0 in rank order.
+//
+// A rank that dies: the watchdog sees its connection close, and every other rank prints one line
+// naming it, aborts its communicator (ncclCommAbort, which ends the NCCL kernels waiting for the
+// lost rank's data) and exits. An asynchronous NCCL error ends the rank the same way.
+// NVLink multicast (NVLS) stays off: NCCL_NVLS_ENABLE=0 is set before NCCL starts.
+#include <cuda_runtime.h>
+#include <nccl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <thread>
+
+#include "backend/backend.h"
+#include "backend/cuda/cuda_check.h"
+#include "core/error.h"
+#include "dist/comm.h"
+#include "dist/rendezvous.h"
+
+namespace tt {
+
+namespace {
+
+ncclDataType_t type_of(const Tensor& t) {
+  switch (t.dtype) {
+    case DType::F32: return ncclFloat32;
+    case DType::BF16: return ncclBfloat16;
+    case DType::F64: return ncclFloat64;
+    default: fail(std::string("NCCL collectives take fp32, bf16 or fp64 tensors, not ") + dtype_name(t.dtype));
+  }
+}
+
+// Counts of the ranks' parts, and whether they are all equal (NCCL's reduce-scatter and
+// all-gather need that; unequal parts go as one reduce or broadcast per rank, grouped).
+bool equal_parts(const std::vector<int64_t>& offsets) {
+  for (size_t r = 1; r + 1 < offsets.size(); ++r)
+    if (offsets[r + 1] - offsets[r] != offsets[1] - offsets[0]) return false;
+  return true;
+}
+
+class NcclCommunicator final : public Communicator {
+ public:
+  NcclCommunicator(const World& w, Backend& be, const std::string& init, int timeout_s)
+      : be_(be), rank_(w.rank), size_(w.size), timeout_s_(timeout_s) {
+    int gpu = 0;
+    CUDA_CHECK(cudaGetDevice(&gpu));
+    char bus[32] = {};
+    CUDA_CHECK(cudaDeviceGetPCIBusId(bus, sizeof bus, gpu));
+    rendezvous_ = std::make_unique<Rendezvous>(w, init, timeout_s);
+
+    // Each rank's host and GPU at rank 0: two ranks on one GPU are refused on every rank.
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    const std::vector<std::string> places = rendezvous_->gather(std::string(host) + " GPU " + bus);
+    std::string verdict;
+    std::map<std::string, int> seen;
+    for (size_t r = 0; r < places.size() && verdict.empty(); ++r) {
+      if (seen.count(places[r]))
+        verdict = "ranks " + std::to_string(seen[places[r]]) + " and " + std::to_string(r) + " both run on " +
+                  places[r] + ": one GPU per rank (LOCAL_RANK picks it)";
+      seen[places[r]] = int(r);
+    }
+    verdict = rendezvous_->broadcast(verdict);
+    if (!verdict.empty()) usage_fail(verdict);
+
+    ncclUniqueId id{};
+    if (rank_ == 0) check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    const std::string bytes = rendezvous_->broadcast(std::string(reinterpret_cast<const char*>(&id), sizeof id));
+    std::memcpy(&id, bytes.data(), sizeof id);
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    check(ncclCommInitRankConfig(&comm_, size_, id, rank_, &config), "ncclCommInitRankConfig");
+    await("ncclCommInitRankConfig", std::chrono::seconds(timeout_s));
+    int version = 0;
+    ncclGetVersion(&version);
+    version_ = std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) + "." +
+               std::to_string(version % 100);
+
+    rendezvous_->watch([this] { return async_error(); },
+                       [this](const std::string& why) { stop(why); });
+  }
+  ~NcclCommunicator() override {
+    rendezvous_.reset();  // the watchdog first
+    if (comm_) ncclCommAbort(comm_);  // after finish() there is none; on an error, nothing waits for it
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string name() const override { return "NCCL " + version_; }
+
+  void finish() override {
+    CUDA_CHECK(cudaDeviceSynchronize());
+    rendezvous_->finish();
+    check(ncclCommFinalize(comm_), "ncclCommFinalize");
+    await("ncclCommFinalize", std::chrono::seconds(timeout_s_));
+    ncclCommDestroy(comm_);
+    comm_ = nullptr;
+  }
+
+  void all_reduce_sum(const Tensor& t) override {
+    check(ncclAllReduce(t.ptr, t.ptr, size_t(t.numel), type_of(t), ncclSum, comm_, stream()), "ncclAllReduce");
+    await("ncclAllReduce");
+  }
+  void reduce_scatter_sum(const Tensor& t, const std::vector<int64_t>& offsets) override {
+    char* base = static_cast<char*>(t.ptr);
+    const size_t bytes = dtype_size(t.dtype);
+    if (equal_parts(offsets)) {  // in place: each rank's part of the sum lands where it is
+      const size_t count = size_t(offsets[1] - offsets[0]);
+      check(ncclReduceScatter(base, base + size_t(offsets[size_t(rank_)]) * bytes, count, type_of(t), ncclSum, comm_,
+                              stream()),
+            "ncclReduceScatter");
+    } else {
+      check(ncclGroupStart(), "ncclGroupStart");
+      for (int r = 0; r < size_; ++r) {
+        char* part = base + size_t(offsets[size_t(r)]) * bytes;
+        check(ncclReduce(part, part, size_t(offsets[size_t(r) + 1] - offsets[size_t(r)]), type_of(t), ncclSum, r, comm_,
+                         stream()),
+              "ncclReduce");
+      }
+      check(ncclGroupEnd(), "ncclGroupEnd");
+    }
+    await("the reduce-scatter");
+  }
+  void all_gather(const Tensor& t, const std::vector<int64_t>& offsets) override {
+    char* base = static_cast<char*>(t.ptr);
+    const size_t bytes = dtype_size(t.dtype);
+    if (equal_parts(offsets)) {
+      const size_t count = size_t(offsets[1] - offsets[0]);
+      check(ncclAllGather(base + size_t(offsets[size_t(rank_)]) * bytes, base, count, type_of(t), comm_, stream()),
+            "ncclAllGather");
+    } else {
+      check(ncclGroupStart(), "ncclGroupStart");
+      for (int r = 0; r < size_; ++r) {
+        char* part = base + size_t(offsets[size_t(r)]) * bytes;
+        check(ncclBroadcast(part, part, size_t(offsets[size_t(r) + 1] - offsets[size_t(r)]), type_of(t), r, comm_,
+                            stream()),
+              "ncclBroadcast");
+      }
+      check(ncclGroupEnd(), "ncclGroupEnd");
+    }
+    await("the all-gather");
+  }
+  void all_reduce_sum(std::vector<double>& host) override {
+    const std::string mine(reinterpret_cast<const char*>(host.data()), host.size() * sizeof(double));
+    std::string sum;
+    if (rank_ == 0) {
+      std::vector<double> total(host.size(), 0.0);
+      for (const std::string& part : rendezvous_->gather(mine)) {
+        TT_CHECK(part.size() == mine.size(), "all_reduce_sum: the ranks sent different lengths");
+        const double* x = reinterpret_cast<const double*>(part.data());
+        for (size_t i = 0; i < total.size(); ++i) total[i] += x[i];
+      }
+      sum.assign(reinterpret_cast<const char*>(total.data()), total.size() * sizeof(double));
+    } else {
+      rendezvous_->gather(mine);
+    }
+    sum = rendezvous_->broadcast(sum);
+    std::memcpy(host.data(), sum.data(), mine.size());
+  }
+  void broadcast(std::string& host, int root) override {
+    TT_CHECK(root == 0, "broadcast: from rank 0 only");
+    host = rendezvous_->broadcast(host);
+  }
+
+ private:
+  cudaStream_t stream() { return static_cast<cudaStream_t>(be_.stream()); }
+
+  void check(ncclResult_t rc, const char* call) {
+    if (rc == ncclSuccess || rc == ncclInProgress) return;
+    const char* last = comm_ ? ncclGetLastError(comm_) : nullptr;
+    fail(std::string(call) + " failed: " + ncclGetErrorString(rc) + (last && *last ? std::string(" (") + last + ")" : ""));
+  }
+  // Polls the communicator until the last call is done or failed, for at most `limit`.
+  void await(const char* what, std::chrono::seconds limit = std::chrono::seconds(60)) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    for (int polls = 0;; ++polls) {
+      ncclResult_t state = ncclSuccess;
+      ncclCommGetAsyncError(comm_, &state);
+      if (state == ncclSuccess) return;
+      if (state != ncclInProgress) check(state, what);
+      if (std::chrono::steady_clock::now() > deadline)
+        fail(std::string(what) + ": NCCL did not finish within " + std::to_string(limit.count()) + " s");
+      if (polls > 1000) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  std::string async_error() {
+    ncclResult_t state = ncclSuccess;
+    if (ncclCommGetAsyncError(comm_, &state) != ncclSuccess || state == ncclSuccess || state == ncclInProgress) return "";
+    return std::string("NCCL error on rank ") + std::to_string(rank_) + ": " + ncclGetErrorString(state);
+  }
+  // From the watchdog's thread: one line, the communicator aborted (at most 10 s), exit.
+  void stop(const std::string& why) {
+    std::cerr << "tiny_llama: " << why << std::endl;
+    std::atomic<bool> aborted{false};
+    std::thread([this, &aborted] {
+      ncclCommAbort(comm_);
+      aborted = true;
+    }).detach();
+    for (int i = 0; i < 100 && !aborted; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::_Exit(1);
+  }
+
+  Backend& be_;
+  int rank_, size_, timeout_s_;
+  std::unique_ptr<Rendezvous> rendezvous_;
+  ncclComm_t comm_ = nullptr;
+  std::string version_;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_nccl_communicator(const World& world, Backend& backend, const std::string& init,
+                                                     int timeout_s) {
+  ::setenv("NCCL_NVLS_ENABLE", "0", 1);  // never NVLink multicast
+  ::setenv("NCCL_RUNTIME_CONNECT", "0", 0);  // every connection at init, none inside a graph capture
+  return std::make_unique<NcclCommunicator>(world, backend, init, timeout_s);
+}
+
+}  // namespace tt

@@ -1,0 +1,322 @@
+#include "dist/rendezvous.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace tt {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
+  return name;
+}
+
+// A listening socket on every interface; port 0 takes a free one. Returns the fd and the port.
+int listen_on(int port, int* bound_port, const std::string& what) {
+  const int fd = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) fail("rendezvous: socket: " + std::string(std::strerror(errno)));
+  const int on = 1, off = 0;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+  ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);  // IPv4 clients too
+  sockaddr_in6 a{};
+  a.sin6_family = AF_INET6;
+  a.sin6_addr = in6addr_any;
+  a.sin6_port = htons(uint16_t(port));
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, 256) != 0) {
+    const std::string why = std::strerror(errno);
+    ::close(fd);
+    usage_fail("rank 0 cannot listen on " + what + " (port " + std::to_string(port) + "): " + why);
+  }
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  *bound_port = ntohs(a.sin6_port);
+  return fd;
+}
+
+// Connects to host:port, trying again until the deadline while nobody listens there yet (rank 0
+// may start after the others). `where` re-reads the address for each try (a file may change).
+int connect_to(const std::function<std::pair<std::string, int>()>& where, Clock::time_point deadline, int timeout_s) {
+  std::string last = "nothing to connect to yet";
+  while (true) {
+    const auto [host, port] = where();
+    if (!host.empty()) {
+      addrinfo hints{}, *found = nullptr;
+      hints.ai_family = AF_UNSPEC;
+      hints.ai_socktype = SOCK_STREAM;
+      const int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
+      if (rc != 0)
+        usage_fail("the master address '" + host + "' does not resolve (" + ::gai_strerror(rc) +
+                   "): set MASTER_ADDR to rank 0's host name or IP address");
+      for (addrinfo* ai = found; ai; ai = ai->ai_next) {
+        const int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+        if (fd < 0) continue;
+        if (::connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+          ::freeaddrinfo(found);
+          const int on = 1;
+          ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+          return fd;
+        }
+        last = host + ":" + std::to_string(port) + ": " + std::strerror(errno);
+        ::close(fd);
+      }
+      ::freeaddrinfo(found);
+    }
+    if (Clock::now() > deadline)
+      usage_fail("rank 0 was not reachable within " + std::to_string(timeout_s) + " s (" + last +
+                 "): check MASTER_ADDR and MASTER_PORT, or --dist-timeout");
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+void write_all(int fd, const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t k = ::send(fd, p, n, MSG_NOSIGNAL);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) throw std::runtime_error(std::strerror(errno));
+    p += k, n -= size_t(k);
+  }
+}
+
+bool read_all(int fd, void* data, size_t n) {
+  char* p = static_cast<char*>(data);
+  while (n > 0) {
+    const ssize_t k = ::recv(fd, p, n, 0);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;
+    p += k, n -= size_t(k);
+  }
+  return true;
+}
+
+}  // namespace
+
+void Rendezvous::send(int fd, const std::string& bytes) {
+  const uint64_t n = bytes.size();
+  try {
+    write_all(fd, &n, sizeof n);
+    write_all(fd, bytes.data(), bytes.size());
+  } catch (const std::runtime_error& e) {
+    fail("rendezvous: lost the connection to another rank: " + std::string(e.what()));
+  }
+}
+
+std::string Rendezvous::receive(int fd, int from_rank) {
+  uint64_t n = 0;
+  std::string bytes;
+  bool ok = read_all(fd, &n, sizeof n) && n < (uint64_t(1) << 30);
+  if (ok) {
+    bytes.resize(size_t(n));
+    ok = read_all(fd, bytes.data(), bytes.size());
+  }
+  if (!ok)
+    fail("rank " + std::to_string(from_rank) + " of " + std::to_string(world_.size) +
+         " was lost (its process ended or its connection closed)");
+  return bytes;
+}
+
+Rendezvous::Rendezvous(const World& world, const std::string& init, int timeout_s) : world_(world) {
+  const auto deadline = Clock::now() + std::chrono::seconds(timeout_s);
+  if (init != "env" && init != "mpi" && init.rfind("file:", 0) != 0)
+    usage_fail("--dist-init: env, mpi or file:PATH (got '" + init + "')");
+  if (init == "env" && world_.master_addr.empty())
+    usage_fail("the ranks need rank 0's address: set MASTER_ADDR and MASTER_PORT, or use --dist-init file:PATH");
+  if (init == "file:") usage_fail("--dist-init file:PATH needs a path");
+  // Under torchrun the agent's store listens on MASTER_PORT.
+  const bool agent_store = std::getenv("TORCHELASTIC_USE_AGENT_STORE") != nullptr;
+  const int env_port = world_.master_port + (init == "env" && agent_store ? 1 : 0);
+  if (init == "env" && env_port > 65535) usage_fail("MASTER_PORT: 65535 leaves no port for the ranks under torchrun");
+
+  if (world_.rank == 0) {
+    int port = 0;
+    const int listener = listen_on(init == "env" ? env_port : 0, &port, init == "env" ? "MASTER_PORT" : "a free port");
+    const std::string address = host_name() + " " + std::to_string(port);
+    if (init == "mpi") mpi_broadcast_from_rank0(world_, address);
+    if (init.rfind("file:", 0) == 0) {
+      file_ = init.substr(5);
+      const std::string tmp = file_ + ".tmp." + std::to_string(::getpid());
+      {
+        std::ofstream out(tmp);
+        out << address << "\n";
+        if (!out) usage_fail("--dist-init: cannot write " + tmp);
+      }
+      if (std::rename(tmp.c_str(), file_.c_str()) != 0) usage_fail("--dist-init: cannot write " + file_);
+    }
+    control_.assign(size_t(world_.size), -1);
+    liveness_.assign(size_t(world_.size), -1);
+    for (int accepted = 0; accepted < 2 * (world_.size - 1);) {
+      pollfd p{listener, POLLIN, 0};
+      const int ms = int(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
+      if (ms <= 0 || ::poll(&p, 1, ms) <= 0) {
+        std::string missing;
+        for (int r = 1; r < world_.size; ++r)
+          if (control_[size_t(r)] < 0 || liveness_[size_t(r)] < 0) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+        ::close(listener);
+        usage_fail("rank(s) " + missing + " did not join within " + std::to_string(timeout_s) + " s (" +
+                   std::to_string(world_.size) + " processes expected: check the launcher's world size)");
+      }
+      const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) continue;
+      const int on = 1;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+      // Hello: "rank size kind" (kind 0: control, 1: liveness).
+      std::istringstream hello(receive(fd, -1));
+      int r = -1, size = -1, kind = -1;
+      hello >> r >> size >> kind;
+      if (size != world_.size) {
+        ::close(listener);
+        usage_fail("a process of a world of " + std::to_string(size) + " joined rank 0's world of " +
+                   std::to_string(world_.size) + ": every rank must be given the same world size");
+      }
+      std::vector<int>& slot = kind == 0 ? control_ : liveness_;
+      if (r < 1 || r >= world_.size || (kind != 0 && kind != 1) || slot[size_t(r)] >= 0) {
+        ::close(listener);
+        usage_fail("two processes say they are rank " + std::to_string(r) + " (or a stray connection reached MASTER_PORT)");
+      }
+      slot[size_t(r)] = fd;
+      ++accepted;
+    }
+    ::close(listener);
+  } else {
+    std::function<std::pair<std::string, int>()> where;
+    if (init == "env") {
+      where = [&] { return std::pair{world_.master_addr, env_port}; };
+    } else if (init == "mpi") {
+      std::istringstream in(mpi_broadcast_from_rank0(world_, ""));
+      std::string host;
+      int port = 0;
+      in >> host >> port;
+      where = [host, port] { return std::pair{host, port}; };
+    } else {
+      const std::string path = init.substr(5);
+      where = [path] {
+        std::ifstream in(path);
+        std::string host;
+        int port = 0;
+        in >> host >> port;
+        return std::pair{in ? host : std::string(), port};
+      };
+    }
+    for (int kind = 0; kind < 2; ++kind) {
+      const int fd = connect_to(where, deadline, timeout_s);
+      (kind == 0 ? control_ : liveness_).assign(1, fd);
+      send(fd, std::to_string(world_.rank) + " " + std::to_string(world_.size) + " " + std::to_string(kind));
+    }
+  }
+}
+
+Rendezvous::~Rendezvous() {
+  watching_ = false;
+  if (thread_.joinable()) thread_.join();
+  for (int fd : control_)
+    if (fd >= 0) ::close(fd);
+  for (int fd : liveness_)
+    if (fd >= 0) ::close(fd);
+  if (!file_.empty() && finished_) std::remove(file_.c_str());
+}
+
+std::string Rendezvous::broadcast(const std::string& bytes) {
+  if (world_.rank != 0) return receive(control_[0], 0);
+  for (int r = 1; r < world_.size; ++r) send(control_[size_t(r)], bytes);
+  return bytes;
+}
+
+std::vector<std::string> Rendezvous::gather(const std::string& bytes) {
+  if (world_.rank != 0) {
+    send(control_[0], bytes);
+    return {};
+  }
+  std::vector<std::string> all = {bytes};
+  for (int r = 1; r < world_.size; ++r) all.push_back(receive(control_[size_t(r)], r));
+  return all;
+}
+
+void Rendezvous::watch(std::function<std::string()> check, std::function<void(const std::string&)> stop) {
+  check_ = std::move(check);
+  stop_ = std::move(stop);
+  watching_ = true;
+  thread_ = std::thread([this] { watchdog(); });
+}
+
+void Rendezvous::watchdog() {
+  const std::string of = " of " + std::to_string(world_.size);
+  while (watching_) {
+    std::vector<pollfd> fds;
+    std::vector<int> ranks;
+    for (size_t r = 0; r < liveness_.size(); ++r)
+      if (liveness_[r] >= 0) {
+        fds.push_back({liveness_[r], POLLIN | POLLRDHUP, 0});
+        ranks.push_back(world_.rank == 0 ? int(r) : 0);
+      }
+    ::poll(fds.data(), fds.size(), 100);
+    if (!watching_) return;
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (!fds[i].revents) continue;
+      int lost = ranks[i];
+      if (world_.rank != 0 && (fds[i].revents & POLLIN)) {  // rank 0 names the rank it lost
+        uint64_t n = 0;
+        int32_t named = 0;
+        if (read_all(fds[i].fd, &n, sizeof n) && n == sizeof named && read_all(fds[i].fd, &named, sizeof named)) lost = named;
+      }
+      if (world_.rank == 0) {  // tell the others which one
+        const uint64_t n = sizeof(int32_t);
+        const int32_t named = lost;
+        for (int fd : liveness_)
+          if (fd >= 0 && fd != fds[i].fd) {
+            try {
+              write_all(fd, &n, sizeof n);
+              write_all(fd, &named, sizeof named);
+            } catch (const std::runtime_error&) {
+            }
+          }
+      }
+      watching_ = false;
+      stop_("rank " + std::to_string(lost) + of + " was lost (its process ended or its connection closed): rank " +
+            std::to_string(world_.rank) + " stops too");
+      return;
+    }
+    const std::string error = check_ ? check_() : std::string();
+    if (!error.empty()) {
+      watching_ = false;
+      stop_(error);
+      return;
+    }
+  }
+}
+
+void Rendezvous::finish() {
+  watching_ = false;
+  if (thread_.joinable()) thread_.join();
+  gather("done");
+  broadcast("bye");
+  finished_ = true;
+}
+
+#ifndef TT_HAVE_MPI
+std::string mpi_broadcast_from_rank0(const World&, const std::string&) {
+  usage_fail("--dist-init mpi: this build has no MPI; set MASTER_ADDR and MASTER_PORT, or use --dist-init file:PATH");
+}
+#endif
+
+}  // namespace tt

@@ -1,0 +1,70 @@
+// How the processes of a GPU job find each other before NCCL can, and notice when one of them
+// is gone. Rank 0 listens on a TCP port; every other rank connects to it twice, and both
+// connections last the whole job:
+//   - the control connection carries the NCCL unique id out from rank 0, each rank's host and
+//     GPU in (two ranks on one GPU are refused), and the host-side collectives of a step (the
+//     loss, the agreed stop): gathered at rank 0, combined there in rank order, sent back;
+//   - the liveness connection carries nothing while all is well. When a process ends, the
+//     kernel closes its connections: rank 0 sees which rank it was and tells the others, and
+//     every rank stops with one line naming it (the watchdog, watch()).
+// Where rank 0 listens (init):
+//   "env"        MASTER_ADDR:MASTER_PORT (torchrun, Slurm, the built-in launcher). Under
+//                torchrun its agent's own store holds MASTER_PORT, so the ranks meet at
+//                MASTER_PORT + 1.
+//   "file:PATH"  a port rank 0 picks, written with its host name to PATH on a shared path.
+//   "mpi"        a port rank 0 picks, sent to the others over MPI (mpirun without MASTER_ADDR).
+#pragma once
+#include <atomic>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dist/world.h"
+
+namespace tt {
+
+class Rendezvous {
+ public:
+  // Connects the world, waiting up to timeout_s for every rank. UsageError (exit 2) for a
+  // malformed or unreachable address, a rank that never comes, two processes with one rank.
+  Rendezvous(const World& world, const std::string& init, int timeout_s);
+  ~Rendezvous();
+  Rendezvous(const Rendezvous&) = delete;
+  Rendezvous& operator=(const Rendezvous&) = delete;
+
+  int rank() const { return world_.rank; }
+  int size() const { return world_.size; }
+  // Rank 0's bytes to every rank.
+  std::string broadcast(const std::string& bytes);
+  // Every rank's bytes, in rank order, at rank 0 (an empty list elsewhere).
+  std::vector<std::string> gather(const std::string& bytes);
+
+  // Starts the watchdog: every 100 ms it checks the liveness connections, and `check` (an
+  // error text, or empty while all is well); on a lost rank or an error it calls `stop` with
+  // the line to print, once, from its own thread.
+  void watch(std::function<std::string()> check, std::function<void(const std::string&)> stop);
+  // The job ends normally: the watchdog stops, then every rank waits for all the others to get
+  // here, so that none takes another's ending for a loss.
+  void finish();
+
+ private:
+  void send(int fd, const std::string& bytes);
+  std::string receive(int fd, int from_rank);
+  void watchdog();
+
+  World world_;
+  std::string file_;            // init file:PATH at rank 0: removed at the end
+  std::vector<int> control_;    // rank 0: one per rank (its own unused); others: [0] to rank 0
+  std::vector<int> liveness_;   // likewise
+  std::function<std::string()> check_;
+  std::function<void(const std::string&)> stop_;
+  std::atomic<bool> watching_{false};
+  std::thread thread_;
+  bool finished_ = false;
+};
+
+// Rank 0's string to every rank through MPI (src/dist/comm_mpi.cpp): MPI initialized on first use.
+std::string mpi_broadcast_from_rank0(const World& world, const std::string& bytes);
+
+}  // namespace tt
