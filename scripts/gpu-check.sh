@@ -6,7 +6,7 @@
 #   bash scripts/gpu-check.sh                          the default stages
 #   TT_STAGES="tests timing" bash scripts/gpu-check.sh  choose stages: tests sanitizer profile timing
 #                                                       ablate memory long kernels debug pytorch results ncu
-#                                                       sizes sizes-pytorch
+#                                                       sizes sizes-pytorch multigpu
 #   TT_TIMING="v2:128: v2:128:--use-amp" ...           choose the timed runs (version:seq:flags)
 #   TT_SANITIZE="v3:v3 --use-amp" ...                  choose the sanitized runs (version and flags, ':' between)
 set -uo pipefail
@@ -217,6 +217,36 @@ if stage ncu; then
   echo "== Nsight Compute on the top kernels (v2 bf16)"
   bash scripts/profile/ncu.sh "$LOGS/ncu" --version v2 --use-amp --seq-len 128 >"$LOGS/ncu.log" 2>&1 || failures+=("ncu")
   tail -8 "$LOGS/ncu.log"
+fi
+
+if stage multigpu; then
+  # Two GPUs or more (nvidia-h200-x2): the multigpu tests, the scaling benchmark (medium and
+  # gpt2-small at per-GPU batch 16 x 512, the default model at 8 x 128) and a 2-rank trace of
+  # the default model, read for how much of the reduction runs beside the backward pass.
+  export NCCL_NVLS_ENABLE=0  # never NVLink multicast
+  echo "== multigpu tests (ctest -L multigpu)"
+  if ! (cd "$BUILD" && ctest -L multigpu --output-on-failure >"$LOGS/multigpu-tests.log" 2>&1); then
+    failures+=("multigpu tests")
+    grep -E "Failure|Expected|Which is|actual|FAILED|step [0-9]|\.cpp:[0-9]+:" "$LOGS/multigpu-tests.log" | head -40
+  fi
+  grep -E "tests passed|tests failed|killed  \]" "$LOGS/multigpu-tests.log"
+  echo "== scaling (tiny_llama bench --nproc-per-node 2)"
+  for spec in "medium:--preset medium --batch-size 16 --seq-len 512" "gpt2-small:--preset gpt2-small --batch-size 16 --seq-len 512" \
+              "default:--batch-size 8 --seq-len 128"; do
+    name=${spec%%:*}
+    if ! "$TT" bench --nproc-per-node 2 --device cuda --version v4 --use-amp ${spec#*:} --num-steps 60 --warmup-steps 10 \
+         --log-every 1000 --json "$LOGS/scaling_$name.json" >"$LOGS/scaling_$name.log" 2>&1; then
+      failures+=("scaling $name"); tail -20 "$LOGS/scaling_$name.log"
+    fi
+    echo "-- $name"; grep -E "^\|" "$LOGS/scaling_$name.log"
+  done
+  echo "== 2-rank trace of the default model (rank 0)"
+  if "$TT" --device cuda --version v4 --use-amp --batch-size 8 --seq-len 128 --nproc-per-node 2 --num-steps 30 \
+       --profile "$LOGS/trace-2gpu" --profile-steps 5 >"$LOGS/trace-2gpu.log" 2>&1; then
+    python3 scripts/profile/overlap.py "$LOGS/trace-2gpu/trace.json" | tee "$LOGS/overlap.txt"
+  else
+    failures+=("2-rank trace"); tail -10 "$LOGS/trace-2gpu.log"
+  fi
 fi
 
 if stage timing; then

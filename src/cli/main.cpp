@@ -2,6 +2,7 @@
 //   tiny_llama [train] ...   train (the default action)
 //   tiny_llama ablate ...    time a version with each of its plan switches off in turn
 //   tiny_llama bench ...     sweep versions x batch sizes x sequence lengths x precisions
+//   tiny_llama bench --nproc-per-node N ...  data-parallel scaling of a training (train's flags)
 //   tiny_llama validate ...  every version against the CPU reference and against v1
 //   tiny_llama kernels ...   each custom kernel against its v2 counterpart and the GPU's ceilings
 //   tiny_llama debug STAGE   the performance-debugging stages: init, layout, sync, gemm, all
@@ -21,6 +22,7 @@
 #include "dist/launch.h"
 #include "dist/world.h"
 #include "bench/bench.h"
+#include "bench/scaling.h"
 #include "train/ablate.h"
 #include "train/trainer.h"
 
@@ -44,6 +46,8 @@ int run(std::vector<std::string> args) {
   } else if (command == "ablate") {
     tt::AblateOptions options;
     if (tt::parse_ablate_options(args, options)) tt::run_ablation(options, std::cout);
+  } else if (command == "bench" && tt::launcher_ranks(args) > 0) {  // data-parallel scaling: train's flags
+    return tt::run_scaling_bench(tt::launcher_ranks(args), tt::without_launcher_flag(args), std::cout);
   } else if (command == "bench") {
     tt::BenchOptions options;
     if (tt::parse_bench_options(args, options) && !tt::run_bench(options, std::cout)) {

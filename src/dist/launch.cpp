@@ -54,7 +54,8 @@ int launch_gpu_ranks(int nproc, const std::vector<std::string>& args) {
     if (pid == 0) {
       for (auto [name, value] : {std::pair{"RANK", std::to_string(r)}, {"LOCAL_RANK", std::to_string(r)},
                                  {"WORLD_SIZE", std::to_string(nproc)}, {"LOCAL_WORLD_SIZE", std::to_string(nproc)},
-                                 {"MASTER_ADDR", std::string("127.0.0.1")}, {"MASTER_PORT", port}})
+                                 {"MASTER_ADDR", std::string("127.0.0.1")}, {"MASTER_PORT", port},
+                                 {"TT_LAUNCHER", std::string("built-in")}})
         ::setenv(name, value.c_str(), 1);
       std::vector<std::string> argv = {self_path()};
       argv.insert(argv.end(), args.begin(), args.end());
@@ -115,6 +116,21 @@ std::string self_path() {
   if (n <= 0) usage_fail("cannot find this program's path");
   self[n] = '\0';
   return self;
+}
+
+int launcher_ranks(const std::vector<std::string>& args) {
+  std::string value;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--nproc-per-node") value = i + 1 < args.size() ? args[i + 1] : "";
+    if (args[i].rfind("--nproc-per-node=", 0) == 0) value = args[i].substr(17);
+    if (args[i] == "--nproc-per-node" || args[i].rfind("--nproc-per-node=", 0) == 0) {
+      if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos || value.size() > 2 ||
+          std::stoi(value) < 1 || std::stoi(value) > 64)
+        usage_fail("--nproc-per-node: a count of 1 to 64 processes (got '" + value + "')");
+      return std::stoi(value);
+    }
+  }
+  return 0;
 }
 
 std::vector<std::string> without_launcher_flag(const std::vector<std::string>& args) {

@@ -15,6 +15,9 @@ namespace tt {
 // killed one). The CPU path replaces the process with mpirun.
 int launch_local_ranks(int nproc, const std::vector<std::string>& args, bool cuda);
 
+// The value of --nproc-per-node in `args` (either spelling), 0 without it; UsageError for a
+// value that is not a count of 1 to 64.
+int launcher_ranks(const std::vector<std::string>& args);
 // `args` without --nproc-per-node and its value (both spellings).
 std::vector<std::string> without_launcher_flag(const std::vector<std::string>& args);
 

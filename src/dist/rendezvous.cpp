@@ -144,7 +144,8 @@ Rendezvous::Rendezvous(const World& world, const std::string& init, int timeout_
     usage_fail("the ranks need rank 0's address: set MASTER_ADDR and MASTER_PORT, or use --dist-init file:PATH");
   if (init == "file:") usage_fail("--dist-init file:PATH needs a path");
   // Under torchrun the agent's store listens on MASTER_PORT.
-  const bool agent_store = std::getenv("TORCHELASTIC_USE_AGENT_STORE") != nullptr;
+  const char* agent = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
+  const bool agent_store = agent && (std::string(agent) == "True" || std::string(agent) == "1");
   const int env_port = world_.master_port + (init == "env" && agent_store ? 1 : 0);
   if (init == "env" && env_port > 65535) usage_fail("MASTER_PORT: 65535 leaves no port for the ranks under torchrun");
 

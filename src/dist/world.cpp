@@ -53,7 +53,8 @@ World detect_world(const std::map<std::string, std::string>& env) {
   World w;
   constexpr int kMax = 1 << 20;
   if (all_set(env, {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}, "torchrun")) {
-    w.launcher = "torchrun";
+    // tiny_llama --nproc-per-node sets torchrun's variables, and says so.
+    w.launcher = env.count("TT_LAUNCHER") && env.at("TT_LAUNCHER") == "built-in" ? "built-in" : "torchrun";
     w.size = number(env, "WORLD_SIZE", 1, kMax);
     w.rank = number(env, "RANK", 0, w.size - 1);
     w.local_size = number(env, "LOCAL_WORLD_SIZE", 1, w.size);

@@ -18,7 +18,7 @@ namespace tt {
 struct World {
   int rank = 0, size = 1;              // this process, and how many there are
   int local_rank = 0, local_size = 1;  // on this node (the GPU a process takes is its local rank)
-  std::string launcher = "none";       // none, torchrun, slurm, mpirun
+  std::string launcher = "none";       // none, torchrun, built-in (tiny_llama --nproc-per-node), slurm, mpirun
   std::string master_addr;             // where rank 0 listens (torchrun, Slurm)
   int master_port = 0;
   bool distributed() const { return size > 1; }

@@ -35,13 +35,15 @@ void print_summary(std::ostream& log, const TrainOptions& o, const TrainResult& 
   log << "\n=== Performance Summary ===\n";
   log << fmt::format("Device: {} | backend: {} | plan: {}\n", r.device, r.backend, r.plan);
   log << fmt::format("Attention: {}\n", r.attention);
-  log << fmt::format("Total samples: {}\n", int64_t(r.steps.size()) * o.batch);
+  log << fmt::format("Total samples: {}\n", int64_t(r.steps.size()) * o.batch * r.world_size);
   if (r.timed_steps == 0) {
     log << fmt::format("Timing: none (all {} steps were warm-up; raise --num-steps above --warmup-steps {})\n",
                        r.steps.size(), o.warmup);
   } else {
     log << fmt::format("Average samples/sec: {:.1f}\n", r.samples_per_sec);
     log << fmt::format("Average tokens/sec: {:.0f}\n", r.tokens_per_sec);
+    if (r.world_size > 1)
+      log << fmt::format("Per GPU or rank: {:.0f} tokens/sec ({} ranks)\n", r.tokens_per_sec / r.world_size, r.world_size);
     log << fmt::format("Average batch time: {:.2f} ms (median {:.2f} ms, {} timed steps after {} warm-up)\n",
                        r.step_ms, r.step_ms_median, r.timed_steps, int64_t(r.steps.size()) - r.timed_steps);
     log << fmt::format("Average forward time: {:.2f} ms\n", r.forward_ms);
@@ -123,7 +125,8 @@ json result_json(const TrainOptions& o, const TrainResult& r) {
       {"validation", val},
       {"launches_per_step", r.launches_per_step},
       {"summary",
-       {{"total_samples", int64_t(r.steps.size()) * o.batch},
+       {{"total_samples", int64_t(r.steps.size()) * o.batch * r.world_size},
+        {"world_size", r.world_size},
         {"timed_steps", r.timed_steps},
         {"samples_per_sec", timed(r.samples_per_sec)},
         {"tokens_per_sec", timed(r.tokens_per_sec)},

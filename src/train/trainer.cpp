@@ -165,13 +165,14 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
   check_distinct_paths({{"--json", o.json_path}, {"--save", o.save_path}}, inputs);
   if (!o.json_path.empty()) check_writable(o.json_path, "--json");
   if (!o.save_path.empty()) check_writable(o.save_path, "--save");
-  const bool profiling = !o.profile_dir.empty() || o.flops_profile;
-  if (profiling && o.steps - resume.step < int64_t(o.warmup) + o.profile_steps)
+  const bool wants_profile = !o.profile_dir.empty() || o.flops_profile;
+  const bool profiling = wants_profile && world.rank == 0;  // rank 0 traces its GPU
+  if (wants_profile && o.steps - resume.step < int64_t(o.warmup) + o.profile_steps)
     usage_fail(fmt::format("--profile-steps: {} warm-up and {} profiled steps need --num-steps of at least {}", o.warmup,
                            o.profile_steps, resume.step + o.warmup + o.profile_steps));
   if (o.profile_memory && o.profile_dir.empty())
     usage_fail("--profile-memory: writes DIR/memory.csv, so it needs --profile DIR");
-  if (!o.profile_dir.empty()) prepare_directory(o.profile_dir, "--profile");
+  if (!o.profile_dir.empty() && world.rank == 0) prepare_directory(o.profile_dir, "--profile");
 
   if (o.dist_timeout < 1 || o.dist_timeout > 86400) usage_fail("--dist-timeout: 1 to 86400 seconds");
   BackendOptions backend_options = o.backend;
@@ -256,7 +257,7 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
     if (!changed.empty()) log << "Resuming with changed settings: " << changed << "\n";
   }
   if (!o.init_from.empty()) log << fmt::format("Initialized from {}\n", o.init_from);
-  if (o.profile_memory) report_memory(log, (std::filesystem::path(o.profile_dir) / "memory.csv").string(), model);
+  if (o.profile_memory && world.rank == 0) report_memory(log, (std::filesystem::path(o.profile_dir) / "memory.csv").string(), model);
   log.flush();
 
   if (data->validation_batches() > 0) {

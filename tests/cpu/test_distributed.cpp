@@ -7,7 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <functional>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +19,7 @@
 #include "core/error.h"
 #include "data/safetensors.h"
 #include "dist/comm.h"
+#include "dist/rendezvous.h"
 #include "dist/world.h"
 
 namespace tt::test {
@@ -219,6 +222,87 @@ TEST_F(Distributed, AKilledRankEndsTheJob) {
   std::ifstream e(p("err.log"));
   const std::string err((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
   EXPECT_NE(err.find("signal 9"), std::string::npos) << "mpirun names the lost rank: " << err;
+}
+
+
+// The GPU ranks' rendezvous (src/dist/rendezvous.h), ranks as threads of this process: rank 0's
+// bytes reach everyone, everyone's reach rank 0, and a rank that goes away without finishing is
+// named by the others' watchdogs; a bad address or a missing rank is refused.
+World world_of(int rank, int size, int port) {
+  World w;
+  w.rank = rank, w.size = size, w.local_rank = rank, w.local_size = size;
+  w.launcher = "test";
+  w.master_addr = "127.0.0.1";
+  w.master_port = port;
+  return w;
+}
+
+int unused_port() {
+  static int next = 20000 + int(::getpid() % 20000);
+  return next++;
+}
+
+std::string usage_error(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Rendezvous, BroadcastGatherFinish) {
+  for (const std::string init : {"env", "file"}) {
+    SCOPED_TRACE(init);
+    const int port = unused_port();
+    const std::string file = (fs::temp_directory_path() / ("tt_rdzv_" + std::to_string(port))).string();
+    const std::string how = init == "env" ? "env" : "file:" + file;
+    std::vector<std::string> got(3);
+    std::vector<std::thread> ranks;
+    for (int r = 0; r < 3; ++r)
+      ranks.emplace_back([&, r] {
+        Rendezvous z(world_of(r, 3, port), how, 20);
+        got[size_t(r)] = z.broadcast(r == 0 ? "id from 0" : "");
+        const std::vector<std::string> all = z.gather("rank " + std::to_string(r));
+        if (r == 0) got[0] += " | " + all[0] + "," + all[1] + "," + all[2];
+        z.finish();
+      });
+    for (std::thread& t : ranks) t.join();
+    EXPECT_EQ(got[0], "id from 0 | rank 0,rank 1,rank 2");
+    EXPECT_EQ(got[1], "id from 0");
+    EXPECT_EQ(got[2], "id from 0");
+    EXPECT_FALSE(fs::exists(file));
+  }
+}
+
+TEST(Rendezvous, ALostRankIsNamed) {
+  const int port = unused_port();
+  std::vector<std::string> lines(3);
+  std::atomic<int> stopped{0};
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 3; ++r)
+    ranks.emplace_back([&, r] {
+      Rendezvous z(world_of(r, 3, port), "env", 20);
+      z.watch([] { return std::string(); }, [&, r](const std::string& why) { lines[size_t(r)] = why, ++stopped; });
+      z.gather("ready");  // everyone watches before rank 2 goes
+      if (r == 2) return;  // gone, without finish()
+      for (int i = 0; i < 100 && !lines[size_t(r)].size(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    });
+  for (std::thread& t : ranks) t.join();
+  EXPECT_EQ(stopped.load(), 2);
+  EXPECT_NE(lines[0].find("rank 2 of 3 was lost"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find("rank 2 of 3 was lost"), std::string::npos) << lines[1];
+}
+
+TEST(Rendezvous, BadWorldsAreRefused) {
+  World w = world_of(1, 2, unused_port());
+  w.master_addr = "no such host.invalid";
+  EXPECT_NE(usage_error([&] { Rendezvous(w, "env", 5); }).find("does not resolve"), std::string::npos);
+  w.master_addr = "127.0.0.1";  // nobody listens there
+  EXPECT_NE(usage_error([&] { Rendezvous(w, "env", 1); }).find("was not reachable within 1 s"), std::string::npos);
+  EXPECT_NE(usage_error([&] { Rendezvous(world_of(0, 2, unused_port()), "env", 1); }).find("rank(s) 1 did not join"),
+            std::string::npos);
+  EXPECT_NE(usage_error([&] { Rendezvous(world_of(0, 2, 1), "tcp", 1); }).find("--dist-init"), std::string::npos);
 }
 
 }  // namespace
