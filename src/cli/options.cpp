@@ -372,13 +372,14 @@ bool parse_generate_options(const std::vector<std::string>& args, GenerateOption
   app.add_option("--tokenizer", o.tokenizer, "bytes, or the SentencePiece .model the model was trained with");
   app.add_option("--prompt", o.prompt, "the text to continue");
   app.add_option("--prompt-tokens", o.prompt_tokens, "or token ids, e.g. 1,42,7")->delimiter(',');
-  app.add_option("--prompts-file", o.prompts_file, "or a file of prompts, one a line");
+  app.add_option("--prompts-file", o.prompts_file, "or a file of prompts, one a line, generated together as a batch");
   app.add_option("--max-new-tokens", o.max_new_tokens, "tokens to generate at most")->capture_default_str();
   app.add_option("--temperature", o.sampling.temperature, "0: greedy")->capture_default_str();
   app.add_option("--top-k", o.sampling.top_k, "the k most likely tokens only (0: all)")->capture_default_str();
   app.add_option("--top-p", o.sampling.top_p, "the most likely tokens up to this probability")->capture_default_str();
   app.add_option("--seed", o.seed, "the draws (the same seed, the same text)")->capture_default_str();
-  app.add_option("--device", device, "cpu (the GPU's decoding comes later)")->capture_default_str();
+  app.add_option("--device", device, "cpu or cuda (fp32 on both)")->capture_default_str();
+  app.add_flag("!--no-cache", o.cache, "recompute the whole window for every token (to measure what the cache saves)");
   if (!parse(app, args)) return false;
   if (device == "auto") o.device = DeviceKind::Auto;
   else if (device == "cpu") o.device = DeviceKind::Cpu;

@@ -8,14 +8,16 @@
 
 namespace tt {
 
-Generator::Generator(Llama& model, int max_len)
+Generator::Generator(Llama& model, int max_len, int batch)
     : m_(model),
       be_(model.backend()),
       c_(model.config()),
       max_len_(max_len),
-      shape_{1, max_len, c_.heads, c_.kv_heads, c_.head_dim()},
+      batch_(batch),
+      shape_{batch, max_len, c_.heads, c_.kv_heads, c_.head_dim()},
       arena_(be_.memory()) {
   if (max_len < 1) usage_fail("generate: the context must hold at least one token");
+  if (batch < 1) usage_fail("generate: at least one sequence");
   arena_.build([this](Arena& a) { layout(a); });
   const std::vector<double> table = rope_table(max_len_, c_.head_dim(), c_.rope_theta);
   if (rope_table_.dtype == DType::F64) {
@@ -28,67 +30,99 @@ Generator::Generator(Llama& model, int max_len)
 
 void Generator::layout(Arena& a) {
   const DType A = be_.act_dtype(), S = be_.acc_dtype();
-  const int64_t C = c_.hidden, KV = int64_t(c_.kv_heads) * c_.head_dim(), HD = int64_t(c_.heads) * c_.head_dim();
+  const int64_t B = batch_, C = c_.hidden, KV = int64_t(c_.kv_heads) * c_.head_dim(),
+                HD = int64_t(c_.heads) * c_.head_dim();
   auto act = [&](DType d, int64_t n) { return a.take(Category::Activations, d, n); };
   k_cache_.clear(), v_cache_.clear();
   for (int l = 0; l < c_.layers; ++l) {
-    k_cache_.push_back(act(A, max_len_ * KV));
-    v_cache_.push_back(act(A, max_len_ * KV));
+    k_cache_.push_back(act(A, B * max_len_ * KV));
+    v_cache_.push_back(act(A, B * max_len_ * KV));
   }
-  token_ = act(DType::I32, 1);
-  x_ = act(A, C), xn_ = act(A, C), rstd_ = act(S, 1), q_ = act(A, HD), att_ = act(A, HD);
-  branch_ = act(A, C), x_mid_ = act(A, C), gateup_ = act(A, 2 * int64_t(c_.intermediate));
-  h_ = act(A, c_.intermediate), logits_ = act(A, m_.padded_vocab());
+  token_ = act(DType::I32, B);
+  x_ = act(A, B * C), xn_ = act(A, B * C), rstd_ = act(S, B), q_ = act(A, B * HD), att_ = act(A, B * HD);
+  branch_ = act(A, B * C), x_mid_ = act(A, B * C), gateup_ = act(A, B * 2 * int64_t(c_.intermediate));
+  h_ = act(A, B * c_.intermediate), logits_ = act(A, B * m_.padded_vocab());
   rope_table_ = act(S, int64_t(max_len_) * c_.head_dim());
 }
 
-std::vector<float> Generator::step(int32_t token) {
+std::vector<std::vector<float>> Generator::step(const std::vector<int32_t>& tokens) {
   if (pos_ >= max_len_) usage_fail("generate: the context of " + std::to_string(max_len_) + " tokens is full");
-  if (token < 0 || token >= c_.vocab_size) usage_fail("generate: token " + std::to_string(token) + " is outside the vocabulary");
+  TT_CHECK(int(tokens.size()) == batch_, "Generator::step: one token per sequence");
+  for (int32_t token : tokens)
+    if (token < 0 || token >= c_.vocab_size) usage_fail("generate: token " + std::to_string(token) + " is outside the vocabulary");
   const Weights& w = m_.weights();
-  const int C = c_.hidden, D = c_.head_dim(), H = c_.heads, KVH = c_.kv_heads, F = c_.intermediate;
-  const int64_t KV = int64_t(KVH) * D, HD = int64_t(H) * D;
-  auto linear = [&](const Tensor& out, const Tensor& x, const Tensor& weight, int in_f, int out_f) {
-    be_.matmul(linear_gemm(out, out_f, x, in_f, weight, 1, in_f, out_f));
+  const int B = batch_, C = c_.hidden, D = c_.head_dim(), H = c_.heads, KVH = c_.kv_heads, F = c_.intermediate;
+  const int64_t KV = int64_t(KVH) * D, HD = int64_t(H) * D, cache_ld = int64_t(max_len_) * KV;
+  auto linear = [&](const Tensor& out, int64_t ld_out, const Tensor& x, const Tensor& weight, int in_f, int out_f) {
+    be_.matmul(linear_gemm(out, ld_out, x, in_f, weight, B, in_f, out_f));
   };
   const Tensor table = rope_table_.slice(int64_t(pos_) * D, D);  // this position's cos and sin
-  be_.upload(token_, &token);
-  be_.embedding_forward(x_, token_, w.wte, 1, C);
+  be_.upload(token_, tokens.data());
+  be_.embedding_forward(x_, token_, w.wte, B, C);
   for (int l = 0; l < c_.layers; ++l) {
     const LayerWeights& lw = w.layers[size_t(l)];
-    const Tensor k = k_cache_[size_t(l)].slice(pos_ * KV, KV), v = v_cache_[size_t(l)].slice(pos_ * KV, KV);
-    be_.rmsnorm_forward(xn_, rstd_, x_, lw.attn_norm, 1, C, c_.norm_eps);
-    // Q, K and V as three products: K and V straight into this position's row of the cache.
-    linear(q_, xn_, lw.wqkv.slice(0, HD * C), C, int(HD));
-    linear(k, xn_, lw.wqkv.slice(HD * C, KV * C), C, int(KV));
-    linear(v, xn_, lw.wqkv.slice((HD + KV) * C, KV * C), C, int(KV));
-    be_.rope_forward(q_, table, RopeShape{1, 1, H, D, 0, HD});
-    be_.rope_forward(k, table, RopeShape{1, 1, KVH, D, 0, KV});
+    // This position's rows of the sequences' caches, max_len rows apart.
+    const int64_t rows = (B - 1) * cache_ld + KV;
+    const Tensor k = k_cache_[size_t(l)].slice(pos_ * KV, rows), v = v_cache_[size_t(l)].slice(pos_ * KV, rows);
+    be_.rmsnorm_forward(xn_, rstd_, x_, lw.attn_norm, B, C, c_.norm_eps);
+    // Q, K and V as three products: K and V straight into this position's rows of the cache.
+    linear(q_, HD, xn_, lw.wqkv.slice(0, HD * C), C, int(HD));
+    linear(k, cache_ld, xn_, lw.wqkv.slice(HD * C, KV * C), C, int(KV));
+    linear(v, cache_ld, xn_, lw.wqkv.slice((HD + KV) * C, KV * C), C, int(KV));
+    be_.rope_forward(q_, table, RopeShape{B, 1, H, D, 0, HD});
+    be_.rope_forward(k, table, RopeShape{B, 1, KVH, D, 0, cache_ld});
     be_.attention_decode(att_, q_, k_cache_[size_t(l)], v_cache_[size_t(l)], pos_ + 1, KV, shape_);
-    linear(branch_, att_, lw.wo, int(HD), C);
+    linear(branch_, C, att_, lw.wo, int(HD), C);
     be_.add(x_mid_, x_, branch_);
-    be_.rmsnorm_forward(xn_, rstd_, x_mid_, lw.ffn_norm, 1, C, c_.norm_eps);
-    linear(gateup_, xn_, lw.wgateup, C, 2 * F);
-    be_.swiglu_forward(h_, gateup_, 1, F);
-    linear(branch_, h_, lw.wdown, F, C);
+    be_.rmsnorm_forward(xn_, rstd_, x_mid_, lw.ffn_norm, B, C, c_.norm_eps);
+    linear(gateup_, 2 * F, xn_, lw.wgateup, C, 2 * F);
+    be_.swiglu_forward(h_, gateup_, B, F);
+    linear(branch_, C, h_, lw.wdown, F, C);
     be_.add(x_, x_mid_, branch_);
   }
-  be_.rmsnorm_forward(xn_, rstd_, x_, w.final_norm, 1, C, c_.norm_eps);
-  linear(logits_, xn_, w.wte, C, m_.padded_vocab());
+  be_.rmsnorm_forward(xn_, rstd_, x_, w.final_norm, B, C, c_.norm_eps);
+  linear(logits_, m_.padded_vocab(), xn_, w.wte, C, m_.padded_vocab());
   ++pos_;
-  std::vector<float> out(size_t(c_.vocab_size));
-  if (logits_.dtype == DType::F32) {
-    std::vector<float> all(size_t(logits_.numel));
-    be_.download(all.data(), logits_);
-    std::copy_n(all.begin(), out.size(), out.begin());
-  } else if (logits_.dtype == DType::F64) {
-    std::vector<double> all(size_t(logits_.numel));
-    be_.download(all.data(), logits_);
-    std::transform(all.begin(), all.begin() + int64_t(out.size()), out.begin(), [](double x) { return float(x); });
+  // One copy of every sequence's row (the padding columns too), then each row's real columns.
+  const std::vector<float> all = read_floats(be_, logits_, 0, logits_.numel);
+  std::vector<std::vector<float>> out;
+  for (int b = 0; b < B; ++b) {
+    const auto row = all.begin() + int64_t(b) * m_.padded_vocab();
+    out.emplace_back(row, row + c_.vocab_size);
+  }
+  return out;
+}
+
+WindowGenerator::WindowGenerator(Llama& model)
+    : m_(model), window_(size_t(model.tokens()), 0), targets_(size_t(model.tokens()), 0) {}
+
+std::vector<std::vector<float>> WindowGenerator::step(const std::vector<int32_t>& tokens) {
+  const int B = m_.batch(), T = m_.seq_len();
+  if (pos_ >= T) usage_fail("generate: the context of " + std::to_string(T) + " tokens is full");
+  TT_CHECK(int(tokens.size()) == B, "WindowGenerator::step: one token per sequence");
+  for (int b = 0; b < B; ++b) window_[size_t(b) * T + pos_] = tokens[size_t(b)];
+  m_.set_batch(window_.data(), targets_.data());
+  m_.forward(Llama::Pass::Eval);
+  std::vector<std::vector<float>> out;
+  for (int b = 0; b < B; ++b)
+    out.push_back(read_floats(m_.backend(), m_.logits(), (int64_t(b) * T + pos_) * m_.padded_vocab(), m_.config().vocab_size));
+  ++pos_;
+  return out;
+}
+
+std::vector<float> read_floats(Backend& be, const Tensor& t, int64_t offset, int64_t count) {
+  const Tensor r = t.slice(offset, count);
+  std::vector<float> out(static_cast<size_t>(count));
+  if (r.dtype == DType::F32) {
+    be.download(out.data(), r);
+  } else if (r.dtype == DType::F64) {
+    std::vector<double> d(static_cast<size_t>(count));
+    be.download(d.data(), r);
+    std::transform(d.begin(), d.end(), out.begin(), [](double x) { return float(x); });
   } else {
-    std::vector<bf16> all(size_t(logits_.numel));
-    be_.download(all.data(), logits_);
-    std::transform(all.begin(), all.begin() + int64_t(out.size()), out.begin(), bf16_to_float);
+    std::vector<bf16> h(static_cast<size_t>(count));
+    be.download(h.data(), r);
+    std::transform(h.begin(), h.end(), out.begin(), bf16_to_float);
   }
   return out;
 }

@@ -1,10 +1,12 @@
 // Text generation: the trained model run one token at a time, each step's keys and values kept
 // in a cache so that a new token attends over the cache instead of recomputing the sequence
 // (O(n) a token instead of O(n^2)). The same operations as the training forward, through the
-// same backend, on one row; the attention over the cache is src/ops/attention_decode.h. And the
-// choice of the next token from the logits: greedy, or sampled with temperature, top-k, top-p.
+// same backend, on one row per sequence; the attention over the cache is
+// src/ops/attention_decode.h. Several sequences go in step, one position a step. And the choice
+// of the next token from the logits: greedy, or sampled with temperature, top-k, top-p.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/arena.h"
@@ -15,11 +17,14 @@ namespace tt {
 
 class Generator {
  public:
-  // Runs `model`'s weights (a checkpoint loaded into it) with a cache of `max_len` positions.
-  Generator(Llama& model, int max_len);
+  // Runs `model`'s weights (a checkpoint loaded into it) for `batch` sequences, each with a
+  // cache of `max_len` positions.
+  Generator(Llama& model, int max_len, int batch = 1);
 
-  // Puts `token` at the next position; returns the logits of the token after it (vocab_size).
-  std::vector<float> step(int32_t token);
+  // Puts tokens[b] at the next position of sequence b; returns each sequence's logits of the
+  // token after it (vocab_size each).
+  std::vector<std::vector<float>> step(const std::vector<int32_t>& tokens);
+  std::vector<float> step(int32_t token) { return step(std::vector<int32_t>{token})[0]; }
   int position() const { return pos_; }
   int max_len() const { return max_len_; }
   void reset() { pos_ = 0; }
@@ -30,12 +35,32 @@ class Generator {
   Llama& m_;
   Backend& be_;
   ModelConfig c_;
-  int max_len_, pos_ = 0;
+  int max_len_, batch_, pos_ = 0;
   AttnShape shape_;
   Arena arena_;
-  std::vector<Tensor> k_cache_, v_cache_;  // per layer: [max_len, KVH * D]
+  std::vector<Tensor> k_cache_, v_cache_;  // per layer: [batch, max_len, KVH * D]
   Tensor token_, x_, xn_, rstd_, q_, att_, branch_, x_mid_, gateup_, h_, logits_, rope_table_;
 };
+
+// The same logits without a cache: every step runs the training forward (Pass::Eval) of `model`
+// (built for `batch` sequences of `max_len`) over the whole window, and reads the row of the
+// newest position: the O(n^2) way the cache avoids, kept to measure what the cache saves. Each
+// step costs the forward of max_len positions (the causal mask makes the rows after the newest
+// irrelevant to it).
+class WindowGenerator {
+ public:
+  explicit WindowGenerator(Llama& model);
+  std::vector<std::vector<float>> step(const std::vector<int32_t>& tokens);
+  void reset() { pos_ = 0; }
+
+ private:
+  Llama& m_;
+  int pos_ = 0;
+  std::vector<int32_t> window_, targets_;  // [batch, max_len]
+};
+
+// `count` elements of an fp32, fp64 or bf16 buffer from `offset`, as floats on the host.
+std::vector<float> read_floats(Backend& be, const Tensor& t, int64_t offset, int64_t count);
 
 struct SamplingOptions {
   double temperature = 0.8;  // 0: greedy (the most likely token)

@@ -2,12 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fstream>
 
 #include "core/error.h"
 #include "data/tokenizer.h"
+#include "model/generate.h"
 #include "model/llama.h"
 #include "train/checkpoint.h"
 
@@ -77,49 +79,87 @@ std::vector<Generated> run_generate(const GenerateOptions& o, std::ostream& out)
       usage_fail(fmt::format("generate: a prompt of {} tokens and --max-new-tokens {} exceed the model's context of {} "
                              "tokens (the sequence length it was trained at)", p.size(), o.max_new_tokens, context));
   std::string why;
-  if (o.device == DeviceKind::Cuda || (o.device == DeviceKind::Auto && cuda_available(&why)))
-    usage_fail("--device: generation runs on the CPU for now (--device cpu); the GPU's decoding kernel is not written yet");
-  std::unique_ptr<Backend> be = make_backend({DeviceKind::Cpu, plan_for_version(1)});
-  Llama model(c, *be, 1, 1);
+  const bool cuda = o.device == DeviceKind::Cuda || (o.device == DeviceKind::Auto && cuda_available(&why));
+  // fp32 on either device: greedy decoding gives the CPU's tokens on the GPU.
+  std::unique_ptr<Backend> be = make_backend({cuda ? DeviceKind::Cuda : DeviceKind::Cpu, plan_for_version(1)});
+  const int B = int(prompts.size());
+  Llama model(c, *be, o.cache ? 1 : B, o.cache ? 1 : context);
   load_checkpoint(o.checkpoint, model);
-  Generator gen(model, context);
+  std::unique_ptr<Generator> cached;
+  std::unique_ptr<WindowGenerator> window;
+  if (o.cache)
+    cached = std::make_unique<Generator>(model, context, B);
+  else
+    window = std::make_unique<WindowGenerator>(model);
+  auto step = [&](const std::vector<int32_t>& tokens) { return cached ? cached->step(tokens) : window->step(tokens); };
+
+  // The sequences go in step, one position a step: sequence b reads its prompt, then its own
+  // tokens. Its first new token comes from the logits of its prompt's last position.
   const CounterRng rng(o.seed, kStreamSampling);
   const int eos = tok_spec == "bytes" ? -1 : 2;  // SentencePiece models of tokenizer-train end documents with 2
-  std::vector<Generated> results;
-  uint64_t draw = 0;
-  for (const auto& prompt : prompts) {
-    using clock = std::chrono::steady_clock;
-    const auto start = clock::now();
-    gen.reset();
-    std::vector<int32_t> shown(prompt.begin() + (!prompt.empty() && prompt[0] == tok->bos() ? 1 : 0), prompt.end());
-    out << tok->decode(shown) << std::flush;  // the prompt, then its continuation
-    std::vector<float> logits;
-    for (int32_t t : prompt) logits = gen.step(t);
-    Generated g;
-    std::string printed;
-    auto first = start;
-    for (int i = 0; i < o.max_new_tokens; ++i) {
-      const int32_t next = choose_token(logits, o.sampling, rng, draw++);
-      if (i == 0) first = clock::now();
-      if (next == eos) break;
-      g.tokens.push_back(next);
-      const std::string text = tok->decode(g.tokens);
-      const size_t ready = complete_utf8(text);
-      if (ready > printed.size()) {
-        out << text.substr(printed.size(), ready - printed.size()) << std::flush;
-        printed = text.substr(0, ready);
-      }
-      if (i + 1 < o.max_new_tokens) logits = gen.step(next);
-    }
-    g.text = tok->decode(g.tokens);
-    if (g.text.size() > printed.size()) out << g.text.substr(printed.size());
-    const double total_s = std::chrono::duration<double>(clock::now() - start).count();
-    g.first_token_ms = std::chrono::duration<double, std::milli>(first - start).count();
-    g.tokens_per_sec = g.tokens.empty() ? 0 : double(g.tokens.size()) / std::max(1e-9, total_s - g.first_token_ms / 1e3);
-    out << fmt::format("\n[{} prompt tokens, {} new: first token after {:.1f} ms, then {:.1f} tokens/s on the CPU]\n",
-                       prompt.size(), g.tokens.size(), g.first_token_ms, g.tokens_per_sec);
-    results.push_back(std::move(g));
+  std::vector<Generated> results(static_cast<size_t>(B));
+  std::vector<bool> done(static_cast<size_t>(B), false);
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  auto first = start;
+  bool any_new = false;
+  std::string printed;
+  if (B == 1) {
+    const auto& p = prompts[0];
+    out << tok->decode(std::vector<int32_t>(p.begin() + (!p.empty() && p[0] == tok->bos() ? 1 : 0), p.end())) << std::flush;
   }
+  uint64_t draw = 0;
+  std::vector<int32_t> tokens(static_cast<size_t>(B));
+  for (int pos = 0; std::find(done.begin(), done.end(), false) != done.end(); ++pos) {
+    for (int b = 0; b < B; ++b) {
+      const auto& p = prompts[size_t(b)];
+      const auto& mine = results[size_t(b)].tokens;
+      tokens[size_t(b)] = pos < int(p.size()) ? p[size_t(pos)] : mine.empty() ? p.back() : mine.back();
+    }
+    const std::vector<std::vector<float>> logits = step(tokens);
+    for (int b = 0; b < B; ++b) {
+      Generated& g = results[size_t(b)];
+      if (done[size_t(b)] || pos + 1 < int(prompts[size_t(b)].size())) continue;
+      const int32_t next = choose_token(logits[size_t(b)], o.sampling, rng, draw++);
+      if (!any_new) first = clock::now(), any_new = true;
+      if (next == eos) {
+        done[size_t(b)] = true;
+        continue;
+      }
+      g.tokens.push_back(next);
+      done[size_t(b)] = int(g.tokens.size()) == o.max_new_tokens;
+      if (B == 1) {  // streamed, a whole character at a time
+        const std::string text = tok->decode(g.tokens);
+        const size_t ready = complete_utf8(text);
+        if (ready > printed.size()) {
+          out << text.substr(printed.size(), ready - printed.size()) << std::flush;
+          printed = text.substr(0, ready);
+        }
+      }
+    }
+  }
+  const double total_s = std::chrono::duration<double>(clock::now() - start).count();
+  const double first_ms = std::chrono::duration<double, std::milli>(first - start).count();
+  size_t generated = 0;
+  for (int b = 0; b < B; ++b) {
+    Generated& g = results[size_t(b)];
+    g.text = tok->decode(g.tokens);
+    generated += g.tokens.size();
+    if (B == 1) {
+      if (g.text.size() > printed.size()) out << g.text.substr(printed.size());
+    } else {
+      const auto& p = prompts[size_t(b)];
+      out << fmt::format("--- {} ---\n", b + 1)
+          << tok->decode(std::vector<int32_t>(p.begin() + (!p.empty() && p[0] == tok->bos() ? 1 : 0), p.end())) << g.text
+          << "\n";
+    }
+  }
+  const double rate = generated == 0 ? 0 : double(generated) / std::max(1e-9, total_s - first_ms / 1e3);
+  for (Generated& g : results) g.first_token_ms = first_ms, g.tokens_per_sec = rate;
+  const std::string what = B == 1 ? fmt::format("{} prompt tokens, {} new", prompts[0].size(), generated)
+                                    : fmt::format("{} sequences, {} new tokens", B, generated);
+  out << fmt::format("\n[{}: first token after {:.1f} ms, then {:.1f} tokens/s on the {} (fp32, {})]\n", what, first_ms,
+                     rate, cuda ? "GPU" : "CPU", o.cache ? "key/value cache" : "no cache: the window recomputed each token");
   return results;
 }
 

@@ -19,12 +19,13 @@ struct GenerateOptions {
   SamplingOptions sampling;
   uint64_t seed = 42;
   DeviceKind device = DeviceKind::Cpu;
+  bool cache = true;  // false: every token recomputes the whole window (to measure what the cache saves)
 };
 
 struct Generated {
   std::vector<int32_t> tokens;  // the new ones
   std::string text;             // decoded
-  double first_token_ms = 0, tokens_per_sec = 0;
+  double first_token_ms = 0, tokens_per_sec = 0;  // of the whole batch of prompts
 };
 
 // The length of the longest prefix of `s` that does not end inside a UTF-8 sequence: what can

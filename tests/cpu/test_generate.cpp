@@ -142,6 +142,29 @@ TEST_F(GenerateCli, ReproducibleForASeedAndStreamed) {
   EXPECT_EQ(greedy.exit_code, 0) << greedy.err;
 }
 
+// Prompts of a file go together as a batch, each continued as it would be alone; without the
+// cache (the whole window recomputed each token) the greedy tokens are the same.
+TEST_F(GenerateCli, BatchesAndTheUncachedWayGiveTheSameTokens) {
+  std::ofstream(dir / "prompts.txt") << "hello\nhel\nworld, he\n";
+  const Outcome batch = run(ckpt() + " --prompts-file " + (dir / "prompts.txt").string() +
+                            " --max-new-tokens 6 --temperature 0");
+  ASSERT_EQ(batch.exit_code, 0) << batch.err;
+  EXPECT_NE(batch.out.find("3 sequences, 18 new tokens: first token after"), std::string::npos) << batch.out;
+  int i = 0;
+  for (const char* prompt : {"hello", "hel", "world, he"}) {
+    SCOPED_TRACE(prompt);
+    const Outcome alone = run(ckpt() + " --prompt '" + prompt + "' --max-new-tokens 6 --temperature 0");
+    ASSERT_EQ(alone.exit_code, 0) << alone.err;
+    const std::string text = alone.out.substr(0, alone.out.find("\n["));
+    EXPECT_NE(batch.out.find("--- " + std::to_string(++i) + " ---\n" + text + "\n"), std::string::npos)
+        << text << " not in: " << batch.out;
+    const Outcome uncached = run(ckpt() + " --prompt '" + prompt + "' --max-new-tokens 6 --temperature 0 --no-cache");
+    ASSERT_EQ(uncached.exit_code, 0) << uncached.err;
+    EXPECT_EQ(uncached.out.substr(0, uncached.out.find("\n[")), text);
+    EXPECT_NE(uncached.out.find("no cache"), std::string::npos);
+  }
+}
+
 TEST_F(GenerateCli, BadInputIsRefused) {
   const struct {
     std::string args, expect;

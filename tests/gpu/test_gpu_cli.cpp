@@ -82,5 +82,35 @@ TEST(GpuCli, KernelBenchRunsV2AndWritesJson) {
   EXPECT_EQ(v2_rows, 2 * (2 * 4 + 1));  // 2 shapes x (fwd, bwd of 4 ops + attention fwd+bwd)
 }
 
+// Generation on the GPU (fp32): greedy decoding gives the CPU's tokens, with the cache, for a
+// batch of prompts, and without the cache.
+TEST(GpuCli, GenerationGivesTheCpusTokens) {
+  REQUIRE_GPU();
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("tt_gpu_gen_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "text.txt") << std::string(600, 'a') + "the quick brown fox jumps over the lazy dog. the lazy dog sleeps. ";
+  std::ofstream(dir / "prompts.txt") << "the quick\nbrown\nover the la\n";
+  const std::string ckpt = (dir / "m.st").string();
+  std::string out, err;
+  ASSERT_EQ(run_binary("--device cpu --data " + (dir / "text.txt").string() + " --vocab-size 256 --hidden-dim 64 "
+                       "--num-layers 2 --num-heads 4 --seq-len 64 --batch-size 4 --num-steps 30 --save " + ckpt,
+                       out, err),
+            0)
+      << err;
+  const std::vector<std::string> ways = {"--prompt 'the quick'", "--prompts-file " + (dir / "prompts.txt").string(),
+                                        "--prompt 'over the' --no-cache"};
+  for (const std::string& how : ways) {
+    SCOPED_TRACE(how);
+    std::string cpu, gpu;
+    ASSERT_EQ(run_binary("generate " + ckpt + " " + how + " --max-new-tokens 20 --temperature 0 --device cpu", cpu, err), 0)
+        << err;
+    ASSERT_EQ(run_binary("generate " + ckpt + " " + how + " --max-new-tokens 20 --temperature 0 --device cuda", gpu, err), 0)
+        << err;
+    EXPECT_EQ(gpu.substr(0, gpu.rfind("\n[")), cpu.substr(0, cpu.rfind("\n[")));
+    EXPECT_NE(gpu.find("tokens/s on the GPU"), std::string::npos) << gpu;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace tt::test

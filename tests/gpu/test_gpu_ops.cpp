@@ -7,6 +7,7 @@
 #include "gpu_harness.h"
 #include "ops/adamw.h"
 #include "ops/attention.h"
+#include "ops/attention_decode.h"
 #include "ops/cross_entropy.h"
 #include "ops/embedding.h"
 #include "ops/residual.h"
@@ -283,6 +284,24 @@ TEST_P(GpuOps, SwiGlu) {
       EXPECT_MATCHES(H.get(), h_ref, tol());
       EXPECT_MATCHES(DGU.get(), dgu_ref, tol());
     }
+}
+
+// Generation's attention over key/value caches: 3 sequences, grouped heads, a cache filled to
+// several lengths of its capacity (the positions after len hold poison-free garbage it must not read).
+TEST_P(GpuOps, AttentionDecode) {
+  for (auto [len, cap, d] : {std::tuple{1, 5, 32}, {37, 50, 64}, {300, 300, 128}}) {
+    SCOPED_TRACE(testing::Message() << "len=" << len << " cap=" << cap << " d=" << d);
+    const AttnShape s{3, cap, 4, 2, d};
+    const int64_t kv = int64_t(s.KVH) * d, hd = int64_t(s.H) * d;
+    GpuBackend be(plan(1), shape_for(8, 8));
+    auto q = input(size_t(s.B * hd)), k = input(size_t(s.B * cap * kv)), v = input(size_t(s.B * cap * kv));
+    std::vector<double> out_ref(size_t(s.B * hd));
+    ref::attention_decode(out_ref.data(), q.data(), k.data(), v.data(), len, kv, s);
+    DeviceBuffer Q(act(), q), K(act(), k), V(act(), v), O(act(), s.B * hd);
+    O.poison();
+    be->attention_decode(O, Q, K, V, len, kv, s);
+    EXPECT_MATCHES(O.get(), out_ref, tol());
+  }
 }
 
 // n = 1 << 20 takes the 16-byte instantiation, the odd sizes the scalar one.

@@ -14,6 +14,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "ops/adamw.h"
 #include "ops/attention.h"
+#include "ops/attention_decode.h"
 #include "ops/convert.h"
 #include "ops/cross_entropy.h"
 #include "ops/embedding.h"
@@ -244,9 +245,9 @@ class CudaBackend final : public Backend {
     else
       cuda::attention_backward(blas(), dqkv, datt, qkv, saved, s, plan_.flash_attention, attn_);
   }
-  void attention_decode(const Tensor&, const Tensor&, const Tensor&, const Tensor&, int64_t, int64_t,
-                        const AttnShape&) override {
-    usage_fail("generate: generation runs on the CPU for now (--device cpu); the GPU's decoding kernel is not written yet");
+  void attention_decode(const Tensor& out, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int64_t len,
+                        int64_t ld, const AttnShape& s) override {
+    cuda::attention_decode(out, q, k_cache, v_cache, len, ld, s, kernel_stream());
   }
   void swiglu_forward(const Tensor& h, const Tensor& gateup, int64_t n, int f) override {
     cuda::swiglu_forward(h, gateup, n, f, swiglu_kernels(), swiglu_scratch_, kernel_stream());
