@@ -368,8 +368,9 @@ bool parse_generate_options(const std::vector<std::string>& args, GenerateOption
                "tiny_llama generate"};
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   std::string device = "cpu";
-  app.add_option("checkpoint", o.checkpoint, "a checkpoint written by --save")->required();
-  app.add_option("--tokenizer", o.tokenizer, "bytes, or the SentencePiece .model the model was trained with");
+  app.add_option("checkpoint", o.checkpoint, "a checkpoint written by --save, or a Hugging Face LLaMA directory")->required();
+  app.add_option("--tokenizer", o.tokenizer,
+                 "bytes, or the SentencePiece .model the model was trained with (a directory's tokenizer.model by default)");
   app.add_option("--prompt", o.prompt, "the text to continue");
   app.add_option("--prompt-tokens", o.prompt_tokens, "or token ids, e.g. 1,42,7")->delimiter(',');
   app.add_option("--prompts-file", o.prompts_file, "or a file of prompts, one a line, generated together as a batch");

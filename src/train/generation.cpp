@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <cmath>
 #include <fstream>
 
@@ -12,6 +13,7 @@
 #include "model/generate.h"
 #include "model/llama.h"
 #include "train/checkpoint.h"
+#include "train/hf.h"
 
 namespace tt {
 
@@ -49,9 +51,23 @@ std::vector<Generated> run_generate(const GenerateOptions& o, std::ostream& out)
     usage_fail("--temperature: must be a finite number, 0 (greedy) or more");
   if (o.sampling.top_k < 0) usage_fail("--top-k: must not be negative (0: all tokens)");
   if (!(o.sampling.top_p > 0 && o.sampling.top_p <= 1)) usage_fail("--top-p: must be in (0, 1]");
-  const CheckpointInfo info = read_checkpoint_info(o.checkpoint);
-  const ModelConfig& c = info.config;
-  const std::string tok_spec = o.tokenizer.empty() ? (c.vocab_size == 256 ? "bytes" : "") : o.tokenizer;
+  // A checkpoint of ours, or a Hugging Face LLaMA directory (tiny_llama export writes one).
+  const bool hf = std::filesystem::is_directory(o.checkpoint);
+  int context = 0;
+  ModelConfig c;
+  if (hf) {
+    c = hf_model_config(o.checkpoint, "generate", &context);
+  } else {
+    const CheckpointInfo info = read_checkpoint_info(o.checkpoint);
+    c = info.config;
+    context = info.seq_len;
+  }
+  if (context <= 0) context = 2048;
+  const std::string hf_tokenizer = (std::filesystem::path(o.checkpoint) / "tokenizer.model").string();
+  const std::string tok_spec = !o.tokenizer.empty()                          ? o.tokenizer
+                               : hf && std::filesystem::exists(hf_tokenizer) ? hf_tokenizer
+                               : c.vocab_size == 256                         ? "bytes"
+                                                                             : "";
   if (tok_spec.empty())
     usage_fail("--tokenizer: the model's vocabulary is " + std::to_string(c.vocab_size) +
                ": give the tokenizer it was trained with (a SentencePiece .model)");
@@ -59,7 +75,6 @@ std::vector<Generated> run_generate(const GenerateOptions& o, std::ostream& out)
   if (tok->vocab_size() != c.vocab_size)
     usage_fail("--tokenizer: " + tok->describe() + " does not match the model's vocabulary of " +
                std::to_string(c.vocab_size));
-  const int context = info.seq_len > 0 ? info.seq_len : 2048;
   std::vector<std::vector<int32_t>> prompts;
   if (!o.prompt_tokens.empty()) {
     for (int32_t t : o.prompt_tokens)
@@ -84,7 +99,10 @@ std::vector<Generated> run_generate(const GenerateOptions& o, std::ostream& out)
   std::unique_ptr<Backend> be = make_backend({cuda ? DeviceKind::Cuda : DeviceKind::Cpu, plan_for_version(1)});
   const int B = int(prompts.size());
   Llama model(c, *be, o.cache ? 1 : B, o.cache ? 1 : context);
-  load_checkpoint(o.checkpoint, model);
+  if (hf)
+    model.write(model.params(), import_hf(o.checkpoint, c));
+  else
+    load_checkpoint(o.checkpoint, model);
   std::unique_ptr<Generator> cached;
   std::unique_ptr<WindowGenerator> window;
   if (o.cache)

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -157,9 +158,11 @@ void export_hf(const ExportOptions& o, std::ostream& log) {
                      info.step, c.param_count(), o.out_dir, o.dtype, tok->describe());
 }
 
-std::vector<float> import_hf(const std::string& dir_name, const ModelConfig& c) {
-  const fs::path dir(dir_name);
-  auto bad = [&](const std::string& what) -> void { usage_fail("--init-from: '" + dir_name + "' " + what); };
+namespace {
+
+// The model a LLaMA directory's config.json describes (UsageError through `bad` for one this
+// model cannot be), and its context (max_position_embeddings, 0 when absent).
+ModelConfig read_hf_config(const fs::path& dir, const std::function<void(const std::string&)>& bad, int* context) {
   std::ifstream cfg_in(dir / "config.json");
   if (!cfg_in) bad("has no config.json");
   json cfg;
@@ -177,20 +180,56 @@ std::vector<float> import_hf(const std::string& dir_name, const ModelConfig& c) 
   if (cfg.value("hidden_act", "silu") != "silu") bad("uses another activation than SiLU");
   if (cfg.value("attention_bias", false) || cfg.value("mlp_bias", false)) bad("has biases, which this model does not");
   if (cfg.contains("rope_scaling") && !cfg["rope_scaling"].is_null()) bad("scales RoPE, which this model does not");
-  const int heads = int(number("num_attention_heads", 0));
+  auto count = [&](const char* key, double fallback) {
+    const double v = number(key, fallback);
+    if (!(v >= 1 && v <= 1e9 && v == double(int64_t(v)))) bad(std::string("has a config.json whose ") + key + " is not a count");
+    return int(v);
+  };
+  ModelConfig m;
+  m.vocab_size = count("vocab_size", 0);
+  m.hidden = count("hidden_size", 0);
+  m.layers = count("num_hidden_layers", 0);
+  m.heads = count("num_attention_heads", 0);
+  m.kv_heads = count("num_key_value_heads", m.heads);
+  m.intermediate = count("intermediate_size", 0);
+  m.norm_eps = number("rms_norm_eps", 1e-6);
+  m.rope_theta = number("rope_theta", 10000);
+  if (count("head_dim", m.hidden / m.heads) * m.heads != m.hidden)
+    bad("has a head_dim other than hidden_size / num_attention_heads, which this model does not");
+  *context = cfg.contains("max_position_embeddings") ? count("max_position_embeddings", 1) : 0;
+  return m;
+}
+
+}  // namespace
+
+ModelConfig hf_model_config(const std::string& dir, const std::string& flag, int* context) {
+  const ModelConfig m = read_hf_config(dir, [&](const std::string& what) { usage_fail(flag + ": '" + dir + "' " + what); },
+                                       context);
+  try {
+    m.validate();
+  } catch (const UsageError& e) {
+    usage_fail(flag + ": '" + dir + "' describes a model this program cannot build: " + e.what());
+  }
+  return m;
+}
+
+std::vector<float> import_hf(const std::string& dir_name, const ModelConfig& c) {
+  const fs::path dir(dir_name);
+  auto bad = [&](const std::string& what) -> void { usage_fail("--init-from: '" + dir_name + "' " + what); };
+  int context = 0;
+  const ModelConfig theirs = read_hf_config(dir, bad, &context);
   const struct {
     const char* key;
     double theirs, ours;
     const char* flag;
-  } fields[] = {{"vocab_size", number("vocab_size", 0), double(c.vocab_size), "--vocab-size"},
-                {"hidden_size", number("hidden_size", 0), double(c.hidden), "--hidden-dim"},
-                {"num_hidden_layers", number("num_hidden_layers", 0), double(c.layers), "--num-layers"},
-                {"num_attention_heads", double(heads), double(c.heads), "--num-heads"},
-                {"num_key_value_heads", number("num_key_value_heads", heads), double(c.kv_heads), "--num-kv-heads"},
-                {"intermediate_size", number("intermediate_size", 0), double(c.intermediate), "--intermediate-size"},
-                {"head_dim", number("head_dim", c.head_dim()), double(c.head_dim()), "--hidden-dim / --num-heads"},
-                {"rms_norm_eps", number("rms_norm_eps", 1e-6), c.norm_eps, "--norm-eps"},
-                {"rope_theta", number("rope_theta", 10000), c.rope_theta, "--rope-theta"}};
+  } fields[] = {{"vocab_size", double(theirs.vocab_size), double(c.vocab_size), "--vocab-size"},
+                {"hidden_size", double(theirs.hidden), double(c.hidden), "--hidden-dim"},
+                {"num_hidden_layers", double(theirs.layers), double(c.layers), "--num-layers"},
+                {"num_attention_heads", double(theirs.heads), double(c.heads), "--num-heads"},
+                {"num_key_value_heads", double(theirs.kv_heads), double(c.kv_heads), "--num-kv-heads"},
+                {"intermediate_size", double(theirs.intermediate), double(c.intermediate), "--intermediate-size"},
+                {"rms_norm_eps", theirs.norm_eps, c.norm_eps, "--norm-eps"},
+                {"rope_theta", theirs.rope_theta, c.rope_theta, "--rope-theta"}};
   for (const auto& f : fields)
     if (f.theirs != f.ours)
       bad(fmt::format("has {} {} where this run has {} (set {} to match)", f.key, f.theirs, f.ours, f.flag));

@@ -28,6 +28,10 @@ void export_hf(const ExportOptions& o, std::ostream& log);
 // The parameters of a LLaMA directory in our flat layout (src/model/params.h), for a run of
 // `config`. UsageError naming --init-from when the directory is not a LLaMA of that shape.
 std::vector<float> import_hf(const std::string& dir, const ModelConfig& config);
+// The model a LLaMA directory describes (its config.json), and its context in `context`
+// (max_position_embeddings; 0 when absent). UsageError naming `flag` for one this program
+// cannot build.
+ModelConfig hf_model_config(const std::string& dir, const std::string& flag, int* context);
 
 // The permutation of one projection's rows (heads of d, rows of `cols` values), both ways.
 void rope_rows_to_hf(std::vector<float>& rows, int heads, int d, int64_t cols);

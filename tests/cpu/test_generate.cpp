@@ -165,6 +165,19 @@ TEST_F(GenerateCli, BatchesAndTheUncachedWayGiveTheSameTokens) {
   }
 }
 
+// A Hugging Face directory written by export (fp32) generates what its checkpoint generates.
+TEST_F(GenerateCli, FromAnExportedDirectory) {
+  const std::string hf = (dir / "hf").string();
+  ASSERT_EQ(std::system((std::string(TT_BINARY) + " export " + ckpt() + " --hf " + hf + " --dtype fp32 >/dev/null").c_str()), 0);
+  const Outcome a = run(ckpt() + " --prompt hello --max-new-tokens 6 --temperature 0");
+  const Outcome b = run(hf + " --prompt hello --max-new-tokens 6 --temperature 0");
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(b.out.substr(0, b.out.find("\n[")), a.out.substr(0, a.out.find("\n[")));
+  const Outcome bad = run(dir.string() + " --prompt hello");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("has no config.json"), std::string::npos) << bad.err;
+}
+
 TEST_F(GenerateCli, BadInputIsRefused) {
   const struct {
     std::string args, expect;
