@@ -19,18 +19,24 @@ std::unique_ptr<Backend> make_cuda_backend(const Plan& plan, bool nvtx, int gpu)
 
 bool cuda_available(std::string* why) {
 #ifdef TT_HAVE_CUDA
-  int count = 0;
-  const cudaError_t err = cudaGetDeviceCount(&count);
-  if (err != cudaSuccess) {
-    if (why) *why = std::string("no usable CUDA device (") + cudaGetErrorString(err) + ")";
+  // Probed once: the answer and its reason do not change during a run.
+  static const std::string reason = [] {
+    int count = 0;
+    const cudaError_t err = cudaGetDeviceCount(&count);
     cudaGetLastError();  // clear the sticky error of a failed probe
-    return false;
-  }
-  if (count == 0) {
-    if (why) *why = "no CUDA device found";
-    return false;
-  }
-  return true;
+    if (err == cudaErrorNoDevice || err == cudaErrorInsufficientDriver || (err == cudaSuccess && count == 0))
+      return std::string("no NVIDIA GPU or driver found");
+    if (err != cudaSuccess) return std::string("no usable CUDA device (") + cudaGetErrorString(err) + ")";
+    cudaDeviceProp p;
+    if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) return std::string("cannot read the GPU's properties");
+    if (p.major != 9)
+      return std::string("the GPU is ") + p.name + " (compute capability " + std::to_string(p.major) + "." +
+             std::to_string(p.minor) + "); this build's kernels are for Hopper (compute capability 9.0: H100, H200): "
+             "they use its wgmma and programmatic launch";
+    return std::string();
+  }();
+  if (why) *why = reason;
+  return reason.empty();
 #else
   if (why) *why = "this build has no CUDA backend (nvcc was not found at build time)";
   return false;
@@ -86,7 +92,9 @@ std::unique_ptr<Backend> make_backend(const BackendOptions& options) {
       break;
     case DeviceKind::Auto:
       if (!cuda_available(&why)) {
-        std::cout << "Running on the CPU reference backend: " << why << "\n";
+        static bool said = false;  // once a run, not once a backend
+        if (!said) std::cout << "Running on the CPU reference backend: " << why << "\n";
+        said = true;
         return make_cpu_backend(options.plan);
       }
       break;

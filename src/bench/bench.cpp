@@ -363,8 +363,9 @@ void find_max_batches(const BenchOptions& o, std::ostream& log) {
 
 }  // namespace
 
-bool run_bench(const BenchOptions& o, std::ostream& log) {
-  validate(o);
+bool run_bench(const BenchOptions& options, std::ostream& log) {
+  validate(options);
+  BenchOptions o = options;
   const std::vector<BenchPoint> baseline = o.baseline_path.empty() ? std::vector<BenchPoint>{} : read_bench_json(o.baseline_path);
   const auto torch = o.pytorch_path.empty() ? std::map<std::tuple<std::string, int, int>, double>{}
                                             : read_pytorch_json(o.pytorch_path);
@@ -372,6 +373,21 @@ bool run_bench(const BenchOptions& o, std::ostream& log) {
   const bool cuda = o.base.backend.device == DeviceKind::Cuda ||
                     (o.base.backend.device == DeviceKind::Auto && cuda_available(&why));
   if (o.base.backend.device == DeviceKind::Cuda && !cuda_available(&why)) usage_fail("--device cuda: " + why);
+  if (!cuda) {
+    // The CPU computes every version the same way, in fp32: one row per shape, never look-alike
+    // rows named after CUDA plans.
+    const bool asked = o.versions != std::vector<int>{1, 2} || o.precisions != std::vector<std::string>{"fp32", "bf16"};
+    const bool cuda_only = std::any_of(o.versions.begin(), o.versions.end(), [](int v) { return v != 1; }) ||
+                           std::any_of(o.precisions.begin(), o.precisions.end(), [](const std::string& p) { return p != "fp32"; }) ||
+                           !o.enable.empty() || !o.disable.empty();
+    if (asked && cuda_only)
+      usage_fail("bench on the CPU: versions above v1, bf16, tf32 and plan switches select CUDA kernels; the CPU backend "
+                 "is the fp32 reference (give --versions v1 --precisions fp32, or run on a GPU)");
+    if (cuda_only)
+      log << "CPU: one row per shape, the fp32 reference (versions and precisions select CUDA kernels)\n";
+    o.versions = {1};
+    o.precisions = {"fp32"};
+  }
   const DeviceInfo device = device_info(cuda);
   const std::string commit = git_commit();
   log << fmt::format("Device: {} (SM clock {} MHz, driver {}, CUDA {}) | commit {}\n", device.name, device.sm_clock_mhz,

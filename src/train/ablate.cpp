@@ -13,6 +13,10 @@ namespace tt {
 std::vector<AblationRow> run_ablation(const AblateOptions& options, std::ostream& log) {
   TrainOptions base = options.train;
   base.validate();
+  std::string why;
+  if (base.backend.device == DeviceKind::Cpu || !cuda_available(&why))
+    usage_fail("ablate turns off the CUDA plan's switches one at a time; the CPU backend has none (it is the fp32 "
+               "reference" + (why.empty() ? std::string(")") : "; " + why + ")") + ": run it on a GPU");
   if (!options.csv_path.empty()) check_writable(options.csv_path, "--csv");
   if (!base.json_path.empty()) check_writable(base.json_path, "--json");
   const std::string json_path = base.json_path;

@@ -166,6 +166,16 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
   if (!o.json_path.empty()) check_writable(o.json_path, "--json");
   if (!o.save_path.empty()) check_writable(o.save_path, "--save");
   const bool wants_profile = !o.profile_dir.empty() || o.flops_profile;
+  // What applies on the GPU only is refused on the CPU here, before any file or directory is made.
+  std::string no_gpu;
+  const bool on_gpu = o.backend.device != DeviceKind::Cpu && cuda_available(&no_gpu);
+  if (o.backend.device == DeviceKind::Cuda && !on_gpu) usage_fail("--device cuda: " + no_gpu);
+  if (!on_gpu) {
+    const std::string cpu = "the CPU backend is the fp32 reference" + (no_gpu.empty() ? "" : " (" + no_gpu + ")");
+    if (o.backend.plan.amp) usage_fail("--use-amp: bf16 runs on the CUDA backend; " + cpu);
+    if (o.backend.plan.tf32) usage_fail("--tf32: TF32 products run on the CUDA backend; " + cpu);
+    if (wants_profile) usage_fail("--profile and --flops-profile trace GPU kernels: they need a GPU; " + cpu);
+  }
   const bool profiling = wants_profile && world.rank == 0;  // rank 0 traces its GPU
   if (wants_profile && o.steps - resume.step < int64_t(o.warmup) + o.profile_steps)
     usage_fail(fmt::format("--profile-steps: {} warm-up and {} profiled steps need --num-steps of at least {}", o.warmup,
@@ -198,7 +208,6 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
                              "model, batch, data or plan");
   std::unique_ptr<KernelTrace> trace;
   if (profiling) {
-    if (!backend->is_cuda()) usage_fail("--profile and --flops-profile trace GPU kernels: they need --device cuda");
     trace = KernelTrace::create();  // before the first step, so that graph captures are seen
   }
   Llama model(o.model, *backend, o.batch, o.seq_len, {comm.get(), o.zero});
@@ -232,6 +241,9 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
                      m.param_count(), m.vocab_size, m.hidden, m.layers, m.heads, m.kv_heads, m.head_dim(),
                      m.intermediate);
   log << fmt::format("Backend: {} | plan: {}\n", r.backend, r.plan);
+  if (!backend->is_cuda() && describe(o.backend.plan) != describe(plan_for_version(1)))
+    log << fmt::format("CPU: {} selects CUDA kernels; the CPU computes the same function its one way, so this run "
+                       "times the reference, not {}\n", describe(o.backend.plan), describe(o.backend.plan));
   log << fmt::format("Attention: {}\n", r.attention);
   log << fmt::format("Data: {}\n", r.data);
   log << fmt::format("Batch {} x {} tokens, steps {}..{}, lr {:g}, weight decay {:g}, seed {}\n", o.batch,

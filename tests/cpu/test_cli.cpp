@@ -74,6 +74,29 @@ class Cli : public ::testing::Test {
   fs::path dir;
 };
 
+// What selects CUDA kernels is refused on the CPU, or marked, never shown as if it ran there;
+// a refused --profile leaves no directory behind.
+TEST_F(Cli, CpuOnlyWhatAppliesThere) {
+  expect_usage_error("--use-amp", "bf16 runs on the CUDA backend");
+  expect_usage_error("--tf32", "--tf32");
+  expect_usage_error("--profile " + (dir / "prof").string(), "they need a GPU");
+  EXPECT_FALSE(fs::exists(dir / "prof"));
+  expect_command_error("ablate --device cpu --hidden-dim 32 --num-layers 1 --num-heads 2 --num-steps 2", "ablate");
+  expect_command_error("bench --device cpu --versions v1,v2 --precisions fp32 --seq-lens 8 --hidden-dim 32 "
+                       "--num-layers 1 --num-heads 2", "bench on the CPU");
+  expect_command_error("bench --device cpu --versions v1 --precisions bf16 --seq-lens 8 --hidden-dim 32 "
+                       "--num-layers 1 --num-heads 2", "bench on the CPU");
+  const Outcome marked = run("--version v3");
+  EXPECT_EQ(marked.exit_code, 0) << marked.err;
+  EXPECT_NE(marked.out.find("CPU: v3 fp32 selects CUDA kernels"), std::string::npos) << marked.out;
+  EXPECT_NE(marked.out.find("threads"), std::string::npos) << "the thread count is said: " << marked.out;
+  const Outcome plain = run_command("bench --device cpu --seq-lens 8 --batch-sizes 2 --hidden-dim 32 --num-layers 1 "
+                                    "--num-heads 2 --warmup-steps 1 --steps 1 --repeats 1");
+  EXPECT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_NE(plain.out.find("CPU: one row per shape"), std::string::npos) << plain.out;
+  EXPECT_EQ(plain.out.find("bf16"), std::string::npos) << "no bf16 row on the CPU: " << plain.out;
+}
+
 TEST_F(Cli, HiddenNotDivisibleByHeads) { expect_usage_error("--hidden-dim 30 --num-heads 4", "--num-heads"); }
 TEST_F(Cli, HeadsNotDivisibleByKvHeads) { expect_usage_error("--num-heads 4 --num-kv-heads 3", "--num-kv-heads"); }
 TEST_F(Cli, OddHeadSize) { expect_usage_error("--hidden-dim 18 --num-heads 2", "even"); }
