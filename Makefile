@@ -3,7 +3,7 @@ BUILD ?= build
 ARGS ?=
 JOBS ?= $(shell nproc)
 
-.PHONY: deps configure build train test test-cpu test-gpu gpu-check clean
+.PHONY: deps configure build train test test-cpu test-gpu gpu-check plots docs-check clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -37,6 +37,16 @@ test-gpu: build
 
 gpu-check:
 	bash scripts/gpu-check.sh
+
+# gnuplot and numpy for the charts of bench/plot_results.py (PyTorch is needed only for
+# bench/pytorch_reference.py, on a GPU machine).
+plots:
+	@bash scripts/install-deps.sh plots
+	@echo "Charts: python3 bench/plot_results.py --help"
+
+# Every relative link and image of the docs resolves; the workshop's CPU commands run.
+docs-check: build
+	bash scripts/check-docs.sh
 
 clean:
 	rm -rf $(BUILD)

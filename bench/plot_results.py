@@ -14,7 +14,9 @@ bench/pytorch_reference.py --json. Charts (each only when its data is there):
 import argparse
 import json
 import os
+import shutil
 import subprocess
+import sys
 import tempfile
 
 STYLE = """set terminal pngcairo size 960,540 font 'DejaVu Sans,11'
@@ -67,7 +69,7 @@ set yrange [0:*]
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ours")
     ap.add_argument("--pytorch")
     ap.add_argument("--memory")
@@ -75,6 +77,8 @@ def main():
     ap.add_argument("--seq-len", type=int, default=128)
     ap.add_argument("--out", default="docs/img")
     a = ap.parse_args()
+    if shutil.which("gnuplot") is None:
+        sys.exit("plot_results.py: gnuplot is not installed: `make plots` installs it (Debian's gnuplot-nox)")
     a.out = os.path.abspath(a.out)  # gnuplot runs in a temporary folder
     os.makedirs(a.out, exist_ok=True)
     ours, torch_pts, memory = load(a.ours), load(a.pytorch), load(a.memory)

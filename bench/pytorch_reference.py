@@ -22,9 +22,15 @@ import statistics
 import sys
 import time
 
-import numpy as np
-import torch
-import torch.nn.functional as F
+try:
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+except ImportError as missing:
+    if "-h" in sys.argv or "--help" in sys.argv:
+        print(__doc__)
+        sys.exit(0)
+    sys.exit(f"pytorch_reference.py needs PyTorch and numpy ({missing}): it runs on a GPU machine that has them")
 
 GOLDEN, C1, C2 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 STREAM_DATA, STREAM_PARAM_BASE = 0x0DA7A, 0x100000

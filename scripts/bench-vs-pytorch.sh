@@ -4,6 +4,7 @@
 #   scripts/bench-vs-pytorch.sh OUTDIR [extra tiny_llama bench flags]
 # Environment: VERSIONS (v1,v2), PRECISIONS (fp32,bf16), BATCHES (8), SEQS (128),
 #              MODES (eager,graph,compile,compile+graph), the PyTorch modes.
+if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0" | sed '$d'; exit 0; fi  # the header above
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/bench-vs-pytorch.sh OUTDIR [bench flags]}

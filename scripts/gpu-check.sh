@@ -9,6 +9,7 @@
 #                                                       sizes sizes-pytorch multigpu
 #   TT_TIMING="v2:128: v2:128:--use-amp" ...           choose the timed runs (version:seq:flags)
 #   TT_SANITIZE="v3:v3 --use-amp" ...                  choose the sanitized runs (version and flags, ':' between)
+if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0" | sed '$d'; exit 0; fi  # the header above
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/tt-gpu-check}
@@ -22,6 +23,10 @@ stage() { [[ "$STAGES" == *" $1 "* ]]; }
 finish() { tar czf "$OUT/gpu-check.tgz" -C "$LOGS" . ; }
 trap finish EXIT
 
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  echo "gpu-check: no NVIDIA GPU found (nvidia-smi -L failed): it runs on a machine with an H100; 'make test' runs the CPU tests"
+  exit 1
+fi
 echo "== build"
 TT_SKIP_OPTIONAL=1 bash scripts/install-deps.sh || exit 1  # no package registry there: no example corpus
 if ! { cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >"$LOGS/configure.log" 2>&1 &&
@@ -38,6 +43,8 @@ if stage tests; then
     grep -E "Failure|Expected|Which is|actual|FAILED|has unwritten|step [0-9]|Trace|\.cpp:[0-9]+:" "$LOGS/gpu-tests.log" | head -60
   fi
   grep -E "tests passed|tests failed" "$LOGS/gpu-tests.log"
+  skipped=$(grep -c "(Skipped)" "$LOGS/gpu-tests.log")
+  [ "$skipped" -gt 0 ] && echo "$skipped tests skipped (not passed): $(grep "(Skipped)" "$LOGS/gpu-tests.log" | sed 's/.* - //; s/ (Skipped).*//' | tr '\n' ' ')"
 fi
 
 if stage sanitizer; then

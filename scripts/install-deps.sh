@@ -4,6 +4,11 @@
 # nvcc the CPU backend alone is built. The example corpus (fortunes) is installed too where a
 # package registry can be reached; on a machine without one (the GPU machine here) its absence
 # is reported and the tests that read it skip. TT_SKIP_OPTIONAL=1 leaves it out at once.
+#   scripts/install-deps.sh          what the build and the tests need
+#   scripts/install-deps.sh plots    and gnuplot and numpy for bench/plot_results.py (make plots)
+# PyTorch is needed only for the PyTorch comparison (bench/pytorch_reference.py), on the GPU
+# machine; it is not installed here.
+if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0" | sed '$d'; exit 0; fi  # the header above
 set -euo pipefail
 
 missing=()
@@ -32,6 +37,10 @@ need openmpi-bin   "command -v mpirun"
 need libopenblas-dev "ls /usr/include/x86_64-linux-gnu/openblas*/cblas.h" "test -f /usr/include/openblas/cblas.h" \
                      "ls /usr/include/*/openblas*/cblas.h"
 [ "${TT_SKIP_OPTIONAL:-0}" = 1 ] || want fortunes "test -d /usr/share/games/fortunes" "test -d /usr/share/fortunes"
+if [ "${1:-}" = plots ]; then
+  need gnuplot-nox   "command -v gnuplot"
+  need python3-numpy "python3 -c 'import numpy'"
+fi
 
 if [ ${#missing[@]} -eq 0 ] && [ ${#optional[@]} -eq 0 ]; then
   exit 0

@@ -50,6 +50,9 @@ def main(src, dst, title):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        sys.exit(0)
     if len(sys.argv) not in (3, 4):
         sys.exit(__doc__)
     main(sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) == 4 else "loss")

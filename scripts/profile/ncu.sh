@@ -5,6 +5,7 @@
 # 1. a --profile run finds the 5 kernels with the most GPU time;
 # 2. ncu measures 2 launches of each, after the warm-up, into OUTDIR/top.ncu-rep;
 # 3. a table of time, compute and memory throughput (% of peak), registers and occupancy.
+if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0" | sed '$d'; exit 0; fi  # the header above
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:?usage: scripts/profile/ncu.sh OUTDIR [tiny_llama flags]}

@@ -3,6 +3,7 @@
 #   scripts/profile/nsys.sh OUTDIR [tiny_llama flags]
 # Without nsys (as on the GPU machine this project is measured on) it says so and writes the
 # built-in trace instead: OUTDIR/trace.json opens in Perfetto with the same kernels and regions.
+if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0" | sed '$d'; exit 0; fi  # the header above
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:?usage: scripts/profile/nsys.sh OUTDIR [tiny_llama flags]}

@@ -2,6 +2,7 @@
 # compute-sanitizer memcheck and racecheck on a 2-step training run of a small model whose heads
 # have 64 elements (so that version 3 runs our flash attention); fails on any error.
 #   scripts/profile/sanitize.sh [tiny_llama flags]   (default: --version v2 --use-amp)
+if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0" | sed '$d'; exit 0; fi  # the header above
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 TT=${TT:-build/tiny_llama}
