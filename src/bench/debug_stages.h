@@ -1,10 +1,15 @@
-// `tiny_llama debug STAGE`: the performance-debugging journey as runnable stages, each showing
-// a symptom, then its fix, with measured numbers and the lesson:
-//   init    a broken initialisation (weights N(0, 1)) against the project's N(0, 0.02)
-//   layout  a memory-bound kernel reading a transposed view, against contiguous input
-//   sync    a GPU workload timed by the host clock without synchronizing, against events
-//   gemm    hand-written GEMM kernels against cuBLAS
-// init runs on the CPU or the GPU; the others need a GPU. docs/exercises/performance-debugging.md
+// `tiny_llama debug STAGE`: the performance-debugging journey as runnable stages, in the order of
+// the original workshop's five, each showing a symptom, then its fix, with measured numbers and
+// the lesson:
+//   broken   a broken initialisation (weights N(0, 1): the loss far above ln(vocab)) against
+//            the project's N(0, 0.02)
+//   slow     a memory-bound kernel reading a transposed (non-contiguous) view
+//   better   the same kernel on input made contiguous once
+//   same     GPU work timed by the host clock without synchronizing, against CUDA events: the
+//            fast number was a lie
+//   optimal  hand-written GEMMs against cuBLAS, and the training step of v1 against v4
+// `all` runs them in order and ends with one table of each stage's number before and after.
+// broken runs on the CPU or the GPU; the others need a GPU. docs/exercises/performance-debugging.md
 // walks through them.
 #pragma once
 #include <ostream>
@@ -15,7 +20,7 @@
 namespace tt {
 
 struct DebugOptions {
-  std::string stage;   // init, layout, sync, gemm or all
+  std::string stage;   // broken, slow, better, same, optimal or all
   TrainOptions train;  // init: the model and run; gemm: its FFN shape (batch x seq tokens, hidden -> ffn)
   int repeats = 10;    // timed repetitions of the GPU stages
 };

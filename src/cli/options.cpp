@@ -329,11 +329,12 @@ bool parse_debug_options(const std::vector<std::string>& args, DebugOptions& o) 
   t.batch = 8;
   t.seq_len = 128;
   t.steps = 3;
-  app.add_option("stage", o.stage, "init, layout, sync, gemm or all");
-  f.batch = app.add_option("--batch-size", t.batch, "init: sequences per step; gemm: tokens = batch x seq")->capture_default_str();
-  f.seq = app.add_option("--seq-len", t.seq_len, "init: tokens per sequence")->capture_default_str();
-  app.add_option("--num-steps", t.steps, "init: steps trained with each initialisation")->capture_default_str();
-  app.add_option("--repeats", o.repeats, "layout, sync, gemm: timed repetitions (median)")->capture_default_str();
+  app.add_option("stage", o.stage, "broken, slow, better, same, optimal, or all (the journey, in order)");
+  f.batch = app.add_option("--batch-size", t.batch, "broken, optimal: sequences per step (the GEMM's tokens = batch x seq)")
+                ->capture_default_str();
+  f.seq = app.add_option("--seq-len", t.seq_len, "broken, optimal: tokens per sequence")->capture_default_str();
+  app.add_option("--num-steps", t.steps, "broken: steps trained with each initialisation")->capture_default_str();
+  app.add_option("--repeats", o.repeats, "slow, better, same, optimal: timed repetitions (median)")->capture_default_str();
   add_model_flags(app, t, f);
   if (!parse(app, args)) return false;
   finish_model_flags(t, f);

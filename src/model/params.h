@@ -70,7 +70,7 @@ Weights weight_views(const ModelConfig& c, const Tensor& flat, int padded_vocab)
 // embed_tokens, then each layer's nine, then the final norm (the order the PyTorch reference
 // script enumerates them in).
 // `std` is that of the normal entries; another value than kInitStd only to show what a wrong
-// initialisation does (tiny_llama train --init-std, tiny_llama debug init).
+// initialisation does (tiny_llama train --init-std, tiny_llama debug broken).
 std::vector<float> initial_params(const ModelConfig& c, uint64_t seed, double std = kInitStd);
 
 }  // namespace tt

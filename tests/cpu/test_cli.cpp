@@ -181,19 +181,20 @@ TEST_F(Cli, KernelBenchBadFlags) {
 TEST_F(Cli, DebugBadStage) {
   expect_command_error("debug", "stage");
   expect_command_error("debug warp", "warp");
-  expect_command_error("debug init --init-std 1", "--init-std");  // the stage chooses the two
-  expect_command_error("debug init --repeats 0", "--repeats");
+  expect_command_error("debug broken --init-std 1", "--init-std");  // the stage chooses the two
+  expect_command_error("debug broken --repeats 0", "--repeats");
 }
 TEST_F(Cli, DebugGpuStageWithoutGpu) {
   std::string why;
   if (cuda_available(&why)) GTEST_SKIP() << "a GPU is present: the GPU stages run here";
-  expect_command_error("debug layout", "needs a CUDA GPU");
+  expect_command_error("debug slow", "needs a CUDA GPU");
 }
-TEST_F(Cli, DebugInitOnTheCpu) {
-  const Outcome r = run_command("debug init --device cpu --hidden-dim 32 --num-layers 1 --num-heads 2 --batch-size 2"
+TEST_F(Cli, DebugJourneyOnTheCpu) {
+  const Outcome r = run_command("debug all --device cpu --hidden-dim 32 --num-layers 1 --num-heads 2 --batch-size 2"
                                 " --seq-len 8 --num-steps 2 --vocab-size 50");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const char* part : {"Symptom:", "Fix:", "Lesson:", "ln(50)"})
+  for (const char* part : {"Stage 1, broken", "Symptom:", "Fix:", "Lesson:", "ln(50)", "Stage slow: needs a CUDA GPU",
+                           "The journey", "1 broken"})
     EXPECT_NE(r.out.find(part), std::string::npos) << part << " not in: " << r.out;
 }
 

@@ -47,7 +47,8 @@ TEST(GpuCli, DebugStagesRun) {
   std::string out, err;
   const int code = run_binary("debug all --repeats 3 --hidden-dim 128 --num-layers 2 --num-steps 2", out, err);
   ASSERT_EQ(code, 0) << err << out;
-  for (const char* stage : {"Stage init", "Stage layout", "Stage sync", "Stage gemm", "bitwise equal"})
+  for (const char* stage : {"Stage 1, broken", "Stages 2 and 3, slow and better", "Stage 4, the same",
+                            "Stage 5, optimal", "bitwise equal", "The journey", "5 optimal"})
     EXPECT_NE(out.find(stage), std::string::npos) << stage << " not in: " << out;
   size_t lessons = 0;
   for (size_t at = out.find("Lesson:"); at != std::string::npos; at = out.find("Lesson:", at + 1)) ++lessons;
