@@ -76,7 +76,7 @@ __device__ __forceinline__ float fast_exp2(float x) {
 // dependent steps instead of kN (a chain of fmaxf waits on each previous result). Written as a
 // recursion of templates, not as loops over an array: at kN = 16 nvcc left such an array in
 // local memory (a 64-byte stack frame, 16 stores and loads per row and tile), which made a
-// forward with 128-key tiles run at half speed (docs/versions/v3.md).
+// forward with 128-key tiles run at half speed (docs/experiments.md).
 template <int kN, int kFirst = 0, class F>
 __device__ __forceinline__ float tree_max(F f) {
   if constexpr (kN == 1)
@@ -164,7 +164,7 @@ __device__ __forceinline__ void load_row_stats(float* dst, const float* src, int
 // tile j has landed (tiles_landed), every warpgroup is done with tile j + 1 - kStages, whose
 // buffer this starts loading tile j + 1 into. The forward calls it after issuing S = Q K^T, so
 // that the copies' instructions run while the tensor cores work (forward 6-8% faster at B8
-// and B1 T8192, docs/versions/v3.md); the dQ kernel before its products: there the copies'
+// and B1 T8192, docs/experiments.md); the dQ kernel before its products: there the copies'
 // registers, live across two products, cost 29 registers and so one of its two blocks per SM.
 template <int kKeys, int D, int kStages, int kThreads>
 __device__ __forceinline__ void load_next_kv_tile(int j, int tiles, unsigned char* sk, unsigned char* sv,
