@@ -97,6 +97,20 @@ TEST_F(Cli, CpuOnlyWhatAppliesThere) {
   EXPECT_EQ(plain.out.find("bf16"), std::string::npos) << "no bf16 row on the CPU: " << plain.out;
 }
 
+// Without a GPU, the reason is said once a run, however many backends the run builds.
+TEST_F(Cli, NoGpuIsSaidOnce) {
+  std::string why;
+  if (cuda_available(&why)) GTEST_SKIP() << "a GPU is present";
+  const Outcome r = run_command("bench --batch-sizes 2,3 --seq-lens 8 --hidden-dim 32 --num-layers 1 --num-heads 2 "
+                                "--warmup-steps 1 --steps 1 --repeats 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  size_t count = 0;
+  for (size_t at = r.out.find("no NVIDIA GPU or driver found"); at != std::string::npos;
+       at = r.out.find("no NVIDIA GPU or driver found", at + 1))
+    ++count;
+  EXPECT_EQ(count, 1u) << r.out;
+}
+
 TEST_F(Cli, HiddenNotDivisibleByHeads) { expect_usage_error("--hidden-dim 30 --num-heads 4", "--num-heads"); }
 TEST_F(Cli, HeadsNotDivisibleByKvHeads) { expect_usage_error("--num-heads 4 --num-kv-heads 3", "--num-kv-heads"); }
 TEST_F(Cli, OddHeadSize) { expect_usage_error("--hidden-dim 18 --num-heads 2", "even"); }
