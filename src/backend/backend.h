@@ -94,6 +94,11 @@ class Backend {
   virtual void rmsnorm_backward_add(const Tensor& dres, const Tensor& dw, const Tensor& dout, const Tensor& x,
                                     const Tensor& w, const Tensor& rstd, int64_t n, int c) = 0;
   virtual void rope_forward(const Tensor& x, const Tensor& table, const RopeShape& s) = 0;
+  // Whether attention_forward and attention_backward rotate the queries and keys themselves
+  // (rope-in-attention, where our bf16 flash attention runs) with the table given once by
+  // set_attention_rope: the model then leaves qkv unrotated and skips rope_forward/backward.
+  virtual bool attention_applies_rope() const { return false; }
+  virtual void set_attention_rope(const Tensor& table) {}
   virtual void rope_backward(const Tensor& dx, const Tensor& table, const RopeShape& s) = 0;
   virtual void attention_forward(const Tensor& att, const Tensor& saved, const Tensor& qkv,
                                  const AttnShape& s) = 0;

@@ -68,6 +68,7 @@ Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len
     be_.upload(rope_table_, table.data());
   else
     be_.upload(rope_table_, table_f.data());
+  be_.set_attention_rope(rope_table_);
 }
 
 std::array<size_t, kNumCategories> Llama::memory_needed(const ModelConfig& config, Backend& backend, int batch,
@@ -291,6 +292,7 @@ std::vector<Llama::QkvBlock> Llama::qkv_blocks() const {
 std::vector<RopeShape> Llama::rope_shapes() const {
   const int64_t N = tokens(), ld = cfg_.qkv_dim();
   const int D = cfg_.head_dim(), H = cfg_.heads, KVH = cfg_.kv_heads;
+  if (be_.attention_applies_rope()) return {};  // rope-in-attention: the attention's kernels rotate
   if (be_.plan().custom_rope) return {{N, T_, H + KVH, D, 0, ld}};
   return {{N, T_, H, D, 0, ld}, {N, T_, KVH, D, attn_.k_col(), ld}};
 }

@@ -122,7 +122,7 @@ class Llama {
     Tensor x;       // [N, C] residual stream entering the layer
     Tensor xn1;     // [N, C] rmsnorm(x)
     Tensor rstd1;   // [N]
-    Tensor qkv;     // [N, (H + 2 KVH) D], RoPE applied to q and k
+    Tensor qkv;     // [N, (H + 2 KVH) D], RoPE applied to q and k (not with rope-in-attention)
     Tensor saved;   // what attention keeps for its backward (backend-specific)
     Tensor att;     // [N, H D] attention output
     Tensor x_mid;   // [N, C] x + o_proj(att)

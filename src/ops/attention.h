@@ -180,7 +180,12 @@ class CudnnAttention {
 namespace tt::cuda {
 bool flash_attention_supports(const AttnShape& s);
 int64_t flash_attention_scratch_numel(const AttnShape& s, DType dtype);
-void flash_attention_forward(const Tensor& att, const Tensor& lse, const Tensor& qkv, const AttnShape& s, Stream st);
+// `rope` (bf16 only; null: none): the [T, D] cos/sin table of src/ops/rope.h, applied to the
+// queries and keys of an unrotated qkv as the kernels load them, and its inverse to dQ and dK
+// (rope-in-attention).
+void flash_attention_forward(const Tensor& att, const Tensor& lse, const Tensor& qkv, const AttnShape& s,
+                             const float* rope, Stream st);
 void flash_attention_backward(const Tensor& dqkv, const Tensor& datt, const Tensor& qkv, const Tensor& att,
-                              const Tensor& lse, const AttnShape& s, const Tensor& scratch, Stream st);
+                              const Tensor& lse, const AttnShape& s, const float* rope, const Tensor& scratch,
+                              Stream st);
 }  // namespace tt::cuda

@@ -60,8 +60,13 @@ __device__ __forceinline__ void cp_async_4(void* dst, const void* src, int valid
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 // Waits for this thread's copies, makes them visible to wgmma (which reads shared memory
 // through the async proxy), then waits for the whole block's.
-__device__ __forceinline__ void tiles_landed() {
+// `then` runs once this thread's own copies have landed, before the barrier: it may rewrite the
+// chunks the thread copied (rope-in-attention rotates them), and the fence makes what it wrote
+// visible to the tensor cores' reads.
+template <class F>
+__device__ __forceinline__ void tiles_landed(F&& then) {
   asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+  then();
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   __syncthreads();
 }
@@ -157,6 +162,44 @@ __device__ __forceinline__ void load_row_stats(float* dst, const float* src, int
   static_assert(kRows <= kThreads, "one value per thread");
   const int r = threadIdx.x;
   if (r < kRows) cp_async_4(dst + r, src + min(row0 + r, T - 1), row0 + r < T ? 4 : 0);
+}
+
+// ---- RoPE inside the attention (rope-in-attention) ------------------------------------------
+// The pair (2i, 2i + 1) of a head vector at position pos turns by the angle whose cosine and
+// sine are table[(pos D/2 + i) 2] and [.. + 1] (src/ops/rope.h); `rope` is null when the model
+// rotated Q and K itself. A tile's rows are rotated in shared memory once they have landed, each
+// thread the 16-byte chunks it copied (load_tile's assignment), with the arithmetic of the RoPE
+// kernel; dQ and dK, computed against the rotated Q and K, turn back in registers before they
+// are written (a thread holds both elements of each of its pairs).
+template <int kRows, int D, int kThreads>
+__device__ __forceinline__ void rotate_tile(unsigned char* tile, const float* rope, int row0, int T) {
+  if (!rope) return;
+  constexpr int kChunks = D / 8, kPerThread = kRows * kChunks / kThreads;
+#pragma unroll
+  for (int k = 0; k < kPerThread; ++k) {
+    const unsigned i = threadIdx.x + k * kThreads, r = i / kChunks, c = i % kChunks * 8;
+    const int pos = row0 + int(r);
+    if (pos >= T) continue;  // a zero row past the sequence
+    bf16_t* at = reinterpret_cast<bf16_t*>(tile + Smem<D>::offset(kRows, r, c));
+    Vec<bf16_t, 8> v = Vec<bf16_t, 8>::load(at);
+    const Vec<float, 4> cs0 = Vec<float, 4>::load(rope + int64_t(pos) * D + c);
+    const Vec<float, 4> cs1 = Vec<float, 4>::load(rope + int64_t(pos) * D + c + 4);
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const float cos = q < 2 ? cs0.v[2 * q] : cs1.v[2 * q - 4], sin = q < 2 ? cs0.v[2 * q + 1] : cs1.v[2 * q - 3];
+      const float x0 = to_float(v.v[2 * q]), x1 = to_float(v.v[2 * q + 1]);
+      v.v[2 * q] = from_float<bf16_t>(x0 * cos - x1 * sin);
+      v.v[2 * q + 1] = from_float<bf16_t>(x0 * sin + x1 * cos);
+    }
+    v.store(at);
+  }
+}
+// Pair `pair` (x, y) of position pos turned back: the transposed rotation, for dQ and dK.
+template <int D>
+__device__ __forceinline__ float2 unrotate(float x, float y, const float* rope, int pos, int pair) {
+  if (!rope) return make_float2(x, y);
+  const float2 cs = *reinterpret_cast<const float2*>(rope + int64_t(pos) * D + 2 * pair);
+  return make_float2(x * cs.x + y * cs.y, y * cs.x - x * cs.y);
 }
 
 // The key/value pipeline of the forward and dQ kernels (tiles sk, sv of kKeys rows in kStages
@@ -363,7 +406,8 @@ struct ColumnSplit {
 
 template <int D, int kWG>
 __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads)
-    flash_forward_kernel(Successor next, bf16_t* att, float* lse, const bf16_t* qkv, AttnShape s, float scale_log2) {
+    flash_forward_kernel(Successor next, bf16_t* att, float* lse, const bf16_t* qkv, const float* rope, AttnShape s,
+                         float scale_log2) {
   await_previous_kernel(next);
   using C = Tiles<D, kWG>;
   constexpr int kRows = C::kRows, kKeys = C::kKeys;
@@ -392,8 +436,11 @@ __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads)
   int prev = 0;               // the previous tile's buffer
 
   for (int j = 0; j < tiles; ++j) {
-    tiles_landed();
     const int buf = j % C::kFwdStages * Smem<D>::bytes(kKeys);
+    tiles_landed([&] {
+      if (j == 0) rotate_tile<kRows, D, C::kThreads>(sq, rope, q0, s.T);
+      rotate_tile<kKeys, D, C::kThreads>(sk + buf, rope, j * kKeys, s.T);
+    });
     float sc[kKeys / 2] = {};
     wg_abt<kKeys, D, kRows>(sc, smem_addr(sq), 64 * wg, smem_addr(sk + buf));  // S = Q K^T
     load_next_kv_tile<kKeys, D, C::kFwdStages, C::kThreads>(j, tiles, sk, sv, kg, vg, ld, s.T);  // while S runs
@@ -490,8 +537,8 @@ __device__ __forceinline__ void recompute_p_ds(float (&sc)[kN], float (&dp)[kN],
 template <int D, int kWG>
 __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads)
     flash_backward_dq_kernel(Successor next, bf16_t* dqkv, float* partial, float* delta, const bf16_t* datt,
-                             const bf16_t* att, const bf16_t* qkv, const float* lse, AttnShape s, ColumnSplit split,
-                             float scale, float scale_log2) {
+                             const bf16_t* att, const bf16_t* qkv, const float* rope, const float* lse, AttnShape s,
+                             ColumnSplit split, float scale, float scale_log2) {
   await_previous_kernel(next);
   using C = Tiles<D, kWG>;
   constexpr int kRows = C::kRows, kKeys = C::kKeys;
@@ -539,9 +586,12 @@ __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads)
   float dq[D / 2] = {};
 
   for (int j = begin; j < end; ++j) {
-    tiles_landed();
-    load_next_kv_tile<kKeys, D, 2, C::kThreads>(j, end, sk, sv, kg, vg, ld, s.T);
     const int buf = j % 2 * Smem<D>::bytes(kKeys);
+    tiles_landed([&] {
+      if (j == begin) rotate_tile<kRows, D, C::kThreads>(sq, rope, q0, s.T);
+      rotate_tile<kKeys, D, C::kThreads>(sk + buf, rope, j * kKeys, s.T);
+    });
+    load_next_kv_tile<kKeys, D, 2, C::kThreads>(j, end, sk, sv, kg, vg, ld, s.T);
     float sc[kKeys / 2] = {}, dp[kKeys / 2] = {};
     wg_abt<kKeys, D, kRows>(sc, smem_addr(sq), 64 * wg, smem_addr(sk + buf));   // S = Q K^T
     wg_abt<kKeys, D, kRows>(dp, smem_addr(sdo), 64 * wg, smem_addr(sv + buf));  // dP = dO V^T
@@ -569,12 +619,11 @@ __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads)
     bf16_t* out = dqkv + (int64_t(b) * s.T + row) * ld + int64_t(h) * D + 2 * t;
 #pragma unroll
     for (int n = 0; n < D / 8; ++n) {
+      const float2 d = unrotate<D>(dq[4 * n + 2 * r], dq[4 * n + 2 * r + 1], rope, row, 4 * n + t);
       if (whole)
-        *reinterpret_cast<__nv_bfloat162*>(out + n * 8) =
-            __floats2bfloat162_rn(dq[4 * n + 2 * r] * scale, dq[4 * n + 2 * r + 1] * scale);
+        *reinterpret_cast<__nv_bfloat162*>(out + n * 8) = __floats2bfloat162_rn(d.x * scale, d.y * scale);
       else
-        *reinterpret_cast<float2*>(slot + (wrow + g + 8 * r) * D + n * 8 + 2 * t) =
-            make_float2(dq[4 * n + 2 * r], dq[4 * n + 2 * r + 1]);
+        *reinterpret_cast<float2*>(slot + (wrow + g + 8 * r) * D + n * 8 + 2 * t) = d;
     }
   }
 }
@@ -595,8 +644,8 @@ struct StepCursor {
 template <int D>
 __global__ void __launch_bounds__(Tiles<D, 1>::kThreads, D <= 64 ? 3 : 1)
     flash_backward_dkdv_kernel(Successor next, bf16_t* dqkv, float* partial, const bf16_t* datt, const bf16_t* qkv,
-                               const float* lse, const float* delta, AttnShape s, ColumnSplit split, float scale,
-                               float scale_log2) {
+                               const float* rope, const float* lse, const float* delta, AttnShape s, ColumnSplit split,
+                               float scale, float scale_log2) {
   await_previous_kernel(next);
   using C = Tiles<D, 1>;
   constexpr int kKeys = C::kRows, kRows = dkdv_queries(D);
@@ -638,13 +687,16 @@ __global__ void __launch_bounds__(Tiles<D, 1>::kThreads, D <= 64 ? 3 : 1)
   const int wkey = 16 * (threadIdx.x / 32);  // the warp's first key in the tile
   float dk[D / 2] = {}, dv[D / 2] = {};
   for (int i = begin; i < end; ++i) {
-    tiles_landed();  // step i has landed, and every warp is done with step i - 1's buffers
+    const int q0 = computing.tile * kRows;
+    computing.next(first, split.tiles);
+    tiles_landed([&] {  // step i has landed, and every warp is done with step i - 1's buffers
+      if (i == begin) rotate_tile<kKeys, D, C::kThreads>(sk, rope, k0, s.T);
+      rotate_tile<kRows, D, C::kThreads>(sq + (i & 1) * Smem<D>::bytes(kRows), rope, q0, s.T);
+    });
     const uint32_t qt = smem_addr(sq + (i & 1) * Smem<D>::bytes(kRows));
     const uint32_t dot = smem_addr(sdo + (i & 1) * Smem<D>::bytes(kRows));
     const float* lse_t = slse + (i & 1) * kRows;
     const float* delta_t = sdelta + (i & 1) * kRows;
-    const int q0 = computing.tile * kRows;
-    computing.next(first, split.tiles);
     float st[kRows / 2] = {}, dpt[kRows / 2] = {};
     wg_abt<kRows, D, kKeys>(st, smem_addr(sk), 64 * wg, qt);    // S^T = K Q^T
     wg_abt<kRows, D, kKeys>(dpt, smem_addr(sv), 64 * wg, dot);  // dP^T = V dO^T
@@ -683,7 +735,7 @@ __global__ void __launch_bounds__(Tiles<D, 1>::kThreads, D <= 64 ? 3 : 1)
     bf16_t* dv_out = row + int64_t(s.H + s.KVH + kvh) * D;
 #pragma unroll
     for (int c = 0; c < D / 8; ++c) {
-      const float2 k2 = make_float2(dk[4 * c + 2 * r], dk[4 * c + 2 * r + 1]);
+      const float2 k2 = unrotate<D>(dk[4 * c + 2 * r], dk[4 * c + 2 * r + 1], rope, key, 4 * c + t);
       const float2 v2 = make_float2(dv[4 * c + 2 * r], dv[4 * c + 2 * r + 1]);
       if (whole) {
         *reinterpret_cast<__nv_bfloat162*>(dk_out + c * 8) = __floats2bfloat162_rn(k2.x * scale, k2.y * scale);
@@ -1027,7 +1079,9 @@ int64_t flash_attention_scratch_numel(const AttnShape& s, DType dtype) {
 // SMs the kernel before frees first, which undoes the heavy-first block order of column_grid.
 // The kernels still begin with await_previous_kernel(), so a programmatic launch would stay
 // correct.
-void flash_attention_forward(const Tensor& att, const Tensor& lse, const Tensor& qkv, const AttnShape& s, Stream st) {
+void flash_attention_forward(const Tensor& att, const Tensor& lse, const Tensor& qkv, const AttnShape& s,
+                             const float* rope, Stream st) {
+  TT_CHECK(!rope || qkv.dtype == DType::BF16, "rope-in-attention: the bf16 kernels only");
   const float scale_log2 = float(s.scale()) * kLog2e;
   with_head_dim(s.D, [&](auto dim) {
     constexpr int D = decltype(dim)::value;
@@ -1040,8 +1094,8 @@ void flash_attention_forward(const Tensor& att, const Tensor& lse, const Tensor&
         allow_smem(flash_forward_kernel<D, kWG>, smem);
         launch_plainly("flash_forward_kernel", flash_forward_kernel<D, kWG>,
                        column_grid(s.B * s.H, blocks_of(s.T, C::kRows)), C::kThreads, smem, st,
-                       static_cast<bf16_t*>(att.ptr), lse.data<float>(), static_cast<const bf16_t*>(qkv.ptr), s,
-                       scale_log2);
+                       static_cast<bf16_t*>(att.ptr), lse.data<float>(), static_cast<const bf16_t*>(qkv.ptr), rope,
+                       s, scale_log2);
       });
     } else {
       TT_CHECK(qkv.dtype == DType::F32, "flash attention: fp32 or bf16 only");
@@ -1053,7 +1107,9 @@ void flash_attention_forward(const Tensor& att, const Tensor& lse, const Tensor&
 }
 
 void flash_attention_backward(const Tensor& dqkv, const Tensor& datt, const Tensor& qkv, const Tensor& att,
-                              const Tensor& lse, const AttnShape& s, const Tensor& scratch, Stream st) {
+                              const Tensor& lse, const AttnShape& s, const float* rope, const Tensor& scratch,
+                              Stream st) {
+  TT_CHECK(!rope || qkv.dtype == DType::BF16, "rope-in-attention: the bf16 kernels only");
   TT_CHECK(scratch.numel >= flash_attention_scratch_numel(s, qkv.dtype), "flash attention scratch too small");
   const float scale = float(s.scale()), scale_log2 = scale * kLog2e;
   float* delta = scratch.data<float>();  // written by the dQ kernel, read by the dK/dV kernel
@@ -1077,14 +1133,14 @@ void flash_attention_backward(const Tensor& dqkv, const Tensor& datt, const Tens
         const ColumnSplit split = dq_split<D, kWG>(s);  // also allows the kernel its shared memory
         launch_plainly("flash_backward_dq_kernel", flash_backward_dq_kernel<D, kWG>,
                        column_grid(s.B * s.H, split.columns * split.slots), Tiles<D, kWG>::kThreads, dq_smem<D, kWG>(),
-                       st, dq, partial, delta, g, o, x, lse.data<float>(), s, split, scale, scale_log2);
+                       st, dq, partial, delta, g, o, x, rope, lse.data<float>(), s, split, scale, scale_log2);
         if (split.slots > 1) sum_split(split, s.H, 0);
       });
       {
         const ColumnSplit split = dkdv_split<D>(s);  // also allows the kernel its shared memory
         const dim3 grid = column_grid(s.B * s.KVH, split.columns * split.slots);
         launch_plainly("flash_backward_dkdv_kernel", flash_backward_dkdv_kernel<D>, grid, kWarpgroup, dkdv_smem<D>(),
-                       st, dq, partial, g, x, lse.data<float>(), delta, s, split, scale, scale_log2);
+                       st, dq, partial, g, x, rope, lse.data<float>(), delta, s, split, scale, scale_log2);
         if (split.slots > 1) sum_split(split, s.KVH, s.H);
       }
     } else {

@@ -23,6 +23,12 @@ const std::vector<PlanSwitch>& plan_switches() {
        "the output head, softmax, loss and the logits' gradient in chunks of tokens, one pass over the logits"},
       {"fused-adamw", &Plan::fused_adamw, 4, "one AdamW kernel over all parameters"},
       {"gemm-epilogues", &Plan::gemm_epilogues, 4, "bias-free epilogues fused into the GEMMs"},
+      // Measured slower than the RoPE kernel before the attention (docs/versions/v4.md): each key
+      // tile is rotated again by every query block that reads it. Opt-in.
+      {"rope-in-attention", &Plan::rope_in_attention, 4,
+       "RoPE applied inside our bf16 flash attention as Q and K are loaded, its inverse on dQ and dK "
+       "(opt-in: slower)",
+       false},
   };
   return switches;
 }
@@ -32,7 +38,7 @@ Plan plan_for_version(int version) {
     usage_fail("--version: must be one of v1, v2, v3, v4 (got v" + std::to_string(version) + ")");
   Plan p;
   p.version = version;
-  for (const PlanSwitch& s : plan_switches()) p.*s.field = s.version <= version;
+  for (const PlanSwitch& s : plan_switches()) p.*s.field = s.preset && s.version <= version;
   return p;
 }
 

@@ -37,6 +37,7 @@ struct Plan {
   int classifier_chunk = 0;
   bool fused_adamw = false;
   bool gemm_epilogues = false;
+  bool rope_in_attention = false;  // RoPE applied by our flash attention as it loads Q and K (opt-in)
 };
 
 // A switch of the plan, by the name users type in --enable-NAME / --disable-NAME.
@@ -45,6 +46,7 @@ struct PlanSwitch {
   bool Plan::*field;
   int version;  // the version that turns it on
   const char* what;
+  bool preset = true;  // false: in no version's preset, only with --enable-NAME (measured slower)
 };
 const std::vector<PlanSwitch>& plan_switches();
 

@@ -65,6 +65,9 @@ const Case kCases[] = {
     {"v3_gemm_epilogues_bf16", 3, "gemm-epilogues", true, 2e-2, 2e-2, 2e-2},
     {"v4_fp32", 4, "", false, 1e-5, 1e-4, 1e-4, 20},
     {"v4_bf16", 4, "", true, 2e-2, 2e-2, 2e-2, 20},
+    // Opt-in: RoPE inside our bf16 flash attention (v3's attention and v4's), exact to bf16.
+    {"v3_rope_in_attention_bf16", 3, "rope-in-attention", true, 2e-2, 2e-2, 2e-2},
+    {"v4_rope_in_attention_bf16", 4, "rope-in-attention", true, 2e-2, 2e-2, 2e-2, 20},
 };
 
 ModelConfig small_config() {

@@ -250,15 +250,43 @@ TEST_P(GpuAttention, MatchesReference) {
       DeviceBuffer LSE(DType::F32, int64_t(s.B) * s.H * T),
           SCRATCH(DType::F32, cuda::flash_attention_scratch_numel(s, DType::F32));
       ATT.poison(), LSE.poison(), DQKV.poison();
-      cuda::flash_attention_forward(ATT, LSE, QKV, s, Stream{});
-      cuda::flash_attention_backward(DQKV, DATT, QKV, ATT, LSE, s, SCRATCH, Stream{});
+      cuda::flash_attention_forward(ATT, LSE, QKV, s, nullptr, Stream{});
+      cuda::flash_attention_backward(DQKV, DATT, QKV, ATT, LSE, s, nullptr, SCRATCH, Stream{});
       EXPECT_MATCHES(ATT.get(), att_ref, tol());
       const std::vector<double> flash_dqkv = DQKV.get();
       EXPECT_MATCHES(flash_dqkv, dqkv_ref, 1e-5);
       DQKV.poison();
-      cuda::flash_attention_backward(DQKV, DATT, QKV, ATT, LSE, s, SCRATCH, Stream{});
+      cuda::flash_attention_backward(DQKV, DATT, QKV, ATT, LSE, s, nullptr, SCRATCH, Stream{});
       EXPECT_TRUE(DQKV.get() == flash_dqkv) << "a second backward differs from the first";
     }
+}
+
+// rope-in-attention: our bf16 flash attention rotating Q and K as it loads them, and turning dQ
+// and dK back, against RoPE then attention in double (shapes whose backward splits columns too).
+TEST_P(GpuAttention, RopeInsideMatchesRopeThenAttention) {
+  if (act() != DType::BF16) GTEST_SKIP() << "rope-in-attention is in the bf16 kernels";
+  for (const AttnShape& s : {AttnShape{2, 7, 4, 4, 32}, AttnShape{2, 129, 4, 2, 64}, AttnShape{2, 1000, 4, 1, 128},
+                             AttnShape{14, 640, 4, 2, 64}, AttnShape{44, 300, 4, 2, 32}}) {
+    SCOPED_TRACE(testing::Message() << "B=" << s.B << " T=" << s.T << " D=" << s.D << " kv_heads=" << s.KVH);
+    const int64_t N = int64_t(s.B) * s.T, ld = s.ld();
+    const std::vector<double> table = rope_table(s.T, s.D, 10000.0);
+    const std::vector<RopeShape> qk = {{N, s.T, s.H, s.D, 0, ld}, {N, s.T, s.KVH, s.D, s.k_col(), ld}};
+    auto qkv = input(size_t(N * ld)), datt = input(size_t(N) * s.H * s.D);
+    std::vector<double> rotated = qkv, att_ref(size_t(N) * s.H * s.D), probs(size_t(s.B) * s.H * s.T * s.T),
+                        dqkv_ref(qkv.size());
+    for (const RopeShape& r : qk) ref::rope(rotated.data(), table.data(), r, false);
+    ref::attention_forward(att_ref.data(), probs.data(), rotated.data(), s);
+    ref::attention_backward(dqkv_ref.data(), datt.data(), rotated.data(), probs.data(), s);
+    for (const RopeShape& r : qk) ref::rope(dqkv_ref.data(), table.data(), r, true);  // back to unrotated q, k
+    DeviceBuffer QKV(act(), qkv), DATT(act(), datt), ATT(act(), N * s.H * s.D), DQKV(act(), N * ld),
+        LSE(DType::F32, int64_t(s.B) * s.H * s.T), ROPE(DType::F32, table),
+        SCRATCH(DType::F32, cuda::flash_attention_scratch_numel(s, DType::BF16));
+    ATT.poison(), DQKV.poison();
+    cuda::flash_attention_forward(ATT, LSE, QKV, s, ROPE.t().data<float>(), Stream{});
+    cuda::flash_attention_backward(DQKV, DATT, QKV, ATT, LSE, s, ROPE.t().data<float>(), SCRATCH, Stream{});
+    EXPECT_MATCHES(ATT.get(), att_ref, tol());
+    EXPECT_MATCHES(DQKV.get(), dqkv_ref, 2e-2);
+  }
 }
 
 // v1: unfused; gate-up-fusion: one scalar kernel each way; custom-swiglu alone and v3: the

@@ -222,6 +222,11 @@ class CudaBackend final : public Backend {
                             const Tensor& rstd, int64_t n, int c) override {
     cuda::rmsnorm_backward_add(dres, dw, dout, x, w, rstd, n, c, rmsnorm_scratch_, kernel_stream());
   }
+  bool attention_applies_rope() const override {
+    return plan_.rope_in_attention && use_custom_attention_ && plan_.amp;
+  }
+  void set_attention_rope(const Tensor& table) override { rope_table_ = table; }
+  const float* attention_rope() const { return attention_applies_rope() ? rope_table_.data<float>() : nullptr; }
   void rope_forward(const Tensor& x, const Tensor& table, const RopeShape& s) override {
     cuda::rope(x, table, s, false, plan_.custom_rope, kernel_stream());
   }
@@ -230,7 +235,7 @@ class CudaBackend final : public Backend {
   }
   void attention_forward(const Tensor& att, const Tensor& saved, const Tensor& qkv, const AttnShape& s) override {
     if (use_custom_attention_)
-      cuda::flash_attention_forward(att, saved, qkv, s, kernel_stream());
+      cuda::flash_attention_forward(att, saved, qkv, s, attention_rope(), kernel_stream());
     else if (use_cudnn_)
       cudnn_->forward(att, saved, qkv, s, cudnn_workspace_);
     else
@@ -239,7 +244,7 @@ class CudaBackend final : public Backend {
   void attention_backward(const Tensor& dqkv, const Tensor& datt, const Tensor& qkv, const Tensor& att,
                           const Tensor& saved, const AttnShape& s) override {
     if (use_custom_attention_)
-      cuda::flash_attention_backward(dqkv, datt, qkv, att, saved, s, flash_scratch_, kernel_stream());
+      cuda::flash_attention_backward(dqkv, datt, qkv, att, saved, s, attention_rope(), flash_scratch_, kernel_stream());
     else if (use_cudnn_)
       cudnn_->backward(dqkv, datt, qkv, att, saved, s, cudnn_workspace_);
     else
@@ -340,7 +345,7 @@ class CudaBackend final : public Backend {
     for (bool Plan::*f : {&Plan::qkv_fusion, &Plan::gate_up_fusion, &Plan::flash_attention, &Plan::cuda_graph,
                           &Plan::custom_attention, &Plan::custom_rmsnorm, &Plan::custom_swiglu, &Plan::custom_rope,
                           &Plan::programmatic_launch, &Plan::fused_classifier, &Plan::fused_residual_norm,
-                          &Plan::fused_adamw, &Plan::gemm_epilogues})
+                          &Plan::fused_adamw, &Plan::gemm_epilogues, &Plan::rope_in_attention})
       if (f == field) return true;
     return false;
   }
@@ -390,6 +395,7 @@ class CudaBackend final : public Backend {
   bool use_cudnn_ = false, use_custom_attention_ = false;
   AttnShape shape_{};  // the attention's shape, from layout_workspace
   Tensor flash_scratch_;  // our flash attention's backward: rowsum(dO * O)
+  Tensor rope_table_;     // rope-in-attention: the model's cos/sin table [T, D] (fp32)
   cuda::EmbeddingScratch embedding_;
   std::unique_ptr<cuda::CudnnAttention> cudnn_;
   std::unique_ptr<cuda::LtProducts> lt_ = std::make_unique<cuda::LtProducts>();  // gemm-epilogues' products
