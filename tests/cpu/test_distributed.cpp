@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "core/error.h"
-#include "data/safetensors.h"
+#include "run_outputs.h"
 #include "dist/comm.h"
 #include "dist/rendezvous.h"
 #include "dist/world.h"
@@ -94,31 +94,10 @@ class Distributed : public ::testing::Test {
     if (err) *err = std::string((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
-  std::vector<double> losses(const std::string& json) {
-    std::ifstream in(json);
-    const nlohmann::json j = nlohmann::json::parse(in);  // kept: a range-for over a temporary's member dangles
-    std::vector<double> out;
-    for (const auto& s : j["steps"]) out.push_back(s["loss"].get<double>());
-    return out;
-  }
-  std::vector<float> weights(const std::string& ckpt) {
-    const SafetensorsFile f = read_safetensors(ckpt, "test");
-    std::vector<float> all;
-    for (const SafetensorInfo& t : f.tensors)
-      if (t.name.rfind("optimizer.", 0) != 0) {
-        const std::vector<float> v = read_tensor_f32(f, t);
-        all.insert(all.end(), v.begin(), v.end());
-      }
-    return all;
-  }
+  static std::vector<double> losses(const std::string& json) { return run_losses(json); }
+  static std::vector<float> weights(const std::string& ckpt) { return run_weights(ckpt); }
   fs::path dir;
 };
-
-double max_rel(const std::vector<float>& a, const std::vector<float>& b) {
-  double err = 0, norm = 0;
-  for (size_t i = 0; i < a.size(); ++i) err += (double(a[i]) - b[i]) * (double(a[i]) - b[i]), norm += double(b[i]) * b[i];
-  return std::sqrt(err / norm);
-}
 
 // 1 rank at batch 6 against 2 ranks at 3 and 3 ranks at 2, with and without ZeRO-1.
 TEST_F(Distributed, RanksComputeWhatOneRankComputes) {
@@ -137,7 +116,7 @@ TEST_F(Distributed, RanksComputeWhatOneRankComputes) {
     const std::vector<double> got = losses(p(name + ".json"));
     ASSERT_EQ(got.size(), ref.size());
     for (size_t i = 0; i < ref.size(); ++i) EXPECT_LE(std::fabs(got[i] - ref[i]) / ref[i], 1e-6) << "step " << i + 1;
-    EXPECT_LE(max_rel(weights(p(name + ".st")), ref_w), 1e-5) << "final weights";
+    EXPECT_LE(relative_difference(weights(p(name + ".st")), ref_w), 1e-5) << "final weights";
   }
 }
 

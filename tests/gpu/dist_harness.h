@@ -5,15 +5,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include "data/safetensors.h"
+#include "run_outputs.h"
 
 namespace tt::test {
 
@@ -43,30 +41,9 @@ class DistRun : public ::testing::Test {
     std::ifstream in(path);
     return std::string(std::istreambuf_iterator<char>(in), {});
   }
-  static std::vector<double> losses(const std::string& json) {
-    std::ifstream in(json);
-    const nlohmann::json j = nlohmann::json::parse(in);  // kept: a range-for over a temporary's member dangles
-    std::vector<double> out;
-    for (const auto& s : j["steps"]) out.push_back(s["loss"].get<double>());
-    return out;
-  }
-  static std::vector<float> weights(const std::string& ckpt) {
-    const SafetensorsFile f = read_safetensors(ckpt, "test");
-    std::vector<float> all;
-    for (const SafetensorInfo& t : f.tensors)
-      if (t.name.rfind("optimizer.", 0) != 0) {
-        const std::vector<float> v = read_tensor_f32(f, t);
-        all.insert(all.end(), v.begin(), v.end());
-      }
-    return all;
-  }
-  // The relative difference of two weight sets, in the 2-norm.
-  static double rel(const std::vector<float>& a, const std::vector<float>& b) {
-    double err = 0, norm = 0;
-    for (size_t i = 0; i < a.size() && i < b.size(); ++i)
-      err += (double(a[i]) - b[i]) * (double(a[i]) - b[i]), norm += double(b[i]) * b[i];
-    return a.size() == b.size() ? std::sqrt(err / norm) : 1e30;
-  }
+  static std::vector<double> losses(const std::string& json) { return run_losses(json); }
+  static std::vector<float> weights(const std::string& ckpt) { return run_weights(ckpt); }
+  static double rel(const std::vector<float>& a, const std::vector<float>& b) { return relative_difference(a, b); }
   static void expect_same_losses(const std::vector<double>& got, const std::vector<double>& ref, double bound) {
     ASSERT_EQ(got.size(), ref.size());
     for (size_t i = 0; i < ref.size(); ++i) EXPECT_LE(std::fabs(got[i] - ref[i]) / ref[i], bound) << "step " << i + 1;

@@ -1,0 +1,43 @@
+// What a training run through the binary leaves behind, read back for the tests that compare
+// runs (data parallelism on CPU ranks and on GPUs): the losses of its --json, the weights of
+// its --save, and the relative difference of two weight sets.
+#pragma once
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "data/safetensors.h"
+
+namespace tt::test {
+
+inline std::vector<double> run_losses(const std::string& json) {
+  std::ifstream in(json);
+  const nlohmann::json j = nlohmann::json::parse(in);  // kept: a range-for over a temporary's member dangles
+  std::vector<double> out;
+  for (const auto& s : j["steps"]) out.push_back(s["loss"].get<double>());
+  return out;
+}
+
+// Every tensor of a checkpoint but the optimizer's, in file order.
+inline std::vector<float> run_weights(const std::string& ckpt) {
+  const SafetensorsFile f = read_safetensors(ckpt, "test");
+  std::vector<float> all;
+  for (const SafetensorInfo& t : f.tensors)
+    if (t.name.rfind("optimizer.", 0) != 0) {
+      const std::vector<float> v = read_tensor_f32(f, t);
+      all.insert(all.end(), v.begin(), v.end());
+    }
+  return all;
+}
+
+// ||a - b|| / ||b|| in the 2-norm (a huge number when the sizes differ).
+inline double relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return 1e30;
+  double err = 0, norm = 0;
+  for (size_t i = 0; i < a.size(); ++i) err += (double(a[i]) - b[i]) * (double(a[i]) - b[i]), norm += double(b[i]) * b[i];
+  return std::sqrt(err / norm);
+}
+
+}  // namespace tt::test
