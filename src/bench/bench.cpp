@@ -295,15 +295,7 @@ void print_ladder(std::ostream& log, const std::vector<BenchPoint>& points,
 // The memory the search may fill: --memory-budget, at most what is free (the GPU's, or the
 // host's available memory on the CPU, whose allocations succeed lazily and so prove nothing).
 size_t free_memory(bool cuda) {
-  if (cuda) return device_info(true).memory_free;
-  std::ifstream meminfo("/proc/meminfo");
-  for (std::string key; meminfo >> key;) {
-    size_t kb = 0;
-    meminfo >> kb;
-    if (key == "MemAvailable:") return kb * 1024;
-    meminfo.ignore(256, '\n');
-  }
-  return 0;
+  return cuda ? device_info(true).memory_free : available_host_bytes();
 }
 size_t memory_budget(const BenchOptions& o, bool cuda, std::ostream& log) {
   const size_t free = free_memory(cuda);

@@ -72,10 +72,6 @@ std::string Arena::breakdown() const {
   return s;
 }
 
-namespace {
-
-// MemAvailable of /proc/meminfo (0 where it cannot be read): Linux grants allocations lazily, so
-// an arena larger than this would be killed by the kernel partway through, not refused.
 size_t available_host_bytes() {
   std::ifstream meminfo("/proc/meminfo");
   for (std::string key; meminfo >> key;) {
@@ -86,8 +82,6 @@ size_t available_host_bytes() {
   }
   return 0;
 }
-
-}  // namespace
 
 void* HostMemory::allocate(size_t bytes, const std::string& breakdown) {
   const size_t available = available_host_bytes();

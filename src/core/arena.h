@@ -60,6 +60,10 @@ class Arena {
   std::array<size_t, kNumCategories> region_{};     // offset of each category's region
 };
 
+// MemAvailable of /proc/meminfo (0 where it cannot be read): Linux grants allocations lazily, so
+// host memory beyond this is not refused but killed by the kernel partway through.
+size_t available_host_bytes();
+
 // Host memory, 64-byte aligned.
 struct HostMemory : MemoryResource {
   void* allocate(size_t bytes, const std::string& breakdown) override;

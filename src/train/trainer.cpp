@@ -186,8 +186,7 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
 
   if (o.dist_timeout < 1 || o.dist_timeout > 86400) usage_fail("--dist-timeout: 1 to 86400 seconds");
   BackendOptions backend_options = o.backend;
-  std::string no_cuda;
-  if (world.launcher != "none" && o.backend.device != DeviceKind::Cpu && cuda_available(&no_cuda)) {
+  if (world.launcher != "none" && on_gpu) {
     // One GPU per rank, the local rank's.
     const int gpus = cuda_device_count();
     if (world.local_size > gpus)
