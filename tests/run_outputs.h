@@ -1,9 +1,14 @@
-// What a training run through the binary leaves behind, read back for the tests that compare
-// runs (data parallelism on CPU ranks and on GPUs): the losses of its --json, the weights of
-// its --save, and the relative difference of two weight sets.
+// The binary run by the tests, and what it leaves behind: its exit code and output, a file's
+// text, the losses of its --json, the weights of its --save, and the relative difference of two
+// weight sets.
 #pragma once
+#include <sys/wait.h>
+
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -11,6 +16,25 @@
 #include "data/safetensors.h"
 
 namespace tt::test {
+
+inline std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+struct Outcome {
+  int exit_code;
+  std::string out, err;
+};
+
+// tiny_llama with `args` (a command other than train first), its output kept in dir/stdout and
+// dir/stderr.
+inline Outcome run_binary(const std::string& args, const std::filesystem::path& dir) {
+  const std::string cmd = std::string(TT_BINARY) + " " + args + " >" + (dir / "stdout").string() + " 2>" +
+                          (dir / "stderr").string();
+  const int status = std::system(cmd.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(dir / "stdout"), read_text(dir / "stderr")};
+}
 
 inline std::vector<double> run_losses(const std::string& json) {
   std::ifstream in(json);

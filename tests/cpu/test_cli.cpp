@@ -9,16 +9,12 @@
 #include <sstream>
 
 #include "backend/backend.h"
+#include "run_outputs.h"
 
 namespace tt::test {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct Outcome {
-  int exit_code;
-  std::string out, err;
-};
 
 class Cli : public ::testing::Test {
  protected:
@@ -47,16 +43,7 @@ class Cli : public ::testing::Test {
   }
 
   // Runs tiny_llama with exactly these arguments (a command other than train comes first).
-  Outcome run_command(const std::string& args) {
-    const std::string cmd = std::string(TT_BINARY) + " " + args + " >" + (dir / "stdout").string() + " 2>" +
-                            (dir / "stderr").string();
-    const int status = std::system(cmd.c_str());
-    auto slurp = [](const fs::path& p) {
-      std::ifstream f(p);
-      return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    };
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir / "stdout"), slurp(dir / "stderr")};
-  }
+  Outcome run_command(const std::string& args) { return run_binary(args, dir); }
 
   void expect_usage_error(const std::string& args, const std::string& mention) {
     check_usage_error(run(args), args, mention);

@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "data/token_file.h"
 #include "data/tokenize.h"
+#include "run_outputs.h"
 #include "data/tokenizer.h"
 #include "train/data.h"
 #include "train/trainer.h"
@@ -182,21 +183,6 @@ TEST_F(RealData, SentencePieceTrainsAndRoundTripsExactly) {
             std::string::npos);
 }
 
-struct Outcome {
-  int exit_code;
-  std::string out, err;
-};
-
-Outcome run_binary(const std::string& args, const fs::path& dir) {
-  const std::string cmd = std::string(TT_BINARY) + " " + args + " >" + (dir / "stdout").string() + " 2>" +
-                          (dir / "stderr").string();
-  const int status = std::system(cmd.c_str());
-  auto slurp = [](const fs::path& p) {
-    std::ifstream f(p);
-    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  };
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir / "stdout"), slurp(dir / "stderr")};
-}
 
 // tokenizer-train, tokenize, then training on the shards: the validation loss starts near
 // ln(vocabulary) and falls; the checkpoint resumes only on the same data.

@@ -13,6 +13,7 @@
 #include "cpu/gradcheck.h"
 #include "model/generate.h"
 #include "train/checkpoint.h"
+#include "run_outputs.h"
 #include "train/generation.h"
 #include "train/trainer.h"
 
@@ -92,11 +93,6 @@ TEST(Generate, Utf8IsNeverSplit) {
   EXPECT_EQ(complete_utf8(""), 0u);
 }
 
-struct Outcome {
-  int exit_code;
-  std::string out, err;
-};
-
 class GenerateCli : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -117,16 +113,7 @@ class GenerateCli : public ::testing::Test {
     train(o, log);
   }
   void TearDown() override { fs::remove_all(dir); }
-  Outcome run(const std::string& args) {
-    const std::string cmd = std::string(TT_BINARY) + " generate " + args + " >" + (dir / "stdout").string() + " 2>" +
-                            (dir / "stderr").string();
-    const int status = std::system(cmd.c_str());
-    auto slurp = [](const fs::path& p) {
-      std::ifstream f(p);
-      return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    };
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir / "stdout"), slurp(dir / "stderr")};
-  }
+  Outcome run(const std::string& args) { return run_binary("generate " + args, dir); }
   std::string ckpt() const { return (dir / "m.safetensors").string(); }
   fs::path dir;
 };

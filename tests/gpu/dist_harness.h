@@ -37,10 +37,7 @@ class DistRun : public ::testing::Test {
     if (err) *err = read(p("err.log")) + read(p("out.log"));
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
-  static std::string read(const std::string& path) {
-    std::ifstream in(path);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
+  static std::string read(const std::string& path) { return read_text(path); }
   static std::vector<double> losses(const std::string& json) { return run_losses(json); }
   static std::vector<float> weights(const std::string& ckpt) { return run_weights(ckpt); }
   static double rel(const std::vector<float>& a, const std::vector<float>& b) { return relative_difference(a, b); }
