@@ -84,7 +84,7 @@ std::vector<std::vector<float>> Generator::step(const std::vector<int32_t>& toke
   linear(logits_, m_.padded_vocab(), xn_, w.wte, C, m_.padded_vocab());
   ++pos_;
   // One copy of every sequence's row (the padding columns too), then each row's real columns.
-  const std::vector<float> all = read_floats(be_, logits_, 0, logits_.numel);
+  const std::vector<float> all = m_.read_f32(logits_);
   std::vector<std::vector<float>> out;
   for (int b = 0; b < B; ++b) {
     const auto row = all.begin() + int64_t(b) * m_.padded_vocab();
@@ -105,25 +105,8 @@ std::vector<std::vector<float>> WindowGenerator::step(const std::vector<int32_t>
   m_.forward(Llama::Pass::Eval);
   std::vector<std::vector<float>> out;
   for (int b = 0; b < B; ++b)
-    out.push_back(read_floats(m_.backend(), m_.logits(), (int64_t(b) * T + pos_) * m_.padded_vocab(), m_.config().vocab_size));
+    out.push_back(m_.read_f32(m_.logits().slice((int64_t(b) * T + pos_) * m_.padded_vocab(), m_.config().vocab_size)));
   ++pos_;
-  return out;
-}
-
-std::vector<float> read_floats(Backend& be, const Tensor& t, int64_t offset, int64_t count) {
-  const Tensor r = t.slice(offset, count);
-  std::vector<float> out(static_cast<size_t>(count));
-  if (r.dtype == DType::F32) {
-    be.download(out.data(), r);
-  } else if (r.dtype == DType::F64) {
-    std::vector<double> d(static_cast<size_t>(count));
-    be.download(d.data(), r);
-    std::transform(d.begin(), d.end(), out.begin(), [](double x) { return float(x); });
-  } else {
-    std::vector<bf16> h(static_cast<size_t>(count));
-    be.download(h.data(), r);
-    std::transform(h.begin(), h.end(), out.begin(), bf16_to_float);
-  }
   return out;
 }
 

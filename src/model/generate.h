@@ -59,9 +59,6 @@ class WindowGenerator {
   std::vector<int32_t> window_, targets_;  // [batch, max_len]
 };
 
-// `count` elements of an fp32, fp64 or bf16 buffer from `offset`, as floats on the host.
-std::vector<float> read_floats(Backend& be, const Tensor& t, int64_t offset, int64_t count);
-
 struct SamplingOptions {
   double temperature = 0.8;  // 0: greedy (the most likely token)
   int top_k = 0;             // 0: all tokens

@@ -624,6 +624,10 @@ std::vector<float> Llama::read_f32(const Tensor& master) {
   std::vector<float> out(size_t(master.numel));
   if (master.dtype == DType::F32) {
     be_.download(out.data(), master);
+  } else if (master.dtype == DType::BF16) {
+    std::vector<bf16> h(size_t(master.numel));
+    be_.download(h.data(), master);
+    for (size_t i = 0; i < h.size(); ++i) out[i] = bf16_to_float(h[i]);
   } else {
     std::vector<double> d(size_t(master.numel));
     be_.download(d.data(), master);

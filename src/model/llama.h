@@ -108,8 +108,8 @@ class Llama {
   void load_optimizer_state(int which, int64_t offset, const std::vector<float>& values);
   int rank() const { return rank_; }
   int world_size() const { return world_; }
-  // Host copies of an fp32 or fp64 buffer (or a range of one), converted from or to its element
-  // type. write() also refreshes the act-typed copy of the weights when it writes parameters.
+  // Host copies of an fp32 or fp64 buffer (or a range of one; read_f32 also takes the act-typed
+  // bf16 ones, such as the logits), converted from or to its element type. write() also refreshes the act-typed copy of the weights when it writes parameters.
   std::vector<double> read(const Tensor& master);
   std::vector<float> read_f32(const Tensor& master);
   void write(const Tensor& master, const std::vector<float>& values);
