@@ -144,6 +144,8 @@ class Backend {
   virtual bool graph_capture_begin() { return false; }
   virtual void graph_capture_end() {}
   virtual void graph_replay() {}
+  virtual bool graph_ready() const { return false; }
+  virtual void graph_release() {}
 
   // Which attention implementation runs, for the summary.
   virtual std::string attention_kind() const = 0;

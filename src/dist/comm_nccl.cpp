@@ -21,6 +21,7 @@
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <thread>
 
 #include "backend/backend.h"
@@ -91,17 +92,29 @@ class NcclCommunicator final : public Communicator {
     rendezvous_->watch([this] { return async_error(); },
                        [this](const std::string& why) { stop(why); });
   }
+  // After finish() there is no communicator left. Otherwise an error is ending the run on this
+  // rank: the connections close (the others' watchdogs name this rank), NCCL's abort flag ends
+  // its kernels that wait for the other ranks, the step's graph goes (the abort waits for it),
+  // and the abort gets at most kAbortSeconds.
   ~NcclCommunicator() override {
-    rendezvous_.reset();  // the watchdog first
-    if (comm_) ncclCommAbort(comm_);  // after finish() there is none; on an error, nothing waits for it
+    rendezvous_.reset();
+    if (!comm_) return;
+    const std::shared_ptr<std::atomic<bool>> aborted = abort_in_background(comm_);
+    comm_ = nullptr;
+    be_.graph_release();
+    wait_for(*aborted);
   }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string name() const override { return "NCCL " + version_; }
 
+  // NCCL's teardown (ncclCommDestroy, and ncclCommAbort too) waits until every CUDA graph that
+  // captured this communicator's collectives is destroyed: the step's graph goes first, or the
+  // rank would wait forever after its last step.
   void finish() override {
     CUDA_CHECK(cudaDeviceSynchronize());
+    be_.graph_release();
     rendezvous_->finish();
     check(ncclCommFinalize(comm_), "ncclCommFinalize");
     await("ncclCommFinalize", std::chrono::seconds(timeout_s_));
@@ -200,16 +213,26 @@ class NcclCommunicator final : public Communicator {
     if (ncclCommGetAsyncError(comm_, &state) != ncclSuccess || state == ncclSuccess || state == ncclInProgress) return "";
     return std::string("NCCL error on rank ") + std::to_string(rank_) + ": " + ncclGetErrorString(state);
   }
-  // From the watchdog's thread: one line, the communicator aborted (at most 10 s), exit.
+  // From the watchdog's thread: one line, the communicator aborted, exit. The main thread may be
+  // replaying the step's graph, so the graph stays, and the abort (which sets NCCL's abort flag
+  // at once: its kernels waiting for the lost rank end) cannot finish its teardown; the process
+  // exits after kAbortSeconds at most, which frees the rest.
   void stop(const std::string& why) {
     std::cerr << "tiny_llama: " << why << std::endl;
-    std::atomic<bool> aborted{false};
-    std::thread([this, &aborted] {
-      ncclCommAbort(comm_);
-      aborted = true;
-    }).detach();
-    for (int i = 0; i < 100 && !aborted; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    wait_for(*abort_in_background(comm_));
     std::_Exit(1);
+  }
+  static constexpr int kAbortSeconds = 3;
+  static std::shared_ptr<std::atomic<bool>> abort_in_background(ncclComm_t comm) {
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    std::thread([comm, done] {
+      ncclCommAbort(comm);
+      *done = true;
+    }).detach();
+    return done;
+  }
+  static void wait_for(const std::atomic<bool>& done) {
+    for (int i = 0; i < kAbortSeconds * 10 && !done; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 
   Backend& be_;

@@ -573,11 +573,10 @@ void Llama::train_step(const AdamWStep& step) {
     ScopedRange range(be_, "inputs");
     be_.set_adamw_step(step);
   }
-  if (be_.plan().cuda_graph && (graph_captured_ || be_.graph_capture_begin())) {
-    if (!graph_captured_) {
+  if (be_.plan().cuda_graph && (be_.graph_ready() || be_.graph_capture_begin())) {
+    if (!be_.graph_ready()) {
       enqueue_step();
       be_.graph_capture_end();
-      graph_captured_ = true;
     }
     be_.graph_replay();
     return;

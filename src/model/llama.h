@@ -192,7 +192,6 @@ class Llama {
   Weights w_;  // views of the weights the products read (act-typed)
   Weights g_;  // views of the gradients
 
-  bool graph_captured_ = false;
   bool head_backward_done_ = false;  // the fused classifier's training forward did the head's backward
   Tensor tokens_, targets_;
   std::vector<LayerActs> acts_;

@@ -34,7 +34,10 @@ struct LtProducts::Plan {
   }
 };
 
-LtProducts::LtProducts() { CUBLAS_CHECK(cublasLtCreate(&handle_)); }
+LtProducts::LtProducts() {
+  CUDA_CHECK(cudaGetDevice(&device_));
+  CUBLAS_CHECK(cublasLtCreate(&handle_));
+}
 LtProducts::~LtProducts() {
   for (auto& [key, plan] : plans_) delete plan;
   cublasLtDestroy(handle_);
@@ -43,6 +46,10 @@ LtProducts::~LtProducts() {
 // The same column-major view as gemm() below: cuBLASLt's A is our B, its B our A, its m our n.
 void LtProducts::run(const Gemm& g, bool tf32, const Tensor& workspace, Stream s) {
   TT_CHECK(g.c_in.dtype == g.c.dtype, "gemm: c_in must have C's type");
+  int device = -1;
+  CUDA_CHECK(cudaGetDevice(&device));
+  TT_CHECK(device == device_, "cuBLASLt: a handle made on GPU " + std::to_string(device_) + " used on GPU " +
+                                  std::to_string(device) + " (make the backend's handles after cudaSetDevice)");
   const std::vector<int64_t> key = {g.trans_a, g.trans_b, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, int64_t(g.a.dtype),
                                     int64_t(g.c.dtype), tf32, int64_t(workspace.bytes())};
   Plan* plan = nullptr;

@@ -94,7 +94,8 @@ struct cublasContext;
 struct cublasLtContext;
 namespace tt::cuda {
 // cuBLASLt's plans for the products with a separate c_in, one per shape, chosen once by its
-// heuristic and kept (the backend owns one).
+// heuristic and kept (the backend owns one). The handle belongs to the GPU that is current when
+// it is made; run() refuses to use it on another.
 class LtProducts {
  public:
   LtProducts();
@@ -106,6 +107,7 @@ class LtProducts {
  private:
   struct Plan;
   cublasLtContext* handle_ = nullptr;
+  int device_ = -1;
   std::vector<std::pair<std::vector<int64_t>, Plan*>> plans_;
 };
 

@@ -90,6 +90,7 @@ class CudaBackend final : public Backend {
     stream_ = process_stream();
     CUBLAS_CHECK(cublasCreate(&cublas_));
     CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
+    lt_ = std::make_unique<cuda::LtProducts>();
     for (cudaEvent_t& e : marks_) CUDA_CHECK(cudaEventCreate(&e));
     CUDA_CHECK(cudaMallocHost(&adamw_host_, sizeof(cuda::AdamWScalars)));
     CUDA_CHECK(cudaEventCreateWithFlags(&adamw_copied_, cudaEventDisableTiming));
@@ -104,7 +105,7 @@ class CudaBackend final : public Backend {
     cudaEventDestroy(fork_);
     cudaEventDestroy(join_);
     cudnn_.reset();
-    if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
+    graph_release();
     cudaFreeHost(adamw_host_);
     cudaEventDestroy(adamw_copied_);
     for (cudaEvent_t e : marks_) cudaEventDestroy(e);
@@ -318,6 +319,14 @@ class CudaBackend final : public Backend {
     CUDA_CHECK(err);
   }
   void graph_replay() override { CUDA_CHECK(cudaGraphLaunch(graph_exec_, stream_)); }
+  bool graph_ready() const override { return graph_exec_ != nullptr; }
+  void graph_release() override {
+    if (!graph_exec_) return;
+    cudaStreamSynchronize(stream_);
+    cudaStreamSynchronize(side_);
+    cudaGraphExecDestroy(graph_exec_);
+    graph_exec_ = nullptr;
+  }
 
   std::string attention_kind() const override {
     if (use_custom_attention_)
@@ -398,7 +407,7 @@ class CudaBackend final : public Backend {
   Tensor rope_table_;     // rope-in-attention: the model's cos/sin table [T, D] (fp32)
   cuda::EmbeddingScratch embedding_;
   std::unique_ptr<cuda::CudnnAttention> cudnn_;
-  std::unique_ptr<cuda::LtProducts> lt_ = std::make_unique<cuda::LtProducts>();  // gemm-epilogues' products
+  std::unique_ptr<cuda::LtProducts> lt_;  // gemm-epilogues' products
   Tensor cudnn_workspace_;
 };
 
