@@ -127,12 +127,16 @@ class Backend {
   // empty, is the act-typed copy of p used by the products, refreshed from the new p.
   virtual void adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v,
                      const Tensor& p_act) = 0;
-  // Work behind the backward pass, on a second stream (the optimizer with fused-adamw, the
-  // collectives of data parallelism): what is enqueued between begin_behind() and end_behind()
-  // starts once all the work enqueued before begin_behind() has run, and runs alongside what is
-  // enqueued after end_behind(); wait_behind() makes what is enqueued next wait for all of it.
-  // A backend with one stream (the CPU) runs it all in order.
-  virtual void begin_behind() {}
+  // Work behind the backward pass, on two lanes beside the main stream: the collectives of data
+  // parallelism on the communication lane, the optimizer behind the backward (fused-adamw) on
+  // the update lane. What is enqueued between begin_behind(lane) and end_behind() starts once
+  // all the work enqueued on the main stream before begin_behind() has run (and, after
+  // follow(other), all the work enqueued on the other lane so far), and runs alongside what is
+  // enqueued on the main stream after end_behind(). wait_behind() makes what is enqueued next on
+  // the main stream wait for both lanes. A backend with one stream (the CPU) runs it all in order.
+  enum class Lane { Communication = 0, Update = 1 };
+  virtual void begin_behind(Lane) {}
+  virtual void follow(Lane) {}
   virtual void end_behind() {}
   virtual void wait_behind() {}
   // The stream work is enqueued on now (a cudaStream_t; none on the CPU): the collectives' stream.
@@ -141,6 +145,9 @@ class Backend {
   // CUDA graphs (the cuda-graph switch): the work enqueued between graph_capture_begin()
   // and graph_capture_end() is captured once, then graph_replay() runs it again. A backend
   // without graphs returns false from graph_capture_begin() and the caller runs eagerly.
+  // graph_ready(): a captured graph is there to replay. graph_release() waits for the work
+  // enqueued so far and destroys the graph (NCCL's teardown waits until every graph holding
+  // its collectives is gone: src/dist/comm_nccl.cpp); the next step captures anew.
   virtual bool graph_capture_begin() { return false; }
   virtual void graph_capture_end() {}
   virtual void graph_replay() {}

@@ -51,9 +51,11 @@ int run_scaling_bench(int nproc, const std::vector<std::string>& train_args, std
     int ranks, zero;
     double tokens_per_sec = 0, step_ms = 0;
   };
-  std::vector<Run> runs = {{"1 GPU", 1, 0},
-                           {fmt::format("{} GPUs, all-reduce (--zero 0)", nproc), nproc, 0},
-                           {fmt::format("{} GPUs, ZeRO-1 (--zero 1)", nproc), nproc, 1}};
+  std::vector<Run> runs = {{"1 GPU", 1, 0}};
+  for (int n = 2; n <= nproc; n = n * 2 > nproc && n < nproc ? nproc : n * 2) {  // 2, 4, 8, ... and nproc
+    runs.push_back({fmt::format("{} GPUs, all-reduce (--zero 0)", n), n, 0});
+    runs.push_back({fmt::format("{} GPUs, ZeRO-1 (--zero 1)", n), n, 1});
+  }
   std::string command = shell_quote(self_path()) + " train";
   for (const std::string& a : args) command += " " + shell_quote(a);
   out << "Scaling over " << nproc << " GPUs of this node: " << command << "\n";

@@ -36,6 +36,7 @@ Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len
       zero_(dp_ ? dp.zero : 0),
       rank_(dp.comm ? dp.comm->rank() : 0),
       world_(dp.comm ? dp.comm->size() : 1),
+      reduce_dtype_(dp.reduce),
       Vp_(tt::padded_vocab(config.vocab_size, backend.vocab_padding_multiple())),
       chunk_(classifier_chunk_for(backend.plan(), tokens(), Vp_, dtype_size(backend.act_dtype()))),
       attn_{batch, seq_len, config.heads, config.kv_heads, config.head_dim()},
@@ -43,6 +44,9 @@ Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len
       table_(param_table(config)) {
   cfg_.validate();
   if (dp.zero != 0 && dp.zero != 1) usage_fail("--zero: must be 0 or 1 (got " + std::to_string(dp.zero) + ")");
+  if (reduce_dtype_ != DType::F32 && (reduce_dtype_ != DType::BF16 || backend.act_dtype() != DType::BF16))
+    usage_fail(std::string("--reduce-dtype ") + dtype_name(reduce_dtype_) + ": gradients are summed in bf16 in bf16 runs "
+               "(--use-amp) only, else in fp32");
   for (int l = 0; l < cfg_.layers; ++l) layer_names_.push_back("layer." + std::to_string(l));
   buckets_ = update_ranges();
   int64_t at = 0;
@@ -90,6 +94,13 @@ void Llama::layout(Arena& a) {
   grads_ = a.take(Category::Gradients, M, Pp);
   m_ = a.take(Category::OptimizerState, M, shard_numel());
   v_ = a.take(Category::OptimizerState, M, shard_numel());
+  if (dp_ && reduce_dtype_ != M) {
+    int64_t largest = 0;
+    for (const ParamRange& b : buckets_) largest = std::max(largest, b.numel);
+    reduce_scratch_ = a.take(Category::Gradients, reduce_dtype_, largest);
+  } else {
+    reduce_scratch_ = Tensor{};
+  }
 
   auto act = [&](DType d, int64_t n) { return a.take(Category::Activations, d, n); };
   tokens_ = act(DType::I32, N);
@@ -384,18 +395,37 @@ void Llama::backward_pass(bool update_behind) {
     be_.embedding_backward(g_.wte, dres_, tokens_, N, C, V);
   }
   bucket_complete(buckets_.size() - 1, update_behind);
+  if (pending_gather_ >= 0) {  // ZeRO-1 behind the backward: the last bucket's gathering
+    be_.begin_behind(Backend::Lane::Communication);
+    be_.follow(Backend::Lane::Update);
+    gather_bucket(size_t(pending_gather_));
+    be_.end_behind();
+    pending_gather_ = -1;
+  }
 }
 
-// On the backend's second stream, while the layers below run their backward (nothing below
-// reads these parameters or gradients, and the step's end waits): the bucket's gradients summed
-// over the ranks, on the communication stream that the second stream is; with the update behind
-// the backward, its AdamW (and with ZeRO-1 the gathering of the updated parts).
+// Behind the backward, while the layers below run theirs (nothing below reads these parameters
+// or gradients, and the step's end waits): the bucket's gradients summed over the ranks on the
+// communication lane; with the update behind the backward, its AdamW on the update lane once the
+// sum is there. With ZeRO-1 the updated parts are gathered on the communication lane after the
+// next bucket's reduction is enqueued, so that no reduction waits for an update.
 void Llama::bucket_complete(size_t b, bool update_behind) {
-  if (!dp_ && !update_behind) return;
-  be_.begin_behind();
-  if (dp_) reduce_bucket(b);
-  if (update_behind) update_bucket(b);
+  if (dp_) {
+    be_.begin_behind(Backend::Lane::Communication);
+    reduce_bucket(b);
+    if (pending_gather_ >= 0) {
+      be_.follow(Backend::Lane::Update);
+      gather_bucket(size_t(pending_gather_));
+      pending_gather_ = -1;
+    }
+    be_.end_behind();
+  }
+  if (!update_behind) return;
+  be_.begin_behind(Backend::Lane::Update);
+  if (dp_) be_.follow(Backend::Lane::Communication);
+  update_shard(b);
   be_.end_behind();
+  if (zero_ == 1) pending_gather_ = int(b);
 }
 
 int64_t Llama::shard_numel() const {
@@ -405,26 +435,42 @@ int64_t Llama::shard_numel() const {
   return n;
 }
 
+// With a bf16 reduction the bucket goes through reduce_scratch_: converted, summed there, and
+// the part this rank keeps (all of it without ZeRO-1) converted back into the fp32 gradients.
 void Llama::reduce_bucket(size_t b) {
   ScopedRange range(be_, "gradient_reduction");
   const ParamRange& r = buckets_[b];
   const Tensor grads = grads_.slice(r.offset, r.numel);
+  const Tensor sum = reduce_scratch_.empty() ? grads : reduce_scratch_.slice(0, r.numel);
+  if (sum.ptr != grads.ptr) be_.convert(sum, grads);
   if (zero_ == 0)
-    comm_->all_reduce_sum(grads);
+    comm_->all_reduce_sum(sum);
   else
-    comm_->reduce_scatter_sum(grads, bucket_split_[b]);  // this rank's part of the sum, in place
+    comm_->reduce_scatter_sum(sum, bucket_split_[b]);  // this rank's part of the sum, in place
+  if (sum.ptr == grads.ptr) return;
+  const std::vector<int64_t>& split = bucket_split_[b];
+  const int64_t begin = zero_ == 0 ? 0 : split[size_t(rank_)], n = zero_ == 0 ? r.numel : split[size_t(rank_) + 1] - begin;
+  if (n > 0) be_.convert(grads.slice(begin, n), sum.slice(begin, n));
 }
 
-void Llama::update_bucket(size_t b) {
+// Every rank updates all of the bucket, the same way; with ZeRO-1 its own part only.
+void Llama::update_shard(size_t b) {
   const ParamRange& r = buckets_[b];
-  if (zero_ == 0) return update_range(r);  // every rank updates all of it, the same way
+  if (zero_ == 0) return update_range(r);
   ScopedRange range(be_, "optimizer");
   const std::vector<int64_t>& split = bucket_split_[b];
   const int64_t begin = r.offset + split[size_t(rank_)], n = split[size_t(rank_) + 1] - split[size_t(rank_)];
   if (n > 0)
     be_.adamw(params_.slice(begin, n), grads_.slice(begin, n), m_.slice(shard_at_[b], n), v_.slice(shard_at_[b], n),
               params_act_.empty() ? Tensor{} : params_act_.slice(begin, n));
-  comm_->all_gather(params_.slice(r.offset, r.numel), split);
+}
+
+// ZeRO-1: every rank's updated part of the bucket to every rank, and the act-typed copy refreshed.
+void Llama::gather_bucket(size_t b) {
+  if (zero_ == 0) return;
+  ScopedRange range(be_, "parameter_gather");
+  const ParamRange& r = buckets_[b];
+  comm_->all_gather(params_.slice(r.offset, r.numel), bucket_split_[b]);
   if (!params_act_.empty()) be_.convert(params_act_.slice(r.offset, r.numel), params_.slice(r.offset, r.numel));
 }
 
@@ -550,7 +596,7 @@ void Llama::optimizer_step(const AdamWStep& step) {
 
 void Llama::update_parameters() {
   if (dp_) {  // bucket by bucket, as they were reduced
-    for (size_t b = 0; b < buckets_.size(); ++b) update_bucket(b);
+    for (size_t b = 0; b < buckets_.size(); ++b) update_shard(b), gather_bucket(b);
     return;
   }
   if (be_.plan().fused_adamw) {  // one launch over all the real parameters, not the padding after them

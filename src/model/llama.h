@@ -30,10 +30,15 @@ namespace tt {
 // every rank's tokens, and each bucket of gradients (a layer's, the last layer's with the final
 // norm's, the embedding's: update_ranges) is summed over the ranks as soon as it is complete.
 // With ZeRO-1 (zero = 1) a rank keeps the Adam moments of its part of each bucket only
-// (split_offsets), updates that part of the weights, and gathers the others' parts.
+// (split_offsets), updates that part of the weights, and gathers the others' parts. The
+// reductions run on the backend's communication lane, the updates behind the backward on its
+// update lane (Backend::Lane).
 struct DataParallel {
   Communicator* comm = nullptr;  // none: one process
   int zero = 0;
+  // The type the gradients are summed in: the master gradients' (fp32), or bf16, half the bytes
+  // (each bucket converted before its reduction and back after; bf16 runs only).
+  DType reduce = DType::F32;
 };
 
 class Llama {
@@ -107,6 +112,7 @@ class Llama {
   Tensor optimizer_state(int which);
   void load_optimizer_state(int which, int64_t offset, const std::vector<float>& values);
   int rank() const { return rank_; }
+  DType reduce_dtype() const { return reduce_dtype_; }
   int world_size() const { return world_; }
   // Host copies of an fp32 or fp64 buffer (or a range of one; read_f32 also takes the act-typed
   // bf16 ones, such as the logits), converted from or to its element type. write() also refreshes the act-typed copy of the weights when it writes parameters.
@@ -143,7 +149,8 @@ class Llama {
   // gradients summed over the ranks, and its update (this rank's part with ZeRO-1, then gathered).
   double loss_grad_scale() const { return 1.0 / double(tokens() * world_); }
   void reduce_bucket(size_t b);
-  void update_bucket(size_t b);
+  void update_shard(size_t b);
+  void gather_bucket(size_t b);
   int64_t shard_numel() const;  // the Adam moments this rank keeps
   // The column blocks of the QKV buffer that the unfused products write (q, k, v).
   struct QkvBlock {
@@ -181,12 +188,15 @@ class Llama {
   std::vector<ParamRange> buckets_;                 // update_ranges()
   std::vector<std::vector<int64_t>> bucket_split_;  // per bucket: split_offsets among the ranks
   std::vector<int64_t> shard_at_;                   // ZeRO-1: where this rank's part of each bucket sits in m_, v_
+  DType reduce_dtype_;                              // the gradients' type in the reductions
+  int pending_gather_ = -1;                         // ZeRO-1 behind the backward: the bucket to gather next
   int Vp_;     // rows of the output head, the vocabulary padded for the backend
   int chunk_;  // tokens per chunk of the head with the fused classifier, else all of them
   AttnShape attn_;
   Arena arena_;
 
   Tensor params_, params_act_, grads_, m_, v_;
+  Tensor reduce_scratch_;  // a bucket in reduce_dtype_ when that is not the gradients' type
   std::vector<ParamEntry> table_;
   std::vector<std::string> layer_names_;  // "layer.0", ...: the names of the layers' ranges
   Weights w_;  // views of the weights the products read (act-typed)

@@ -146,6 +146,13 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
   o.validate();
   const World world = detect_world(process_environment());
   if (o.zero != 0 && o.zero != 1) usage_fail("--zero: must be 0 or 1 (got " + std::to_string(o.zero) + ")");
+  if (o.reduce_dtype != "auto" && o.reduce_dtype != "fp32" && o.reduce_dtype != "bf16")
+    usage_fail("--reduce-dtype: auto, fp32 or bf16 (got '" + o.reduce_dtype + "')");
+  if (o.reduce_dtype == "bf16" && !o.backend.plan.amp)
+    usage_fail("--reduce-dtype bf16: gradients are summed in bf16 in bf16 runs (--use-amp) only");
+  // auto: bf16 wherever the products are bf16 (docs/multi-gpu.md has the measurements).
+  const DType reduce_dtype = o.reduce_dtype == "bf16" || (o.reduce_dtype == "auto" && o.backend.plan.amp) ? DType::BF16
+                                                                                                           : DType::F32;
   std::unique_ptr<DataSource> data = make_data_source(o.data, o.model.vocab_size, o.batch, o.seq_len, o.seed);
   CheckpointInfo resume;
   if (!o.resume_path.empty()) {
@@ -200,16 +207,19 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
   std::ostringstream quiet;  // the other ranks' log
   std::ostream& log = comm->rank() == 0 ? out : quiet;
   if (!comm->solo())
+    // Everything that decides which collectives a rank calls, and with what.
     check_same_on_every_rank(*comm,
-                             fmt::format("{} {} {} {} {} {} {} {} {} {} {}", o.model.to_json().dump(), o.batch, o.seq_len,
-                                         o.steps, o.learning_rate, o.weight_decay, o.seed, data->identity(),
-                                         describe(o.backend.plan), o.zero, resume.step),
-                             "model, batch, data or plan");
+                             fmt::format("{} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}", o.model.to_json().dump(),
+                                         o.batch, o.seq_len, o.steps, o.learning_rate, o.weight_decay, o.seed,
+                                         data->identity(), describe(o.backend.plan), o.zero, dtype_name(reduce_dtype),
+                                         resume.step, o.log_every, o.eval_every, o.save_path.empty(), o.save_every,
+                                         fmt::format("{} {} {}", wants_profile, o.warmup, o.profile_steps)),
+                             "model, batch, data, plan or schedule of logs, evaluations and checkpoints");
   std::unique_ptr<KernelTrace> trace;
   if (profiling) {
     trace = KernelTrace::create();  // before the first step, so that graph captures are seen
   }
-  Llama model(o.model, *backend, o.batch, o.seq_len, {comm.get(), o.zero});
+  Llama model(o.model, *backend, o.batch, o.seq_len, {comm.get(), o.zero, comm->size() == 1 ? DType::F32 : reduce_dtype});
   data->set_shard(comm->rank(), comm->size());
   if (o.resume_path.empty()) {
     model.init_weights(o.seed, o.init_std);
@@ -249,8 +259,9 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
                      o.seq_len, resume.step + 1, o.steps, o.learning_rate, o.weight_decay, o.seed);
   log << fmt::format("Memory: {} reserved at start\n", format_mb(r.memory.total()));
   if (!comm->solo())
-    log << fmt::format("Data parallel: {} processes ({}, {}), ZeRO-{}: batch {} per process, {} in all\n", comm->size(),
-                       world.launcher, comm->name(), o.zero, o.batch, o.batch * comm->size());
+    log << fmt::format("Data parallel: {} processes ({}, {}), ZeRO-{}, gradients summed in {}: batch {} per process, {} in "
+                       "all\n", comm->size(), world.launcher, comm->name(), o.zero,
+                       dtype_name(model.reduce_dtype()), o.batch, o.batch * comm->size());
   if (r.padded_vocab != m.vocab_size)
     log << fmt::format("Output head: {} rows, the vocabulary padded to a multiple of {} for aligned products "
                        "(zero rows, not counted as parameters or FLOPs; {} of the memory)\n",
@@ -300,7 +311,9 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
   for (int64_t step = resume.step + 1; step <= o.steps; ++step) {
     if (should_stop()) break;  // the previous step is whole: stop after it
     last_step = step;
-    const bool profiled = trace && step >= first_profiled && step <= last_profiled;
+    // The profiled steps skip the evaluation on every rank (rank 0 alone traces them).
+    const bool in_profile = wants_profile && step >= first_profiled && step <= last_profiled;
+    const bool profiled = trace && in_profile;
     if (profiled && step == first_profiled) trace->begin();
     data->next_batch(batch);
     model.set_batch(batch.tokens.data(), batch.targets.data());
@@ -322,7 +335,7 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
       opt_ms.push_back(s.optimizer_ms);
     }
     const bool log_step = step % o.log_every == 0 || step == o.steps;
-    const bool eval_step = data->validation_batches() > 0 && !profiled &&
+    const bool eval_step = data->validation_batches() > 0 && !in_profile &&
                            ((o.eval_every > 0 ? step % o.eval_every == 0 : log_step) || step == o.steps);
     if (eval_step) r.validation.emplace_back(step, validation_loss(model, *data));
     if (log_step) {

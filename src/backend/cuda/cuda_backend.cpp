@@ -55,10 +55,13 @@ class DeviceMemory final : public MemoryResource {
 // third were slower for no reason of their own. A backend serves one model at a time and the
 // process drives them from one thread, so sharing the stream orders nothing that was not
 // already in order.
-// The second stream, for the optimizer behind the backward pass (fused-adamw), the same way, at
-// a lower priority than the first: when an SM frees up, the backward's next blocks are placed
-// before more of AdamW's (in a CUDA graph too: it is instantiated to keep the streams'
-// priorities), so that the update fills the gaps the backward leaves rather than delaying it.
+// The two lanes behind the backward pass (Backend::Lane), the same way. The update lane, for the
+// optimizer behind the backward (fused-adamw), has a lower priority than the main stream: when
+// an SM frees up, the backward's next blocks are placed before more of AdamW's (in a CUDA graph
+// too: it is instantiated to keep the streams' priorities), so that the update fills the gaps
+// the backward leaves rather than delaying it. The communication lane, for NCCL's collectives,
+// has the main stream's priority: its kernels take a few SMs, and at a lower priority they
+// would wait for the backward to leave SMs free, piling up at the end of the step.
 cudaStream_t new_stream(bool high_priority) {
   int least = 0, greatest = 0;
   CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
@@ -70,8 +73,12 @@ cudaStream_t process_stream() {
   static const cudaStream_t stream = new_stream(true);
   return stream;
 }
-cudaStream_t process_side_stream() {
+cudaStream_t process_update_stream() {
   static const cudaStream_t stream = new_stream(false);
+  return stream;
+}
+cudaStream_t process_communication_stream() {
+  static const cudaStream_t stream = new_stream(true);
   return stream;
 }
 
@@ -83,6 +90,9 @@ class CudaBackend final : public Backend {
       if (plan_.*sw.field && !implemented(sw.field))
         usage_fail(std::string("plan switch '") + sw.name + "' (version " + std::to_string(sw.version) +
                    ") is not implemented yet in the CUDA backend; turn it off with --disable-" + sw.name);
+    // The device first: every handle, stream and buffer below belongs to the device that is
+    // current when it is made (a cuBLASLt handle made on GPU 0 and used on GPU 1 fails its
+    // products with CUBLAS_STATUS_EXECUTION_FAILED).
     CUDA_CHECK(cudaSetDevice(gpu));
     cudaDeviceProp prop;
     CUDA_CHECK(cudaGetDeviceProperties(&prop, gpu));
@@ -94,16 +104,15 @@ class CudaBackend final : public Backend {
     for (cudaEvent_t& e : marks_) CUDA_CHECK(cudaEventCreate(&e));
     CUDA_CHECK(cudaMallocHost(&adamw_host_, sizeof(cuda::AdamWScalars)));
     CUDA_CHECK(cudaEventCreateWithFlags(&adamw_copied_, cudaEventDisableTiming));
-    side_ = process_side_stream();
+    lanes_[int(Lane::Communication)] = process_communication_stream();
+    lanes_[int(Lane::Update)] = process_update_stream();
     current_ = stream_;
     CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
-    CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
   }
   ~CudaBackend() override {
     cudaStreamSynchronize(stream_);  // this backend's work is done before its resources go
-    cudaStreamSynchronize(side_);
+    for (cudaStream_t lane : lanes_) cudaStreamSynchronize(lane);
     cudaEventDestroy(fork_);
-    cudaEventDestroy(join_);
     cudnn_.reset();
     graph_release();
     cudaFreeHost(adamw_host_);
@@ -288,19 +297,27 @@ class CudaBackend final : public Backend {
     cuda::adamw(p, g, m, v, p_act, static_cast<const cuda::AdamWScalars*>(adamw_device_.ptr), kernel_stream());
   }
 
-  void begin_behind() override {
-    // Inside a capture the record and the wait become the graph's edges between the streams.
-    CUDA_CHECK(cudaEventRecord(fork_, stream_));
-    CUDA_CHECK(cudaStreamWaitEvent(side_, fork_, 0));
-    current_ = side_;
-    behind_ = true;
+  // Each record is followed at once by its wait, so one event serves every edge. Inside a capture
+  // the record and the wait become the graph's edges between the streams.
+  void begin_behind(Lane lane) override {
+    current_ = lanes_[int(lane)];
+    wait_for(stream_);
+    behind_[int(lane)] = true;
+  }
+  void follow(Lane other) override {
+    TT_CHECK(current_ != stream_, "follow: outside begin_behind/end_behind");
+    wait_for(lanes_[int(other)]);
   }
   void end_behind() override { current_ = stream_; }
   void wait_behind() override {
-    if (!behind_) return;
-    CUDA_CHECK(cudaEventRecord(join_, side_));
-    CUDA_CHECK(cudaStreamWaitEvent(stream_, join_, 0));
-    behind_ = false;
+    TT_CHECK(current_ == stream_, "wait_behind: inside begin_behind/end_behind");
+    for (int lane = 0; lane < 2; ++lane)
+      if (behind_[lane]) wait_for(lanes_[lane]), behind_[lane] = false;
+  }
+  // The current stream waits for all the work enqueued on `s` so far.
+  void wait_for(cudaStream_t s) {
+    CUDA_CHECK(cudaEventRecord(fork_, s));
+    CUDA_CHECK(cudaStreamWaitEvent(current_, fork_, 0));
   }
   void* stream() override { return current_; }
 
@@ -316,14 +333,19 @@ class CudaBackend final : public Backend {
     if (graph_exec_) CUDA_CHECK(cudaGraphExecDestroy(graph_exec_));
     const cudaError_t err = cudaGraphInstantiate(&graph_exec_, graph, cudaGraphInstantiateFlagUseNodePriority);
     cudaGraphDestroy(graph);
+    if (err != cudaSuccess) graph_exec_ = nullptr;
     CUDA_CHECK(err);
   }
-  void graph_replay() override { CUDA_CHECK(cudaGraphLaunch(graph_exec_, stream_)); }
+  void graph_replay() override {
+    TT_CHECK(graph_exec_, "graph_replay: no captured graph");
+    CUDA_CHECK(cudaGraphLaunch(graph_exec_, stream_));
+  }
   bool graph_ready() const override { return graph_exec_ != nullptr; }
+  // Errors are not thrown here: this also runs while a failed run unwinds.
   void graph_release() override {
     if (!graph_exec_) return;
     cudaStreamSynchronize(stream_);
-    cudaStreamSynchronize(side_);
+    for (cudaStream_t lane : lanes_) cudaStreamSynchronize(lane);
     cudaGraphExecDestroy(graph_exec_);
     graph_exec_ = nullptr;
   }
@@ -394,10 +416,10 @@ class CudaBackend final : public Backend {
   Tensor cublas_workspace_, rmsnorm_scratch_, swiglu_scratch_, adamw_device_;
   cuda::AdamWScalars* adamw_host_ = nullptr;  // pinned
   cudaEvent_t adamw_copied_ = nullptr;         // recorded after each copy of adamw_host_
-  cudaStream_t side_ = nullptr;                 // the work behind the backward
-  cudaStream_t current_ = nullptr;              // stream_, or side_ between begin_behind and end_behind
-  cudaEvent_t fork_ = nullptr, join_ = nullptr;  // main -> side before each update, side -> main at the end
-  bool behind_ = false;                          // work enqueued on side_ that main has not waited for
+  cudaStream_t lanes_[2] = {};                 // the work behind the backward, by Lane
+  cudaStream_t current_ = nullptr;             // stream_, or a lane between begin_behind and end_behind
+  cudaEvent_t fork_ = nullptr;                 // the edges between the streams
+  bool behind_[2] = {false, false};            // work enqueued on a lane that main has not waited for
   cudaGraphExec_t graph_exec_ = nullptr;
   bool capturing_ = false;
   cuda::AttentionScratch attn_;
