@@ -6,7 +6,7 @@
 #   bash scripts/gpu-check.sh                          the default stages
 #   TT_STAGES="tests timing" bash scripts/gpu-check.sh  choose stages: tests sanitizer profile timing
 #                                                       ablate memory long kernels debug pytorch results ncu
-#                                                       sizes sizes-pytorch multigpu
+#                                                       sizes sizes-pytorch multigpu scaling
 #   TT_TIMING="v2:128: v2:128:--use-amp" ...           choose the timed runs (version:seq:flags)
 #   TT_SANITIZE="v3:v3 --use-amp" ...                  choose the sanitized runs (version and flags, ':' between)
 if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0" | sed '$d'; exit 0; fi  # the header above
@@ -226,30 +226,41 @@ if stage ncu; then
   tail -8 "$LOGS/ncu.log"
 fi
 
-if stage multigpu; then
-  # Two GPUs or more (nvidia-h200-x2): the multigpu tests, the scaling benchmark (medium and
-  # gpt2-small at per-GPU batch 16 x 512, the default model at 8 x 128) and a 2-rank trace of
-  # the default model, read for how much of the reduction runs beside the backward pass.
+if stage multigpu || stage scaling; then
   export NCCL_NVLS_ENABLE=0  # never NVLink multicast
-  echo "== multigpu tests (ctest -L multigpu)"
-  if ! (cd "$BUILD" && ctest -L multigpu --output-on-failure >"$LOGS/multigpu-tests.log" 2>&1); then
+  gpus=$(nvidia-smi -L | wc -l)
+fi
+if stage multigpu; then
+  # Several GPUs (nvidia-h100-x2, -x4): the multigpu tests, with 2 and with 4 ranks where the
+  # machine has the GPUs (ctest -L multigpu; each job inside is ended after 240 s).
+  echo "== multigpu tests (ctest -L multigpu, $gpus GPUs)"
+  if ! (cd "$BUILD" && timeout 1800 ctest -L multigpu --output-on-failure >"$LOGS/multigpu-tests.log" 2>&1); then
     failures+=("multigpu tests")
-    grep -E "Failure|Expected|Which is|actual|FAILED|step [0-9]|\.cpp:[0-9]+:" "$LOGS/multigpu-tests.log" | head -40
+    grep -E "Failure|Expected|Which is|actual|FAILED|step [0-9]|\.cpp:[0-9]+:|outlived|ended" "$LOGS/multigpu-tests.log" | head -60
   fi
-  grep -E "tests passed|tests failed|killed  \]" "$LOGS/multigpu-tests.log"
-  echo "== scaling (tiny_llama bench --nproc-per-node 2)"
-  for spec in "medium:--preset medium --batch-size 16 --seq-len 512" "gpt2-small:--preset gpt2-small --batch-size 16 --seq-len 512" \
-              "default:--batch-size 8 --seq-len 128"; do
+  grep -E "tests passed|tests failed|Skipped|\[ (killed|signal|error) +\]" "$LOGS/multigpu-tests.log"
+fi
+
+if stage scaling; then
+  # Scaling over every GPU of the machine (tiny_llama bench --nproc-per-node: 1, 2, 4, ... GPUs,
+  # all-reduce and ZeRO-1), v4 bf16 with the gradients summed in each type of TT_REDUCE: medium and
+  # gpt2-small at their presets' per-GPU batch, the default model at 8 x 128. Then a 2-rank trace
+  # of gpt2-small, read for how much of the reduction hides behind the backward pass.
+  echo "== scaling (tiny_llama bench --nproc-per-node $gpus, v4 bf16)"
+  for spec in ${TT_SCALING:-"medium:--preset medium" "gpt2-small:--preset gpt2-small" "default:--batch-size 8 --seq-len 128"}; do
     name=${spec%%:*}
-    if ! "$TT" bench --nproc-per-node 2 --device cuda --version v4 --use-amp ${spec#*:} --num-steps 60 --warmup-steps 10 \
-         --log-every 1000 --json "$LOGS/scaling_$name.json" >"$LOGS/scaling_$name.log" 2>&1; then
-      failures+=("scaling $name"); tail -20 "$LOGS/scaling_$name.log"
-    fi
-    echo "-- $name"; grep -E "^\|" "$LOGS/scaling_$name.log"
+    for reduce in ${TT_REDUCE:-bf16 fp32}; do
+      log="$LOGS/scaling_${name}_$reduce"
+      if ! timeout 600 "$TT" bench --nproc-per-node "$gpus" --device cuda --version v4 --use-amp ${spec#*:} \
+           --reduce-dtype "$reduce" --num-steps 60 --warmup-steps 10 --log-every 1000 --json "$log.json" >"$log.log" 2>&1; then
+        failures+=("scaling $name $reduce"); tail -20 "$log.log"
+      fi
+      echo "-- $name, gradients summed in $reduce"; grep -E "^\|" "$log.log"
+    done
   done
-  echo "== 2-rank trace of the default model (rank 0)"
-  if "$TT" --device cuda --version v4 --use-amp --batch-size 8 --seq-len 128 --nproc-per-node 2 --num-steps 30 \
-       --profile "$LOGS/trace-2gpu" --profile-steps 5 >"$LOGS/trace-2gpu.log" 2>&1; then
+  echo "== 2-rank trace of gpt2-small (rank 0)"
+  if timeout 300 "$TT" --device cuda --version v4 --use-amp --preset gpt2-small --nproc-per-node 2 --num-steps 20 \
+       --warmup-steps 10 --profile "$LOGS/trace-2gpu" --profile-steps 3 >"$LOGS/trace-2gpu.log" 2>&1; then
     python3 scripts/profile/overlap.py "$LOGS/trace-2gpu/trace.json" | tee "$LOGS/overlap.txt"
   else
     failures+=("2-rank trace"); tail -10 "$LOGS/trace-2gpu.log"

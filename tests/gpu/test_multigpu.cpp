@@ -1,8 +1,14 @@
-// Data parallelism over two GPUs (label multigpu; skipped with a message on fewer): a 2-GPU run
-// and a 1-GPU run of the same global batch give the same losses step by step and the same final
-// weights (fp32: relative 1e-5 over 50 steps; bf16: 2e-2), with and without ZeRO-1, under the
-// built-in launcher, torchrun and mpirun. A rank killed mid-run makes the other exit within
-// 60 s with one line naming it, and the run resumes from its last checkpoint on 2 GPUs and on 1.
+// Data parallelism over several GPUs (label multigpu). Each test runs with 2 and with 4 ranks,
+// and skips, saying so, where the machine has fewer GPUs than ranks:
+//  - every version, fp32 and bf16, --zero 0 and 1: R ranks at batch 8/R give the losses of one
+//    GPU at batch 8 step by step over 50 steps, and its final weights (fp32: relative 1e-5;
+//    bf16: 2e-2); v4 the same under torchrun, mpirun and ranks started by hand;
+//  - every job's processes are gone within 30 s of its last step (DistRun::ended);
+//  - SIGKILL of rank 0 or of the last rank ends the job within 60 s with a line naming it, and
+//    its last checkpoint resumes; SIGTERM ends it within 30 s with a checkpoint; an error on
+//    rank 0 (its periodic checkpoint cannot be written) ends every rank within 30 s;
+//  - a checkpoint of R ranks resumes on R/2 and theirs on one GPU, and the losses continue those
+//    of an uninterrupted one-GPU run.
 #include <cuda_runtime.h>
 #include <signal.h>
 
@@ -14,118 +20,217 @@
 namespace tt::test {
 namespace {
 
-class MultiGpu : public DistRun {
- protected:
-  void SetUp() override {
-    int gpus = 0;
-    if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus < 2) GTEST_SKIP() << "needs 2 GPUs, this machine has " << gpus;
-    DistRun::SetUp();
-  }
-};
+using Clock = std::chrono::steady_clock;
 
 bool have(const char* tool) { return std::system(("command -v " + std::string(tool) + " >/dev/null 2>&1").c_str()) == 0; }
 
-TEST_F(MultiGpu, TwoGpusComputeWhatOneComputes) {
+class MultiGpu : public DistRun, public ::testing::WithParamInterface<int> {
+ protected:
+  void SetUp() override {
+    ranks = GetParam();
+    int gpus = 0;
+    if (cudaGetDeviceCount(&gpus) != cudaSuccess) gpus = 0;
+    if (gpus < ranks) GTEST_SKIP() << ranks << " ranks need " << ranks << " GPUs; this machine has " << gpus;
+    DistRun::SetUp();
+  }
+  std::string world() const { return " --nproc-per-node " + std::to_string(ranks); }
+  std::string per_rank_batch() const { return " --batch-size " + std::to_string(8 / ranks); }
+
+  // A job in the background, in its own process group, for the fault tests: the built-in
+  // launcher's pid is the job's.
+  pid_t start(const std::string& args) {
+    const pid_t job = ::fork();
+    if (job == 0) {
+      ::setpgid(0, 0);
+      const std::string cmd = "exec env NCCL_NVLS_ENABLE=0 " + std::string(TT_BINARY) + " " + kModel + " " + args +
+                              " >" + p("out.log") + " 2>" + p("err.log");
+      ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    return job;
+  }
+  // Waits up to `limit_s` for `file` to hold `text`.
+  bool wait_for_text(const std::string& file, const std::string& text, int limit_s = 120) {
+    const auto deadline = Clock::now() + std::chrono::seconds(limit_s);
+    while (Clock::now() < deadline) {
+      if (read(file).find(text) != std::string::npos) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+  // The job's exit code once it has ended, and in *seconds how long that took; -1 if it was
+  // still running after `limit_s` (then its process group is killed).
+  int wait_job(pid_t job, int limit_s, double* seconds) {
+    const auto begin = Clock::now();
+    int status = 0;
+    pid_t done = 0;
+    while ((done = ::waitpid(job, &status, WNOHANG)) == 0 && Clock::now() - begin < std::chrono::seconds(limit_s))
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    *seconds = std::chrono::duration<double>(Clock::now() - begin).count();
+    if (done == 0) {
+      ::kill(-job, SIGKILL);
+      ::waitpid(job, &status, 0);
+      return -1;
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+  int ranks = 0;
+};
+
+TEST_P(MultiGpu, EveryVersionComputesWhatOneGpuComputes) {
   std::string err;
-  struct Launcher {
-    std::string name, prefix, flags;
-  };
-  std::vector<Launcher> launchers = {{"built-in", "", "--nproc-per-node 2"}};
-  if (have("torchrun")) launchers.push_back({"torchrun", "torchrun --standalone --nproc-per-node 2 --no-python", ""});
-  if (have("mpirun")) launchers.push_back({"mpirun", "mpirun -np 2 --bind-to none -x NCCL_NVLS_ENABLE=0" + as_root(), ""});
-  for (const std::string precision : {"fp32", "bf16"}) {
-    SCOPED_TRACE(precision);
-    const std::string base = "--version v4 " + std::string(precision == "bf16" ? "--use-amp " : "") + "--num-steps 50";
-    const double bound = precision == "bf16" ? 2e-2 : 1e-5;
-    ASSERT_EQ(run("", base + " --batch-size 8 --json " + p("one.json") + " --save " + p("one.st"), &err), 0) << err;
-    const std::vector<double> ref = losses(p("one.json"));
-    const std::vector<float> ref_w = weights(p("one.st"));
-    for (const Launcher& l : launchers) {
-      if (precision == "bf16" && l.name != "built-in") continue;  // the launchers differ in the start only
-      for (int zero : {0, 1}) {
-        SCOPED_TRACE(l.name + ", ZeRO-" + std::to_string(zero));
-        ASSERT_EQ(run(l.prefix, base + " --batch-size 4 " + l.flags + " --zero " + std::to_string(zero) + " --json " +
-                                    p("two.json") + " --save " + p("two.st"),
+  for (const char* version : {"v1", "v2", "v3", "v4"}) {
+    for (const std::string precision : {"fp32", "bf16"}) {
+      SCOPED_TRACE(std::string(version) + " " + precision);
+      const std::string base = std::string("--version ") + version + (precision == "bf16" ? " --use-amp" : "") +
+                               " --num-steps 50";
+      const double bound = precision == "bf16" ? 2e-2 : 1e-5;
+      ASSERT_EQ(run("", base + " --batch-size 8 --json " + p("one.json") + " --save " + p("one.st"), &err), 0) << err;
+      const std::vector<double> ref = losses(p("one.json"));
+      const std::vector<float> ref_w = weights(p("one.st"));
+      std::vector<std::string> variants = {" --zero 0", " --zero 1"};
+      if (precision == "bf16" && std::string(version) == "v4") variants.push_back(" --zero 1 --reduce-dtype fp32");
+      for (const std::string& variant : variants) {
+        SCOPED_TRACE(std::to_string(ranks) + " ranks," + variant);
+        ASSERT_EQ(run("", base + per_rank_batch() + world() + variant + " --json " + p("n.json") + " --save " + p("n.st"),
                       &err),
                   0)
             << err;
-        EXPECT_NE(read(p("out.log")).find("Data parallel: 2 processes"), std::string::npos) << read(p("out.log"));
-        expect_same_losses(losses(p("two.json")), ref, bound);
-        EXPECT_LE(rel(weights(p("two.st")), ref_w), bound) << "final weights";
+        EXPECT_TRUE(ended());
+        EXPECT_NE(read(p("out.log")).find("Data parallel: " + std::to_string(ranks) + " processes"), std::string::npos)
+            << read(p("out.log"));
+        expect_same_losses(losses(p("n.json")), ref, bound);
+        EXPECT_LE(rel(weights(p("n.st")), ref_w), bound) << "final weights";
       }
     }
   }
 }
 
-TEST_F(MultiGpu, AKilledRankStopsTheOtherAndTheRunResumes) {
+TEST_P(MultiGpu, LaunchersComputeWhatOneGpuComputes) {
   std::string err;
-  const std::string base = "--version v4 --use-amp --batch-size 4";
-  // The uninterrupted run, for the losses the resumed ones must continue with.
-  ASSERT_EQ(run("", base + " --nproc-per-node 2 --num-steps 400 --json " + p("full.json"), &err), 0) << err;
-  const std::vector<double> full = losses(p("full.json"));
-
-  const pid_t job = ::fork();
-  ASSERT_GE(job, 0);
-  if (job == 0) {
-    const std::string cmd = "exec env NCCL_NVLS_ENABLE=0 " + std::string(TT_BINARY) +
-                            " --device cuda --hidden-dim 128 --num-layers 2 --num-heads 4 --seq-len 64 " + base +
-                            " --nproc-per-node 2 --num-steps 1000000 --log-every 10 --save-every 50 --save " + p("ck.st") +
-                            " >" + p("out.log") + " 2>" + p("err.log");
-    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  // Once a checkpoint is written, SIGKILL to rank 1 (the child of the launcher whose RANK is 1).
-  pid_t victim = 0;
-  for (int i = 0; i < 6000 && !victim; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    if (!fs::exists(p("ck.st"))) continue;
-    for (const auto& e : fs::directory_iterator("/proc")) {
-      const std::string env = read((e.path() / "environ").string());
-      if (env.find(p("ck.st")) == std::string::npos && read((e.path() / "cmdline").string()).find(p("ck.st")) == std::string::npos)
-        continue;
-      if (env.find(std::string("RANK=1") + '\0') != std::string::npos && env.find("LOCAL_RANK=1") != std::string::npos) {
-        victim = pid_t(std::stol(e.path().filename().string()));
-        break;
-      }
+  const std::string base = "--version v4 --num-steps 50";
+  ASSERT_EQ(run("", base + " --batch-size 8 --json " + p("one.json"), &err), 0) << err;
+  const std::vector<double> ref = losses(p("one.json"));
+  const std::string n = std::to_string(ranks);
+  // Ranks started by hand with the launcher variables: rank 0 last, in the foreground.
+  const std::string by_hand = "WORLD_SIZE=" + n + " LOCAL_WORLD_SIZE=" + n + " MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
+                              std::to_string(21000 + ::getpid() % 20000) +
+                              " sh -c 'pids=; for r in $(seq 1 " + std::to_string(ranks - 1) +
+                              "); do RANK=$r LOCAL_RANK=$r \"$0\" \"$@\" & pids=\"$pids $!\"; done; "
+                              "RANK=0 LOCAL_RANK=0 \"$0\" \"$@\"; rc=$?; for q in $pids; do wait $q || rc=1; done; exit $rc'";
+  struct Launcher {
+    std::string name, prefix;
+  };
+  std::vector<Launcher> launchers = {{"by hand", by_hand}};
+  if (have("torchrun")) launchers.push_back({"torchrun", "torchrun --standalone --nproc-per-node " + n + " --no-python"});
+  else std::cout << "[ skipped ] torchrun is not installed\n";
+  if (have("mpirun")) launchers.push_back({"mpirun", "mpirun -np " + n + " --bind-to none -x NCCL_NVLS_ENABLE=0" + as_root()});
+  else std::cout << "[ skipped ] mpirun is not installed\n";
+  for (const Launcher& l : launchers) {
+    for (int zero : {0, 1}) {
+      SCOPED_TRACE(l.name + ", ZeRO-" + std::to_string(zero));
+      ASSERT_EQ(run(l.prefix, base + per_rank_batch() + " --zero " + std::to_string(zero) + " --json " + p("n.json"), &err),
+                0)
+          << err;
+      EXPECT_TRUE(ended());
+      EXPECT_NE(read(p("out.log")).find("Data parallel: " + n + " processes"), std::string::npos) << read(p("out.log"));
+      expect_same_losses(losses(p("n.json")), ref, 1e-5);
     }
   }
-  ASSERT_NE(victim, 0) << "rank 1 not found: " << read(p("err.log"));
-  const auto start = std::chrono::steady_clock::now();
-  ::kill(victim, SIGKILL);
-  int status = 0;
-  pid_t done = 0;
-  while ((done = ::waitpid(job, &status, WNOHANG)) == 0 &&
-         std::chrono::steady_clock::now() - start < std::chrono::seconds(60))
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  if (done == 0) {
-    ::kill(job, SIGKILL);
-    ::waitpid(job, &status, 0);
-    FAIL() << "the job was still running 60 s after a rank died";
-  }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cout << "[ killed  ] the job ended " << seconds << " s after rank 1 was killed\n";
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0);
-  const std::string log = read(p("err.log"));
-  EXPECT_NE(log.find("rank 1 of 2 was lost"), std::string::npos) << log;
+}
 
-  // Resume from the last checkpoint on 2 GPUs and on 1 (twice the batch): the losses continue
-  // as the uninterrupted run's.
-  ASSERT_EQ(run("", base + " --nproc-per-node 2 --num-steps 400 --resume " + p("ck.st") + " --json " + p("r2.json"), &err), 0)
-      << err;
-  ASSERT_EQ(run("", "--version v4 --use-amp --batch-size 8 --num-steps 400 --resume " + p("ck.st") + " --json " +
-                        p("r1.json"),
-                &err),
-            0)
-      << err;
-  for (const char* r : {"r2.json", "r1.json"}) {
-    SCOPED_TRACE(r);
-    const std::vector<double> got = losses(p(r));
-    ASSERT_FALSE(got.empty());
-    const size_t first = full.size() - got.size();
-    for (size_t i = 0; i < got.size(); ++i)
-      EXPECT_LE(std::fabs(got[i] - full[first + i]) / full[first + i], 2e-2) << "step " << first + i + 1;
+TEST_P(MultiGpu, SignalsKillsAndErrorsEndTheJob) {
+  const std::string base = "--version v4 --use-amp" + per_rank_batch() + world() + " --num-steps 1000000 --log-every 10";
+  double seconds = 0;
+  std::string err;
+  // SIGTERM to the launcher: every rank stops after the same step, the checkpoint is written.
+  {
+    const pid_t job = start(base + " --save " + p("term.st"));
+    ASSERT_TRUE(wait_for_text(p("out.log"), "Step  10/")) << read(p("err.log"));
+    ::kill(job, SIGTERM);
+    const int rc = wait_job(job, kExitS, &seconds);
+    std::cout << "[ signal  ] " << ranks << " ranks: SIGTERM ended the job in " << seconds << " s (exit " << rc << ")\n";
+    EXPECT_EQ(rc, 128 + SIGTERM) << read(p("err.log"));
+    EXPECT_NE(read(p("out.log")).find("Saved checkpoint"), std::string::npos) << read(p("out.log"));
+    EXPECT_TRUE(leftovers().empty());
+  }
+  // An error on rank 0 mid-run (its periodic checkpoint's folder is gone): every rank ends.
+  {
+    fs::create_directories(p("gone"));
+    const pid_t job = start(base + " --save-every 3000 --save " + p("gone/ck.st"));
+    ASSERT_TRUE(wait_for_text(p("out.log"), "Step 100/")) << read(p("err.log"));
+    fs::remove_all(p("gone"));
+    const int rc = wait_job(job, 120, &seconds);
+    std::cout << "[ error   ] " << ranks << " ranks: an error on rank 0 ended the job in " << seconds << " s (exit " << rc
+              << ")\n";
+    EXPECT_NE(rc, 0);
+    EXPECT_NE(rc, -1) << "the job was still running 120 s later";
+    EXPECT_NE(read(p("err.log")).find("ck.st"), std::string::npos) << read(p("err.log"));
+    EXPECT_TRUE(leftovers().empty());
+  }
+  // SIGKILL of rank 0, then of the last rank, once a checkpoint is written.
+  for (int victim : {0, ranks - 1}) {
+    SCOPED_TRACE("SIGKILL of rank " + std::to_string(victim));
+    fs::remove(p("ck.st"));
+    const pid_t job = start(base + " --save-every 50 --save " + p("ck.st"));
+    ASSERT_TRUE(wait_for_text(p("out.log"), "Step  60/")) << read(p("err.log"));
+    const pid_t pid = rank_pid(victim);
+    ASSERT_NE(pid, 0) << "rank " << victim << " not found";
+    ::kill(pid, SIGKILL);
+    const int rc = wait_job(job, 60, &seconds);
+    std::cout << "[ killed  ] " << ranks << " ranks: the job ended " << seconds << " s after rank " << victim
+              << " was killed (exit " << rc << ")\n";
+    ASSERT_NE(rc, -1) << "the job was still running 60 s after a rank died";
+    EXPECT_NE(rc, 0);
+    EXPECT_NE(read(p("err.log")).find("rank " + std::to_string(victim) + " of " + std::to_string(ranks)),
+              std::string::npos)
+        << read(p("err.log"));
+    EXPECT_TRUE(leftovers().empty());
+  }
+  // The last checkpoint of the killed job continues, on one GPU.
+  ASSERT_EQ(run("", "--version v4 --use-amp --batch-size 8 --num-steps 120 --resume " + p("ck.st"), &err), 0) << err;
+  EXPECT_NE(err.find("Resumed from"), std::string::npos) << err;
+}
+
+// R ranks (ZeRO-1) to step 10, R/2 ranks to step 20, one GPU to step 30: the losses of one
+// uninterrupted GPU run.
+TEST_P(MultiGpu, ACheckpointResumesOnFewerGpus) {
+  std::string err;
+  const std::string base = "--version v4";
+  ASSERT_EQ(run("", base + " --batch-size 8 --num-steps 30 --json " + p("full.json"), &err), 0) << err;
+  const std::vector<double> full = losses(p("full.json"));
+  struct Leg {
+    int ranks, steps;
+  };
+  const std::vector<Leg> legs = {{ranks, 10}, {ranks / 2, 20}, {1, 30}};
+  std::string from;
+  for (size_t i = 0; i < legs.size(); ++i) {
+    const Leg& leg = legs[i];
+    SCOPED_TRACE(std::to_string(leg.ranks) + " rank(s) to step " + std::to_string(leg.steps));
+    const std::string world_flags = leg.ranks > 1 ? " --nproc-per-node " + std::to_string(leg.ranks) + " --zero " +
+                                                        std::to_string(i == 0 ? 1 : 0)
+                                                  : "";
+    const std::string ckpt = p("leg" + std::to_string(i) + ".st");
+    ASSERT_EQ(run("", base + " --batch-size " + std::to_string(8 / leg.ranks) + world_flags + " --num-steps " +
+                          std::to_string(leg.steps) + (from.empty() ? "" : " --resume " + from) + " --save " + ckpt +
+                          " --json " + p("leg.json"),
+                  &err),
+              0)
+        << err;
+    EXPECT_TRUE(ended());
+    const std::vector<double> got = losses(p("leg.json"));
+    ASSERT_EQ(got.size(), 10u);
+    for (size_t s = 0; s < got.size(); ++s) {
+      const size_t step = size_t(leg.steps) - 10 + s;
+      EXPECT_LE(std::fabs(got[s] - full[step]) / full[step], 1e-5) << "step " << step + 1;
+    }
+    from = ckpt;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Ranks, MultiGpu, ::testing::Values(2, 4),
+                         [](const ::testing::TestParamInfo<int>& info) { return std::to_string(info.param) + "Gpus"; });
 
 }  // namespace
 }  // namespace tt::test
