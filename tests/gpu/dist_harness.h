@@ -77,8 +77,9 @@ class DistRun : public ::testing::Test {
       if (name.find_first_not_of("0123456789") != std::string::npos) continue;
       if (read((e.path() / "cmdline").string()).find(dir.string()) == std::string::npos) continue;
       const std::string env = '\0' + read((e.path() / "environ").string());
-      if (env.find(std::string("\0TT_LAUNCHER=built-in") + '\0') != std::string::npos &&
-          env.find("\0RANK=" + std::to_string(rank) + '\0') != std::string::npos)
+      using namespace std::string_literals;  // literals that begin with '\0'
+      if (env.find("\0TT_LAUNCHER=built-in\0"s) != std::string::npos &&
+          env.find("\0RANK="s + std::to_string(rank) + '\0') != std::string::npos)
         return pid_t(std::stol(name));
     }
     return 0;

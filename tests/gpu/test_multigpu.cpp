@@ -39,6 +39,8 @@ class MultiGpu : public DistRun, public ::testing::WithParamInterface<int> {
   // A job in the background, in its own process group, for the fault tests: the built-in
   // launcher's pid is the job's.
   pid_t start(const std::string& args) {
+    fs::remove(p("out.log"));  // none of the last job's lines may be read as this one's
+    fs::remove(p("err.log"));
     const pid_t job = ::fork();
     if (job == 0) {
       ::setpgid(0, 0);
