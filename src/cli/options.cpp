@@ -192,8 +192,8 @@ bool parse_train_options(const std::vector<std::string>& args, TrainOptions& o) 
   app.add_option("--zero", o.zero, "data parallel: 0 keeps the optimizer state on every rank, 1 shards it (ZeRO-1)")
       ->capture_default_str();
   app.add_option("--reduce-dtype", o.reduce_dtype,
-                 "GPU ranks: the type gradients are summed in: fp32, bf16 (bf16 runs only: half the bytes), or auto "
-                 "(bf16 in bf16 runs, else fp32)")
+                 "GPU ranks: the type gradients are summed in: fp32, or bf16 (bf16 runs only: half the bytes sent, "
+                 "measured slower on NVLink: docs/multi-gpu.md)")
       ->capture_default_str();
   app.add_option("--dist-init", o.dist_init,
                  "GPU ranks: how they find rank 0: env (MASTER_ADDR, MASTER_PORT), mpi, or file:PATH on a shared path "

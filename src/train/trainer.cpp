@@ -146,13 +146,11 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
   o.validate();
   const World world = detect_world(process_environment());
   if (o.zero != 0 && o.zero != 1) usage_fail("--zero: must be 0 or 1 (got " + std::to_string(o.zero) + ")");
-  if (o.reduce_dtype != "auto" && o.reduce_dtype != "fp32" && o.reduce_dtype != "bf16")
-    usage_fail("--reduce-dtype: auto, fp32 or bf16 (got '" + o.reduce_dtype + "')");
+  if (o.reduce_dtype != "fp32" && o.reduce_dtype != "bf16")
+    usage_fail("--reduce-dtype: fp32 or bf16 (got '" + o.reduce_dtype + "')");
   if (o.reduce_dtype == "bf16" && !o.backend.plan.amp)
     usage_fail("--reduce-dtype bf16: gradients are summed in bf16 in bf16 runs (--use-amp) only");
-  // auto: bf16 wherever the products are bf16 (docs/multi-gpu.md has the measurements).
-  const DType reduce_dtype = o.reduce_dtype == "bf16" || (o.reduce_dtype == "auto" && o.backend.plan.amp) ? DType::BF16
-                                                                                                           : DType::F32;
+  const DType reduce_dtype = o.reduce_dtype == "bf16" ? DType::BF16 : DType::F32;
   std::unique_ptr<DataSource> data = make_data_source(o.data, o.model.vocab_size, o.batch, o.seq_len, o.seed);
   CheckpointInfo resume;
   if (!o.resume_path.empty()) {

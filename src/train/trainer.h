@@ -30,7 +30,7 @@ struct TrainOptions {
   std::string init_from;  // a Hugging Face LLaMA directory to start from (src/train/hf.h)
   int save_every = 0;     // with save_path: a checkpoint every N steps too (0: at the end only)
   int zero = 0;           // data parallelism: 1 shards the Adam moments over the ranks (ZeRO-1)
-  std::string reduce_dtype = "auto";  // the gradients' type in the sums over GPU ranks: auto, fp32, bf16
+  std::string reduce_dtype = "fp32";  // the gradients' type in the sums over GPU ranks: fp32, or bf16 in bf16 runs
   std::string dist_init;  // GPU ranks: where they find rank 0 (src/dist/rendezvous.h); empty: env, or mpi under mpirun
   int dist_timeout = 60;  // seconds the ranks wait for each other to start
   int nproc_per_node = 0;  // the built-in launcher: start this many local ranks (src/dist/launch.h)
