@@ -37,8 +37,8 @@ fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv,noheader | tee "$LOGS/gpu.txt"
 
 if stage tests; then
-  echo "== GPU tests (ctest -L gpu)"
-  if ! (cd "$BUILD" && ctest -L gpu --output-on-failure >"$LOGS/gpu-tests.log" 2>&1); then
+  echo "== GPU tests (ctest -L ^gpu$)"
+  if ! (cd "$BUILD" && ctest -L "^gpu$" --output-on-failure >"$LOGS/gpu-tests.log" 2>&1); then
     failures+=("gpu tests")
     grep -E "Failure|Expected|Which is|actual|FAILED|has unwritten|step [0-9]|Trace|\.cpp:[0-9]+:" "$LOGS/gpu-tests.log" | head -60
   fi
@@ -232,7 +232,7 @@ if stage multigpu || stage scaling; then
 fi
 if stage multigpu; then
   # Several GPUs (nvidia-h100-x2, -x4): the multigpu tests, with 2 and with 4 ranks where the
-  # machine has the GPUs (ctest -L multigpu; each job inside is ended after 240 s).
+  # machine has the GPUs (ctest -L multigpu; each job inside is ended after 150 s).
   echo "== multigpu tests (ctest -L multigpu, $gpus GPUs)"
   if ! (cd "$BUILD" && timeout 1800 ctest -L multigpu --output-on-failure >"$LOGS/multigpu-tests.log" 2>&1); then
     failures+=("multigpu tests")

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """How much of the gradient reduction hides behind the backward pass, read from a trace.
 
-  python3 scripts/profile/overlap.py DIR/trace.json
+  python3 scripts/profile/overlap.py DIR/trace.json [--one-gpu ONE/trace.json]
 
 The trace (tiny_llama --profile, rank 0 of a data-parallel run) has every kernel of the
 profiled steps. NCCL's kernels (names starting with "nccl") are the communication; the others
-are the computation. For each step's span it prints the communication time, the part of it
-during which a computation kernel ran too (hidden), and the part during which none did
-(exposed: the step waits for it)."""
+are the computation. Per step it prints the communication time, the part of it during which a
+computation kernel ran too (hidden), and the part during which none did (exposed: the step
+waits for it). With --one-gpu, the trace of the same training on one GPU: the computation
+kernels' time per step there and here, whose difference is what running beside the reductions
+costs the computation (the kernels share the SMs and the memory with NCCL's)."""
 import json
 import sys
 
@@ -26,30 +28,43 @@ def covered(a, b, spans):
     return sum(max(0.0, min(b, y) - max(a, x)) for x, y in spans)
 
 
-def main(path):
+def read(path):
     events = json.load(open(path))
     events = events["traceEvents"] if isinstance(events, dict) else events
-    kernels = [e for e in events if e.get("ph") == "X" and e.get("tid") == 1]
+    kernels = [e for e in events if e.get("ph") == "X" and e.get("tid") == 1 and not e["name"].startswith("memcpy")]
     if not kernels:
         sys.exit(f"{path}: no kernels in the trace")
-    comm = [(e["ts"], e["ts"] + e["dur"]) for e in kernels if e["name"].lower().startswith("nccl")]
+    steps = len({e["args"]["step"] for e in events if e.get("tid") == 2 and "step" in e.get("args", {})}) or 1
+    comm = merged([(e["ts"], e["ts"] + e["dur"]) for e in kernels if e["name"].lower().startswith("nccl")])
     compute = merged([(e["ts"], e["ts"] + e["dur"]) for e in kernels if not e["name"].lower().startswith("nccl")])
-    comm_spans = merged(comm)
-    total = sum(b - a for a, b in comm_spans)
-    hidden = sum(covered(a, b, compute) for a, b in comm_spans)
-    first = min(e["ts"] for e in kernels)
-    last = max(e["ts"] + e["dur"] for e in kernels)
-    busy = sum(b - a for a, b in merged(comm_spans + compute))
-    print(f"kernels: {len(kernels)} ({len(comm)} NCCL) over {last - first:.0f} us of trace")
-    print(f"communication: {total:.0f} us, of which {hidden:.0f} us ({100 * hidden / max(total, 1e-9):.0f}%) ran beside "
-          f"computation kernels and {total - hidden:.0f} us was exposed")
-    print(f"GPU busy {busy:.0f} us of {last - first:.0f} us")
+    kernel_time = sum(e["dur"] for e in kernels if not e["name"].lower().startswith("nccl"))
+    return steps, comm, compute, kernel_time
+
+
+def main(path, one_gpu=None):
+    steps, comm, compute, kernel_time = read(path)
+    total = sum(b - a for a, b in comm)
+    hidden = sum(covered(a, b, compute) for a, b in comm)
+    busy = sum(b - a for a, b in merged(comm + compute))
+    print(f"{steps} steps; per step: communication {total / steps:.0f} us, of which {hidden / steps:.0f} us "
+          f"({100 * hidden / max(total, 1e-9):.0f}%) ran beside computation kernels and {(total - hidden) / steps:.0f} us "
+          f"was exposed; GPU busy {busy / steps:.0f} us")
+    print(f"computation kernels: {kernel_time / steps:.0f} us of kernel time per step")
+    if one_gpu:
+        steps1, _, _, kernel_time1 = read(one_gpu)
+        here, there = kernel_time / steps, kernel_time1 / steps1
+        print(f"on one GPU: {there:.0f} us of computation kernel time per step; beside the reductions they took "
+              f"{here - there:.0f} us more ({100 * (here - there) / there:.1f}%)")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
+    args = sys.argv[1:]
+    if args and args[0] in ("-h", "--help"):
         print(__doc__)
         sys.exit(0)
-    if len(sys.argv) != 2:
+    if len(args) == 3 and args[1] == "--one-gpu":
+        main(args[0], args[2])
+    elif len(args) == 1:
+        main(args[0])
+    else:
         sys.exit(__doc__)
-    main(sys.argv[1])
