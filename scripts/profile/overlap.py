@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
 """How much of the gradient reduction hides behind the backward pass, read from a trace.
 
-  python3 scripts/profile/overlap.py DIR/trace.json [--one-gpu ONE/trace.json]
+  python3 scripts/profile/overlap.py DIR/trace.json [--one-gpu ONE/trace.json]   (or .json.gz)
 
 The trace (tiny_llama --profile, rank 0 of a data-parallel run) has every kernel of the
 profiled steps. NCCL's kernels (names starting with "nccl") are the communication; the others
 are the computation. Per step it prints the communication time, the part of it during which a
 computation kernel ran too (hidden), and the part during which none did (exposed: the step
-waits for it). With --one-gpu, the trace of the same training on one GPU: the computation
-kernels' time per step there and here, whose difference is what running beside the reductions
-costs the computation (the kernels share the SMs and the memory with NCCL's)."""
+waits for it). With --one-gpu, the trace of the same training on one GPU: the backward pass's
+own kernels (not NCCL's, not the optimizer's behind it) take longer beside the reductions, since
+they share the SMs and the memory bandwidth with NCCL's kernels; it prints their kernel time per
+step on one GPU and here."""
+import gzip
 import json
 import sys
 
@@ -28,8 +30,14 @@ def covered(a, b, spans):
     return sum(max(0.0, min(b, y) - max(a, x)) for x, y in spans)
 
 
+def backward_own(e):
+    region = e["args"].get("region", "")
+    return (region.startswith("backward/") and not e["name"].lower().startswith("nccl") and
+            not any(part in region for part in ("optimizer", "gradient_reduction", "parameter_gather")))
+
+
 def read(path):
-    events = json.load(open(path))
+    events = json.load(gzip.open(path, "rt") if path.endswith(".gz") else open(path))
     events = events["traceEvents"] if isinstance(events, dict) else events
     kernels = [e for e in events if e.get("ph") == "X" and e.get("tid") == 1 and not e["name"].startswith("memcpy")]
     if not kernels:
@@ -37,24 +45,23 @@ def read(path):
     steps = len({e["args"]["step"] for e in events if e.get("tid") == 2 and "step" in e.get("args", {})}) or 1
     comm = merged([(e["ts"], e["ts"] + e["dur"]) for e in kernels if e["name"].lower().startswith("nccl")])
     compute = merged([(e["ts"], e["ts"] + e["dur"]) for e in kernels if not e["name"].lower().startswith("nccl")])
-    kernel_time = sum(e["dur"] for e in kernels if not e["name"].lower().startswith("nccl"))
-    return steps, comm, compute, kernel_time
+    backward_time = sum(e["dur"] for e in kernels if backward_own(e))
+    return steps, comm, compute, backward_time
 
 
 def main(path, one_gpu=None):
-    steps, comm, compute, kernel_time = read(path)
+    steps, comm, compute, backward_time = read(path)
     total = sum(b - a for a, b in comm)
     hidden = sum(covered(a, b, compute) for a, b in comm)
     busy = sum(b - a for a, b in merged(comm + compute))
     print(f"{steps} steps; per step: communication {total / steps:.0f} us, of which {hidden / steps:.0f} us "
           f"({100 * hidden / max(total, 1e-9):.0f}%) ran beside computation kernels and {(total - hidden) / steps:.0f} us "
           f"was exposed; GPU busy {busy / steps:.0f} us")
-    print(f"computation kernels: {kernel_time / steps:.0f} us of kernel time per step")
     if one_gpu:
-        steps1, _, _, kernel_time1 = read(one_gpu)
-        here, there = kernel_time / steps, kernel_time1 / steps1
-        print(f"on one GPU: {there:.0f} us of computation kernel time per step; beside the reductions they took "
-              f"{here - there:.0f} us more ({100 * (here - there) / there:.1f}%)")
+        steps1, _, _, backward_time1 = read(one_gpu)
+        here, there = backward_time / steps, backward_time1 / steps1
+        print(f"the backward pass's own kernels: {there:.0f} us per step on one GPU, {here:.0f} us beside the "
+              f"reductions ({here - there:+.0f} us, {100 * (here - there) / there:+.1f}%)")
 
 
 if __name__ == "__main__":
