@@ -82,7 +82,6 @@ void run_tokenize(const TokenizeOptions& o, std::ostream& log) {
 
 void run_tokenizer_train(const TokenizerTrainOptions& o, std::ostream& log) {
   if (o.prefix.empty()) usage_fail("--out: give the prefix of the model files (writes PREFIX.model, PREFIX.vocab)");
-  check_writable(o.prefix + ".model", "--out");
   train_sentencepiece(o.inputs, o.vocab_size, o.prefix, o.model_type);
   const std::unique_ptr<Tokenizer> tok = Tokenizer::load(o.prefix + ".model", "--out");
   log << fmt::format("Wrote {0}.model and {0}.vocab: {1}\n", o.prefix, tok->describe());

@@ -5,8 +5,10 @@
 #include <sys/stat.h>
 
 #include <thread>
+#include <unordered_map>
 
 #include "core/error.h"
+#include "core/files.h"
 
 namespace tt {
 
@@ -17,8 +19,10 @@ class ByteTokenizer final : public Tokenizer {
   std::string describe() const override { return "bytes (vocabulary 256)"; }
   int vocab_size() const override { return 256; }
   int bos() const override { return -1; }
-  std::vector<int32_t> encode(const std::string& text) const override {
-    return std::vector<int32_t>(text.begin(), text.end()) ;
+  std::vector<int32_t> encode(const std::string& text) const override {  // bytes as 0..255, never a signed char
+    std::vector<int32_t> ids(text.size());
+    for (size_t i = 0; i < text.size(); ++i) ids[i] = int32_t(static_cast<unsigned char>(text[i]));
+    return ids;
   }
   std::string decode(const std::vector<int32_t>& ids) const override {
     std::string s;
@@ -74,21 +78,45 @@ void train_sentencepiece(const std::vector<std::string>& inputs, int vocab_size,
   if (model_type != "bpe" && model_type != "unigram")
     usage_fail("--model-type: must be bpe or unigram (got '" + model_type + "')");
   std::string files;
+  std::vector<std::pair<std::string, std::string>> input_flags;
   for (const std::string& f : inputs) {
     struct stat st {};
     if (::stat(f.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) usage_fail("tokenizer-train: '" + f + "' is not a file");
     if (f.find(',') != std::string::npos) usage_fail("tokenizer-train: '" + f + "': file names with a comma are not taken");
     files += (files.empty() ? "" : ",") + f;
+    input_flags.emplace_back("the input", f);
   }
-  // Token 0 unknown, 1 begins a document, 2 ends one, as LLaMA's; every byte has a token.
-  const std::string args = "--input=" + files + " --model_prefix=" + prefix + " --vocab_size=" +
-                           std::to_string(vocab_size) + " --model_type=" + model_type +
-                           " --byte_fallback=true --character_coverage=1.0 --normalization_rule_name=identity"
-                           " --remove_extra_whitespaces=false --split_digits=true --hard_vocab_limit=false"
-                           " --unk_id=0 --bos_id=1 --eos_id=2 --pad_id=-1 --minloglevel=2 --num_threads=" +
-                           std::to_string(std::max(1u, std::thread::hardware_concurrency()));
-  const auto st = sentencepiece::SentencePieceTrainer::Train(args);
-  if (!st.ok()) usage_fail("tokenizer-train: SentencePiece failed: " + st.ToString());
+  // The outputs are checked before any work, never an input, and written whole or not at all
+  // by the writer every output uses: SentencePiece hands the model over in memory.
+  const std::string model_path = prefix + ".model", vocab_path = prefix + ".vocab";
+  check_writable(model_path, "--out");
+  check_writable(vocab_path, "--out");
+  check_distinct_paths({{"--out", model_path}, {"--out", vocab_path}}, input_flags);
+  // Token 0 unknown, 1 begins a document, 2 ends one, as LLaMA's; every byte has a token. Each
+  // argument is a value of its own (a path with spaces stays one path).
+  const std::unordered_map<std::string, std::string> args = {
+      {"input", files}, {"vocab_size", std::to_string(vocab_size)}, {"model_type", model_type},
+      {"byte_fallback", "true"}, {"character_coverage", "1.0"}, {"normalization_rule_name", "identity"},
+      {"remove_extra_whitespaces", "false"}, {"split_digits", "true"}, {"hard_vocab_limit", "false"},
+      {"unk_id", "0"}, {"bos_id", "1"}, {"eos_id", "2"}, {"pad_id", "-1"}, {"minloglevel", "2"},
+      {"num_threads", std::to_string(std::max(1u, std::thread::hardware_concurrency()))}};
+  std::string proto;
+  const auto st = sentencepiece::SentencePieceTrainer::Train(args, nullptr, &proto);
+  if (!st.ok()) {
+    const std::string why = st.ToString();
+    const size_t at = why.find("Vocabulary size is smaller than required_chars. ");
+    if (at != std::string::npos)  // "... required_chars. 300 vs 312. ...": the corpus needs more
+      usage_fail("--vocab-size: " + std::to_string(vocab_size) + " is too small for this corpus: its characters and " +
+                 "the byte and special tokens need more (SentencePiece: " +
+                 why.substr(at + 48, why.find('.', at + 48) - at - 48) + ")");
+    usage_fail("tokenizer-train: SentencePiece failed: " + why);
+  }
+  sentencepiece::SentencePieceProcessor sp;
+  if (!sp.LoadFromSerializedProto(proto).ok()) fail("tokenizer-train: SentencePiece returned a model it cannot load");
+  write_file_atomic(model_path, [&](std::ostream& out) { out << proto; });
+  write_file_atomic(vocab_path, [&](std::ostream& out) {  // SentencePiece's .vocab: a piece and its score a line
+    for (int i = 0; i < sp.GetPieceSize(); ++i) out << sp.IdToPiece(i) << '\t' << sp.GetScore(i) << '\n';
+  });
 }
 
 }  // namespace tt

@@ -151,10 +151,60 @@ TEST_F(RealData, ShardsAndTheirValidationSplit) {
 
 TEST_F(RealData, BytesTokenizerRoundTrips) {
   const auto tok = Tokenizer::load("bytes", "--tokenizer");
-  const std::string text = "h\xc3\xa9llo\n\tw\x01rld";
+  const std::string text = "h\xc3\xa9llo\n\tw\x01rld\xff";
   EXPECT_EQ(tok->vocab_size(), 256);
   EXPECT_EQ(tok->encode(text).size(), text.size());
   EXPECT_EQ(tok->decode(tok->encode(text)), text);
+  EXPECT_EQ(tok->encode("\xc3\xa9\xff")[0], 0xc3) << "a byte over 0x7f is a token in [128, 256), not a negative one";
+  EXPECT_EQ(tok->encode("\xc3\xa9\xff")[2], 0xff);
+  // Through the binary: non-ASCII text in, every token of the shards in [0, 256), and it trains.
+  const std::string text_file = write("caf.txt", std::string(300, 'a') + "caf\xc3\xa9 na\xc3\xafve \xe2\x82\xac\n");
+  Outcome r = run_binary("tokenize --out " + path("tok") + " " + text_file, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const auto& e : fs::directory_iterator(path("tok")))
+    if (e.path().extension() == ".bin") {
+      const TokenFile f(e.path().string(), 256, "--data");  // refuses a token outside [0, 256)
+      for (int64_t i = 0; i < f.size(); ++i) EXPECT_TRUE(f.at(i) >= 0 && f.at(i) < 256) << f.at(i);
+    }
+  r = run_binary("--device cpu --data '" + path("tok/*.bin") + "' --vocab-size 256 --hidden-dim 32 --num-layers 1 "
+                 "--num-heads 2 --seq-len 16 --batch-size 2 --num-steps 2", dir);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+std::string corpus_text();
+
+// tokenizer-train never destroys or half-writes: an input named as an output is refused, a
+// failed run leaves the last good model as it was, a FIFO in an output's place is refused
+// before any work, a path with spaces is one path, and a vocabulary too small for the corpus
+// is refused naming --vocab-size.
+TEST_F(RealData, TokenizerTrainProtectsItsInputsAndOutputs) {
+  const std::string corpus = write("my corpus.txt", corpus_text());
+  Outcome r = run_binary("tokenizer-train --vocab-size 300 --out '" + path("my tok") + "' '" + corpus + "'", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string good = read_text(path("my tok.model"));
+  ASSERT_FALSE(good.empty());
+  EXPECT_GT(read_text(path("my tok.vocab")).size(), 0u);
+  // The corpus as its own output (PREFIX.model is the input): refused, the corpus intact.
+  const std::string victim = write("c.model", corpus_text());
+  r = run_binary("tokenizer-train --vocab-size 300 --out " + path("c") + " " + victim, dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("is the same file as"), std::string::npos) << r.err;
+  EXPECT_EQ(read_text(victim), corpus_text());
+  // A failed re-run (a corpus that needs more than 260 tokens): the last good model survives.
+  std::string wide;
+  for (int c = 0x4e00; c < 0x4e00 + 200; ++c)  // 200 distinct CJK characters, three bytes each
+    wide += std::string{char(0xe0 | (c >> 12)), char(0x80 | ((c >> 6) & 0x3f)), char(0x80 | (c & 0x3f))};
+  const std::string cjk = write("cjk.txt", wide + "\n" + wide + "\n");
+  r = run_binary("tokenizer-train --vocab-size 260 --out '" + path("my tok") + "' " + cjk, dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--vocab-size: 260 is too small for this corpus"), std::string::npos) << r.err;
+  EXPECT_EQ(read_text(path("my tok.model")), good);
+  // A FIFO where the vocabulary would go: refused at once, not written into (no hang).
+  ASSERT_EQ(::mkfifo(path("f.vocab").c_str(), 0600), 0);
+  r = run_binary("tokenizer-train --vocab-size 300 --out " + path("f") + " '" + corpus + "'", dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("not a regular file"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(path("f.model")));
 }
 
 // A corpus of a few hundred lines with repeated words, so that BPE has pieces to learn.
