@@ -26,8 +26,8 @@ void DataSource::fill(Batch& b, bool validation, int64_t first, int64_t count) c
 
 void DataSource::next_batch(Batch& b) {
   const int64_t count = train_windows();
-  fill(b, false, position_ % count + int64_t(shard_rank_) * B_ % count, count);
-  position_ += int64_t(B_) * shard_count_;
+  fill(b, false, position_ + int64_t(shard_rank_) * B_ % count, count);
+  position_ = (position_ + int64_t(B_) * shard_count_ % count) % count;  // both terms below count
 }
 
 void DataSource::validation_batch(int i, Batch& b) const {

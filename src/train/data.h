@@ -28,9 +28,14 @@ class DataSource {
   virtual std::string describe() const = 0;
   // Identifies the data and its windows, to refuse resuming a checkpoint on other data.
   virtual std::string identity() const = 0;
-  // Sequences consumed so far; part of a checkpoint.
+  // Where the next batch starts: sequences consumed so far, modulo the training windows (the
+  // data repeats after them). Part of a checkpoint; any recorded value is reduced once, here,
+  // so that no later arithmetic can overflow.
   int64_t position() const { return position_; }
-  void set_position(int64_t p) { position_ = p; }
+  void set_position(int64_t p) {
+    const int64_t count = train_windows();
+    position_ = (p % count + count) % count;
+  }
   // Data parallelism: of every global batch of B x count sequences, this rank reads its own B,
   // the rank-th; the position counts the global batch's sequences.
   void set_shard(int rank, int count) { shard_rank_ = rank, shard_count_ = count; }

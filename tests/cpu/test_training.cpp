@@ -11,6 +11,8 @@
 #include "train/data.h"
 #include "train/trainer.h"
 #include "data/safetensors.h"
+#include "data/token_file.h"
+#include "run_outputs.h"
 #include <cmath>
 #include <map>
 
@@ -202,6 +204,43 @@ TEST(Data, SyntheticBatchesShiftLabelsOnce) {
 
 namespace tt::test {
 namespace {
+
+// A recorded data position is reduced once, at load: the largest one resumes, on a text file and
+// on token files, through the binary, and every later batch lies in the data (before, the
+// position overflowed on the first step: reads outside the text, SIGSEGV on token files).
+TEST(Checkpoint, AnyRecordedDataPositionResumes) {
+  TempDir dir;
+  {
+    std::ofstream f(dir.file("t.txt"));
+    for (int i = 0; i < 50; ++i) f << "some text to train on. ";
+  }
+  std::unique_ptr<DataSource> data = make_data_source(dir.file("t.txt"), 256, 4, 16, 1);
+  data->set_position(INT64_MAX);
+  Batch batch;
+  for (int i = 0; i < 5; ++i) {
+    data->next_batch(batch);
+    EXPECT_GE(data->position(), 0);
+  }
+  std::vector<int32_t> tokens(3000);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t(i * 7 % 64);
+  write_token_file(dir.file("train_000000.bin"), tokens);
+  write_token_file(dir.file("val_000000.bin"), std::vector<int32_t>(tokens.begin(), tokens.begin() + 500));
+  const std::string model = " --device cpu --hidden-dim 32 --num-layers 1 --num-heads 2 --seq-len 16 --batch-size 4";
+  for (const std::string spec : {"--data " + dir.file("t.txt"), "--data '" + dir.file("*.bin") + "' --vocab-size 64"}) {
+    SCOPED_TRACE(spec);
+    Outcome r = run_binary(spec + model + " --num-steps 1 --save " + dir.file("ck.st"), dir.path);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const SafetensorsFile f = read_safetensors(dir.file("ck.st"), "test");
+    std::vector<TensorOut> tensors;
+    for (const SafetensorInfo& t : f.tensors) tensors.push_back({t.name, t.shape, read_tensor_f32(f, t)});
+    std::map<std::string, std::string> meta = f.metadata;
+    meta["data_position"] = "9223372036854775807";
+    write_safetensors(dir.file("far.st"), tensors, meta, false);
+    r = run_binary(spec + model + " --num-steps 8 --resume " + dir.file("far.st"), dir.path);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("Step   8/8"), std::string::npos) << r.out;
+  }
+}
 
 // A checkpoint is untrusted input: a non-finite weight is refused naming its tensor, and any
 // data position it records is a valid place in the data (here the largest one, on a text file).
