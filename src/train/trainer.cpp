@@ -119,6 +119,25 @@ void report_profile(std::ostream& log, const TrainOptions& o, TrainResult& r, co
   }
 }
 
+// What a non-finite loss says, and which setting to look at: the initial weights when the first
+// step of a fresh run diverges or they are drawn with a deviation of 1 or more (their products
+// overflow), the weight decay when it is 1 or more and scales the weights by a factor of
+// magnitude 1 or more each step, otherwise the learning rate.
+std::string divergence(const TrainOptions& o, double loss, int64_t step, int64_t updates) {
+  const std::string what = fmt::format("training diverged: the loss is {} at step {}", loss, step);
+  const bool fresh = o.resume_path.empty() && o.init_from.empty();
+  if (fresh && updates == 0)
+    return what + fmt::format(", before any update: the initial weights give it (--init-std {:g}; 0.02 is usual)", o.init_std);
+  if (fresh && o.init_std >= 1)
+    return what + fmt::format(" after {} update(s): the initial weights (--init-std {:g}; 0.02 is usual) make the "
+                              "gradients overflow", updates, o.init_std);
+  if (o.weight_decay >= 1 && o.learning_rate * o.weight_decay >= 1)
+    return what + fmt::format(": --weight-decay {:g} at --learning-rate {:g} scales the weights by 1 - {:g} every step "
+                              "(their product must stay below 1)", o.weight_decay, o.learning_rate,
+                              o.learning_rate * o.weight_decay);
+  return what + fmt::format(" after {} update(s): try a lower --learning-rate than {:g}", updates, o.learning_rate);
+}
+
 void report_memory(std::ostream& log, const std::string& path, const Llama& model) {
   const std::vector<Llama::MemoryPoint> points = model.memory_timeline();
   size_t peak = 0;
@@ -319,8 +338,7 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
     model.train_step(adam);
     StepRecord s{step, model.mean_loss(), backend->elapsed_ms(0, 3), backend->elapsed_ms(0, 1),
                  backend->elapsed_ms(1, 2), backend->elapsed_ms(2, 3)};
-    if (!std::isfinite(s.loss))
-      fail(fmt::format("the loss is {} at step {}: training diverged (try a lower --learning-rate)", s.loss, step));
+    if (!std::isfinite(s.loss)) fail(divergence(o, s.loss, step, step - 1 - resume.step));
     r.steps.push_back(s);
     if (profiled) {
       trace->end_step();
@@ -346,18 +364,7 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
     if (log_step || eval_step) log.flush();
     if (o.save_every > 0 && step % o.save_every == 0 && step < o.steps) save(step);
   }
-  if (stopped_by && last_step < o.steps) {
-    r.stopped_by = stopped_by;
-    log << fmt::format("Stopped by signal {} after step {}{}\n", r.stopped_by, last_step,
-                       o.save_path.empty() ? " (no --save: nothing written)" : ": writing the checkpoint");
-    if (!o.save_path.empty() && last_step > resume.step) {
-      save(last_step);
-      log << "Saved checkpoint: " << o.save_path << " at step " << last_step << " (resume with --resume)\n";
-    }
-    comm->finish();
-    return r;
-  }
-
+  const bool stopped = stopped_by && last_step < o.steps;
   r.timed_steps = int64_t(step_ms.size());
   r.step_ms = mean(step_ms);
   r.step_ms_median = median(step_ms);
@@ -369,15 +376,22 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
     r.tokens_per_sec = r.samples_per_sec * o.seq_len;
     r.tflops = r.flops_per_step / (r.step_ms / 1e3) / 1e12;
   }
-  r.final_loss = r.steps.back().loss;
-  print_summary(log, o, r);
-
+  r.final_loss = r.steps.empty() ? std::nan("") : r.steps.back().loss;
+  if (stopped) {
+    r.stopped_by = stopped_by;
+    log << fmt::format("Stopped by signal {} after step {}{}\n", r.stopped_by, last_step,
+                       o.save_path.empty() ? " (no --save: no checkpoint)" : ": writing the checkpoint");
+  } else {
+    print_summary(log, o, r);
+  }
+  // The model first: a report that cannot be written (a full disk) must not cost the model.
+  if (!o.save_path.empty() && last_step > resume.step) {
+    save(last_step);
+    log << "Saved checkpoint: " << o.save_path << (stopped ? fmt::format(" at step {} (resume with --resume)", last_step) : "")
+        << "\n";
+  }
   if (!o.json_path.empty() && comm->rank() == 0)
     write_file_atomic(o.json_path, [&](std::ostream& out) { out << result_json(o, r).dump(2) << "\n"; });
-  if (!o.save_path.empty()) {
-    save(o.steps);
-    log << "Saved checkpoint: " << o.save_path << "\n";
-  }
   comm->finish();
   return r;
 }

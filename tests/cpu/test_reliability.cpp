@@ -145,5 +145,63 @@ TEST_F(Reliability, PeriodicCheckpointsSurviveAKill) {
   EXPECT_NE(slurp(dir / "out.log").find("Resumed from"), std::string::npos);
 }
 
+// A run that diverges never writes its weights: the last good checkpoint stays, and the message
+// names what diverged and the setting to look at (the initial weights, the weight decay, or the
+// learning rate). The model is written before the report, and a signal writes the report too.
+TEST_F(Reliability, ADivergedRunKeepsTheLastGoodCheckpoint) {
+  std::string err;
+  ASSERT_EQ(run("--num-steps 2 --save " + p("ck.safetensors"), &err), 0) << err;
+  const std::string good = slurp(dir / "ck.safetensors");
+  // The weights overflow at the first update; the loss would say so only a step later.
+  EXPECT_EQ(run("--num-steps 1 --learning-rate 1e39 --save " + p("ck.safetensors"), &err), 1);
+  EXPECT_NE(err.find("training diverged: tensor '"), std::string::npos) << err;
+  EXPECT_NE(err.find("is not written (the last one stays)"), std::string::npos) << err;
+  EXPECT_EQ(run("--num-steps 6 --learning-rate 1e39 --save-every 1 --save " + p("ck.safetensors"), &err), 1);
+  EXPECT_NE(err.find("training diverged"), std::string::npos) << err;
+  EXPECT_EQ(slurp(dir / "ck.safetensors"), good) << "the last good checkpoint is replaced";
+  EXPECT_EQ(run("--num-steps 3 --init-std 1e30", &err), 1);
+  EXPECT_NE(err.find("the initial weights (--init-std 1e+30; 0.02 is usual)"), std::string::npos) << err;
+  EXPECT_EQ(run("--num-steps 60 --weight-decay 1e6", &err), 1);
+  EXPECT_NE(err.find("--weight-decay 1e+06 at --learning-rate 0.0003"), std::string::npos) << err;
+  EXPECT_EQ(run("--num-steps 60 --learning-rate 1e20", &err), 1);
+  EXPECT_NE(err.find("try a lower --learning-rate than 1e+20"), std::string::npos) << err;
+}
+
+// The report comes after the model, and a run stopped by a signal writes it too: SIGTERM to a
+// run whose --json folder was removed mid-run (a report that cannot be written) still leaves its
+// checkpoint; SIGTERM to a run with a writable --json leaves both.
+TEST_F(Reliability, TheModelIsWrittenBeforeTheReport) {
+  for (const bool report_gone : {true, false}) {
+    SCOPED_TRACE(report_gone ? "--json unwritable" : "--json writable");
+    fs::remove(p("ck.safetensors"));
+    fs::remove(p("run.log"));
+    fs::create_directories(p("report"));
+    const std::string cmd = std::string(TT_BINARY) + " --device cpu --hidden-dim 16 --num-layers 1 --num-heads 2"
+                            " --batch-size 2 --seq-len 8 --data " + p("corpus.txt") + " --num-steps 100000 --log-every 1" +
+                            " --save " + p("ck.safetensors") + " --json " + p("report/r.json");
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      ::freopen(p("run.log").c_str(), "w", stdout);
+      ::freopen(p("err.log").c_str(), "w", stderr);
+      ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    for (int i = 0; i < 4000 && slurp(dir / "run.log").find("Step  20/") == std::string::npos; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (report_gone) fs::remove_all(p("report"));
+    ::kill(pid, SIGTERM);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(fs::exists(p("ck.safetensors"))) << slurp(dir / "err.log");
+    if (report_gone) {
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << slurp(dir / "err.log");
+    } else {
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM) << slurp(dir / "err.log");
+      EXPECT_NE(slurp(dir / "report" / "r.json").find("\"steps\""), std::string::npos) << "the stopped run's report";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tt::test
