@@ -141,17 +141,30 @@ TEST_F(Distributed, CheckpointsResumeOnAnyNumberOfRanks) {
   }
 }
 
+// Ranks given different flags are refused before the first step: the model, and every flag that
+// decides which collectives a rank calls (when it logs, evaluates and saves), which hung the job
+// when they differed.
 TEST_F(Distributed, RanksGivenDifferentFlagsAreRefused) {
   const std::string base = std::string(TT_BINARY) + " --device cpu --num-layers 1 --num-heads 2 --seq-len 8 --batch-size 2"
-                                                    " --num-steps 2";
-  const std::string cmd = "OMP_NUM_THREADS=1 mpirun --oversubscribe" + std::string(::geteuid() == 0 ? " --allow-run-as-root" : "") +
-                          " -np 1 " + base + " --hidden-dim 32 : -np 1 " + base + " --hidden-dim 64 >" + p("out.log") +
-                          " 2>" + p("err.log");
-  const int status = std::system(cmd.c_str());
-  EXPECT_NE(WEXITSTATUS(status), 0);
-  std::ifstream e(p("err.log"));
-  const std::string err((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
-  EXPECT_NE(err.find("rank 1 runs another model, batch, data, plan"), std::string::npos) << err;
+                                                    " --hidden-dim 32 --num-steps 20 --data " + p("t.txt");
+  std::ofstream(p("t.txt")) << std::string(3000, 'a') + "some text";
+  for (const auto& [mine, theirs] : std::vector<std::pair<std::string, std::string>>{
+           {"", " --hidden-dim 64"}, {" --log-every 5", " --log-every 7"}, {" --eval-every 4", ""},
+           {" --save " + p("ck.st") + " --save-every 5", " --save " + p("ck.st")}, {"", " --save " + p("ck.st")}}) {
+    SCOPED_TRACE(mine + " against" + theirs);
+    const std::string cmd = "timeout 120 env OMP_NUM_THREADS=1 mpirun --oversubscribe" +
+                            std::string(::geteuid() == 0 ? " --allow-run-as-root" : "") + " -np 1 " + base + mine +
+                            " : -np 1 " + base + theirs + " >" + p("out.log") + " 2>" + p("err.log");
+    const int status = std::system(cmd.c_str());
+    EXPECT_NE(WEXITSTATUS(status), 0);
+    EXPECT_NE(WEXITSTATUS(status), 124) << "the job hung";
+    std::ifstream e(p("err.log"));
+    const std::string err((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
+    EXPECT_NE(err.find("rank 1 runs another model, batch, data, plan"), std::string::npos) << err;
+    EXPECT_FALSE(fs::exists(p("ck.st")));
+    for (const auto& f : fs::directory_iterator(dir))
+      EXPECT_EQ(f.path().filename().string().find(".tmp."), std::string::npos) << "a temporary file is left: " << f.path();
+  }
 }
 
 // SIGKILL to one rank: the job ends (mpirun takes the others down) well within 60 s.
