@@ -1,13 +1,13 @@
 #include "data/token_file.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <vector>
 
 #include "core/error.h"
 #include "core/files.h"
@@ -22,33 +22,20 @@ namespace {
 
 }  // namespace
 
-TokenFile::TokenFile(const std::string& path, int vocab, const std::string& flag) : path_(path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) bad(flag, path, "cannot be read: " + std::string(std::strerror(errno)));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    bad(flag, path, "is not a regular file");
-  }
-  const uint64_t bytes = uint64_t(st.st_size);
-  if (bytes < uint64_t(kTokenFileHeaderBytes)) {
-    ::close(fd);
-    bad(flag, path, "is not a token file (shorter than its 1024-byte header)");
-  }
-  map_ = ::mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  if (map_ == MAP_FAILED) {
-    map_ = nullptr;
-    bad(flag, path, "cannot be mapped: " + std::string(std::strerror(errno)));
-  }
-  mapped_bytes_ = bytes;
-  int32_t header[kTokenFileHeaderInts];
-  std::memcpy(header, map_, sizeof header);
+TokenFile::TokenFile(const std::string& path, int vocab, const std::string& flag) : path_(path), vocab_(vocab) {
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd_ < 0) bad(flag, path, "cannot be read: " + std::string(std::strerror(errno)));
   const auto fail_here = [&](const std::string& what) {
-    ::munmap(map_, mapped_bytes_);
-    map_ = nullptr;
+    ::close(fd_);
+    fd_ = -1;
     bad(flag, path, what);
   };
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) fail_here("is not a regular file");
+  bytes_ = uint64_t(st.st_size);
+  if (bytes_ < uint64_t(kTokenFileHeaderBytes)) fail_here("is not a token file (shorter than its 1024-byte header)");
+  int32_t header[kTokenFileHeaderInts];
+  if (!read_bytes(0, sizeof header, header)) fail_here("cannot be read");
   if (header[0] != kTokenFileMagic) fail_here("is not a token file (no magic 20240520 at its start)");
   version_ = header[1];
   if (version_ != 1 && version_ != 2)
@@ -56,32 +43,66 @@ TokenFile::TokenFile(const std::string& path, int vocab, const std::string& flag
   if (header[2] < 0) fail_here("has a negative token count");
   count_ = header[2];
   const uint64_t width = version_ == 1 ? 2 : 4, expected = uint64_t(kTokenFileHeaderBytes) + uint64_t(count_) * width;
-  if (bytes != expected)
-    fail_here("holds " + std::to_string(bytes) + " bytes where its header's " + std::to_string(count_) +
-              " tokens make " + std::to_string(expected) + (bytes < expected ? " (truncated?)" : ""));
-  tokens_ = static_cast<const char*>(map_) + kTokenFileHeaderBytes;
-  for (int64_t i = 0; i < count_; ++i) {
-    const uint32_t t = version_ == 1 ? static_cast<const uint16_t*>(tokens_)[i] : static_cast<const uint32_t*>(tokens_)[i];
-    if (t >= uint32_t(vocab))
-      fail_here("has token " + std::to_string(t) + " at position " + std::to_string(i) +
-                ", outside the vocabulary of " + std::to_string(vocab) + " (--vocab-size)");
+  if (bytes_ != expected)
+    fail_here("holds " + std::to_string(bytes_) + " bytes where its header's " + std::to_string(count_) +
+              " tokens make " + std::to_string(expected) + (bytes_ < expected ? " (truncated?)" : ""));
+  // Every token against the vocabulary, a chunk at a time.
+  std::vector<int32_t> chunk(size_t(1) << 18);
+  for (int64_t at = 0; at < count_; at += int64_t(chunk.size())) {
+    const int64_t n = std::min<int64_t>(int64_t(chunk.size()), count_ - at);
+    if (!read_bytes(uint64_t(kTokenFileHeaderBytes) + uint64_t(at) * width, size_t(n) * width, chunk.data()))
+      fail_here("cannot be read");
+    for (int64_t i = 0; i < n; ++i) {
+      const uint32_t t = version_ == 1 ? reinterpret_cast<const uint16_t*>(chunk.data())[i] : uint32_t(chunk[size_t(i)]);
+      if (t >= uint32_t(vocab))
+        fail_here("has token " + std::to_string(t) + " at position " + std::to_string(at + i) +
+                  ", outside the vocabulary of " + std::to_string(vocab) + " (--vocab-size)");
+    }
   }
 }
 
 TokenFile::~TokenFile() {
-  if (map_) ::munmap(map_, mapped_bytes_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool TokenFile::read_bytes(uint64_t offset, size_t n, void* out) const {
+  char* p = static_cast<char*>(out);
+  while (n > 0) {
+    const ssize_t k = ::pread(fd_, p, n, off_t(offset));
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;
+    p += k, offset += uint64_t(k), n -= size_t(k);
+  }
+  return true;
+}
+
+void TokenFile::read(int64_t first, int64_t n, int32_t* out) const {
+  TT_CHECK(first >= 0 && n >= 0 && first + n <= count_, "TokenFile::read: outside the file");
+  const uint64_t width = version_ == 1 ? 2 : 4;
+  std::vector<uint16_t> narrow(version_ == 1 ? size_t(n) : 0);
+  void* into = version_ == 1 ? static_cast<void*>(narrow.data()) : static_cast<void*>(out);
+  if (!read_bytes(uint64_t(kTokenFileHeaderBytes) + uint64_t(first) * width, size_t(n) * width, into))
+    fail("--data: '" + path_ + "' changed while training: it is shorter than when it was opened (" +
+         std::to_string(bytes_) + " bytes)");
+  for (int64_t i = 0; i < n; ++i) {
+    if (version_ == 1) out[i] = int32_t(narrow[size_t(i)]);
+    if (uint32_t(out[i]) >= uint32_t(vocab_))
+      fail("--data: '" + path_ + "' changed while training: token " + std::to_string(uint32_t(out[i])) +
+           " at position " + std::to_string(first + i) + " is outside the vocabulary of " + std::to_string(vocab_));
+  }
 }
 
 uint64_t TokenFile::fingerprint() const {
   uint64_t h = 0xcbf29ce484222325ull;
-  auto add = [&](const unsigned char* p, size_t n) {
-    for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  auto add = [&](uint64_t offset, size_t n) {
+    std::vector<unsigned char> b(n);
+    if (!read_bytes(offset, n, b.data())) fail("--data: '" + path_ + "' changed while training: it is shorter");
+    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 0x100000001b3ull;
   };
-  const auto* base = static_cast<const unsigned char*>(map_);
-  const size_t body = mapped_bytes_ - size_t(kTokenFileHeaderBytes), edge = std::min<size_t>(body, 4096);
-  add(base, size_t(kTokenFileHeaderBytes));
-  add(base + kTokenFileHeaderBytes, edge);
-  add(base + mapped_bytes_ - edge, edge);
+  const size_t body = size_t(bytes_) - size_t(kTokenFileHeaderBytes), edge = std::min<size_t>(body, 4096);
+  add(0, size_t(kTokenFileHeaderBytes));
+  add(uint64_t(kTokenFileHeaderBytes), edge);
+  add(bytes_ - edge, edge);
   return h;
 }
 

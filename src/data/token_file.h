@@ -3,9 +3,11 @@
 // version, [2] the number of tokens; then the tokens, and nothing after them:
 //   version 1: uint16 tokens (vocabularies up to 65536), as llm.c writes GPT-2's;
 //   version 2: uint32 tokens, this project's variant for larger vocabularies.
-// Files are memory-mapped and read where a window needs them, never whole; opening one checks
-// the header, the length and every token against the vocabulary, so that bad data is refused
-// before training, with the file and the position.
+// Files are read where a window needs them (pread), never whole; opening one checks the header,
+// the length and every token against the vocabulary, so that bad data is refused before
+// training, with the file and the position. A file that changes while a run reads it (truncated,
+// rewritten) is named in an error, never a crash: no memory map, whose pages past a truncation
+// would kill the process with SIGBUS.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -29,20 +31,21 @@ class TokenFile {
   const std::string& path() const { return path_; }
   int version() const { return version_; }
   int64_t size() const { return count_; }  // tokens
-  int32_t at(int64_t i) const {
-    return version_ == 1 ? int32_t(static_cast<const uint16_t*>(tokens_)[i])
-                         : int32_t(static_cast<const uint32_t*>(tokens_)[i]);
-  }
+  // Tokens [first, first + n) into out. Error naming the file when it has changed since it was
+  // opened (shorter, or a token outside the vocabulary).
+  void read(int64_t first, int64_t n, int32_t* out) const;
   // FNV-1a of the header and of up to the first and last 4 KB of tokens: a cheap identity.
   uint64_t fingerprint() const;
 
  private:
   std::string path_;
+  // Bytes [offset, offset + n) of the file, or false when it has fewer now.
+  bool read_bytes(uint64_t offset, size_t n, void* out) const;
   int version_ = 0;
   int64_t count_ = 0;
-  size_t mapped_bytes_ = 0;
-  void* map_ = nullptr;
-  const void* tokens_ = nullptr;
+  uint64_t bytes_ = 0;
+  int vocab_ = 0;
+  int fd_ = -1;
 };
 
 // Whether the file at `path` starts with the token files' magic (false when it cannot be read).

@@ -151,7 +151,7 @@ class TokenData final : public DataSource {
                                      [](int64_t x, const Segment& g) { return x < g.first_window; });
     const Segment& g = *(it - 1);
     const int64_t start = g.begin + (w - g.first_window) * T_;
-    for (int p = 0; p <= T_; ++p) out[p] = g.file->at(start + p);
+    g.file->read(start, T_ + 1, out);
   }
 
  private:
