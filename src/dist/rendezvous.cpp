@@ -99,9 +99,15 @@ void write_all(int fd, const void* data, size_t n) {
   }
 }
 
-bool read_all(int fd, void* data, size_t n) {
+// Reads n bytes, waiting until `deadline` at most (Clock::time_point::max(): no limit).
+bool read_all(int fd, void* data, size_t n, Clock::time_point deadline = Clock::time_point::max()) {
   char* p = static_cast<char*>(data);
   while (n > 0) {
+    if (deadline != Clock::time_point::max()) {
+      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      pollfd pf{fd, POLLIN, 0};
+      if (ms <= 0 || ::poll(&pf, 1, int(std::min<int64_t>(ms, INT32_MAX))) <= 0) return false;
+    }
     const ssize_t k = ::recv(fd, p, n, 0);
     if (k < 0 && errno == EINTR) continue;
     if (k <= 0) return false;
@@ -125,19 +131,25 @@ void Rendezvous::send(int fd, const std::string& bytes) {
 std::string Rendezvous::receive(int fd, int from_rank) {
   uint64_t n = 0;
   std::string bytes;
-  bool ok = read_all(fd, &n, sizeof n) && n < (uint64_t(1) << 30);
+  const std::string who = from_rank < 0 ? "a process that connected to rank 0" : "rank " + std::to_string(from_rank);
+  bool ok = read_all(fd, &n, sizeof n, deadline_);
+  if (ok && n > kMaxMessageBytes)
+    fail(who + " announced a message of " + std::to_string(n) + " bytes (the rendezvous carries at most " +
+         std::to_string(kMaxMessageBytes) + "): not one of this job's ranks?");
   if (ok) {
     bytes.resize(size_t(n));
-    ok = read_all(fd, bytes.data(), bytes.size());
+    ok = read_all(fd, bytes.data(), bytes.size(), deadline_);
   }
+  if (!ok && Clock::now() >= deadline_)
+    usage_fail(who + " sent nothing within the " + std::to_string(timeout_s_) + " s of --dist-timeout while the ranks met");
   if (!ok)
-    fail("rank " + std::to_string(from_rank) + " of " + std::to_string(world_.size) +
-         " was lost (its process ended or its connection closed)");
+    fail(who + " of " + std::to_string(world_.size) + " was lost (its process ended or its connection closed)");
   return bytes;
 }
 
-Rendezvous::Rendezvous(const World& world, const std::string& init, int timeout_s) : world_(world) {
-  const auto deadline = Clock::now() + std::chrono::seconds(timeout_s);
+Rendezvous::Rendezvous(const World& world, const std::string& init, int timeout_s)
+    : world_(world), timeout_s_(timeout_s), deadline_(Clock::now() + std::chrono::seconds(timeout_s)) {
+  const auto deadline = deadline_;
   if (init != "env" && init != "mpi" && init.rfind("file:", 0) != 0)
     usage_fail("--dist-init: env, mpi or file:PATH (got '" + init + "')");
   if (init == "env" && world_.master_addr.empty())
@@ -155,14 +167,21 @@ Rendezvous::Rendezvous(const World& world, const std::string& init, int timeout_
     const std::string address = host_name() + " " + std::to_string(port);
     if (init == "mpi") mpi_broadcast_from_rank0(world_, address);
     if (init.rfind("file:", 0) == 0) {
-      file_ = init.substr(5);
-      const std::string tmp = file_ + ".tmp." + std::to_string(::getpid());
+      const std::string path = init.substr(5), tmp = path + ".tmp." + std::to_string(::getpid());
       {
         std::ofstream out(tmp);
         out << address << "\n";
-        if (!out) usage_fail("--dist-init: cannot write " + tmp);
+        out.close();
+        if (!out) {
+          std::remove(tmp.c_str());
+          usage_fail("--dist-init: cannot write " + tmp);
+        }
       }
-      if (std::rename(tmp.c_str(), file_.c_str()) != 0) usage_fail("--dist-init: cannot write " + file_);
+      if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+        std::remove(tmp.c_str());
+        usage_fail("--dist-init: cannot write " + path);
+      }
+      file_.path = path;
     }
     control_.assign(size_t(world_.size), -1);
     liveness_.assign(size_t(world_.size), -1);
@@ -227,6 +246,10 @@ Rendezvous::Rendezvous(const World& world, const std::string& init, int timeout_
   }
 }
 
+Rendezvous::RemovedAtEnd::~RemovedAtEnd() {
+  if (!path.empty()) std::remove(path.c_str());
+}
+
 Rendezvous::~Rendezvous() {
   watching_ = false;
   if (thread_.joinable()) thread_.join();
@@ -234,7 +257,7 @@ Rendezvous::~Rendezvous() {
     if (fd >= 0) ::close(fd);
   for (int fd : liveness_)
     if (fd >= 0) ::close(fd);
-  if (!file_.empty() && finished_) std::remove(file_.c_str());
+
 }
 
 std::string Rendezvous::broadcast(const std::string& bytes) {
@@ -254,6 +277,7 @@ std::vector<std::string> Rendezvous::gather(const std::string& bytes) {
 }
 
 void Rendezvous::watch(std::function<std::string()> check, std::function<void(const std::string&)> stop) {
+  deadline_ = Clock::time_point::max();  // the ranks have met: from now on the watchdog looks after them
   check_ = std::move(check);
   stop_ = std::move(stop);
   watching_ = true;
@@ -311,7 +335,6 @@ void Rendezvous::finish() {
   if (thread_.joinable()) thread_.join();
   gather("done");
   broadcast("bye");
-  finished_ = true;
 }
 
 #ifndef TT_HAVE_MPI

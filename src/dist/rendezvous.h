@@ -15,6 +15,7 @@
 //   "mpi"        a port rank 0 picks, sent to the others over MPI (mpirun without MASTER_ADDR).
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <string>
 #include <thread>
@@ -42,7 +43,8 @@ class Rendezvous {
 
   // Starts the watchdog: every 100 ms it checks the liveness connections, and `check` (an
   // error text, or empty while all is well); on a lost rank or an error it calls `stop` with
-  // the line to print, once, from its own thread.
+  // the line to print, once, from its own thread. Until then (while the ranks meet) every read
+  // waits timeout_s at most; after, a read waits for its rank as long as the rank lives.
   void watch(std::function<std::string()> check, std::function<void(const std::string&)> stop);
   // The job ends normally: the watchdog stops, then every rank waits for all the others to get
   // here, so that none takes another's ending for a loss.
@@ -53,15 +55,22 @@ class Rendezvous {
   std::string receive(int fd, int from_rank);
   void watchdog();
 
+  static constexpr uint64_t kMaxMessageBytes = uint64_t(1) << 20;  // the largest message: refused, not allocated, beyond
   World world_;
-  std::string file_;            // init file:PATH at rank 0: removed at the end
+  int timeout_s_;
+  std::chrono::steady_clock::time_point deadline_;  // of every read while the ranks meet; then none
+  // init file:PATH at rank 0: removed when the rendezvous ends, whichever way (a member, so that
+  // a constructor that throws removes it too).
+  struct RemovedAtEnd {
+    std::string path;
+    ~RemovedAtEnd();
+  } file_;
   std::vector<int> control_;    // rank 0: one per rank (its own unused); others: [0] to rank 0
   std::vector<int> liveness_;   // likewise
   std::function<std::string()> check_;
   std::function<void(const std::string&)> stop_;
   std::atomic<bool> watching_{false};
   std::thread thread_;
-  bool finished_ = false;
 };
 
 // Rank 0's string to every rank through MPI (src/dist/comm_mpi.cpp): MPI initialized on first use.

@@ -3,6 +3,9 @@
 // checkpoints resume on another number of ranks; a killed rank ends the job; ranks given
 // different flags are refused. And the launchers' variables (torchrun, Slurm, Open MPI).
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -284,6 +287,51 @@ TEST(Rendezvous, ALostRankIsNamed) {
   EXPECT_EQ(stopped.load(), 2);
   EXPECT_NE(lines[0].find("rank 2 of 3 was lost"), std::string::npos) << lines[0];
   EXPECT_NE(lines[1].find("rank 2 of 3 was lost"), std::string::npos) << lines[1];
+}
+
+// Rank 0 is never held by a process that is not one of its ranks: one that connects and says
+// nothing is given --dist-timeout, one that announces a huge message is refused before anything
+// is allocated; and the file of --dist-init file: goes when rank 0 fails.
+TEST(Rendezvous, StrayClientsAndFailuresReleaseRankZero) {
+  auto connect_to = [](int port) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(uint16_t(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    for (int i = 0; i < 200 && ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return fd;
+  };
+  for (const bool announce_huge : {false, true}) {
+    SCOPED_TRACE(announce_huge ? "a client announcing 1 GiB" : "a silent client");
+    const int port = unused_port();
+    std::string error;
+    const auto start = std::chrono::steady_clock::now();
+    std::thread rank0([&] {
+      try {
+        Rendezvous z(world_of(0, 2, port), "env", 2);
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+    });
+    const int fd = connect_to(port);
+    if (announce_huge) {
+      const uint64_t n = uint64_t(1) << 30;
+      ASSERT_EQ(::send(fd, &n, sizeof n, 0), ssize_t(sizeof n));
+    }
+    rank0.join();
+    ::close(fd);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_LT(seconds, 5.0);
+    EXPECT_NE(error.find(announce_huge ? "announced a message of 1073741824 bytes" : "sent nothing within the 2 s"),
+              std::string::npos)
+        << error;
+  }
+  const std::string file = (fs::temp_directory_path() / ("tt_rdzv_fail_" + std::to_string(::getpid()))).string();
+  EXPECT_NE(usage_error([&] { Rendezvous(world_of(0, 2, 0), "file:" + file, 1); }).find("rank(s) 1 did not join"),
+            std::string::npos);
+  EXPECT_FALSE(fs::exists(file)) << "the rendezvous file outlived a failed rank 0";
 }
 
 TEST(Rendezvous, BadWorldsAreRefused) {
