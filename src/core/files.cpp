@@ -82,6 +82,19 @@ void check_distinct_paths(const std::vector<std::pair<std::string, std::string>>
   }
 }
 
+std::string read_input_file(const std::string& path, const std::string& what, size_t max_bytes) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) usage_fail(what + ": '" + path + "' does not exist or cannot be read");
+  if (!S_ISREG(st.st_mode)) usage_fail(what + ": '" + path + "' is not a regular file");
+  if (uint64_t(st.st_size) > max_bytes)
+    usage_fail(what + ": '" + path + "' holds " + std::to_string(st.st_size) + " bytes, more than the " +
+               std::to_string(max_bytes) + " this input may have");
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes(size_t(st.st_size), '\0');
+  if (!in || !in.read(bytes.data(), std::streamsize(bytes.size()))) usage_fail(what + ": '" + path + "' cannot be read");
+  return bytes;
+}
+
 void write_file_atomic(const std::string& path, const std::function<void(std::ostream&)>& write) {
   const fs::path target = resolve(path);  // through a symbolic link to the file it names
   std::error_code ec;

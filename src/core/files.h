@@ -20,6 +20,11 @@ void check_writable(const std::string& path, const std::string& flag);
 void check_distinct_paths(const std::vector<std::pair<std::string, std::string>>& outputs,
                           const std::vector<std::pair<std::string, std::string>>& inputs);
 
+// The whole of an input file the program reads at once (a config.json, an index, a prompts
+// file): UsageError naming `what` when it is not a regular file (a FIFO would block the read, a
+// device never end) or holds more than max_bytes; checked before it is opened.
+std::string read_input_file(const std::string& path, const std::string& what, size_t max_bytes);
+
 // Calls write(stream) on a temporary file and renames it to `path`. On any failure the
 // temporary file is removed and Error is thrown.
 void write_file_atomic(const std::string& path, const std::function<void(std::ostream&)>& write);

@@ -7,8 +7,10 @@
 #include <filesystem>
 #include <cmath>
 #include <fstream>
+#include <sstream>
 
 #include "core/error.h"
+#include "core/files.h"
 #include "data/tokenizer.h"
 #include "model/generate.h"
 #include "model/llama.h"
@@ -28,12 +30,13 @@ size_t complete_utf8(const std::string& s) {
 
 namespace {
 
+constexpr size_t kMaxPromptsBytes = size_t(64) << 20;
+
 std::vector<std::string> read_prompts(const GenerateOptions& o) {
   const int given = int(!o.prompt.empty()) + int(!o.prompts_file.empty()) + int(!o.prompt_tokens.empty());
   if (given != 1) usage_fail("generate: give one of --prompt, --prompt-tokens or --prompts-file (a non-empty one)");
   if (!o.prompts_file.empty()) {
-    std::ifstream in(o.prompts_file);
-    if (!in) usage_fail("--prompts-file: cannot read '" + o.prompts_file + "'");
+    std::istringstream in(read_input_file(o.prompts_file, "--prompts-file", kMaxPromptsBytes));
     std::vector<std::string> prompts;
     for (std::string line; std::getline(in, line);)
       if (!line.empty()) prompts.push_back(line);

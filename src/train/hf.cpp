@@ -160,17 +160,31 @@ void export_hf(const ExportOptions& o, std::ostream& log) {
 
 namespace {
 
+// config.json and model.safetensors.index.json: a few kilobytes each in real models.
+constexpr size_t kMaxJsonBytes = size_t(64) << 20;
+
+ModelConfig read_hf_fields(const json& cfg, const std::function<void(const std::string&)>& bad, int* context);
+
 // The model a LLaMA directory's config.json describes (UsageError through `bad` for one this
 // model cannot be), and its context (max_position_embeddings, 0 when absent).
 ModelConfig read_hf_config(const fs::path& dir, const std::function<void(const std::string&)>& bad, int* context) {
-  std::ifstream cfg_in(dir / "config.json");
-  if (!cfg_in) bad("has no config.json");
+  if (!fs::exists(dir / "config.json")) bad("has no config.json");
   json cfg;
   try {
-    cfg = json::parse(cfg_in);
+    cfg = json::parse(read_input_file((dir / "config.json").string(), "config.json", kMaxJsonBytes));
   } catch (const json::exception&) {
     bad("has a config.json that is not JSON");
   }
+  if (!cfg.is_object()) bad("has a config.json that is not a JSON object");
+  try {
+    return read_hf_fields(cfg, bad, context);
+  } catch (const json::exception& e) {  // a field of another type than its key calls for
+    bad(std::string("has a config.json with a field of the wrong type (") + e.what() + ")");
+  }
+  return {};
+}
+
+ModelConfig read_hf_fields(const json& cfg, const std::function<void(const std::string&)>& bad, int* context) {
   auto number = [&](const char* key, double fallback) {
     if (!cfg.contains(key) || cfg[key].is_null()) return fallback;
     if (!cfg[key].is_number()) bad(std::string("has a config.json whose ") + key + " is not a number");
@@ -238,11 +252,12 @@ std::vector<float> import_hf(const std::string& dir_name, const ModelConfig& c) 
   if (fs::exists(dir / "model.safetensors")) {
     files.push_back(read_safetensors((dir / "model.safetensors").string(), "--init-from"));
   } else {
-    std::ifstream idx_in(dir / "model.safetensors.index.json");
-    if (!idx_in) bad("has neither model.safetensors nor model.safetensors.index.json");
+    const fs::path index = dir / "model.safetensors.index.json";
+    if (!fs::exists(index)) bad("has neither model.safetensors nor model.safetensors.index.json");
     std::set<std::string> shards;
     try {
-      for (auto& [name, file] : json::parse(idx_in).at("weight_map").items()) shards.insert(file.get<std::string>());
+      const json parsed = json::parse(read_input_file(index.string(), "--init-from", kMaxJsonBytes));  // kept: the
+      for (auto& [name, file] : parsed.at("weight_map").items()) shards.insert(file.get<std::string>());  // loop reads it
     } catch (const json::exception&) {
       bad("has a model.safetensors.index.json without a weight_map of file names");
     }

@@ -3,6 +3,7 @@
 // reads, and a directory of another shape or with an untied head is refused. (That transformers
 // loads it and computes our logits is the GPU machine's test: tests/gpu/test_gpu_hf.cpp.)
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -16,6 +17,7 @@
 #include "model/llama.h"
 #include "train/checkpoint.h"
 #include "train/hf.h"
+#include "run_outputs.h"
 #include "train/trainer.h"
 
 namespace tt::test {
@@ -181,6 +183,51 @@ TEST_F(HfExport, OtherModelsAreRefused) {
               export_hf({o.save_path, (dir / "x").string(), "bf16", "/no/such.model"}, log);
             }).find("--tokenizer"),
             std::string::npos);
+}
+
+// Through the binary: a sharded directory (model.safetensors.index.json and its shards) loads
+// in generate and --init-from (reading the index used freed memory and refused every one); a
+// FIFO in place of config.json, a config.json that is an array or has a field of the wrong
+// type, and a prompts file that is a device are refused with one line, exit code 2, at once.
+TEST_F(HfExport, ShardedAndHostileDirectories) {
+  const fs::path hf = exported("hf", "fp32", o.save_path);
+  const SafetensorsFile f = read_safetensors((hf / "model.safetensors").string(), "test");
+  std::vector<TensorOut> first, second;
+  nlohmann::json map;
+  for (size_t i = 0; i < f.tensors.size(); ++i) {
+    const SafetensorInfo& t = f.tensors[i];
+    (i % 2 ? second : first).push_back({t.name, t.shape, read_tensor_f32(f, t)});
+    map[t.name] = i % 2 ? "model-00002-of-00002.safetensors" : "model-00001-of-00002.safetensors";
+  }
+  write_safetensors((hf / "model-00001-of-00002.safetensors").string(), first, {}, false);
+  write_safetensors((hf / "model-00002-of-00002.safetensors").string(), second, {}, false);
+  fs::remove(hf / "model.safetensors");
+  std::ofstream(hf / "model.safetensors.index.json") << nlohmann::json{{"metadata", {}}, {"weight_map", map}}.dump();
+  Outcome r = run_binary("generate " + hf.string() + " --prompt 'the ' --max-new-tokens 4", dir);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = run_binary("--device cpu --data " + o.data + " --hidden-dim 32 --num-layers 2 --num-heads 4 --num-kv-heads 2 "
+                 "--intermediate-size 48 --seq-len 16 --batch-size 2 --num-steps 1 --init-from " + hf.string(), dir);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Initialized from"), std::string::npos) << r.out;
+
+  const std::string config = bytes(hf / "config.json");
+  for (const auto& [content, says] : std::vector<std::pair<std::string, std::string>>{
+           {"[1, 2, 3]", "is not a JSON object"},
+           {"{\"model_type\": \"llama\", \"hidden_act\": 7}", "a field of the wrong type"},
+           {"", "is not a regular file"}}) {
+    SCOPED_TRACE(says);
+    fs::remove(hf / "config.json");
+    if (content.empty()) ASSERT_EQ(::mkfifo((hf / "config.json").c_str(), 0600), 0);
+    else std::ofstream(hf / "config.json") << content;
+    r = run_binary("generate " + hf.string() + " --prompt 'the '", dir);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+  }
+  fs::remove(hf / "config.json");
+  std::ofstream(hf / "config.json") << config;
+  r = run_binary("generate " + hf.string() + " --prompts-file /dev/zero", dir);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--prompts-file: '/dev/zero' is not a regular file"), std::string::npos) << r.err;
 }
 
 // The reader of untrusted safetensors files: each malformed header refused, none crashes.

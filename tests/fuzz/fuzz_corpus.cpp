@@ -1,6 +1,7 @@
 // The deterministic fuzz run of CI (built with AddressSanitizer and UndefinedBehaviorSanitizer
 // by .ci/run): valid seeds (a checkpoint, token files of both widths, a text corpus, a
-// safetensors file in bf16), then mutations of them (bit flips, byte overwrites, truncations,
+// safetensors file in bf16, a Hugging Face config.json and shard index, a SentencePiece
+// model), then mutations of them (bit flips, byte overwrites, truncations,
 // extensions, edits of the header's numbers and brackets, deep nesting, huge numbers), each
 // through every reader (fuzz_inputs.h). Exit 0 when every case was accepted or refused cleanly
 // and none took longer than a few seconds.
@@ -49,6 +50,10 @@ std::vector<std::string> seeds(const fs::path& dir) {
   write_safetensors((dir / "st").string(), {{"a", {2, 3}, {1, 2, 3, 4, 5, 6}}, {"b", {1}, {7}}}, {{"format", "pt"}}, true);
   out.push_back(slurp(dir / "st"));
   out.push_back("The quick brown fox jumps over the lazy dog. Pack my box with five dozen liquor jugs.\n");
+  const fuzz::HfSeed& hf = fuzz::hf_seed();
+  out.push_back(hf.config);
+  out.push_back(hf.index);
+  out.push_back(hf.tokenizer_model);
   return out;
 }
 
@@ -134,6 +139,7 @@ int main(int argc, char** argv) {
     }
   }
   fs::remove_all(dir);
+  fs::remove_all(fs::path(fuzz::hf_seed().dir).parent_path());
   std::printf("fuzz: %llu cases through every reader in %.1f s (slowest %.3f s): none crashed or failed to refuse\n",
               (unsigned long long)cases, std::chrono::duration<double>(clock::now() - start).count(), slowest);
   return 0;

@@ -1,20 +1,85 @@
 #include "fuzz_inputs.h"
 
-#include <fstream>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "backend/backend.h"
 #include "core/error.h"
+#include "core/files.h"
 #include "data/safetensors.h"
 #include "data/token_file.h"
+#include "data/tokenizer.h"
+#include "model/llama.h"
 #include "train/checkpoint.h"
 #include "train/data.h"
+#include "train/hf.h"
 
 namespace tt::fuzz {
 
+namespace fs = std::filesystem;
+
+namespace {
+
+void write_bytes(const fs::path& path, const uint8_t* data, size_t size) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(data), std::streamsize(size));
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+const ModelConfig& hf_model() {
+  static const ModelConfig c = [] {
+    ModelConfig m;
+    m.vocab_size = 256, m.hidden = 8, m.layers = 1, m.heads = 2, m.kv_heads = 1, m.intermediate = 8;
+    return m;
+  }();
+  return c;
+}
+
+const HfSeed& hf_seed() {
+  static const HfSeed seed = [] {
+    const fs::path dir = fs::temp_directory_path() / ("tt_fuzz_hf_" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    auto be = make_backend({DeviceKind::Cpu, plan_for_version(1)});
+    Llama m(hf_model(), *be, 1, 4);
+    m.init_weights(1);
+    save_checkpoint((dir / "ck").string(), m, CheckpointInfo{hf_model(), 1, 0, "text bytes=1 fnv1a=1 seq_len=4", 1, 4, "0.0003", "0.01", "1"});
+    std::ostringstream log;
+    export_hf({(dir / "ck").string(), (dir / "hf").string(), "fp32", "bytes"}, log);
+    // The same weights in two shards and their index.
+    const SafetensorsFile f = read_safetensors((dir / "hf" / "model.safetensors").string(), "fuzz");
+    std::vector<TensorOut> parts[2];
+    std::string map;
+    for (size_t i = 0; i < f.tensors.size(); ++i) {
+      const SafetensorInfo& t = f.tensors[i];
+      parts[i % 2].push_back({t.name, t.shape, read_tensor_f32(f, t)});
+      map += std::string(map.empty() ? "" : ", ") + "\"" + t.name + "\": \"s" + std::to_string(i % 2) + ".safetensors\"";
+    }
+    HfSeed s;
+    s.dir = (dir / "hf").string();
+    for (int k = 0; k < 2; ++k) write_safetensors((dir / "hf" / ("s" + std::to_string(k) + ".safetensors")).string(), parts[k], {}, false);
+    fs::remove(dir / "hf" / "model.safetensors");
+    s.config = slurp(dir / "hf" / "config.json");
+    s.index = "{\"metadata\": {}, \"weight_map\": {" + map + "}}";
+    // A SentencePiece model of a small corpus.
+    std::ofstream(dir / "corpus.txt") << "the quick brown fox jumps over the lazy dog, again and again.\n";
+    train_sentencepiece({(dir / "corpus.txt").string()}, 300, (dir / "sp").string(), "bpe");
+    s.tokenizer_model = slurp(dir / "sp.model");
+    return s;
+  }();
+  return seed;
+}
+
 void run_case(const uint8_t* data, size_t size, const std::string& path) {
-  {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(data), std::streamsize(size));
-  }
+  write_bytes(path, data, size);
   try {
     const SafetensorsFile f = read_safetensors(path, "--fuzz");
     for (const SafetensorInfo& t : f.tensors)
@@ -36,6 +101,30 @@ void run_case(const uint8_t* data, size_t size, const std::string& path) {
     Batch b;
     for (int i = 0; i < 3; ++i) d->next_batch(b);
     for (int i = 0; i < d->validation_batches(); ++i) d->validation_batch(i, b);
+  } catch (const UsageError&) {
+  }
+  try {  // as a SentencePiece model
+    const auto tok = Tokenizer::load(path, "--fuzz");
+    tok->decode(tok->encode("the lazy dog \xc3\xa9"));
+  } catch (const UsageError&) {
+  }
+  try {  // as a prompts file
+    read_input_file(path, "--fuzz", size_t(64) << 20);
+  } catch (const UsageError&) {
+  }
+  // As a Hugging Face directory's config.json, then as its model.safetensors.index.json.
+  const HfSeed& seed = hf_seed();
+  const fs::path config = fs::path(seed.dir) / "config.json", index = fs::path(seed.dir) / "model.safetensors.index.json";
+  write_bytes(config, data, size);
+  try {
+    int context = 0;
+    hf_model_config(seed.dir, "--fuzz", &context);
+  } catch (const UsageError&) {
+  }
+  std::ofstream(config, std::ios::trunc) << seed.config;
+  write_bytes(index, data, size);
+  try {
+    import_hf(seed.dir, hf_model());
   } catch (const UsageError&) {
   }
 }

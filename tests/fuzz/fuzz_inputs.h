@@ -1,13 +1,25 @@
 // One fuzz case for the readers of untrusted files: the bytes are written to a file, which is
-// then opened as a safetensors file, a checkpoint, a token file and a text corpus. Each reader
-// must accept it or refuse it with UsageError; anything else (a crash, a sanitizer report,
-// another exception, a hang) is a defect.
+// then opened as a safetensors file, a checkpoint, a token file, a text corpus, a SentencePiece
+// model and a prompts file, and written as a Hugging Face directory's config.json and as its
+// model.safetensors.index.json (beside a valid config and two shards). Each reader must accept
+// it or refuse it with UsageError; anything else (a crash, a sanitizer report, another
+// exception, a hang) is a defect.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
+#include "model/config.h"
+
 namespace tt::fuzz {
+
+// A valid Hugging Face directory of a tiny model (sharded), made once per process, and the seeds
+// of the text readers: its config.json, its index, a SentencePiece model.
+struct HfSeed {
+  std::string dir, config, index, tokenizer_model;
+};
+const HfSeed& hf_seed();
+const ModelConfig& hf_model();
 
 // `path` is a scratch file the case may overwrite.
 void run_case(const uint8_t* data, size_t size, const std::string& path);
