@@ -211,6 +211,8 @@ bool parse_train_options(const std::vector<std::string>& args, TrainOptions& o) 
   app.footer("Other commands (each takes --help): ablate, bench, validate, kernels (each custom kernel against its v2\n"
              "counterpart and the GPU's measured ceilings), debug STAGE (the performance-debugging stages).");
   if (!parse(app, args)) return false;
+  if (app.count("--nproc-per-node") && (o.nproc_per_node < 1 || o.nproc_per_node > 64))
+    usage_fail("--nproc-per-node: a count of 1 to 64 processes (got " + std::to_string(o.nproc_per_node) + ")");
   finish_model_flags(o, f);
   return true;
 }

@@ -52,7 +52,11 @@ std::string first_slurm_host(const std::string& nodelist) {
 World detect_world(const std::map<std::string, std::string>& env) {
   World w;
   constexpr int kMax = 1 << 20;
-  if (all_set(env, {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}, "torchrun")) {
+  // torchrun's world is its four rank variables; MASTER_ADDR and MASTER_PORT alone are no world
+  // (Slurm and mpirun jobs set them too), but a torchrun world needs them.
+  if (all_set(env, {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"}, "torchrun")) {
+    for (const char* key : {"MASTER_ADDR", "MASTER_PORT"})
+      if (!env.count(key)) usage_fail(std::string("torchrun's variables are set only in part: ") + key + " missing");
     // tiny_llama --nproc-per-node sets torchrun's variables, and says so.
     w.launcher = env.count("TT_LAUNCHER") && env.at("TT_LAUNCHER") == "built-in" ? "built-in" : "torchrun";
     w.size = number(env, "WORLD_SIZE", 1, kMax);

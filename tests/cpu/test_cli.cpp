@@ -114,6 +114,19 @@ TEST_F(Cli, NegativeWarmup) { expect_usage_error("--warmup-steps -1", "--warmup-
 TEST_F(Cli, UnknownFlag) { expect_usage_error("--num-epochs 3", "--num-epochs"); }
 TEST_F(Cli, UnknownDevice) { expect_usage_error("--device tpu", "--device"); }
 TEST_F(Cli, UnknownVersion) { expect_usage_error("--version v7", "--version"); }
+TEST_F(Cli, NprocPerNodeOutOfRange) {
+  for (const char* n : {"0", "-1", "100000"}) expect_usage_error(std::string("--nproc-per-node ") + n, "--nproc-per-node");
+}
+// MASTER_ADDR and MASTER_PORT in the environment alone (as Slurm and mpirun jobs, or a shell,
+// leave them) make no world: a plain run trains.
+TEST_F(Cli, MasterAddressAloneIsNoWorld) {
+  ::setenv("MASTER_ADDR", "127.0.0.1", 1);
+  ::setenv("MASTER_PORT", "29500", 1);
+  const Outcome r = run("");
+  ::unsetenv("MASTER_ADDR");
+  ::unsetenv("MASTER_PORT");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
 TEST_F(Cli, UnreadableDataFile) { expect_usage_error("--data " + (dir / "missing.txt").string(), "--data"); }
 TEST_F(Cli, EmptyDataFile) { expect_usage_error("--data " + file("empty.txt", ""), "empty"); }
 TEST_F(Cli, TooShortDataFile) { expect_usage_error("--data " + file("short.txt", "just a few bytes"), "too short"); }

@@ -65,6 +65,16 @@ TEST(World, LaunchersVariables) {
                 .find("RANK='8'"),
             std::string::npos);
   EXPECT_NE(refusal({{"RANK", "0"}, {"WORLD_SIZE", "2"}}).find("set only in part"), std::string::npos);
+  EXPECT_NE(refusal({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "2"}})
+                .find("MASTER_ADDR missing"),
+            std::string::npos);
+  // MASTER_ADDR and MASTER_PORT alone (a Slurm or mpirun job's, or a shell's) are no world.
+  EXPECT_FALSE(detect_world({{"MASTER_ADDR", "node0"}, {"MASTER_PORT", "29500"}}).distributed());
+  EXPECT_EQ(detect_world({{"MASTER_ADDR", "node0"}, {"MASTER_PORT", "29500"}}).launcher, "none");
+  World mm = detect_world({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "0"},
+                           {"MASTER_ADDR", "node0"}, {"MASTER_PORT", "29500"}});
+  EXPECT_EQ(mm.launcher, "mpirun");
+  EXPECT_EQ(mm.master_addr, "node0");
   EXPECT_NE(refusal({{"SLURM_PROCID", "x"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "0"}}).find("not a number"),
             std::string::npos);
   EXPECT_EQ(split_offsets(10, 3), (std::vector<int64_t>{0, 4, 8, 10}));
