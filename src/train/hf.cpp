@@ -266,15 +266,26 @@ std::vector<float> import_hf(const std::string& dir_name, const ModelConfig& c) 
       files.push_back(read_safetensors((dir / s).string(), "--init-from"));
     }
   }
-  auto tensor = [&](const std::string& name) -> std::vector<float> {
+  // Each tensor by its name and shape: a transposed weight has the right count and is refused.
+  auto tensor = [&](const ParamEntry& e) -> std::vector<float> {
     for (const SafetensorsFile& f : files)
-      if (const SafetensorInfo* t = f.find(name)) return read_tensor_f32(f, *t);
-    bad("has no tensor '" + name + "'");
+      if (const SafetensorInfo* t = f.find(e.name)) {
+        if (t->shape != e.shape) {
+          auto dims = [](const std::vector<int64_t>& s) {
+            std::string out;
+            for (int64_t d : s) out += (out.empty() ? "" : ", ") + std::to_string(d);
+            return "[" + out + "]";
+          };
+          bad("has tensor '" + e.name + "' of shape " + dims(t->shape) + " where this model's is " + dims(e.shape));
+        }
+        return read_tensor_f32(f, *t);
+      }
+    bad("has no tensor '" + e.name + "'");
     return {};
   };
   std::vector<float> params(size_t(c.param_count()));
   for (const ParamEntry& e : param_table(c)) {
-    std::vector<float> v = tensor(e.name);
+    std::vector<float> v = tensor(e);
     if (int64_t(v.size()) != e.numel) bad("has tensor '" + e.name + "' of another size");
     if (is_rope_projection(e.name)) rope_rows_from_hf(v, heads_of(e.name, c), c.head_dim(), c.hidden);
     for (float x : v)

@@ -162,10 +162,19 @@ TEST_F(HfExport, OtherModelsAreRefused) {
   ModelConfig other = o.model;
   other.hidden = 64;
   EXPECT_NE(refusal([&] { import_hf(hf.string(), other); }).find("--hidden-dim"), std::string::npos);
-  // An output head of its own (an untied model): refused.
+  // A transposed weight (the same count of another shape): refused, naming both shapes.
   const SafetensorsFile f = read_safetensors((hf / "model.safetensors").string(), "test");
   std::vector<TensorOut> tensors;
   for (const SafetensorInfo& t : f.tensors) tensors.push_back({t.name, t.shape, read_tensor_f32(f, t)});
+  std::vector<TensorOut> transposed = tensors;
+  for (TensorOut& t : transposed)
+    if (t.name == "model.layers.0.mlp.gate_proj.weight") std::swap(t.shape[0], t.shape[1]);
+  write_safetensors((hf / "model.safetensors").string(), transposed, {}, false);
+  EXPECT_NE(refusal([&] { import_hf(hf.string(), o.model); })
+                .find("'model.layers.0.mlp.gate_proj.weight' of shape [32, 48] where this model's is [48, 32]"),
+            std::string::npos)
+      << refusal([&] { import_hf(hf.string(), o.model); });
+  // An output head of its own (an untied model): refused.
   TensorOut head = tensors.back();
   head.name = "lm_head.weight";
   for (float& x : head.values) x += 1.0f;
