@@ -379,7 +379,8 @@ bool parse_generate_options(const std::vector<std::string>& args, GenerateOption
   app.add_option("--tokenizer", o.tokenizer,
                  "bytes, or the SentencePiece .model the model was trained with (a directory's tokenizer.model by default)");
   app.add_option("--prompt", o.prompt, "the text to continue");
-  app.add_option("--prompt-tokens", o.prompt_tokens, "or token ids, e.g. 1,42,7")->delimiter(',');
+  std::string prompt_tokens;
+  app.add_option("--prompt-tokens", prompt_tokens, "or token ids, e.g. 1,42,7");
   app.add_option("--prompts-file", o.prompts_file, "or a file of prompts, one a line, generated together as a batch");
   app.add_option("--max-new-tokens", o.max_new_tokens, "tokens to generate at most")->capture_default_str();
   app.add_option("--temperature", o.sampling.temperature, "0: greedy")->capture_default_str();
@@ -389,6 +390,15 @@ bool parse_generate_options(const std::vector<std::string>& args, GenerateOption
   app.add_option("--device", device, "cpu or cuda (fp32 on both)")->capture_default_str();
   app.add_flag("!--no-cache", o.cache, "recompute the whole window for every token (to measure what the cache saves)");
   if (!parse(app, args)) return false;
+  for (size_t at = 0; !prompt_tokens.empty() && at <= prompt_tokens.size();) {  // ids between commas, none empty
+    const size_t comma = std::min(prompt_tokens.find(',', at), prompt_tokens.size());
+    const std::string id = prompt_tokens.substr(at, comma - at);
+    if (id.empty() || id.size() > 9 || id.find_first_not_of("0123456789") != std::string::npos)
+      usage_fail("--prompt-tokens: '" + prompt_tokens + "' is not a list of token ids (non-negative integers between "
+                 "commas, e.g. 1,42,7)");
+    o.prompt_tokens.push_back(int32_t(std::stol(id)));
+    at = comma + 1;
+  }
   if (device == "auto") o.device = DeviceKind::Auto;
   else if (device == "cpu") o.device = DeviceKind::Cpu;
   else if (device == "cuda") o.device = DeviceKind::Cuda;

@@ -32,9 +32,8 @@ namespace {
 
 constexpr size_t kMaxPromptsBytes = size_t(64) << 20;
 
+// The prompts as text (--prompt, or --prompts-file: one a line).
 std::vector<std::string> read_prompts(const GenerateOptions& o) {
-  const int given = int(!o.prompt.empty()) + int(!o.prompts_file.empty()) + int(!o.prompt_tokens.empty());
-  if (given != 1) usage_fail("generate: give one of --prompt, --prompt-tokens or --prompts-file (a non-empty one)");
   if (!o.prompts_file.empty()) {
     std::istringstream in(read_input_file(o.prompts_file, "--prompts-file", kMaxPromptsBytes));
     std::vector<std::string> prompts;
@@ -79,6 +78,8 @@ std::vector<Generated> run_generate(const GenerateOptions& o, std::ostream& out)
     usage_fail("--tokenizer: " + tok->describe() + " does not match the model's vocabulary of " +
                std::to_string(c.vocab_size));
   std::vector<std::vector<int32_t>> prompts;
+  const int given = int(!o.prompt.empty()) + int(!o.prompts_file.empty()) + int(!o.prompt_tokens.empty());
+  if (given != 1) usage_fail("generate: give one of --prompt, --prompt-tokens or --prompts-file (a non-empty one)");
   if (!o.prompt_tokens.empty()) {
     for (int32_t t : o.prompt_tokens)
       if (t < 0 || t >= c.vocab_size) usage_fail("--prompt-tokens: token " + std::to_string(t) + " is outside the vocabulary");

@@ -177,6 +177,10 @@ TEST_F(GenerateCli, BadInputIsRefused) {
       {ckpt() + " --prompt-tokens 1,300", "outside the vocabulary"},
       {ckpt() + " --prompt hi --top-p 0", "--top-p"},
       {ckpt() + " --prompt hi --temperature -1", "--temperature"},
+      {ckpt() + " --prompt hi --prompt-tokens 1,2", "give one of --prompt"},  // not the tokens, --prompt ignored
+      {ckpt() + " --prompt-tokens 1,,2", "is not a list of token ids"},
+      {ckpt() + " --prompt-tokens 1,2,", "is not a list of token ids"},
+      {ckpt() + " --prompt-tokens -1", "is not a list of token ids"},
   };
   for (const auto& c : cases) {
     const Outcome r = run(c.args);
