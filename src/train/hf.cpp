@@ -1,6 +1,7 @@
 #include "train/hf.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -106,6 +107,11 @@ void write_tokenizer(const fs::path& dir, const std::string& spec, int context) 
 void rope_rows_to_hf(std::vector<float>& rows, int heads, int d, int64_t cols) { permute_rows(rows, heads, d, cols, true); }
 void rope_rows_from_hf(std::vector<float>& rows, int heads, int d, int64_t cols) { permute_rows(rows, heads, d, cols, false); }
 
+namespace {
+void write_export(const ExportOptions& o, const CheckpointInfo& info, const Tokenizer& tok, const std::string& tok_spec,
+                  const fs::path& dir);
+}  // namespace
+
 void export_hf(const ExportOptions& o, std::ostream& log) {
   if (o.dtype != "bf16" && o.dtype != "fp32") usage_fail("--dtype: must be bf16 or fp32 (got '" + o.dtype + "')");
   if (o.out_dir.empty()) usage_fail("--hf: give the directory to write");
@@ -118,13 +124,46 @@ void export_hf(const ExportOptions& o, std::ostream& log) {
   const std::unique_ptr<Tokenizer> tok = Tokenizer::load(tok_spec, "--tokenizer");
   if (tok->vocab_size() != c.vocab_size)
     usage_fail("--tokenizer: " + tok->describe() + " does not match the model's vocabulary of " + std::to_string(c.vocab_size));
+  // The directory is written whole or not at all: into a sibling, which then takes its name. An
+  // existing one may hold an earlier export's files only (they are replaced, none is left over).
   std::error_code ec;
-  if (fs::exists(o.out_dir, ec) && !fs::is_directory(o.out_dir, ec)) usage_fail("--hf: '" + o.out_dir + "' is not a directory");
-  const fs::path out(o.out_dir);
+  fs::path out = fs::path(o.out_dir).lexically_normal();
+  if (out.filename().empty()) out = out.parent_path();  // "dir/"
+  if (fs::exists(out, ec) && !fs::is_directory(out, ec)) usage_fail("--hf: '" + o.out_dir + "' is not a directory");
+  static const std::set<std::string> exported = {"config.json",      "generation_config.json", "model.safetensors",
+                                                 "tokenizer.json",   "tokenizer_config.json",  "tokenizer.model",
+                                                 "special_tokens_map.json"};
+  if (fs::is_directory(out, ec))
+    for (const auto& e : fs::directory_iterator(out, ec))
+      if (!exported.count(e.path().filename().string()) || !e.is_regular_file())
+        usage_fail("--hf: '" + o.out_dir + "' holds '" + e.path().filename().string() +
+                   "', which no export writes: give a new or empty directory, or an earlier export's");
   check_distinct_paths({{"--hf", (out / "model.safetensors").string()}, {"--hf", (out / "tokenizer.model").string()}},
                        {{"the checkpoint", o.checkpoint}, {"--tokenizer", o.tokenizer}});
-  fs::create_directories(o.out_dir, ec);
-  if (ec) usage_fail("--hf: cannot create '" + o.out_dir + "': " + ec.message());
+  const fs::path parent = out.has_parent_path() ? out.parent_path() : fs::path(".");
+  if (!fs::is_directory(parent, ec)) usage_fail("--hf: directory '" + parent.string() + "' does not exist");
+  const fs::path staging = parent / (out.filename().string() + ".tmp." + std::to_string(::getpid()));
+  fs::create_directories(staging, ec);
+  if (ec) usage_fail("--hf: cannot create '" + staging.string() + "': " + ec.message());
+  try {
+    write_export(o, info, *tok, tok_spec, staging);
+    const fs::path old = parent / (out.filename().string() + ".old." + std::to_string(::getpid()));
+    if (fs::exists(out)) fs::rename(out, old);
+    fs::rename(staging, out);
+    fs::remove_all(old, ec);
+  } catch (...) {
+    fs::remove_all(staging, ec);
+    throw;
+  }
+  log << fmt::format("Exported {} (step {}, {} parameters) to {} as {} LlamaForCausalLM, tokenizer: {}\n", o.checkpoint,
+                     info.step, c.param_count(), o.out_dir, o.dtype, tok->describe());
+}
+
+namespace {
+
+void write_export(const ExportOptions& o, const CheckpointInfo& info, const Tokenizer& tok, const std::string& tok_spec,
+                  const fs::path& dir) {
+  const ModelConfig& c = info.config;
 
   auto be = make_backend({DeviceKind::Cpu, plan_for_version(1)});
   Llama model(c, *be, 1, 1);
@@ -136,10 +175,9 @@ void export_hf(const ExportOptions& o, std::ostream& log) {
     if (is_rope_projection(e.name)) rope_rows_to_hf(t.values, heads_of(e.name, c), c.head_dim(), c.hidden);
     tensors.push_back(std::move(t));
   }
-  const fs::path dir(o.out_dir);
   write_safetensors((dir / "model.safetensors").string(), tensors, {{"format", "pt"}}, o.dtype == "bf16");
   const int context = info.seq_len > 0 ? info.seq_len : 2048;
-  const json special = tok->bos() >= 0 ? json(1) : json(nullptr), eos = tok->bos() >= 0 ? json(2) : json(nullptr);
+  const json special = tok.bos() >= 0 ? json(1) : json(nullptr), eos = tok.bos() >= 0 ? json(2) : json(nullptr);
   const std::string dtype = o.dtype == "bf16" ? "bfloat16" : "float32";
   write_json(dir / "config.json",
              {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"}, {"vocab_size", c.vocab_size},
@@ -154,9 +192,9 @@ void export_hf(const ExportOptions& o, std::ostream& log) {
   write_json(dir / "generation_config.json", {{"bos_token_id", special}, {"eos_token_id", eos}, {"do_sample", true},
                                               {"temperature", 0.8}, {"max_length", context}});
   write_tokenizer(dir, tok_spec, context);
-  log << fmt::format("Exported {} (step {}, {} parameters) to {} as {} LlamaForCausalLM, tokenizer: {}\n", o.checkpoint,
-                     info.step, c.param_count(), o.out_dir, o.dtype, tok->describe());
 }
+
+}  // namespace
 
 namespace {
 

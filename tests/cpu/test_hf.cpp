@@ -239,6 +239,34 @@ TEST_F(HfExport, ShardedAndHostileDirectories) {
   EXPECT_NE(r.err.find("--prompts-file: '/dev/zero' is not a regular file"), std::string::npos) << r.err;
 }
 
+// export writes its directory whole or not at all: one holding a file no export writes is
+// refused and left as it was; an earlier export is replaced entirely (its SentencePiece
+// tokenizer.model does not outlive a bytes export: generate reads the new one); a failed export
+// creates nothing.
+TEST_F(HfExport, TheDirectoryIsWrittenWholeOrNotAtAll) {
+  fs::create_directories(dir / "foreign");
+  std::ofstream(dir / "foreign" / "config.json") << "{\"mine\": 1}";
+  std::ofstream(dir / "foreign" / "notes.txt") << "keep me";
+  Outcome r = run_binary("export " + o.save_path + " --hf " + (dir / "foreign").string(), dir);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("holds 'notes.txt', which no export writes"), std::string::npos) << r.err;
+  EXPECT_EQ(bytes(dir / "foreign" / "config.json"), "{\"mine\": 1}");
+  // An earlier export with a tokenizer.model of its own, then a bytes export over it.
+  fs::create_directories(dir / "hf");
+  std::ofstream(dir / "hf" / "tokenizer.model") << "an earlier export's SentencePiece model";
+  r = run_binary("export " + o.save_path + " --hf " + (dir / "hf").string() + "/", dir);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "hf" / "tokenizer.model")) << "a file of the earlier export was left behind";
+  r = run_binary("generate " + (dir / "hf").string() + " --prompt 'the ' --max-new-tokens 3", dir);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  // A failed export (a tokenizer of another vocabulary) leaves no directory.
+  r = run_binary("export " + o.save_path + " --hf " + (dir / "new").string() + " --tokenizer " + o.data, dir);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "new"));
+  for (const auto& e : fs::directory_iterator(dir))
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+}
+
 // The reader of untrusted safetensors files: each malformed header refused, none crashes.
 TEST(Safetensors, MalformedFilesAreRefused) {
   const fs::path dir = fs::temp_directory_path() / ("tt_st_" + std::to_string(::getpid()));
