@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "core/error.h"
@@ -128,20 +129,22 @@ void Rendezvous::send(int fd, const std::string& bytes) {
   }
 }
 
-std::string Rendezvous::receive(int fd, int from_rank) {
+std::string Rendezvous::receive(int fd, int from_rank, Clock::time_point deadline) {
   uint64_t n = 0;
   std::string bytes;
   const std::string who = from_rank < 0 ? "a process that connected to rank 0" : "rank " + std::to_string(from_rank);
-  bool ok = read_all(fd, &n, sizeof n, deadline_);
+  bool ok = read_all(fd, &n, sizeof n, deadline);
   if (ok && n > kMaxMessageBytes)
     fail(who + " announced a message of " + std::to_string(n) + " bytes (the rendezvous carries at most " +
          std::to_string(kMaxMessageBytes) + "): not one of this job's ranks?");
   if (ok) {
     bytes.resize(size_t(n));
-    ok = read_all(fd, bytes.data(), bytes.size(), deadline_);
+    ok = read_all(fd, bytes.data(), bytes.size(), deadline);
   }
-  if (!ok && Clock::now() >= deadline_)
-    usage_fail(who + " sent nothing within the " + std::to_string(timeout_s_) + " s of --dist-timeout while the ranks met");
+  if (!ok && Clock::now() >= deadline)
+    usage_fail(who + " sent nothing within " +
+               (deadline == deadline_ ? "the " + std::to_string(timeout_s_) + " s of --dist-timeout" : "its time") +
+               " while the ranks met");
   if (!ok)
     fail(who + " of " + std::to_string(world_.size) + " was lost (its process ended or its connection closed)");
   return bytes;
@@ -200,8 +203,18 @@ Rendezvous::Rendezvous(const World& world, const std::string& init, int timeout_
       if (fd < 0) continue;
       const int on = 1;
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
-      // Hello: "rank size kind" (kind 0: control, 1: liveness).
-      std::istringstream hello(receive(fd, -1));
+      // Hello: "rank size kind" (kind 0: control, 1: liveness), sent by a rank as soon as it
+      // connects. A connection that says nothing within kHelloSeconds, closes, or announces too
+      // much is not a rank: it is dropped with a line, and rank 0 goes on waiting for its ranks.
+      std::string said;
+      try {
+        said = receive(fd, -1, std::min(deadline_, Clock::now() + std::chrono::seconds(kHelloSeconds)));
+      } catch (const Error& e) {
+        std::cerr << "tiny_llama: rank 0 dropped a connection that is not one of its ranks: " << e.what() << std::endl;
+        ::close(fd);
+        continue;
+      }
+      std::istringstream hello(said);
       int r = -1, size = -1, kind = -1;
       hello >> r >> size >> kind;
       if (size != world_.size) {

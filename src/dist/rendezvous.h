@@ -52,9 +52,11 @@ class Rendezvous {
 
  private:
   void send(int fd, const std::string& bytes);
-  std::string receive(int fd, int from_rank);
+  std::string receive(int fd, int from_rank) { return receive(fd, from_rank, deadline_); }
+  std::string receive(int fd, int from_rank, std::chrono::steady_clock::time_point deadline);
   void watchdog();
 
+  static constexpr int kHelloSeconds = 5;  // a rank says who it is as soon as it connects
   static constexpr uint64_t kMaxMessageBytes = uint64_t(1) << 20;  // the largest message: refused, not allocated, beyond
   World world_;
   int timeout_s_;
