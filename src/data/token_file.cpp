@@ -103,6 +103,8 @@ uint64_t TokenFile::fingerprint() const {
   add(0, size_t(kTokenFileHeaderBytes));
   add(uint64_t(kTokenFileHeaderBytes), edge);
   add(bytes_ - edge, edge);
+  for (int k = 1; k < kSamples; ++k)  // and blocks spread through the middle
+    add(uint64_t(kTokenFileHeaderBytes) + uint64_t(body - edge) * uint64_t(k) / kSamples, edge);
   return h;
 }
 

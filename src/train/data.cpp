@@ -132,9 +132,11 @@ class TokenData final : public DataSource {
            "), " + std::to_string(train) + " tokens to train (" + std::to_string(train_windows_) + " windows), " +
            std::to_string(val) + " to validate" + (val_from_train_ ? " (the last 10%)" : "");
   }
+  // By content, not by path: the same shards spelled another way (absolute, ./, a copy) are the
+  // same data, and a shard rewritten in the middle is other data.
   std::string identity() const override {
     std::string id = "tokens seq_len=" + std::to_string(T_);
-    for (const auto& f : files_) id += " " + f->path() + ":" + std::to_string(f->size()) + ":" + std::to_string(f->fingerprint());
+    for (const auto& f : files_) id += " " + std::to_string(f->size()) + ":" + std::to_string(f->fingerprint());
     return id;
   }
   int64_t windows() const { return train_windows_; }

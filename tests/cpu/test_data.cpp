@@ -321,6 +321,26 @@ TEST_F(RealData, ATokenFileTruncatedMidRunIsNamed) {
   EXPECT_NO_THROW(read_checkpoint_info(path("ck.st")));
 }
 
+// Token-file data is identified by content: the same shards spelled another way resume, a shard
+// rewritten in its middle (the same size) is refused as other data.
+TEST_F(RealData, ResumeKnowsTokenFilesByContent) {
+  std::vector<int32_t> tokens(300000);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t(i * 7 % 64);
+  write_token_file(path("train_000000.bin"), tokens);
+  write_token_file(path("val_000000.bin"), std::vector<int32_t>(tokens.begin(), tokens.begin() + 1000));
+  const std::string model = " --device cpu --hidden-dim 16 --num-layers 1 --num-heads 2 --seq-len 16 --batch-size 2"
+                            " --vocab-size 64";
+  Outcome r = run_binary("--data '" + path("*.bin") + "'" + model + " --num-steps 2 --save " + path("ck.st"), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_binary("--data '" + (dir / "." / "*.bin").string() + "'" + model + " --num-steps 4 --resume " + path("ck.st"), dir);
+  EXPECT_EQ(r.exit_code, 0) << "another spelling of the same files: " << r.err;
+  tokens[150000] = 5;  // the middle of the shard, same size
+  write_token_file(path("train_000000.bin"), tokens);
+  r = run_binary("--data '" + path("*.bin") + "'" + model + " --num-steps 4 --resume " + path("ck.st"), dir);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--resume: the checkpoint was trained on"), std::string::npos) << r.err;
+}
+
 TEST_F(RealData, TokenizeRefusesBadInput) {
   const std::string text = write("t.txt", "hello"), binary = write("b.dat", std::string("ab\0cd", 5));
   Outcome r = run_binary("tokenize --out " + path("o") + " " + binary, dir);
