@@ -87,6 +87,12 @@ bool run_validate(const ValidateOptions& o, std::ostream& log) {
   std::string why;
   const bool cuda = o.base.backend.device != DeviceKind::Cpu && cuda_available(&why);
   if (o.base.backend.device == DeviceKind::Cuda && !cuda) usage_fail("--device cuda: " + why);
+  if (!cuda && o.selected)
+    for (int v : o.versions)
+      for (const std::string& p : o.precisions)
+        if (v != 1 || p != "fp32")
+          usage_fail("--versions, --precisions: v" + std::to_string(v) + " " + p + " runs on the CUDA backend; on the "
+                     "CPU validate checks v1 fp32 against fp64 (" + (why.empty() ? "--device cpu" : why) + ")");
 
   std::vector<ValidationRow> rows;
   auto attempt = [&](ValidationRow row, const std::function<void(ValidationRow&)>& body) {

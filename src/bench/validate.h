@@ -16,6 +16,7 @@ struct ValidateOptions {
   int steps = 10;
   std::vector<int> versions = {1, 2, 3, 4};
   std::vector<std::string> precisions = {"fp32", "bf16"};
+  bool selected = false;  // --versions or --precisions given: on the CPU, only v1 fp32 may be asked for
   std::string json_path;
 };
 

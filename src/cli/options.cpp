@@ -105,12 +105,15 @@ void apply_preset(TrainOptions& o, const ModelFlags& f) {
   std::cout << "Preset " << p.name << ":" << (set.empty() ? " nothing (every value given explicitly)" : set) << "\n";
 }
 
+// 4 x hidden, without overflow: a hidden size too large for it is refused by its own flag.
+int default_intermediate(int hidden) { return int(std::min<int64_t>(4 * int64_t(hidden), INT32_MAX)); }
+
 void finish_model_flags(TrainOptions& o, const ModelFlags& f) {
   ModelConfig& m = o.model;
   if (!f.preset.empty()) apply_preset(o, f);
   const bool preset_shape = !f.preset.empty();
   if (!f.kv->count() && !preset_shape) m.kv_heads = m.heads % 2 == 0 ? m.heads / 2 : m.heads;
-  if (!f.ffn->count() && !preset_shape) m.intermediate = 4 * m.hidden;
+  if (!f.ffn->count() && !preset_shape) m.intermediate = default_intermediate(m.hidden);
   if (o.data != "synthetic" && !f.vocab->count()) {
     if (names_token_files(o.data))
       usage_fail("--vocab-size: token files do not record their vocabulary: give the tokenizer's (for example "
@@ -287,8 +290,10 @@ bool parse_validate_options(const std::vector<std::string>& args, ValidateOption
     o.versions.clear();
     for (const std::string& v : versions) o.versions.push_back(parse_version(v));
   }
+  o.selected = !versions.empty() || app.count("--precisions");
   return true;
 }
+
 
 bool parse_kernel_options(const std::vector<std::string>& args, KernelBenchOptions& o) {
   CLI::App app{"Each custom kernel against its v2 counterpart, against the GEMM and copy ceilings measured in the same run",
@@ -316,7 +321,7 @@ bool parse_kernel_options(const std::vector<std::string>& args, KernelBenchOptio
   app.add_option("--json", o.json_path, "write the rows, the ceilings and the machine as JSON");
   if (!parse(app, args)) return false;
   if (!kv->count()) o.kv_heads = o.heads % 2 == 0 ? o.heads / 2 : o.heads;
-  if (!ffn->count()) o.intermediate = 4 * o.hidden;
+  if (!ffn->count()) o.intermediate = default_intermediate(o.hidden);
   if (!impls.empty()) {
     o.versions.clear();
     for (const std::string& v : impls) {
@@ -390,6 +395,8 @@ bool parse_generate_options(const std::vector<std::string>& args, GenerateOption
   app.add_option("--device", device, "cpu or cuda (fp32 on both)")->capture_default_str();
   app.add_flag("!--no-cache", o.cache, "recompute the whole window for every token (to measure what the cache saves)");
   if (!parse(app, args)) return false;
+  if (o.seed > uint64_t(INT64_MAX))  // --seed -1 parses as 2^64 - 1
+    usage_fail("--seed: must be in [0, 9223372036854775807] (got " + std::to_string(o.seed) + ")");
   for (size_t at = 0; !prompt_tokens.empty() && at <= prompt_tokens.size();) {  // ids between commas, none empty
     const size_t comma = std::min(prompt_tokens.find(',', at), prompt_tokens.size());
     const std::string id = prompt_tokens.substr(at, comma - at);

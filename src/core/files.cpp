@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -61,6 +62,16 @@ void check_writable(const std::string& path, const std::string& flag) {
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
   if (!fs::is_directory(dir, ec)) usage_fail(flag + ": directory '" + dir.string() + "' does not exist");
   if (::access(dir.c_str(), W_OK) != 0) usage_fail(flag + ": directory '" + dir.string() + "' is not writable");
+  // The permission bits do not tell everything (root passes them; /proc and read-only mounts
+  // refuse anyway): the temporary file the write will use is made and removed now.
+  const fs::path probe = p.string() + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0 && errno != EEXIST)
+    usage_fail(flag + ": cannot create a file in directory '" + dir.string() + "' (" + std::strerror(errno) + ")");
+  if (fd >= 0) {
+    ::close(fd);
+    ::unlink(probe.c_str());
+  }
 }
 
 void check_distinct_paths(const std::vector<std::pair<std::string, std::string>>& outputs,

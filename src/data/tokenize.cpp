@@ -58,6 +58,12 @@ void run_tokenize(const TokenizeOptions& o, std::ostream& log) {
       if (e.path().extension() == ".bin")
         usage_fail("--out: '" + o.out_dir + "' already holds token files (" + e.path().filename().string() +
                    "): choose an empty directory, so that old shards do not mix with new ones");
+  // Where the shards go is checked before any work: the directory, or the nearest one above it
+  // that exists (the others are made), must take new files.
+  fs::path existing = fs::absolute(o.out_dir, ec);
+  while (!fs::is_directory(existing, ec) && existing.has_parent_path() && existing != existing.parent_path())
+    existing = existing.parent_path();
+  check_writable((existing / "train_000000.bin").string(), "--out");
   const std::unique_ptr<Tokenizer> tok = Tokenizer::load(o.tokenizer, "--tokenizer");
   std::vector<std::string> texts;
   for (const std::string& f : o.inputs) texts.push_back(read_text(f));  // all read before anything is written
@@ -69,6 +75,7 @@ void run_tokenize(const TokenizeOptions& o, std::ostream& log) {
     tokens.insert(tokens.end(), ids.begin(), ids.end());
   }
   const int64_t total = int64_t(tokens.size()), val = int64_t(std::floor(double(total) * o.val_fraction));
+  if (total - val == 0) usage_fail("tokenize: the inputs hold no text (" + std::to_string(total) + " tokens)");
   fs::create_directories(o.out_dir, ec);
   if (ec) usage_fail("--out: cannot create '" + o.out_dir + "': " + ec.message());
   const int train_shards = write_shards(o.out_dir, "train", tokens, 0, total - val, o.shard_tokens);

@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "core/error.h"
+#include "core/files.h"
 #include "core/rng.h"
 #include "data/token_file.h"
 
@@ -190,9 +191,9 @@ bool is_regular_file(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
-// A glob pattern's matches, sorted; a plain path as it is.
+// A glob pattern's matches, sorted; a plain path as it is (a file named with * ? [ ] too).
 std::vector<std::string> expand(const std::string& spec) {
-  if (spec.find_first_of("*?[") == std::string::npos) return {spec};
+  if (spec.find_first_of("*?[") == std::string::npos || is_regular_file(spec)) return {spec};
   glob_t g{};
   const int rc = ::glob(spec.c_str(), 0, nullptr, &g);
   std::vector<std::string> paths(g.gl_pathv, g.gl_pathv + (rc == 0 ? g.gl_pathc : 0));
@@ -238,23 +239,22 @@ std::unique_ptr<DataSource> make_data_source(const std::string& spec, int vocab_
     if (!is_regular_file(p)) usage_fail("--data: '" + p + "' is not a regular file (or does not exist)");
   if (paths.size() > 1 || is_token_file(paths.front())) return make_token_data(paths, vocab_size, batch, seq_len);
 
-  std::ifstream in(spec, std::ios::binary);
-  if (!in) usage_fail("--data: cannot read '" + spec + "'");
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) usage_fail("--data: error while reading '" + spec + "'");
-  if (bytes.empty()) usage_fail("--data: '" + spec + "' is empty");
+  const std::string path = paths.front();  // a pattern's one match, or the file itself
+  const std::string text = read_input_file(path, "--data", size_t(1) << 40);
+  std::vector<uint8_t> bytes(text.begin(), text.end());
+  if (bytes.empty()) usage_fail("--data: '" + path + "' is empty");
 
   // Each split needs one window of T+1 bytes: the 10% validation part sets the minimum.
   const size_t need = size_t(seq_len + 1) * 10 + 10;
   const size_t split = bytes.size() * 9 / 10;
   if (split < size_t(seq_len) + 1 || bytes.size() - split < size_t(seq_len) + 1)
-    usage_fail("--data: '" + spec + "' has " + std::to_string(bytes.size()) +
+    usage_fail("--data: '" + path + "' has " + std::to_string(bytes.size()) +
                " bytes, too short for --seq-len " + std::to_string(seq_len) + " (needs about " +
                std::to_string(need) + ": each of the 90/10 splits must hold seq-len + 1 bytes)");
   if (vocab_size != kTextVocab)
     usage_fail("--vocab-size: a text file's tokens are its bytes, so the vocabulary must be 256 "
                "(got " + std::to_string(vocab_size) + ")");
-  return std::make_unique<TextData>(spec, std::move(bytes), batch, seq_len);
+  return std::make_unique<TextData>(path, std::move(bytes), batch, seq_len);
 }
 
 }  // namespace tt

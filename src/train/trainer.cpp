@@ -209,6 +209,16 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
   if (!o.profile_dir.empty() && world.rank == 0) prepare_directory(o.profile_dir, "--profile");
 
   if (o.dist_timeout < 1 || o.dist_timeout > 86400) usage_fail("--dist-timeout: 1 to 86400 seconds");
+  if (!o.dist_init.empty()) {  // where GPU ranks meet: refused where no GPU ranks meet
+    const bool file = o.dist_init.rfind("file:", 0) == 0;
+    if (o.dist_init != "env" && o.dist_init != "mpi" && !(file && o.dist_init.size() > 5))
+      usage_fail("--dist-init: env, mpi or file:PATH (got '" + o.dist_init + "')");
+    if (file && std::filesystem::is_directory(o.dist_init.substr(5)))
+      usage_fail("--dist-init: '" + o.dist_init.substr(5) + "' is a directory: give the path of a file to meet through");
+    if (!on_gpu || world.launcher == "none")
+      usage_fail("--dist-init: says where GPU ranks meet; " +
+                 std::string(on_gpu ? "this process was started by no launcher" : "CPU ranks meet through MPI"));
+  }
   BackendOptions backend_options = o.backend;
   if (world.launcher != "none" && on_gpu) {
     // One GPU per rank, the local rank's.

@@ -114,6 +114,37 @@ TEST_F(Cli, NegativeWarmup) { expect_usage_error("--warmup-steps -1", "--warmup-
 TEST_F(Cli, UnknownFlag) { expect_usage_error("--num-epochs 3", "--num-epochs"); }
 TEST_F(Cli, UnknownDevice) { expect_usage_error("--device tpu", "--device"); }
 TEST_F(Cli, UnknownVersion) { expect_usage_error("--version v7", "--version"); }
+// Small refusals, each one line and exit code 2 before any work, none a raw library error.
+TEST_F(Cli, UnreadableSpecialFileAsData) { expect_usage_error("--data /proc/self/mem", "--data: '/proc/self/mem'"); }
+TEST_F(Cli, HiddenSizeTooLargeNamesItsFlag) { expect_usage_error("--hidden-dim 1073741824", "--hidden-dim"); }
+TEST_F(Cli, OutputInAFileSystemThatTakesNone) { expect_usage_error("--json /proc/r.json", "--json: cannot create a file"); }
+TEST_F(Cli, DistInitIsChecked) {
+  expect_usage_error("--dist-init tcp://x", "--dist-init: env, mpi or file:PATH");
+  expect_usage_error("--dist-init file:" + dir.string(), "is a directory");
+  expect_usage_error("--dist-init env", "CPU ranks meet through MPI");
+}
+TEST_F(Cli, ValidateAsksTheCpuForWhatItCanCheck) {
+  expect_command_error("validate --device cpu --versions v3 --precisions bf16", "v3 bf16 runs on the CUDA backend");
+}
+TEST_F(Cli, TokenizeRefusesNothingToTokenizeAndAnUnwritableOutput) {
+  expect_command_error("tokenize --out " + (dir / "o").string() + " " + file("empty.txt", ""), "hold no text");
+  EXPECT_FALSE(fs::exists(dir / "o"));
+  expect_command_error("tokenize --out /proc/tokens " + file("t.txt", "some text"), "--out: cannot create a file");
+}
+// A file whose name holds glob characters is read as that file; a pattern with one match reads
+// the match, not the pattern.
+TEST_F(Cli, GlobCharactersInNames) {
+  const std::string text = std::string(3000, 'a') + "some text";
+  const std::string literal = file("a[1].txt", text);
+  Outcome r = run("--vocab-size 256 --data '" + literal + "'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("text file " + literal), std::string::npos) << r.out;
+  fs::remove_all(dir / "out");
+  fs::create_directories(dir / "out");
+  r = run("--vocab-size 256 --data '" + (dir / "a*.txt").string() + "'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("text file " + literal), std::string::npos) << r.out;
+}
 TEST_F(Cli, NprocPerNodeOutOfRange) {
   for (const char* n : {"0", "-1", "100000"}) expect_usage_error(std::string("--nproc-per-node ") + n, "--nproc-per-node");
 }

@@ -223,16 +223,17 @@ TEST_F(HfExport, ShardedAndHostileDirectories) {
   for (const auto& [content, says] : std::vector<std::pair<std::string, std::string>>{
            {"[1, 2, 3]", "is not a JSON object"},
            {"{\"model_type\": \"llama\", \"hidden_act\": 7}", "a field of the wrong type"},
-           {"", "is not a regular file"}}) {
+           {"", "is not a regular file"}, {"a directory", "is not a regular file"}}) {
     SCOPED_TRACE(says);
-    fs::remove(hf / "config.json");
+    fs::remove_all(hf / "config.json");
     if (content.empty()) ASSERT_EQ(::mkfifo((hf / "config.json").c_str(), 0600), 0);
+    else if (content == "a directory") fs::create_directories(hf / "config.json");
     else std::ofstream(hf / "config.json") << content;
     r = run_binary("generate " + hf.string() + " --prompt 'the '", dir);
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
   }
-  fs::remove(hf / "config.json");
+  fs::remove_all(hf / "config.json");
   std::ofstream(hf / "config.json") << config;
   r = run_binary("generate " + hf.string() + " --prompts-file /dev/zero", dir);
   EXPECT_EQ(r.exit_code, 2) << r.err;
