@@ -189,7 +189,7 @@ std::vector<Llama::MemoryPoint> Llama::memory_timeline() const {
 }
 
 void Llama::init_weights(uint64_t seed, double std) {
-  write(params(), initial_params(cfg_, seed, std));
+  for (const ParamEntry& e : table_) write(params_.slice(e.offset, e.numel), initial_values(e, seed, std));
   be_.zero(grads_);
   be_.zero(m_);
   be_.zero(v_);

@@ -57,7 +57,8 @@ class Llama {
   int seq_len() const { return T_; }
   int64_t tokens() const { return int64_t(B_) * T_; }
 
-  // Parameters from initial_params(config, seed, std); gradients and moments zeroed.
+  // Parameters from initial_params(config, seed, std), written a tensor at a time; gradients and
+  // moments zeroed.
   void init_weights(uint64_t seed, double std = kInitStd);
 
   // One step: set_batch, forward, backward, optimizer_step. Each call only enqueues work on

@@ -58,18 +58,20 @@ Weights weight_views(const ModelConfig& c, const Tensor& flat, int padded_vocab)
   return w;
 }
 
-std::vector<float> initial_params(const ModelConfig& c, uint64_t seed, double std) {
-  const std::vector<ParamEntry> table = param_table(c);
-  std::vector<float> values(size_t(c.param_count()));
-  for (const ParamEntry& e : table) {
-    float* out = values.data() + e.offset;
-    if (e.init == Init::Ones) {
-      std::fill(out, out + e.numel, 1.0f);
-      continue;
-    }
-    const CounterRng rng(seed, e.rng_stream);
+std::vector<float> initial_values(const ParamEntry& e, uint64_t seed, double std) {
+  std::vector<float> values(size_t(e.numel), 1.0f);
+  if (e.init == Init::Ones) return values;
+  const CounterRng rng(seed, e.rng_stream);
 #pragma omp parallel for
-    for (int64_t j = 0; j < e.numel; ++j) out[j] = float(std * rng.normal(uint64_t(j)));
+  for (int64_t j = 0; j < e.numel; ++j) values[size_t(j)] = float(std * rng.normal(uint64_t(j)));
+  return values;
+}
+
+std::vector<float> initial_params(const ModelConfig& c, uint64_t seed, double std) {
+  std::vector<float> values(size_t(c.param_count()));
+  for (const ParamEntry& e : param_table(c)) {
+    const std::vector<float> v = initial_values(e, seed, std);
+    std::copy(v.begin(), v.end(), values.begin() + e.offset);
   }
   return values;
 }

@@ -72,5 +72,8 @@ Weights weight_views(const ModelConfig& c, const Tensor& flat, int padded_vocab)
 // `std` is that of the normal entries; another value than kInitStd only to show what a wrong
 // initialisation does (tiny_llama train --init-std, tiny_llama debug broken).
 std::vector<float> initial_params(const ModelConfig& c, uint64_t seed, double std = kInitStd);
+// One tensor's part of it: a model initializes tensor by tensor, so that the host never holds a
+// copy of all the weights (the largest tensor at most, beside the arena).
+std::vector<float> initial_values(const ParamEntry& e, uint64_t seed, double std = kInitStd);
 
 }  // namespace tt

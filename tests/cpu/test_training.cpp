@@ -97,6 +97,11 @@ TEST(Training, InitStdScalesTheNormalWeights) {
       if (e.init == Init::Ones) ASSERT_EQ(a[i], b[i]) << e.name;
       else ASSERT_NEAR(b[i], a[i] / kInitStd, 1e-5 * (1 + std::fabs(b[i]))) << e.name;
     }
+  // A model writes them a tensor at a time (no host copy of all the weights): the same values.
+  auto be = make_backend({DeviceKind::Cpu, plan_for_version(1)});
+  Llama m(c, *be, 1, 4);
+  m.init_weights(5);
+  EXPECT_EQ(m.read_f32(m.params()), a);
 }
 
 TEST(Checkpoint, RoundTripRestoresEveryBuffer) {
