@@ -43,21 +43,21 @@ std::vector<Expected> expected_tensors(const ModelConfig& c) {
   return out;
 }
 
-[[noreturn]] void bad(const std::string& path, const std::string& what) {
-  usage_fail("--resume: '" + path + "' is not a usable checkpoint: " + what);
+[[noreturn]] void bad(const std::string& flag, const std::string& path, const std::string& what) {
+  usage_fail(flag + ": '" + path + "' is not a usable checkpoint: " + what);
 }
 
 // A count in the metadata: decimal digits only, within [0, max].
-int64_t parse_count(const std::map<std::string, std::string>& meta, const char* key, const std::string& path,
-                    int64_t max = INT64_MAX) {
+int64_t parse_count(const std::map<std::string, std::string>& meta, const char* key, const std::string& flag,
+                    const std::string& path, int64_t max = INT64_MAX) {
   const auto it = meta.find(key);
-  if (it == meta.end()) bad(path, std::string("no '") + key + "' in its metadata");
+  if (it == meta.end()) bad(flag, path, std::string("no '") + key + "' in its metadata");
   const std::string& s = it->second;
   if (s.empty() || s.size() > 19 || s.find_first_not_of("0123456789") != std::string::npos)
-    bad(path, std::string("metadata '") + key + "' is not a count");
+    bad(flag, path, std::string("metadata '") + key + "' is not a count");
   errno = 0;
   const unsigned long long v = std::strtoull(s.c_str(), nullptr, 10);
-  if (errno == ERANGE || v > uint64_t(max)) bad(path, std::string("metadata '") + key + "' is out of range");
+  if (errno == ERANGE || v > uint64_t(max)) bad(flag, path, std::string("metadata '") + key + "' is out of range");
   return int64_t(v);
 }
 
@@ -69,22 +69,22 @@ struct Header {
 // The safetensors reader checks the file's structure (a bounded header, known dtypes, tensors
 // covering the data exactly); this checks the project's schema: the metadata's fields and
 // types, and exactly the tensors of the configuration, F32, with their shapes.
-Header read_header(const std::string& path) {
+Header read_header(const std::string& path, const std::string& flag) {
   Header h;
   try {
-    h.file = read_safetensors(path, "--resume");
+    h.file = read_safetensors(path, flag);
   } catch (const UsageError& e) {
-    bad(path, e.what());
+    usage_fail(std::string(e.what()) + ", so it is not a usable checkpoint");  // names flag and path already
   }
   const std::map<std::string, std::string>& meta = h.file.metadata;
   auto text = [&](const char* key) {
     const auto it = meta.find(key);
-    if (it == meta.end()) bad(path, std::string("no '") + key + "' in its metadata");
+    if (it == meta.end()) bad(flag, path, std::string("no '") + key + "' in its metadata");
     return it->second;
   };
-  if (text("format") != kFormat) bad(path, "not written by tiny_llama");
+  if (text("format") != kFormat) bad(flag, path, "not written by tiny_llama");
   if (text("format_version") != kFormatVersion)
-    bad(path, "format version '" + text("format_version") + "' (this build reads " + kFormatVersion + ")");
+    bad(flag, path, "format version '" + text("format_version") + "' (this build reads " + kFormatVersion + ")");
   try {
     const json config = json::parse(text("config"), [](int depth, json::parse_event_t, json&) {
       if (depth > 4) throw json::other_error::create(501, "nested too deep", static_cast<const json*>(nullptr));
@@ -93,17 +93,17 @@ Header read_header(const std::string& path) {
     h.info.config = ModelConfig::from_json(config);
     h.info.config.validate();
   } catch (const json::exception&) {
-    bad(path, "malformed model configuration in its metadata");
+    bad(flag, path, "malformed model configuration in its metadata");
   } catch (const UsageError& e) {
-    bad(path, std::string("invalid model configuration (") + e.what() + ")");
+    bad(flag, path, std::string("invalid model configuration (") + e.what() + ")");
   }
-  h.info.step = parse_count(meta, "step", path, INT32_MAX);
-  h.info.data_position = parse_count(meta, "data_position", path);
-  h.info.seed = uint64_t(parse_count(meta, "seed", path));
+  h.info.step = parse_count(meta, "step", flag, path, INT32_MAX);
+  h.info.data_position = parse_count(meta, "data_position", flag, path);
+  h.info.seed = uint64_t(parse_count(meta, "seed", flag, path));
   h.info.data_identity = text("data");
   // The training sequence length: its own field since it was added, else from the data's identity.
   if (meta.count("seq_len")) {
-    h.info.seq_len = int(parse_count(meta, "seq_len", path, INT32_MAX));  // 0: not recorded
+    h.info.seq_len = int(parse_count(meta, "seq_len", flag, path, INT32_MAX));  // 0: not recorded
   } else if (const size_t at = h.info.data_identity.find("seq_len="); at != std::string::npos) {
     h.info.seq_len = int(std::min<long>(INT32_MAX, std::max(0L, std::strtol(h.info.data_identity.c_str() + at + 8, nullptr, 10))));
   }
@@ -112,19 +112,21 @@ Header read_header(const std::string& path) {
     if (const auto it = meta.find(key); it != meta.end()) *field = it->second.substr(0, 32);
   const std::vector<Expected> expected = expected_tensors(h.info.config);
   if (h.file.tensors.size() != expected.size())
-    bad(path, "holds " + std::to_string(h.file.tensors.size()) + " tensors, expected " + std::to_string(expected.size()));
+    bad(flag, path, "holds " + std::to_string(h.file.tensors.size()) + " tensors, expected " + std::to_string(expected.size()));
   for (const Expected& e : expected) {
     const SafetensorInfo* t = h.file.find(e.name);
-    if (!t) bad(path, "tensor '" + e.name + "' is missing");
-    if (t->dtype != "F32") bad(path, "tensor '" + e.name + "' is not F32");
-    if (t->shape != e.shape) bad(path, "tensor '" + e.name + "' has the wrong shape");
+    if (!t) bad(flag, path, "tensor '" + e.name + "' is missing");
+    if (t->dtype != "F32") bad(flag, path, "tensor '" + e.name + "' is not F32");
+    if (t->shape != e.shape) bad(flag, path, "tensor '" + e.name + "' has the wrong shape");
   }
   return h;
 }
 
 }  // namespace
 
-CheckpointInfo read_checkpoint_info(const std::string& path) { return read_header(path).info; }
+CheckpointInfo read_checkpoint_info(const std::string& path, const std::string& flag) {
+  return read_header(path, flag).info;
+}
 
 void save_checkpoint(const std::string& path, Llama& model, const CheckpointInfo& info) {
   const ModelConfig& c = model.config();
@@ -176,17 +178,17 @@ void save_checkpoint(const std::string& path, Llama& model, const CheckpointInfo
   });
 }
 
-void load_checkpoint(const std::string& path, Llama& model) {
-  const Header h = read_header(path);
-  if (!(h.info.config == model.config())) bad(path, "its model configuration differs from this run's");
+void load_checkpoint(const std::string& path, Llama& model, const std::string& flag) {
+  const Header h = read_header(path, flag);
+  if (!(h.info.config == model.config())) bad(flag, path, "its model configuration differs from this run's");
   // Every tensor is checked before the model is touched; then loaded one at a time.
   for (const Expected& e : expected_tensors(model.config())) {
     const std::vector<float> v = read_tensor_f32(h.file, *h.file.find(e.name));
     for (float x : v)
-      if (!std::isfinite(x)) bad(path, "tensor '" + e.name + "' holds a value that is not finite");
+      if (!std::isfinite(x)) bad(flag, path, "tensor '" + e.name + "' holds a value that is not finite");
     if (e.which == 2)
       for (float x : v)
-        if (x < 0) bad(path, "tensor '" + e.name + "' holds a negative second moment");
+        if (x < 0) bad(flag, path, "tensor '" + e.name + "' holds a negative second moment");
   }
   for (const Expected& e : expected_tensors(model.config())) {
     std::vector<float> v = read_tensor_f32(h.file, *h.file.find(e.name));

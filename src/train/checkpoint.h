@@ -34,10 +34,11 @@ struct CheckpointInfo {
 void save_checkpoint(const std::string& path, Llama& model, const CheckpointInfo& info);
 
 // Reads and checks the header (format, offsets, every expected tensor with its shape, file
-// size). Throws UsageError naming --resume and what is wrong. Reads no tensor data.
-CheckpointInfo read_checkpoint_info(const std::string& path);
+// size). Throws UsageError naming `flag` (the command's way of giving the checkpoint) and what
+// is wrong. Reads no tensor data.
+CheckpointInfo read_checkpoint_info(const std::string& path, const std::string& flag = "--resume");
 
 // Loads parameters and moments into the model (whose config must equal the checkpoint's).
-void load_checkpoint(const std::string& path, Llama& model);
+void load_checkpoint(const std::string& path, Llama& model, const std::string& flag = "--resume");
 
 }  // namespace tt

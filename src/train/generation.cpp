@@ -60,7 +60,7 @@ std::vector<Generated> run_generate(const GenerateOptions& o, std::ostream& out)
   if (hf) {
     c = hf_model_config(o.checkpoint, "generate", &context);
   } else {
-    const CheckpointInfo info = read_checkpoint_info(o.checkpoint);
+    const CheckpointInfo info = read_checkpoint_info(o.checkpoint, "generate");
     c = info.config;
     context = info.seq_len;
   }
@@ -106,7 +106,7 @@ std::vector<Generated> run_generate(const GenerateOptions& o, std::ostream& out)
   if (hf)
     model.write(model.params(), import_hf(o.checkpoint, c));
   else
-    load_checkpoint(o.checkpoint, model);
+    load_checkpoint(o.checkpoint, model, "generate");
   std::unique_ptr<Generator> cached;
   std::unique_ptr<WindowGenerator> window;
   if (o.cache)

@@ -115,7 +115,7 @@ void write_export(const ExportOptions& o, const CheckpointInfo& info, const Toke
 void export_hf(const ExportOptions& o, std::ostream& log) {
   if (o.dtype != "bf16" && o.dtype != "fp32") usage_fail("--dtype: must be bf16 or fp32 (got '" + o.dtype + "')");
   if (o.out_dir.empty()) usage_fail("--hf: give the directory to write");
-  const CheckpointInfo info = read_checkpoint_info(o.checkpoint);
+  const CheckpointInfo info = read_checkpoint_info(o.checkpoint, "export");
   const ModelConfig& c = info.config;
   const std::string tok_spec = o.tokenizer.empty() ? (c.vocab_size == 256 ? "bytes" : "") : o.tokenizer;
   if (tok_spec.empty())
@@ -167,7 +167,7 @@ void write_export(const ExportOptions& o, const CheckpointInfo& info, const Toke
 
   auto be = make_backend({DeviceKind::Cpu, plan_for_version(1)});
   Llama model(c, *be, 1, 1);
-  load_checkpoint(o.checkpoint, model);
+  load_checkpoint(o.checkpoint, model, "export");
   const std::vector<float> params = model.read_f32(model.params());
   std::vector<TensorOut> tensors;
   for (const ParamEntry& e : param_table(c)) {

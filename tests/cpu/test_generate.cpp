@@ -172,7 +172,7 @@ TEST_F(GenerateCli, BadInputIsRefused) {
       {ckpt() + " --prompt " + std::string(10, 'x') + " --max-new-tokens 10", "exceed the model's context of 16"},
       {ckpt() + " --max-new-tokens 3", "give one of --prompt"},
       {ckpt() + " --prompt ''", "--prompt: empty value"},
-      {(dir / "text.txt").string() + " --prompt hi", "not a usable checkpoint"},
+      {(dir / "text.txt").string() + " --prompt hi", "generate: '" + (dir / "text.txt").string() + "'"},  // not --resume
       {ckpt() + " --prompt hi --tokenizer " + (dir / "nope.model").string(), "--tokenizer"},
       {ckpt() + " --prompt-tokens 1,300", "outside the vocabulary"},
       {ckpt() + " --prompt hi --top-p 0", "--top-p"},
