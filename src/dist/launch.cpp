@@ -108,6 +108,8 @@ int launch_gpu_ranks(int nproc, const std::vector<std::string>& args) {
   return code;
 }
 
+int launch_cpu_ranks(int nproc, const std::vector<std::string>& args);
+
 }  // namespace
 
 std::string self_path() {
@@ -147,12 +149,42 @@ std::vector<std::string> without_launcher_flag(const std::vector<std::string>& a
 }
 
 int launch_local_ranks(int nproc, const std::vector<std::string>& args, bool cuda) {
-  if (cuda) return launch_gpu_ranks(nproc, args);
+  return cuda ? launch_gpu_ranks(nproc, args) : launch_cpu_ranks(nproc, args);
+}
+
+namespace {
+
+// CPU ranks: under mpirun, which this process waits for. mpirun turns a Ctrl-C or SIGTERM into
+// SIGTERM for the ranks (they stop after the same step and write their checkpoint); the job's
+// exit code is then the signal's, 128 + its number, as for one process (mpirun's own is 1).
+int launch_cpu_ranks(int nproc, const std::vector<std::string>& args) {
   std::vector<std::string> argv = {"mpirun", "-np", std::to_string(nproc), "--oversubscribe", "--bind-to", "none"};
   if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
   argv.push_back(self_path());
   argv.insert(argv.end(), args.begin(), args.end());
-  exec_argv(argv);
+  const pid_t mpirun = ::fork();
+  if (mpirun < 0) usage_fail("--nproc-per-node: fork: " + std::string(std::strerror(errno)));
+  if (mpirun == 0) exec_argv(argv);
+  struct sigaction sa {};
+  sa.sa_handler = remember_signal;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  bool forwarded = false;
+  int status = 0;
+  while (true) {
+    const pid_t done = ::waitpid(mpirun, &status, WNOHANG);
+    if (done == mpirun) break;
+    if (done < 0 && errno != EINTR) return 1;
+    if (forwarded_signal && !forwarded) {
+      ::kill(mpirun, SIGTERM);
+      forwarded = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (forwarded_signal) return 128 + forwarded_signal;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
+
+}  // namespace
 
 }  // namespace tt

@@ -1,6 +1,6 @@
 // The built-in launcher: `tiny_llama --nproc-per-node N ...` starts N local ranks of the same
 // command. On the CPU the ranks talk through MPI, so it runs the command under Open MPI's
-// mpirun (as root with the flags Open MPI asks for there). On GPUs it starts the ranks itself,
+// mpirun (as root with the flags Open MPI asks for there) and waits for it. On GPUs it starts the ranks itself,
 // the way torchrun does: each a child with RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
 // MASTER_ADDR=127.0.0.1 and a free MASTER_PORT; when one fails the others are stopped
 // (SIGTERM, then SIGKILL after 30 s), and a signal to the launcher goes to every rank.
@@ -12,7 +12,7 @@ namespace tt {
 
 // Runs `args` (the command line without the launcher's flag) on `nproc` local ranks and
 // returns the exit code for the job: 0, or the first failed rank's (128 + signal for a
-// killed one). The CPU path replaces the process with mpirun.
+// killed one; 128 + the signal when one stopped the job). CPU ranks run under mpirun.
 int launch_local_ranks(int nproc, const std::vector<std::string>& args, bool cuda);
 
 // The value of --nproc-per-node in `args` (either spelling), 0 without it; UsageError for a

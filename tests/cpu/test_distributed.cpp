@@ -229,6 +229,45 @@ TEST_F(Distributed, AKilledRankEndsTheJob) {
   EXPECT_NE(err.find("signal 9"), std::string::npos) << "mpirun names the lost rank: " << err;
 }
 
+// Ctrl-C to the built-in launcher of CPU ranks: every rank stops after the same step and the
+// checkpoint is written; the job exits with 130, as one process does (mpirun's own code was 1).
+TEST_F(Distributed, CtrlCToCpuRanksExits130WithACheckpoint) {
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const std::string cmd = "exec env OMP_NUM_THREADS=1 " + std::string(TT_BINARY) +
+                            " --device cpu --hidden-dim 16 --num-layers 1 --num-heads 2 --seq-len 8 --batch-size 2"
+                            " --num-steps 1000000 --log-every 10 --nproc-per-node 2 --save " + p("ck.st") + " >" +
+                            p("out.log") + " 2>" + p("err.log");
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  for (int i = 0; i < 3000; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::ifstream log(p("out.log"));
+    if (std::string((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>()).find("Step  20/") !=
+        std::string::npos)
+      break;
+  }
+  ::kill(pid, SIGINT);
+  int status = 0;
+  const auto start = std::chrono::steady_clock::now();
+  pid_t done = 0;
+  while ((done = ::waitpid(pid, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() - start < std::chrono::seconds(60))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (done == 0) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    FAIL() << "the job did not end within 60 s of Ctrl-C";
+  }
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  EXPECT_TRUE(fs::exists(p("ck.st")));
+  std::ifstream out(p("out.log"));
+  EXPECT_NE(std::string((std::istreambuf_iterator<char>(out)), std::istreambuf_iterator<char>()).find("Saved checkpoint"),
+            std::string::npos);
+}
+
 
 // The GPU ranks' rendezvous (src/dist/rendezvous.h), ranks as threads of this process: rank 0's
 // bytes reach everyone, everyone's reach rank 0, and a rank that goes away without finishing is
