@@ -86,7 +86,7 @@ echo "== profiles (default model, batch 8, sequence 128)"
 for flags in ${TT_PROFILES:-"v1" "v2" "v3" "v1:--use-amp" "v2:--use-amp" "v3:--use-amp"}; do
   IFS=: read -r version extra <<<"$flags"
   name="${version}${extra//[- ]/_}"
-  if ! "$TT" --device cuda --version "$version" $extra --seq-len 128 --num-steps 15 --warmup-steps 10 --profile-steps 3 \
+  if ! "$TT" --device cuda --version "$version" $extra --seq-len 128 --num-steps 15 --timing-warmup-steps 10 --profile-steps 3 \
        --log-every 100 --profile "$LOGS/profile_$name" --flops-profile --profile-memory >"$LOGS/profile_$name.log" 2>&1; then
     failures+=("profile $name"); tail -5 "$LOGS/profile_$name.log"
   fi
@@ -99,7 +99,7 @@ if stage ablate; then
   for spec in ${TT_ABLATE:-"v2:--use-amp" "v2:" "v3:--use-amp"}; do
     IFS=: read -r version amp <<<"$spec"
     name="ablate_${version}${amp//[- ]/_}"
-    "$TT" ablate --device cuda --version "$version" $amp --seq-len 128 --num-steps 60 --warmup-steps 10 \
+    "$TT" ablate --device cuda --version "$version" $amp --seq-len 128 --num-steps 60 --timing-warmup-steps 10 \
       --csv "$LOGS/$name.csv" >"$LOGS/$name.log" 2>&1 || failures+=("$name")
     sed -n '/^Ablation/,$p' "$LOGS/$name.log"
   done
@@ -108,7 +108,7 @@ fi
 if stage memory; then
   echo "== memory and time against sequence length (batch 1, bf16)"
   "$TT" bench --device cuda --versions v1,v2,v3 --precisions bf16 --batch-sizes 1 --seq-lens 256,512,1024,2048,4096,8192 \
-    --warmup-steps 3 --steps 5 --repeats 3 --json "$LOGS/memory.json" --csv "$LOGS/memory.csv" >"$LOGS/memory.log" 2>&1 ||
+    --timing-warmup-steps 3 --steps 5 --repeats 3 --json "$LOGS/memory.json" --csv "$LOGS/memory.csv" >"$LOGS/memory.log" 2>&1 ||
     failures+=("memory sweep")
   grep -E "^v[0-9]|^ver" "$LOGS/memory.log"
 fi
@@ -119,7 +119,7 @@ if stage long; then
     IFS=: read -r version seq <<<"$spec"
     name="long_${version}_T${seq}"
     if ! "$TT" --device cuda --version "$version" --use-amp --batch-size 1 --seq-len "$seq" --num-steps 20 \
-         --warmup-steps 5 --log-every 100 --json "$LOGS/$name.json" >"$LOGS/$name.log" 2>&1; then
+         --timing-warmup-steps 5 --log-every 100 --json "$LOGS/$name.json" >"$LOGS/$name.log" 2>&1; then
       failures+=("$name"); tail -5 "$LOGS/$name.log"
     fi
     grep -E "median|Peak memory|Final loss" "$LOGS/$name.log" | sed "s/^/$name: /"
@@ -183,7 +183,7 @@ if stage sizes; then
   # then one profiled step of each way (kernels.csv: no unaligned products, the classifier's pass).
   sizes_bench() {  # NAME, then bench flags
     local name=$1; shift
-    "$TT" bench --device cuda --versions v3 --precisions bf16 --warmup-steps 5 --steps 10 --repeats 3 \
+    "$TT" bench --device cuda --versions v3 --precisions bf16 --timing-warmup-steps 5 --steps 10 --repeats 3 \
       --json "$LOGS/sizes_$name.json" "$@" >"$LOGS/sizes_$name.log" 2>&1 || failures+=("sizes $name")
     grep -E "^v[0-9]" "$LOGS/sizes_$name.log" | sed "s/^/$name: /"
   }
@@ -200,7 +200,7 @@ if stage sizes; then
   for spec in "gpt2:--preset gpt2-small" "gpt2_fused:--preset gpt2-small --enable-fused-classifier" \
               "gpt2_v32000:--preset gpt2-small --vocab-size 32000" "default:--batch-size 8 --seq-len 128"; do
     IFS=: read -r name flags <<<"$spec"
-    "$TT" --device cuda --version v3 --use-amp $flags --num-steps 9 --warmup-steps 6 --profile-steps 2 \
+    "$TT" --device cuda --version v3 --use-amp $flags --num-steps 9 --timing-warmup-steps 6 --profile-steps 2 \
       --log-every 100 --profile "$LOGS/sizes_profile_$name" >"$LOGS/sizes_profile_$name.log" 2>&1 ||
       failures+=("sizes profile $name")
     grep -A8 "Top 10 kernels" "$LOGS/sizes_profile_$name.log" | sed "s/^/profile $name: /"
@@ -252,7 +252,7 @@ if stage scaling; then
     for reduce in ${TT_REDUCE:-bf16 fp32}; do
       log="$LOGS/scaling_${name}_$reduce"
       if ! timeout 600 "$TT" bench --nproc-per-node "$gpus" --device cuda --version v4 --use-amp ${spec#*:} \
-           --reduce-dtype "$reduce" --num-steps 60 --warmup-steps 10 --log-every 1000 --json "$log.json" >"$log.log" 2>&1; then
+           --reduce-dtype "$reduce" --num-steps 60 --timing-warmup-steps 10 --log-every 1000 --json "$log.json" >"$log.log" 2>&1; then
         failures+=("scaling $name $reduce"); tail -20 "$log.log"
       fi
       echo "-- $name, gradients summed in $reduce"; grep -E "^\|" "$log.log"
@@ -260,7 +260,7 @@ if stage scaling; then
   done
   echo "== 2-rank trace of gpt2-small (rank 0)"
   if timeout 300 "$TT" --device cuda --version v4 --use-amp --preset gpt2-small --nproc-per-node 2 --num-steps 20 \
-       --warmup-steps 10 --profile "$LOGS/trace-2gpu" --profile-steps 3 >"$LOGS/trace-2gpu.log" 2>&1; then
+       --timing-warmup-steps 10 --profile "$LOGS/trace-2gpu" --profile-steps 3 >"$LOGS/trace-2gpu.log" 2>&1; then
     python3 scripts/profile/overlap.py "$LOGS/trace-2gpu/trace.json" | tee "$LOGS/overlap.txt"
   else
     failures+=("2-rank trace"); tail -10 "$LOGS/trace-2gpu.log"
@@ -272,7 +272,7 @@ echo "== timing (default model, batch 8)"
 for spec in ${TT_TIMING:-"v1:128:" "v1:256:" "v1:128:--tf32" "v1:128:--use-amp" "v1:128:--no-nvtx" "v2:128:" "v2:256:" "v2:128:--use-amp" "v2:256:--use-amp" "v3:128:" "v3:128:--use-amp" "v3:256:--use-amp"}; do
   IFS=: read -r version seq extra <<<"$spec"
   name="${version}_T${seq}${extra//[- ]/_}"
-  if ! "$TT" --device cuda --version "$version" --batch-size 8 --seq-len "$seq" --num-steps 60 --warmup-steps 10 \
+  if ! "$TT" --device cuda --version "$version" --batch-size 8 --seq-len "$seq" --num-steps 60 --timing-warmup-steps 10 \
        --log-every 60 $extra --json "$LOGS/time_$name.json" >"$LOGS/time_$name.log" 2>&1; then
     failures+=("timing $name"); tail -5 "$LOGS/time_$name.log"
   fi

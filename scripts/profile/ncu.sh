@@ -16,7 +16,7 @@ flags=("$@")
 command -v ncu >/dev/null || { echo "ncu (Nsight Compute) is not installed: 'tiny_llama --profile DIR' gives kernel times" >&2; exit 1; }
 mkdir -p "$out"
 
-"$TT" --device cuda "${flags[@]}" --num-steps 8 --warmup-steps 5 --profile-steps 1 --profile "$out/trace" >"$out/trace.log"
+"$TT" --device cuda "${flags[@]}" --num-steps 8 --timing-warmup-steps 5 --profile-steps 1 --profile "$out/trace" >"$out/trace.log"
 # Base names of the top kernels (ncu matches the function name without template arguments).
 regex=$(python3 - "$out/trace/kernels.csv" <<'PY'
 import csv, re, sys
@@ -37,7 +37,7 @@ ncu --clock-control none --nvtx --target-processes all \
   --section SpeedOfLight --section SpeedOfLight_RooflineChart --section MemoryWorkloadAnalysis \
   --section ComputeWorkloadAnalysis --section Occupancy --section LaunchStats \
   --kernel-name "regex:^($regex)$" --launch-skip 10 --launch-count 10 -f -o "$out/top" \
-  "$TT" --device cuda "${flags[@]}" --num-steps 4 --warmup-steps 0 --log-every 100 >"$out/ncu.log" 2>&1
+  "$TT" --device cuda "${flags[@]}" --num-steps 4 --timing-warmup-steps 0 --log-every 100 >"$out/ncu.log" 2>&1
 ncu --import "$out/top.ncu-rep" --page raw --csv --metrics \
   gpu__time_duration.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active \
   >"$out/top.csv"

@@ -18,7 +18,7 @@ if command -v nsys >/dev/null; then
   echo "timeline: $out/timeline.nsys-rep (open in Nsight Systems)"
 else
   echo "Nsight Systems (nsys) is not installed here; writing the built-in CUPTI trace instead (tiny_llama --profile)."
-  "$TT" --device cuda "${flags[@]}" --num-steps 10 --warmup-steps 5 --profile-steps 3 --profile "$out" --log-every 100 |
+  "$TT" --device cuda "${flags[@]}" --num-steps 10 --timing-warmup-steps 5 --profile-steps 3 --profile "$out" --log-every 100 |
     sed -n '/Profile of/,/^Step/p'
   echo "timeline: $out/trace.json (open at https://ui.perfetto.dev or chrome://tracing)"
 fi

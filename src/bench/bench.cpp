@@ -107,7 +107,7 @@ void write_bench_json(std::ostream& out, const BenchOptions& o, const std::vecto
   for (const BenchPoint& p : points) pts.push_back(point_json(p));
   out << json{{"environment", environment_json(d, commit)},
               {"model", o.base.model.to_json()},
-              {"timing", {{"warmup_steps", o.warmup}, {"steps_per_repetition", o.steps}, {"repetitions", o.repeats}}},
+              {"timing", {{"timing_warmup_steps", o.timing_warmup}, {"steps_per_repetition", o.steps}, {"repetitions", o.repeats}}},
               {"points", pts}}
              .dump(2)
       << "\n";
@@ -159,7 +159,7 @@ void validate(const BenchOptions& o) {
   if (o.precisions.empty()) usage_fail("--precisions: give at least one of fp32, tf32, bf16");
   for (const std::string& p : o.precisions)
     if (p != "fp32" && p != "tf32" && p != "bf16") usage_fail("--precisions: each must be fp32, tf32 or bf16 (got '" + p + "')");
-  if (o.warmup < 0) usage_fail("--warmup-steps: must not be negative");
+  if (o.timing_warmup < 0) usage_fail("--timing-warmup-steps: must not be negative");
   if (o.steps <= 0) usage_fail("--steps: must be positive");
   if (o.repeats <= 0) usage_fail("--repeats: must be positive");
   if (!std::isfinite(o.min_speedup) || o.min_speedup < 0 || (o.min_speedup > 0 && o.baseline_path.empty()))
@@ -192,8 +192,8 @@ BenchPoint run_point(const BenchOptions& o, int version, int batch, int seq_len,
   TrainOptions t = o.base;
   t.batch = batch;
   t.seq_len = seq_len;
-  t.warmup = o.warmup;
-  t.steps = o.warmup + o.steps * o.repeats;
+  t.timing_warmup = o.timing_warmup;
+  t.steps = o.timing_warmup + o.steps * o.repeats;
   t.log_every = t.steps;
   t.json_path.clear();
   t.backend.plan = point_plan(version, precision, o);
@@ -207,7 +207,7 @@ BenchPoint run_point(const BenchOptions& o, int version, int batch, int seq_len,
     return p;
   }
   std::vector<double> ms, fwd, bwd, opt;
-  for (size_t i = size_t(o.warmup); i < r.steps.size(); ++i) {
+  for (size_t i = size_t(o.timing_warmup); i < r.steps.size(); ++i) {
     ms.push_back(r.steps[i].step_ms);
     fwd.push_back(r.steps[i].forward_ms);
     bwd.push_back(r.steps[i].backward_ms);

@@ -21,7 +21,7 @@ struct BenchOptions {
   std::vector<int> batch_sizes = {8};
   std::vector<int> seq_lens = {128};
   std::vector<std::string> precisions = {"fp32", "bf16"};
-  int warmup = 5, steps = 10, repeats = 5;  // each repetition times `steps` steps
+  int timing_warmup = 5, steps = 10, repeats = 5;  // each repetition times `steps` steps
   std::string csv_path, json_path, baseline_path;
   std::string pytorch_path;  // bench/pytorch_reference.py --json: its strongest mode beside the ladder
   double min_speedup = 0;  // with a baseline: fail when current/baseline speed is below this

@@ -19,7 +19,7 @@ InitStageResult run_init_stage(const TrainOptions& base, std::ostream& log) {
   auto losses = [&](double init_std) {
     TrainOptions t = base;
     t.init_std = init_std;
-    t.warmup = 0;
+    t.timing_warmup = 0;
     t.log_every = t.steps;
     std::ostringstream quiet;
     const TrainResult r = train(t, quiet);
@@ -143,7 +143,7 @@ std::vector<JourneyRow> optimal_stage(const DebugOptions& o, std::ostream& log) 
     t.backend.plan = plan_for_version(version);
     t.backend.plan.amp = amp;
     t.steps = std::max<int64_t>(t.steps, 20);
-    t.warmup = 5;
+    t.timing_warmup = 5;
     t.log_every = t.steps;
     std::ostringstream quiet;
     const TrainResult r = train(t, quiet);

@@ -165,15 +165,35 @@ bool parse(CLI::App& app, const std::vector<std::string>& args) {
   return true;
 }
 
+// --warmup-steps was the steps left out of the timing, and was read as the learning rate's
+// warmup: it is refused with both new names.
+void add_renamed_warmup_flag(CLI::App& app) {
+  app.add_option_function<std::string>(
+         "--warmup-steps",
+         [](const std::string&) {
+           usage_fail("--warmup-steps: renamed, to tell the two apart: --timing-warmup-steps N leaves steps out of "
+                      "the timing, --lr-warmup-steps N warms the learning rate up");
+         },
+         "renamed: --timing-warmup-steps or --lr-warmup-steps")
+      ->group("");
+}
+
 void add_train_flags(CLI::App& app, TrainOptions& o, ModelFlags& f) {
   f.batch = app.add_option("--batch-size", o.batch, "sequences per step")->capture_default_str();
   f.seq = app.add_option("--seq-len", o.seq_len, "tokens per sequence")->capture_default_str();
   app.add_option("--num-steps", o.steps, "optimizer steps (total, also when resuming)")->capture_default_str();
-  app.add_option("--learning-rate", o.learning_rate, "AdamW learning rate")->capture_default_str();
+  app.add_option("--learning-rate", o.learning_rate, "AdamW learning rate (a schedule's peak)")->capture_default_str();
+  app.add_option("--lr-schedule", o.lr_schedule, "constant, cosine, linear or wsd (warmup-stable-decay)")->capture_default_str();
+  app.add_option("--lr-warmup-steps", o.lr_warmup, "steps of the learning rate's linear warmup")->capture_default_str();
+  app.add_option("--min-lr", o.min_lr, "where cosine, linear and wsd decay to at the last step")->capture_default_str();
+  app.add_option("--lr-decay-steps", o.lr_decay, "wsd: steps of the final decay (default: a fifth of the schedule)");
+  app.add_option("--lr-schedule-steps", o.lr_schedule_steps,
+                 "the schedule's length, when a run stops before its end (default: --num-steps); the minimum after it");
   app.add_option("--weight-decay", o.weight_decay, "AdamW decoupled weight decay")->capture_default_str();
   app.add_option("--init-std", o.init_std, "std of the normal weight initialisation (1 shows a broken init)")
       ->capture_default_str();
-  app.add_option("--warmup-steps", o.warmup, "steps excluded from timing")->capture_default_str();
+  app.add_option("--timing-warmup-steps", o.timing_warmup, "steps left out of the timing")->capture_default_str();
+  add_renamed_warmup_flag(app);
   app.add_option("--log-every", o.log_every, "print a line (and validation loss) every N steps")->capture_default_str();
   app.add_option("--eval-every", o.eval_every, "validation loss every N steps (default: with every log line)");
   app.add_option("--data", o.data,
@@ -228,7 +248,7 @@ bool parse_ablate_options(const std::vector<std::string>& args, AblateOptions& o
   f.version = "v2";
   o.train.seq_len = 128;
   o.train.steps = 40;
-  o.train.warmup = 10;
+  o.train.timing_warmup = 10;
   add_train_flags(app, o.train, f);
   add_model_flags(app, o.train, f);
   app.add_option("--csv", o.csv_path, "write the table as CSV");
@@ -249,7 +269,8 @@ bool parse_bench_options(const std::vector<std::string>& args, BenchOptions& o) 
   f.batch_list = &o.batch_sizes;
   f.seq_list = &o.seq_lens;
   app.add_option("--precisions", o.precisions, "fp32, tf32, bf16 (default fp32,bf16)")->delimiter(',');
-  app.add_option("--warmup-steps", o.warmup, "untimed steps per point")->capture_default_str();
+  app.add_option("--timing-warmup-steps", o.timing_warmup, "untimed steps per point")->capture_default_str();
+  add_renamed_warmup_flag(app);
   app.add_option("--steps", o.steps, "steps per timed repetition")->capture_default_str();
   app.add_option("--repeats", o.repeats, "timed repetitions per point")->capture_default_str();
   app.add_option("--csv", o.csv_path, "write the points as CSV");

@@ -46,7 +46,7 @@ std::vector<AblationRow> run_ablation(const AblateOptions& options, std::ostream
   }
 
   log << fmt::format("\nAblation of {}: batch {}, sequence {}, {} timed steps each (median ms/step)\n",
-                     describe(base.backend.plan), base.batch, base.seq_len, base.steps - base.warmup);
+                     describe(base.backend.plan), base.batch, base.seq_len, base.steps - base.timing_warmup);
   log << fmt::format("{:<28}{:>10}{:>12}{:>11}{:>12}{:>10}\n", "config", "ms/step", "samples/s", "peak MB",
                      "vs full", "loss");
   for (const AblationRow& r : rows)

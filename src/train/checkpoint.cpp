@@ -108,8 +108,8 @@ Header read_header(const std::string& path, const std::string& flag) {
     h.info.seq_len = int(std::min<long>(INT32_MAX, std::max(0L, std::strtol(h.info.data_identity.c_str() + at + 8, nullptr, 10))));
   }
   for (auto [key, field] : {std::pair{"learning_rate", &h.info.learning_rate}, {"weight_decay", &h.info.weight_decay},
-                            {"batch_size", &h.info.batch_size}})
-    if (const auto it = meta.find(key); it != meta.end()) *field = it->second.substr(0, 32);
+                            {"batch_size", &h.info.batch_size}, {"lr_schedule", &h.info.lr_schedule}})
+    if (const auto it = meta.find(key); it != meta.end()) *field = it->second.substr(0, 128);
   const std::vector<Expected> expected = expected_tensors(h.info.config);
   if (h.file.tensors.size() != expected.size())
     bad(flag, path, "holds " + std::to_string(h.file.tensors.size()) + " tensors, expected " + std::to_string(expected.size()));
@@ -146,7 +146,8 @@ void save_checkpoint(const std::string& path, Llama& model, const CheckpointInfo
                             {"seq_len", std::to_string(info.seq_len)},
                             {"learning_rate", info.learning_rate},
                             {"weight_decay", info.weight_decay},
-                            {"batch_size", info.batch_size}};
+                            {"batch_size", info.batch_size},
+                            {"lr_schedule", info.lr_schedule}};
   std::string text = header.dump();
   text.resize((text.size() + 7) / 8 * 8, ' ');  // data starts 8-byte aligned
   // Tensor by tensor: the host holds one tensor at a time, not three copies of the model. Every

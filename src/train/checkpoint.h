@@ -27,7 +27,7 @@ struct CheckpointInfo {
   int seq_len = 0;  // the sequence length it was trained at (0: not recorded): the context for generation
   // The settings it was trained with (empty: not recorded, in checkpoints older than them), so
   // that a resume can say what it changes.
-  std::string learning_rate, weight_decay, batch_size;
+  std::string learning_rate, weight_decay, batch_size, lr_schedule;
 };
 
 // Writes atomically (temporary file, then rename).

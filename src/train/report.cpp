@@ -37,8 +37,8 @@ void print_summary(std::ostream& log, const TrainOptions& o, const TrainResult& 
   log << fmt::format("Attention: {}\n", r.attention);
   log << fmt::format("Total samples: {}\n", int64_t(r.steps.size()) * o.batch * r.world_size);
   if (r.timed_steps == 0) {
-    log << fmt::format("Timing: none (all {} steps were warm-up; raise --num-steps above --warmup-steps {})\n",
-                       r.steps.size(), o.warmup);
+    log << fmt::format("Timing: none (all {} steps were warm-up; raise --num-steps above --timing-warmup-steps {})\n",
+                       r.steps.size(), o.timing_warmup);
   } else {
     log << fmt::format("Average samples/sec: {:.1f}\n", r.samples_per_sec);
     log << fmt::format("Average tokens/sec: {:.0f}\n", r.tokens_per_sec);
@@ -100,7 +100,7 @@ void print_flops_profile(std::ostream& log, const std::vector<ModuleFlops>& modu
 json result_json(const TrainOptions& o, const TrainResult& r) {
   json steps = json::array(), val = json::array(), mem = json::object();
   for (const StepRecord& s : r.steps)
-    steps.push_back({{"step", s.step}, {"loss", s.loss}, {"ms", s.step_ms}, {"forward_ms", s.forward_ms},
+    steps.push_back({{"step", s.step}, {"loss", s.loss}, {"lr", s.lr}, {"ms", s.step_ms}, {"forward_ms", s.forward_ms},
                      {"backward_ms", s.backward_ms}, {"optimizer_ms", s.optimizer_ms}});
   for (const auto& [step, loss] : r.validation) val.push_back({{"step", step}, {"loss", loss}});
   json padding = json::object();
@@ -116,7 +116,7 @@ json result_json(const TrainOptions& o, const TrainResult& r) {
       {"classifier_chunk", r.classifier_chunk},
       {"training", {{"batch_size", o.batch}, {"seq_len", o.seq_len}, {"num_steps", o.steps},
                     {"learning_rate", o.learning_rate}, {"weight_decay", o.weight_decay}, {"seed", o.seed},
-                    {"warmup_steps", o.warmup}, {"data", r.data}}},
+                    {"timing_warmup_steps", o.timing_warmup}, {"data", r.data}}},
       {"device", r.device},
       {"backend", r.backend},
       {"plan", r.plan},

@@ -37,9 +37,12 @@ void TrainOptions::validate() const {
   if (save_every > 0 && save_path.empty()) usage_fail("--save-every: needs --save PATH, the checkpoint to write");
   if (eval_every < 0) usage_fail("--eval-every: must not be negative (got " + std::to_string(eval_every) + ")");
   positive(profile_steps, "--profile-steps");
-  if (warmup < 0) usage_fail("--warmup-steps: must not be negative (got " + std::to_string(warmup) + ")");
+  if (timing_warmup < 0)
+    usage_fail("--timing-warmup-steps: must not be negative (got " + std::to_string(timing_warmup) + ")");
   if (!(std::isfinite(learning_rate) && learning_rate > 0))
     usage_fail("--learning-rate: must be a positive finite number");
+  if (lr_schedule_steps < 0) usage_fail("--lr-schedule-steps: must not be negative");
+  schedule().validate();
   if (!(std::isfinite(init_std) && init_std > 0)) usage_fail("--init-std: must be a positive finite number");
   if (!(std::isfinite(weight_decay) && weight_decay >= 0))
     usage_fail("--weight-decay: must be a finite number, zero or more");
@@ -201,9 +204,9 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
     if (wants_profile) usage_fail("--profile and --flops-profile trace GPU kernels: they need a GPU; " + cpu);
   }
   const bool profiling = wants_profile && world.rank == 0;  // rank 0 traces its GPU
-  if (wants_profile && o.steps - resume.step < int64_t(o.warmup) + o.profile_steps)
-    usage_fail(fmt::format("--profile-steps: {} warm-up and {} profiled steps need --num-steps of at least {}", o.warmup,
-                           o.profile_steps, resume.step + o.warmup + o.profile_steps));
+  if (wants_profile && o.steps - resume.step < int64_t(o.timing_warmup) + o.profile_steps)
+    usage_fail(fmt::format("--profile-steps: {} warm-up and {} profiled steps need --num-steps of at least {}", o.timing_warmup,
+                           o.profile_steps, resume.step + o.timing_warmup + o.profile_steps));
   if (o.profile_memory && o.profile_dir.empty())
     usage_fail("--profile-memory: writes DIR/memory.csv, so it needs --profile DIR");
   if (!o.profile_dir.empty() && world.rank == 0) prepare_directory(o.profile_dir, "--profile");
@@ -240,7 +243,7 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
                                          o.batch, o.seq_len, o.steps, o.learning_rate, o.weight_decay, o.seed,
                                          data->identity(), describe(o.backend.plan), o.zero, dtype_name(reduce_dtype),
                                          resume.step, o.log_every, o.eval_every, o.save_path.empty(), o.save_every,
-                                         fmt::format("{} {} {}", wants_profile, o.warmup, o.profile_steps)),
+                                         fmt::format("{} {} {}", wants_profile, o.timing_warmup, o.profile_steps)),
                              "model, batch, data, plan or schedule of logs, evaluations and checkpoints");
   std::unique_ptr<KernelTrace> trace;
   if (profiling) {
@@ -282,8 +285,11 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
                        "times the reference, not {}\n", describe(o.backend.plan), describe(o.backend.plan));
   log << fmt::format("Attention: {}\n", r.attention);
   log << fmt::format("Data: {}\n", r.data);
-  log << fmt::format("Batch {} x {} tokens, steps {}..{}, lr {:g}, weight decay {:g}, seed {}\n", o.batch,
-                     o.seq_len, resume.step + 1, o.steps, o.learning_rate, o.weight_decay, o.seed);
+  const LrSchedule schedule = o.schedule();
+  const bool constant_lr = schedule.kind == "constant" && schedule.warmup == 0;  // printed as before schedules
+  log << fmt::format("Batch {} x {} tokens, steps {}..{}, lr {}, weight decay {:g}, seed {}\n", o.batch, o.seq_len,
+                     resume.step + 1, o.steps, constant_lr ? fmt::format("{:g}", o.learning_rate) : schedule.describe(),
+                     o.weight_decay, o.seed);
   log << fmt::format("Memory: {} reserved at start\n", format_mb(r.memory.total()));
   if (!comm->solo())
     log << fmt::format("Data parallel: {} processes ({}, {}), ZeRO-{}, gradients summed in {}: batch {} per process, {} in "
@@ -300,9 +306,11 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
     log << fmt::format("Resumed from {} at step {}\n", o.resume_path, resume.step);
     std::string changed;
     for (auto [flag, was, now] : {std::tuple{"--learning-rate", resume.learning_rate, fmt::format("{}", o.learning_rate)},
+                                  {"--lr-schedule", resume.lr_schedule, schedule.describe()},
                                   {"--weight-decay", resume.weight_decay, fmt::format("{}", o.weight_decay)},
                                   {"--batch-size", resume.batch_size, std::to_string(o.batch)}})
-      if (!was.empty() && was != now) changed += fmt::format("{}{} {} -> {}", changed.empty() ? "" : ", ", flag, was, now);
+      if (!was.empty() && was != now && !(was.rfind("constant", 0) == 0 && now.rfind("constant", 0) == 0))  // a
+        changed += fmt::format("{}{} {} -> {}", changed.empty() ? "" : ", ", flag, was, now);  // constant's is the lr
     if (!changed.empty()) log << "Resuming with changed settings: " << changed << "\n";
   }
   if (!o.init_from.empty()) log << fmt::format("Initialized from {}\n", o.init_from);
@@ -319,12 +327,12 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
   adam.weight_decay = o.weight_decay;
   Batch batch;
   std::vector<double> step_ms, fwd_ms, bwd_ms, opt_ms;
-  const int64_t first_profiled = resume.step + o.warmup + 1, last_profiled = first_profiled + o.profile_steps - 1;
+  const int64_t first_profiled = resume.step + o.timing_warmup + 1, last_profiled = first_profiled + o.profile_steps - 1;
   auto save = [&](int64_t step) {
     save_checkpoint(o.save_path, model,
                     CheckpointInfo{o.model, step, data->position(), data->identity(), o.seed, o.seq_len,
                                    fmt::format("{}", o.learning_rate), fmt::format("{}", o.weight_decay),
-                                   std::to_string(o.batch)});
+                                   std::to_string(o.batch), schedule.describe()});
   };
   // A signal to any rank stops every rank after the same step (they agree on it each step).
   int stopped_by = 0;
@@ -345,8 +353,9 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
     data->next_batch(batch);
     model.set_batch(batch.tokens.data(), batch.targets.data());
     adam.t = step;
+    adam.lr = schedule.at(step);
     model.train_step(adam);
-    StepRecord s{step, model.mean_loss(), backend->elapsed_ms(0, 3), backend->elapsed_ms(0, 1),
+    StepRecord s{step, model.mean_loss(), adam.lr, backend->elapsed_ms(0, 3), backend->elapsed_ms(0, 1),
                  backend->elapsed_ms(1, 2), backend->elapsed_ms(2, 3)};
     if (!std::isfinite(s.loss)) fail(divergence(o, s.loss, step, step - 1 - resume.step));
     r.steps.push_back(s);
@@ -354,7 +363,7 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
       trace->end_step();
       if (step == last_profiled) report_profile(log, o, r, trace->finish(), backend->name());
     }
-    if (int64_t(r.steps.size()) > o.warmup) {
+    if (int64_t(r.steps.size()) > o.timing_warmup) {
       step_ms.push_back(s.step_ms);
       fwd_ms.push_back(s.forward_ms);
       bwd_ms.push_back(s.backward_ms);
@@ -366,6 +375,7 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
     if (eval_step) r.validation.emplace_back(step, validation_loss(model, *data));
     if (log_step) {
       std::string line = step_line(o, s, r.memory, comm->size());
+      if (!constant_lr) line += fmt::format(" | LR: {:.3e}", s.lr);
       if (eval_step) line += fmt::format(" | Val: {:.4f}", r.validation.back().second);
       log << line << "\n";
     } else if (eval_step) {

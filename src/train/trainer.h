@@ -9,6 +9,7 @@
 #include "backend/backend.h"
 #include "model/config.h"
 #include "model/params.h"
+#include "train/schedule.h"
 
 namespace tt {
 
@@ -17,11 +18,15 @@ struct TrainOptions {
   int batch = 8;
   int seq_len = 256;
   int steps = 50;  // total optimizer steps; a resumed run continues up to this count
-  double learning_rate = 3e-4;
+  double learning_rate = 3e-4;  // the peak of the schedule
+  std::string lr_schedule = "constant";  // src/train/schedule.h
+  int lr_warmup = 0, lr_decay = 0;
+  int lr_schedule_steps = 0;  // the schedule's length (0: --num-steps)
+  double min_lr = 0.0;
   double weight_decay = 0.01;
   uint64_t seed = 42;
   double init_std = kInitStd;  // of the normal-initialised weights; 0.02 unless showing a broken init
-  int warmup = 5;  // steps excluded from timing
+  int timing_warmup = 5;  // steps excluded from the timing (not the learning rate's warmup)
   int log_every = 10;
   int eval_every = 0;  // validation loss every N steps (0: with every log line)
   BackendOptions backend;
@@ -38,6 +43,10 @@ struct TrainOptions {
   std::string profile_dir;
   int profile_steps = 3;
   bool flops_profile = false;
+  // The learning-rate schedule these options describe (--learning-rate its peak, --num-steps its end).
+  LrSchedule schedule() const {
+    return {lr_schedule, learning_rate, min_lr, lr_warmup, lr_decay, lr_schedule_steps > 0 ? lr_schedule_steps : steps};
+  }
   bool profile_memory = false;  // writes profile_dir/memory.csv
 
   void validate() const;  // throws UsageError naming the flag
@@ -45,7 +54,7 @@ struct TrainOptions {
 
 struct StepRecord {
   int64_t step;
-  double loss;
+  double loss, lr;
   double step_ms, forward_ms, backward_ms, optimizer_ms;
 };
 

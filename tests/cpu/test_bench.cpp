@@ -90,7 +90,7 @@ TEST(Bench, JsonAndCsvWriters) {
 
 int run(const std::string& args, const fs::path& dir) {
   const std::string cmd = std::string(TT_BINARY) + " bench --device cpu --hidden-dim 32 --num-layers 1 --num-heads 2 "
-                          "--vocab-size 50 --steps 2 --repeats 2 --warmup-steps 1 " + args + " >" +
+                          "--vocab-size 50 --steps 2 --repeats 2 --timing-warmup-steps 1 " + args + " >" +
                           (dir / "out.txt").string() + " 2>&1";
   const int status = std::system(cmd.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;

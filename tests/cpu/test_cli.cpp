@@ -78,7 +78,7 @@ TEST_F(Cli, CpuOnlyWhatAppliesThere) {
   EXPECT_NE(marked.out.find("CPU: v3 fp32 selects CUDA kernels"), std::string::npos) << marked.out;
   EXPECT_NE(marked.out.find("threads"), std::string::npos) << "the thread count is said: " << marked.out;
   const Outcome plain = run_command("bench --device cpu --seq-lens 8 --batch-sizes 2 --hidden-dim 32 --num-layers 1 "
-                                    "--num-heads 2 --warmup-steps 1 --steps 1 --repeats 1");
+                                    "--num-heads 2 --timing-warmup-steps 1 --steps 1 --repeats 1");
   EXPECT_EQ(plain.exit_code, 0) << plain.err;
   EXPECT_NE(plain.out.find("CPU: one row per shape"), std::string::npos) << plain.out;
   EXPECT_EQ(plain.out.find("bf16"), std::string::npos) << "no bf16 row on the CPU: " << plain.out;
@@ -89,7 +89,7 @@ TEST_F(Cli, NoGpuIsSaidOnce) {
   std::string why;
   if (cuda_available(&why)) GTEST_SKIP() << "a GPU is present";
   const Outcome r = run_command("bench --batch-sizes 2,3 --seq-lens 8 --hidden-dim 32 --num-layers 1 --num-heads 2 "
-                                "--warmup-steps 1 --steps 1 --repeats 1");
+                                "--timing-warmup-steps 1 --steps 1 --repeats 1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   size_t count = 0;
   for (size_t at = r.out.find("no NVIDIA GPU or driver found"); at != std::string::npos;
@@ -110,7 +110,7 @@ TEST_F(Cli, NegativeLearningRate) { expect_usage_error("--learning-rate -0.001",
 TEST_F(Cli, InfiniteLearningRate) { expect_usage_error("--learning-rate inf", "--learning-rate"); }
 TEST_F(Cli, NonNumericValue) { expect_usage_error("--batch-size eight", "--batch-size"); }
 TEST_F(Cli, ZeroNormEps) { expect_usage_error("--norm-eps 0", "--norm-eps"); }
-TEST_F(Cli, NegativeWarmup) { expect_usage_error("--warmup-steps -1", "--warmup-steps"); }
+TEST_F(Cli, NegativeWarmup) { expect_usage_error("--timing-warmup-steps -1", "--timing-warmup-steps"); }
 TEST_F(Cli, UnknownFlag) { expect_usage_error("--num-epochs 3", "--num-epochs"); }
 TEST_F(Cli, UnknownDevice) { expect_usage_error("--device tpu", "--device"); }
 TEST_F(Cli, UnknownVersion) { expect_usage_error("--version v7", "--version"); }

@@ -260,7 +260,7 @@ void tokenize_and_train(const std::vector<std::string>& inputs, const fs::path& 
   o.data = (dir / "tokens" / "*.bin").string();
   o.model.vocab_size = v, o.model.hidden = 64, o.model.layers = 2, o.model.heads = 4, o.model.kv_heads = 2;
   o.model.intermediate = 128;
-  o.batch = 8, o.seq_len = 32, o.steps = steps, o.log_every = steps, o.learning_rate = 3e-3, o.warmup = 0;
+  o.batch = 8, o.seq_len = 32, o.steps = steps, o.log_every = steps, o.learning_rate = 3e-3, o.timing_warmup = 0;
   o.backend.device = DeviceKind::Cpu;
   std::ostringstream log;
   const TrainResult res = train(o, log);

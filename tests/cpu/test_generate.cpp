@@ -106,7 +106,7 @@ class GenerateCli : public ::testing::Test {
     o.data = (dir / "text.txt").string();
     o.model = small_config();
     o.model.vocab_size = 256;
-    o.batch = 2, o.seq_len = 16, o.steps = 3, o.warmup = 0, o.log_every = 100;
+    o.batch = 2, o.seq_len = 16, o.steps = 3, o.timing_warmup = 0, o.log_every = 100;
     o.backend.device = DeviceKind::Cpu;
     o.save_path = (dir / "m.safetensors").string();
     std::ostringstream log;

@@ -77,7 +77,7 @@ class HfExport : public ::testing::Test {
     o.data = (dir / "text.txt").string();
     o.model.vocab_size = 256, o.model.hidden = 32, o.model.layers = 2, o.model.heads = 4, o.model.kv_heads = 2;
     o.model.intermediate = 48;
-    o.batch = 2, o.seq_len = 16, o.steps = 2, o.warmup = 0, o.log_every = 100;
+    o.batch = 2, o.seq_len = 16, o.steps = 2, o.timing_warmup = 0, o.log_every = 100;
     o.backend.device = DeviceKind::Cpu;
     o.save_path = (dir / "m.safetensors").string();
     std::ostringstream log;

@@ -3,12 +3,14 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "bench/debug_stages.h"
 #include "model/llama.h"
 #include "train/checkpoint.h"
 #include "train/data.h"
+#include "train/schedule.h"
 #include "train/trainer.h"
 #include "data/safetensors.h"
 #include "data/token_file.h"
@@ -43,7 +45,7 @@ TrainOptions small_options() {
   o.model.intermediate = 64;
   o.batch = 4;
   o.seq_len = 16;
-  o.warmup = 1;
+  o.timing_warmup = 1;
   o.backend.device = DeviceKind::Cpu;
   return o;
 }
@@ -84,6 +86,79 @@ TEST(Training, BrokenInitialisationStartsFarAboveLnVocab) {
   EXPECT_NEAR(r.fixed_first, r.ln_vocab, 0.1) << log.str();
   EXPECT_GT(r.broken_first, 2 * r.ln_vocab) << log.str();
   EXPECT_NE(log.str().find("Lesson:"), std::string::npos) << log.str();
+}
+
+// Each schedule against a hand computation at chosen steps (peak 1e-3, minimum 1e-4, 100 steps).
+TEST(LrSchedule, EachKindAgainstAHandComputation) {
+  const double pi = 3.14159265358979323846;
+  LrSchedule s{"constant", 1e-3, 0.0, 10, 0, 100};
+  EXPECT_DOUBLE_EQ(s.at(1), 1e-4);  // warmup: step / 10 of the peak
+  EXPECT_DOUBLE_EQ(s.at(5), 5e-4);
+  EXPECT_DOUBLE_EQ(s.at(10), 1e-3);
+  EXPECT_DOUBLE_EQ(s.at(57), 1e-3);
+  s = {"cosine", 1e-3, 1e-4, 10, 0, 100};
+  EXPECT_DOUBLE_EQ(s.at(10), 1e-3);
+  EXPECT_NEAR(s.at(55), 1e-4 + 0.5 * (1 + std::cos(pi * 0.5)) * 9e-4, 1e-15);  // halfway: the mean
+  EXPECT_NEAR(s.at(40), 1e-4 + 0.5 * (1 + std::cos(pi * 30.0 / 90.0)) * 9e-4, 1e-15);
+  EXPECT_NEAR(s.at(100), 1e-4, 1e-15);
+  s = {"linear", 1e-3, 1e-4, 0, 0, 100};
+  EXPECT_NEAR(s.at(1), 1e-3 - 0.01 * 9e-4, 1e-15);
+  EXPECT_NEAR(s.at(50), 1e-3 - 0.5 * 9e-4, 1e-15);
+  EXPECT_NEAR(s.at(100), 1e-4, 1e-15);
+  s = {"wsd", 1e-3, 0.0, 10, 20, 100};  // stable to step 80, then down to 0 at 100
+  EXPECT_DOUBLE_EQ(s.at(50), 1e-3);
+  EXPECT_DOUBLE_EQ(s.at(80), 1e-3);
+  EXPECT_NEAR(s.at(90), 5e-4, 1e-15);
+  EXPECT_NEAR(s.at(100), 0.0, 1e-15);
+  s = {"wsd", 1e-3, 0.0, 0, 0, 100};  // the decay defaults to a fifth of the run
+  EXPECT_DOUBLE_EQ(s.at(80), 1e-3);
+  EXPECT_NEAR(s.at(90), 5e-4, 1e-15);
+}
+
+// Through the binary: the steps' learning rates in --json follow the schedule, a resumed run
+// continues it bit for bit, and what cannot be is refused naming its flag.
+TEST(LrSchedule, FollowedResumedAndChecked) {
+  TempDir dir;
+  {
+    std::ofstream f(dir.file("t.txt"));
+    for (int i = 0; i < 80; ++i) f << "some text to train on. ";
+  }
+  const std::string base = "--device cpu --hidden-dim 16 --num-layers 1 --num-heads 2 --seq-len 8 --batch-size 2 --data " +
+                           dir.file("t.txt") + " --num-steps 8 --lr-schedule cosine --lr-warmup-steps 2 --min-lr 1e-5";
+  Outcome r = run_binary(base + " --json " + dir.file("full.json"), dir.path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const LrSchedule s{"cosine", 3e-4, 1e-5, 2, 0, 8};
+  std::ifstream in(dir.file("full.json"));
+  const nlohmann::json j = nlohmann::json::parse(in);
+  ASSERT_EQ(j["steps"].size(), 8u);
+  for (const auto& step : j["steps"]) EXPECT_DOUBLE_EQ(step["lr"].get<double>(), s.at(step["step"].get<int64_t>()));
+  EXPECT_NE(r.out.find("lr cosine from 0.0003 to 1e-05 over 8 steps, after 2 warmup steps"), std::string::npos) << r.out;
+  // A first leg that stops at step 4 of the 8-step schedule, then the resume: the same losses.
+  r = run_binary(base + " --num-steps 4 --lr-schedule-steps 8 --save " + dir.file("ck.st"), dir.path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_binary(base + " --resume " + dir.file("ck.st") + " --json " + dir.file("rest.json"), dir.path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<double> full = run_losses(dir.file("full.json")), rest = run_losses(dir.file("rest.json"));
+  ASSERT_EQ(rest.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(rest[i], full[4 + i]) << "step " << 5 + i;
+  EXPECT_EQ(r.out.find("Resuming with changed settings"), std::string::npos) << r.out;
+  // A resume onto another schedule says so.
+  r = run_binary(base + " --num-steps 10 --resume " + dir.file("ck.st"), dir.path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Resuming with changed settings: --lr-schedule cosine from 0.0003 to 1e-05 over 8 steps"),
+            std::string::npos)
+      << r.out;
+  for (const auto& [flags, says] : std::vector<std::pair<std::string, std::string>>{
+           {"--lr-schedule step", "--lr-schedule: constant, cosine, linear or wsd"},
+           {"--lr-schedule cosine --lr-warmup-steps 8", "--lr-warmup-steps"},
+           {"--lr-schedule cosine --min-lr 1", "--min-lr"},
+           {"--lr-schedule cosine --lr-decay-steps 3", "--lr-decay-steps"},
+           {"--min-lr 1e-5", "--min-lr"},
+           {"--warmup-steps 3", "--timing-warmup-steps N leaves steps out of the timing, --lr-warmup-steps"}}) {
+    r = run_binary("--device cpu --hidden-dim 16 --num-layers 1 --num-heads 2 --seq-len 8 --num-steps 8 " + flags, dir.path);
+    EXPECT_EQ(r.exit_code, 2) << flags;
+    EXPECT_NE(r.err.find(says), std::string::npos) << flags << ": " << r.err;
+  }
 }
 
 TEST(Training, InitStdScalesTheNormalWeights) {

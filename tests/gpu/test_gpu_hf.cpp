@@ -54,7 +54,7 @@ TEST_P(GpuHf, TransformersComputesWhatWeCompute) {
   std::ofstream(dir / "corpus.txt") << text;
   TrainOptions o;
   o.model.hidden = 64, o.model.layers = 2, o.model.heads = 4, o.model.kv_heads = 2, o.model.intermediate = 128;
-  o.batch = 4, o.seq_len = 32, o.steps = 30, o.warmup = 0, o.log_every = 100, o.learning_rate = 3e-3;
+  o.batch = 4, o.seq_len = 32, o.steps = 30, o.timing_warmup = 0, o.log_every = 100, o.learning_rate = 3e-3;
   o.backend.device = DeviceKind::Cuda;
   o.backend.plan = plan_for_version(3);
   std::string tokenizer = "bytes";

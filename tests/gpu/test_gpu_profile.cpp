@@ -29,7 +29,7 @@ TEST_P(GpuProfile, ThreeStepTraceIsCompleteAndConsistent) {
   o.model.layers = 2;
   o.batch = 4;
   o.seq_len = 64;
-  o.warmup = 2;
+  o.timing_warmup = 2;
   o.steps = 5;
   o.profile_steps = 3;
   o.profile_dir = dir.string();
@@ -69,7 +69,7 @@ TEST_P(GpuProfile, ThreeStepTraceIsCompleteAndConsistent) {
       busy_us += std::max(0.0, end - std::max(begin, until));
       until = std::max(until, end);
     }
-    const double step_ms = r.steps[size_t(o.warmup + s)].step_ms;
+    const double step_ms = r.steps[size_t(o.timing_warmup + s)].step_ms;
     EXPECT_LE(busy_us / 1e3, step_ms) << "step " << s << ": kernels longer than the step";
     EXPECT_GT(busy_us, 0.0);
     busy_total_us += busy_us;

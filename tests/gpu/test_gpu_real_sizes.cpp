@@ -93,7 +93,7 @@ TrainOptions gpt2_vocab_options(int version) {
   TrainOptions o;
   o.model.vocab_size = 50257, o.model.hidden = 64, o.model.layers = 2, o.model.heads = 2, o.model.kv_heads = 1;
   o.model.intermediate = 128;
-  o.batch = 2, o.seq_len = 64, o.warmup = 1, o.log_every = 100;
+  o.batch = 2, o.seq_len = 64, o.timing_warmup = 1, o.log_every = 100;
   o.backend.device = DeviceKind::Cuda;
   o.backend.plan = plan_for_version(version);
   o.backend.plan.amp = true;
