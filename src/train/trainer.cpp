@@ -3,13 +3,16 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cmath>
 #include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <tuple>
-#include <climits>
-#include <filesystem>
-#include <cmath>
-#include <nlohmann/json.hpp>
 
 #include "core/files.h"
 #include "core/signals.h"
@@ -42,6 +45,9 @@ void TrainOptions::validate() const {
   if (!(std::isfinite(learning_rate) && learning_rate > 0))
     usage_fail("--learning-rate: must be a positive finite number");
   if (lr_schedule_steps < 0) usage_fail("--lr-schedule-steps: must not be negative");
+  for (const auto& [flag, beta] : {std::pair{"--beta1", beta1}, {"--beta2", beta2}})
+    if (!(std::isfinite(beta) && beta >= 0 && beta < 1)) usage_fail(std::string(flag) + ": must be in [0, 1)");
+  if (!(std::isfinite(adam_eps) && adam_eps > 0)) usage_fail("--adam-eps: must be a positive finite number");
   schedule().validate();
   if (!(std::isfinite(init_std) && init_std > 0)) usage_fail("--init-std: must be a positive finite number");
   if (!(std::isfinite(weight_decay) && weight_decay >= 0))
@@ -189,8 +195,9 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
   const std::vector<float> initial = o.init_from.empty() ? std::vector<float>{} : import_hf(o.init_from, o.model);
   std::vector<std::pair<std::string, std::string>> inputs = {{"--resume", o.resume_path}};
   for (const std::string& f : data_files(o.data)) inputs.emplace_back("--data", f);
-  check_distinct_paths({{"--json", o.json_path}, {"--save", o.save_path}}, inputs);
+  check_distinct_paths({{"--json", o.json_path}, {"--save", o.save_path}, {"--metrics", o.metrics_path}}, inputs);
   if (!o.json_path.empty()) check_writable(o.json_path, "--json");
+  if (!o.metrics_path.empty()) check_writable(o.metrics_path, "--metrics");
   if (!o.save_path.empty()) check_writable(o.save_path, "--save");
   const bool wants_profile = !o.profile_dir.empty() || o.flops_profile;
   // What applies on the GPU only is refused on the CPU here, before any file or directory is made.
@@ -325,6 +332,31 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
   AdamWStep adam;
   adam.lr = o.learning_rate;
   adam.weight_decay = o.weight_decay;
+  adam.beta1 = o.beta1, adam.beta2 = o.beta2, adam.eps = o.adam_eps;
+  // --metrics: a JSON line at every log step, each written whole and flushed, so that a run that
+  // stops early (a signal, an error) leaves every line up to its last log.
+  std::ofstream metrics;
+  if (!o.metrics_path.empty() && comm->rank() == 0) {
+    metrics.open(o.metrics_path, std::ios::trunc);
+    if (!metrics) usage_fail("--metrics: cannot write '" + o.metrics_path + "'");
+  }
+  const double peak = backend->is_cuda() ? peak_flops(backend->name(), o.backend.plan.amp ? "bf16" : o.backend.plan.tf32 ? "tf32" : "fp32") : 0;
+  const auto run_start = std::chrono::steady_clock::now();
+  auto write_metrics = [&](const StepRecord& s, const std::optional<double>& validation) {
+    if (!metrics.is_open()) return;
+    const double tokens_per_sec = double(o.batch) * o.seq_len * comm->size() / (s.step_ms / 1e3);
+    nlohmann::json line = {{"step", s.step},
+                           {"tokens", s.step * int64_t(o.batch) * o.seq_len * comm->size()},
+                           {"loss", s.loss},
+                           {"lr", s.lr},
+                           {"step_ms", s.step_ms},
+                           {"tokens_per_sec", tokens_per_sec},
+                           {"mfu", peak > 0 ? nlohmann::json(r.flops_per_step / (s.step_ms / 1e3) / peak) : nlohmann::json()},
+                           {"elapsed_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count()},
+                           {"validation_loss", validation ? nlohmann::json(*validation) : nlohmann::json()}};
+    metrics << line.dump() + "\n" << std::flush;
+    if (!metrics) fail("--metrics: error while writing '" + o.metrics_path + "' (disk full?)");
+  };
   Batch batch;
   std::vector<double> step_ms, fwd_ms, bwd_ms, opt_ms;
   const int64_t first_profiled = resume.step + o.timing_warmup + 1, last_profiled = first_profiled + o.profile_steps - 1;
@@ -382,6 +414,7 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
       log << fmt::format("Validation loss at step {}: {:.4f}\n", step, r.validation.back().second);
     }
     if (log_step || eval_step) log.flush();
+    if (log_step) write_metrics(s, eval_step ? std::optional<double>(r.validation.back().second) : std::nullopt);
     if (o.save_every > 0 && step % o.save_every == 0 && step < o.steps) save(step);
   }
   const bool stopped = stopped_by && last_step < o.steps;

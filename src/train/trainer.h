@@ -32,6 +32,8 @@ struct TrainOptions {
   BackendOptions backend;
   std::string data = "synthetic";
   std::string json_path, save_path, resume_path;
+  std::string metrics_path;  // JSON lines, one at every log step, flushed as written
+  double beta1 = 0.9, beta2 = 0.999, adam_eps = 1e-8;  // AdamW's
   std::string init_from;  // a Hugging Face LLaMA directory to start from (src/train/hf.h)
   int save_every = 0;     // with save_path: a checkpoint every N steps too (0: at the end only)
   int zero = 0;           // data parallelism: 1 shards the Adam moments over the ranks (ZeRO-1)

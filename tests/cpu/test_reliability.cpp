@@ -12,6 +12,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 namespace tt::test {
@@ -201,6 +203,43 @@ TEST_F(Reliability, TheModelIsWrittenBeforeTheReport) {
       EXPECT_NE(slurp(dir / "report" / "r.json").find("\"steps\""), std::string::npos) << "the stopped run's report";
     }
   }
+}
+
+// --metrics: a JSON line at every log step, each complete, also when SIGINT stops the run.
+TEST_F(Reliability, MetricsAreWrittenAsTheRunGoes) {
+  std::string err;
+  ASSERT_EQ(run("--num-steps 6 --log-every 2 --lr-schedule cosine --metrics " + p("m.jsonl"), &err), 0) << err;
+  std::istringstream lines(slurp(dir / "m.jsonl"));
+  int n = 0;
+  for (std::string line; std::getline(lines, line); ++n) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    EXPECT_EQ(j["step"], 2 * (n + 1));
+    EXPECT_EQ(j["tokens"], 2 * (n + 1) * 2 * 8);
+    for (const char* key : {"loss", "lr", "step_ms", "tokens_per_sec", "elapsed_s", "validation_loss"})
+      EXPECT_TRUE(j[key].is_number()) << key << " in " << line;
+    EXPECT_TRUE(j["mfu"].is_null()) << "no peak rate on the CPU";
+  }
+  EXPECT_EQ(n, 3);
+  const std::string cmd = std::string(TT_BINARY) + " --device cpu --hidden-dim 16 --num-layers 1 --num-heads 2"
+                          " --batch-size 2 --seq-len 8 --data " + p("corpus.txt") +
+                          " --num-steps 100000 --log-every 5 --metrics " + p("live.jsonl");
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::freopen(p("run.log").c_str(), "w", stdout);
+    ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  for (int i = 0; i < 4000 && slurp(dir / "run.log").find("Step 100/") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ::kill(pid, SIGINT);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 130);
+  std::istringstream live(slurp(dir / "live.jsonl"));
+  int count = 0;
+  for (std::string line; std::getline(live, line); ++count) EXPECT_NO_THROW(nlohmann::json::parse(line)) << line;
+  EXPECT_GE(count, 20);
 }
 
 }  // namespace

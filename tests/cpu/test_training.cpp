@@ -154,7 +154,10 @@ TEST(LrSchedule, FollowedResumedAndChecked) {
            {"--lr-schedule cosine --min-lr 1", "--min-lr"},
            {"--lr-schedule cosine --lr-decay-steps 3", "--lr-decay-steps"},
            {"--min-lr 1e-5", "--min-lr"},
-           {"--warmup-steps 3", "--timing-warmup-steps N leaves steps out of the timing, --lr-warmup-steps"}}) {
+           {"--warmup-steps 3", "--timing-warmup-steps N leaves steps out of the timing, --lr-warmup-steps"},
+           {"--beta1 1", "--beta1: must be in [0, 1)"},
+           {"--beta2 nan", "--beta2: must be in [0, 1)"},
+           {"--adam-eps 0", "--adam-eps"}}) {
     r = run_binary("--device cpu --hidden-dim 16 --num-layers 1 --num-heads 2 --seq-len 8 --num-steps 8 " + flags, dir.path);
     EXPECT_EQ(r.exit_code, 2) << flags;
     EXPECT_NE(r.err.find(says), std::string::npos) << flags << ": " << r.err;
