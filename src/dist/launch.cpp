@@ -2,6 +2,7 @@
 
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -154,9 +155,13 @@ int launch_local_ranks(int nproc, const std::vector<std::string>& args, bool cud
 
 namespace {
 
-// CPU ranks: under mpirun, which this process waits for. mpirun turns a Ctrl-C or SIGTERM into
-// SIGTERM for the ranks (they stop after the same step and write their checkpoint); the job's
-// exit code is then the signal's, 128 + its number, as for one process (mpirun's own is 1).
+// CPU ranks: under mpirun, which this process waits for. mpirun runs in a process group of its
+// own, so that a Ctrl-C in the terminal reaches this process alone, and ends with it (a parent
+// death signal). A SIGINT or SIGTERM here goes to the ranks as SIGUSR1 or SIGUSR2, which mpirun
+// passes on as they are (src/core/signals.h): every rank stops after the same step and writes
+// its checkpoint. mpirun's own handling of SIGINT and SIGTERM would send the ranks SIGTERM and,
+// a second later, SIGKILL, cutting a checkpoint short. The job's exit code is then the signal's,
+// 128 + its number, as for one process.
 int launch_cpu_ranks(int nproc, const std::vector<std::string>& args) {
   std::vector<std::string> argv = {"mpirun", "-np", std::to_string(nproc), "--oversubscribe", "--bind-to", "none"};
   if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
@@ -164,7 +169,11 @@ int launch_cpu_ranks(int nproc, const std::vector<std::string>& args) {
   argv.insert(argv.end(), args.begin(), args.end());
   const pid_t mpirun = ::fork();
   if (mpirun < 0) usage_fail("--nproc-per-node: fork: " + std::string(std::strerror(errno)));
-  if (mpirun == 0) exec_argv(argv);
+  if (mpirun == 0) {
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    exec_argv(argv);
+  }
   struct sigaction sa {};
   sa.sa_handler = remember_signal;
   ::sigaction(SIGINT, &sa, nullptr);
@@ -176,7 +185,7 @@ int launch_cpu_ranks(int nproc, const std::vector<std::string>& args) {
     if (done == mpirun) break;
     if (done < 0 && errno != EINTR) return 1;
     if (forwarded_signal && !forwarded) {
-      ::kill(mpirun, SIGTERM);
+      ::kill(mpirun, forwarded_signal == SIGINT ? SIGUSR1 : SIGUSR2);
       forwarded = true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
