@@ -41,6 +41,26 @@ enum RngStream : uint64_t {
   kStreamParamBase = 0x100000,  // parameter tensor i uses kStreamParamBase + i (src/model/params.h)
   kStreamTest = 0x7E57,         // test inputs
   kStreamSampling = 0x5A3B1E,   // the draws of text generation (src/model/generate.h)
+  kStreamShuffle = 0x5A0FF1E,   // the order of the training windows (--shuffle, src/train/data.h)
 };
+
+// A permutation of [0, n) drawn from (seed, stream, epoch), evaluated one index at a time with no
+// table: a four-round Feistel network over the smallest even number of bits that holds n, walked
+// again from its output while that lands at or past n (fewer than 4 walks on average).
+inline uint64_t permuted_index(uint64_t i, uint64_t n, const CounterRng& rng, uint64_t epoch) {
+  int bits = 2;
+  while (bits < 64 && (uint64_t(1) << bits) < n) bits += 2;
+  const int half = bits / 2;
+  const uint64_t mask = (uint64_t(1) << half) - 1;
+  do {
+    uint64_t left = i >> half, right = i & mask;
+    for (uint64_t round = 0; round < 4; ++round) {
+      const uint64_t next = left ^ (rng.bits(mix64(epoch << 2 | round) + right) & mask);
+      left = right, right = next;
+    }
+    i = left << half | right;
+  } while (i >= n);
+  return i;
+}
 
 }  // namespace tt

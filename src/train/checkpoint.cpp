@@ -99,6 +99,7 @@ Header read_header(const std::string& path, const std::string& flag) {
   }
   h.info.step = parse_count(meta, "step", flag, path, INT32_MAX);
   h.info.data_position = parse_count(meta, "data_position", flag, path);
+  if (meta.count("data_epoch")) h.info.data_epoch = parse_count(meta, "data_epoch", flag, path);  // 0 before passes were counted
   h.info.seed = uint64_t(parse_count(meta, "seed", flag, path));
   h.info.data_identity = text("data");
   // The training sequence length: its own field since it was added, else from the data's identity.
@@ -140,6 +141,7 @@ void save_checkpoint(const std::string& path, Llama& model, const CheckpointInfo
                             {"format_version", kFormatVersion},
                             {"step", std::to_string(info.step)},
                             {"data_position", std::to_string(info.data_position)},
+                            {"data_epoch", std::to_string(info.data_epoch)},
                             {"data", info.data_identity},
                             {"config", c.to_json().dump()},
                             {"seed", std::to_string(info.seed)},

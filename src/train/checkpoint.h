@@ -21,7 +21,7 @@ namespace tt {
 struct CheckpointInfo {
   ModelConfig config;
   int64_t step = 0;
-  int64_t data_position = 0;
+  int64_t data_position = 0, data_epoch = 0;
   std::string data_identity;
   uint64_t seed = 0;
   int seq_len = 0;  // the sequence length it was trained at (0: not recorded): the context for generation

@@ -27,8 +27,24 @@ void DataSource::fill(Batch& b, bool validation, int64_t first, int64_t count) c
 
 void DataSource::next_batch(Batch& b) {
   const int64_t count = train_windows();
-  fill(b, false, position_ + int64_t(shard_rank_) * B_ % count, count);
-  position_ = (position_ + int64_t(B_) * shard_count_ % count) % count;  // both terms below count
+  if (!shuffle_) {
+    fill(b, false, position_ + int64_t(shard_rank_) * B_ % count, count);
+  } else {  // this rank's B windows of the global batch, each through its pass's permutation
+    const CounterRng rng(shuffle_seed_, kStreamShuffle);
+    b.tokens.resize(size_t(B_) * T_);
+    b.targets.resize(size_t(B_) * T_);
+    std::vector<int32_t> w(size_t(T_) + 1);
+    for (int i = 0; i < B_; ++i) {
+      const int64_t at = position_ + (int64_t(shard_rank_) * B_ + i) % count;  // below 2 x count
+      const int64_t epoch = epoch_ + at / count;
+      window(false, int64_t(permuted_index(uint64_t(at % count), uint64_t(count), rng, uint64_t(epoch))), w.data());
+      std::copy(w.begin(), w.end() - 1, b.tokens.begin() + int64_t(i) * T_);
+      std::copy(w.begin() + 1, w.end(), b.targets.begin() + int64_t(i) * T_);
+    }
+  }
+  const int64_t advance = int64_t(B_) * shard_count_;
+  epoch_ = (epoch_ + (position_ + advance % count) / count + advance / count) % (int64_t(1) << 40);
+  position_ = (position_ + advance % count) % count;  // both terms below count
 }
 
 void DataSource::validation_batch(int i, Batch& b) const {

@@ -12,6 +12,7 @@
 //              file; the tokens must lie below the model's vocabulary.
 #pragma once
 #include <cstdint>
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,13 +30,18 @@ class DataSource {
   // Identifies the data and its windows, to refuse resuming a checkpoint on other data.
   virtual std::string identity() const = 0;
   // Where the next batch starts: sequences consumed so far, modulo the training windows (the
-  // data repeats after them). Part of a checkpoint; any recorded value is reduced once, here,
-  // so that no later arithmetic can overflow.
+  // data repeats after them), and the passes over them so far (the epoch). Part of a checkpoint;
+  // any recorded value is reduced once, here, so that no later arithmetic can overflow.
   int64_t position() const { return position_; }
-  void set_position(int64_t p) {
+  int64_t epoch() const { return epoch_; }
+  void set_position(int64_t p, int64_t epoch = 0) {
     const int64_t count = train_windows();
     position_ = (p % count + count) % count;
+    epoch_ = std::max<int64_t>(0, epoch) % (int64_t(1) << 40);
   }
+  // --shuffle: each pass visits the training windows in an order of its own, drawn from the seed
+  // and the pass's number (every window once a pass); otherwise in the data's order.
+  void set_shuffle(uint64_t seed) { shuffle_ = true, shuffle_seed_ = seed; }
   // Data parallelism: of every global batch of B x count sequences, this rank reads its own B,
   // the rank-th; the position counts the global batch's sequences.
   void set_shard(int rank, int count) { shard_rank_ = rank, shard_count_ = count; }
@@ -53,8 +59,10 @@ class DataSource {
   void fill(Batch& b, bool validation, int64_t first, int64_t count) const;
 
   int B_, T_;
-  int64_t position_ = 0;
+  int64_t position_ = 0, epoch_ = 0;
   int shard_rank_ = 0, shard_count_ = 1;
+  bool shuffle_ = false;
+  uint64_t shuffle_seed_ = 0;
 };
 
 // spec is "synthetic", a text file, a token file or a glob pattern of token files. vocab_size

@@ -246,24 +246,28 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
   if (!comm->solo())
     // Everything that decides which collectives a rank calls, and with what.
     check_same_on_every_rank(*comm,
-                             fmt::format("{} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}", o.model.to_json().dump(),
-                                         o.batch, o.seq_len, o.steps, o.learning_rate, o.weight_decay, o.seed,
+                             fmt::format("{} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}", o.model.to_json().dump(),
+                                         o.batch, o.seq_len, o.steps,
+                                         fmt::format("{} {} {} {} {} {}", o.schedule().describe(), o.weight_decay, o.beta1,
+                                                     o.beta2, o.adam_eps, o.shuffle),
+                                         o.seed,
                                          data->identity(), describe(o.backend.plan), o.zero, dtype_name(reduce_dtype),
                                          resume.step, o.log_every, o.eval_every, o.save_path.empty(), o.save_every,
                                          fmt::format("{} {} {}", wants_profile, o.timing_warmup, o.profile_steps)),
-                             "model, batch, data, plan or schedule of logs, evaluations and checkpoints");
+                             "model, batch, data, plan, optimizer or schedule of logs, evaluations and checkpoints");
   std::unique_ptr<KernelTrace> trace;
   if (profiling) {
     trace = KernelTrace::create();  // before the first step, so that graph captures are seen
   }
   Llama model(o.model, *backend, o.batch, o.seq_len, {comm.get(), o.zero, comm->size() == 1 ? DType::F32 : reduce_dtype});
   data->set_shard(comm->rank(), comm->size());
+  if (o.shuffle) data->set_shuffle(o.seed);
   if (o.resume_path.empty()) {
     model.init_weights(o.seed, o.init_std);
     if (!initial.empty()) model.write(model.params(), initial);
   } else {
     load_checkpoint(o.resume_path, model);
-    data->set_position(resume.data_position);
+    data->set_position(resume.data_position, resume.data_epoch);
   }
 
   TrainResult r;
@@ -362,7 +366,7 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
   const int64_t first_profiled = resume.step + o.timing_warmup + 1, last_profiled = first_profiled + o.profile_steps - 1;
   auto save = [&](int64_t step) {
     save_checkpoint(o.save_path, model,
-                    CheckpointInfo{o.model, step, data->position(), data->identity(), o.seed, o.seq_len,
+                    CheckpointInfo{o.model, step, data->position(), data->epoch(), data->identity(), o.seed, o.seq_len,
                                    fmt::format("{}", o.learning_rate), fmt::format("{}", o.weight_decay),
                                    std::to_string(o.batch), schedule.describe()});
   };

@@ -29,6 +29,7 @@ struct TrainOptions {
   int timing_warmup = 5;  // steps excluded from the timing (not the learning rate's warmup)
   int log_every = 10;
   int eval_every = 0;  // validation loss every N steps (0: with every log line)
+  bool shuffle = false;  // the training windows in a seeded order of their own each pass
   BackendOptions backend;
   std::string data = "synthetic";
   std::string json_path, save_path, resume_path;

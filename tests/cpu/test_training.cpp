@@ -4,9 +4,11 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "bench/debug_stages.h"
+#include "core/rng.h"
 #include "model/llama.h"
 #include "train/checkpoint.h"
 #include "train/data.h"
@@ -86,6 +88,64 @@ TEST(Training, BrokenInitialisationStartsFarAboveLnVocab) {
   EXPECT_NEAR(r.fixed_first, r.ln_vocab, 0.1) << log.str();
   EXPECT_GT(r.broken_first, 2 * r.ln_vocab) << log.str();
   EXPECT_NE(log.str().find("Lesson:"), std::string::npos) << log.str();
+}
+
+// --shuffle: each pass is a permutation of the training windows (every window once), another for
+// each pass, spread over the ranks as one global batch; a shuffled run resumes bit for bit.
+TEST(Shuffle, EveryWindowOncePerPassAndResumedExactly) {
+  const CounterRng rng(7, kStreamShuffle);
+  for (uint64_t n : {1u, 2u, 3u, 7u, 100u, 1000u, 4097u}) {
+    for (uint64_t epoch : {0u, 1u, 5u}) {
+      std::vector<bool> seen(n, false);
+      for (uint64_t i = 0; i < n; ++i) {
+        const uint64_t j = permuted_index(i, n, rng, epoch);
+        ASSERT_LT(j, n);
+        ASSERT_FALSE(seen[j]) << "n " << n << ": " << j << " twice";
+        seen[j] = true;
+      }
+    }
+  }
+  int moved = 0;
+  for (uint64_t i = 0; i < 1000; ++i) moved += permuted_index(i, 1000, rng, 0) != permuted_index(i, 1000, rng, 1);
+  EXPECT_GT(moved, 900) << "two passes in nearly the same order";
+  // Synthetic data, 1000 windows: a pass of 100 batches of 10 holds each window once, also when
+  // two ranks of 5 read it.
+  for (int ranks : {1, 2}) {
+    std::set<std::vector<int32_t>> windows;
+    std::vector<std::unique_ptr<DataSource>> data;
+    for (int r = 0; r < ranks; ++r) {
+      data.push_back(make_data_source("synthetic", 64, 10 / ranks, 8, 3));
+      data.back()->set_shard(r, ranks);
+      data.back()->set_shuffle(3);
+    }
+    Batch b;
+    for (int step = 0; step < 100; ++step)
+      for (auto& d : data) {
+        d->next_batch(b);
+        for (int i = 0; i < 10 / ranks; ++i)
+          windows.insert(std::vector<int32_t>(b.tokens.begin() + i * 8, b.tokens.begin() + (i + 1) * 8));
+      }
+    EXPECT_EQ(windows.size(), 1000u) << ranks << " rank(s)";
+    EXPECT_EQ(data[0]->epoch(), 1);
+    EXPECT_EQ(data[0]->position(), 0);
+  }
+  TempDir dir;
+  const std::string base = "--device cpu --hidden-dim 16 --num-layers 1 --num-heads 2 --seq-len 8 --batch-size 4 "
+                           "--vocab-size 64 --shuffle";
+  Outcome r = run_binary(base + " --num-steps 300 --json " + dir.file("full.json"), dir.path);  // past a pass
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_binary(base + " --num-steps 280 --save " + dir.file("ck.st"), dir.path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_checkpoint_info(dir.file("ck.st")).data_epoch, 1);
+  r = run_binary(base + " --num-steps 300 --resume " + dir.file("ck.st") + " --json " + dir.file("rest.json"), dir.path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<double> full = run_losses(dir.file("full.json")), rest = run_losses(dir.file("rest.json"));
+  ASSERT_EQ(rest.size(), 20u);
+  for (size_t i = 0; i < rest.size(); ++i) EXPECT_EQ(rest[i], full[280 + i]) << "step " << 281 + i;
+  r = run_binary("--device cpu --hidden-dim 16 --num-layers 1 --num-heads 2 --seq-len 8 --batch-size 4 --vocab-size 64 "
+                 "--num-steps 300 --json " + dir.file("ordered.json"), dir.path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(run_losses(dir.file("ordered.json")), full) << "the shuffle changed nothing";
 }
 
 // Each schedule against a hand computation at chosen steps (peak 1e-3, minimum 1e-4, 100 steps).
@@ -200,7 +260,7 @@ TEST(Checkpoint, RoundTripRestoresEveryBuffer) {
     a.optimizer_step(s);
   }
   const std::string path = dir.file("ck.safetensors");
-  save_checkpoint(path, a, CheckpointInfo{o.model, 2, data->position(), data->identity(), 3});
+  save_checkpoint(path, a, CheckpointInfo{o.model, 2, data->position(), data->epoch(), data->identity(), 3});
 
   const CheckpointInfo info = read_checkpoint_info(path);
   EXPECT_TRUE(info.config == o.model);

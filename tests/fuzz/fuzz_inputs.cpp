@@ -51,7 +51,7 @@ const HfSeed& hf_seed() {
     auto be = make_backend({DeviceKind::Cpu, plan_for_version(1)});
     Llama m(hf_model(), *be, 1, 4);
     m.init_weights(1);
-    save_checkpoint((dir / "ck").string(), m, CheckpointInfo{hf_model(), 1, 0, "text bytes=1 fnv1a=1 seq_len=4", 1, 4, "0.0003", "0.01", "1"});
+    save_checkpoint((dir / "ck").string(), m, CheckpointInfo{hf_model(), 1, 0, 0, "text bytes=1 fnv1a=1 seq_len=4", 1, 4, "0.0003", "0.01", "1"});
     std::ostringstream log;
     export_hf({(dir / "ck").string(), (dir / "hf").string(), "fp32", "bytes"}, log);
     // The same weights in two shards and their index.
