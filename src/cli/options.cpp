@@ -200,6 +200,9 @@ void add_train_flags(CLI::App& app, TrainOptions& o, ModelFlags& f) {
                  "synthetic, a text file whose bytes are the tokens, or token files (a file or a quoted glob "
                  "pattern of shards; names with \"val\" validate)")->capture_default_str();
   app.add_option("--json", o.json_path, "write the summary and per-step losses as JSON");
+  app.add_option("--val-tokens", o.val_tokens,
+                 "validate on the first N tokens of the validation split (windows of --seq-len), the same for any "
+                 "--batch-size and number of ranks (default: the first 4 batches)");
   app.add_flag("--shuffle", o.shuffle, "the training windows in an order drawn from --seed, anew each pass over the data");
   app.add_option("--metrics", o.metrics_path,
                  "JSON lines as the run goes, one at every log step (step, tokens, loss, lr, tokens/s, MFU, validation)");

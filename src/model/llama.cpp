@@ -655,6 +655,15 @@ double Llama::mean_loss() {
   return sum[0] / double(losses_.numel * world_);
 }
 
+double Llama::loss_sum(int sequences) {
+  TT_CHECK(sequences >= 0 && sequences <= B_, "loss_sum: more sequences than the batch");
+  ScopedRange range(be_, "loss_readback");
+  const std::vector<double> losses = read(losses_);
+  double sum = 0;
+  for (int64_t i = 0; i < int64_t(sequences) * T_; ++i) sum += losses[size_t(i)];  // in order, in double
+  return sum;
+}
+
 std::vector<double> Llama::read(const Tensor& master) {
   if (master.dtype == DType::F64) {
     std::vector<double> out(size_t(master.numel));

@@ -71,6 +71,9 @@ class Llama {
   void backward();
   void optimizer_step(const AdamWStep& step);
   double mean_loss();
+  // The sum of the last forward's token losses over its first `sequences` sequences, on this
+  // rank alone (validation on a set number of windows counts only the real rows of a batch).
+  double loss_sum(int sequences);
   // forward, backward and optimizer_step, with time marks 0..3 around them on the backend;
   // with the cuda-graph switch, captured at the first call and replayed after.
   void train_step(const AdamWStep& step);

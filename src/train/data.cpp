@@ -51,6 +51,19 @@ void DataSource::validation_batch(int i, Batch& b) const {
   fill(b, true, int64_t(i) * B_, validation_windows());
 }
 
+void DataSource::validation_windows_batch(int64_t first, int rows, Batch& b) const {
+  TT_CHECK(rows >= 1 && rows <= B_ && first >= 0 && first + rows <= all_validation_windows(),
+           "validation_windows_batch: outside the validation split");
+  b.tokens.resize(size_t(B_) * T_);
+  b.targets.resize(size_t(B_) * T_);
+  std::vector<int32_t> w(size_t(T_) + 1);
+  for (int i = 0; i < B_; ++i) {
+    window(true, first + std::min(i, rows - 1), w.data());  // the rows past `rows` repeat the last, uncounted
+    std::copy(w.begin(), w.end() - 1, b.tokens.begin() + int64_t(i) * T_);
+    std::copy(w.begin() + 1, w.end(), b.targets.begin() + int64_t(i) * T_);
+  }
+}
+
 namespace {
 
 class SyntheticData final : public DataSource {
@@ -99,10 +112,7 @@ class TextData final : public DataSource {
 
  protected:
   int64_t train_windows() const override { return int64_t(split_ - 1) / T_; }
-  int64_t validation_windows() const override {
-    const int64_t n = int64_t(bytes_.size() - split_ - 1) / T_;
-    return std::min<int64_t>(n, int64_t(kMaxValidationBatches) * B_);
-  }
+  int64_t all_validation_windows() const override { return int64_t(bytes_.size() - split_ - 1) / T_; }
   void window(bool validation, int64_t w, int32_t* out) const override {
     const uint8_t* base = bytes_.data() + (validation ? split_ : 0) + size_t(w) * T_;
     for (int p = 0; p <= T_; ++p) out[p] = base[p];
@@ -161,9 +171,7 @@ class TokenData final : public DataSource {
 
  protected:
   int64_t train_windows() const override { return train_windows_; }
-  int64_t validation_windows() const override {
-    return std::min<int64_t>(val_windows_, int64_t(kMaxValidationBatches) * B_);
-  }
+  int64_t all_validation_windows() const override { return val_windows_; }
   void window(bool validation, int64_t w, int32_t* out) const override {
     const std::vector<Segment>& segs = validation ? val_segments_ : train_segments_;
     const auto it = std::upper_bound(segs.begin(), segs.end(), w,

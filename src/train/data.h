@@ -19,6 +19,8 @@
 
 namespace tt {
 
+constexpr int kMaxValidationBatches = 4;
+
 struct Batch {
   std::vector<int32_t> tokens, targets;  // B*T each
 };
@@ -46,14 +48,22 @@ class DataSource {
   // the rank-th; the position counts the global batch's sequences.
   void set_shard(int rank, int count) { shard_rank_ = rank, shard_count_ = count; }
   void next_batch(Batch& b);
-  // Validation: a fixed list of batches (none for synthetic data).
+  // Validation: a fixed list of batches (none for synthetic data): the first windows of the
+  // split, kMaxValidationBatches batches at most (so their number depends on the batch size).
   int validation_batches() const { return int((validation_windows() + B_ - 1) / B_); }
   void validation_batch(int i, Batch& b) const;
+  // Validation on a set number of windows (--val-tokens): the split's windows, and a batch of
+  // `rows` of them from `first` (rows <= batch; the batch's other rows repeat the last one, for
+  // the caller not to count).
+  virtual int64_t all_validation_windows() const { return 0; }
+  void validation_windows_batch(int64_t first, int rows, Batch& b) const;
 
  protected:
   DataSource(int batch, int seq_len) : B_(batch), T_(seq_len) {}
   virtual int64_t train_windows() const = 0;
-  virtual int64_t validation_windows() const { return 0; }
+  int64_t validation_windows() const {
+    return std::min<int64_t>(all_validation_windows(), int64_t(kMaxValidationBatches) * B_);
+  }
   // Writes the T+1 tokens of window w of the split.
   virtual void window(bool validation, int64_t w, int32_t* out) const = 0;
   void fill(Batch& b, bool validation, int64_t first, int64_t count) const;
@@ -78,6 +88,5 @@ bool names_token_files(const std::string& spec);
 
 constexpr int kSyntheticSequences = 1000;
 constexpr int kTextVocab = 256;
-constexpr int kMaxValidationBatches = 4;
 
 }  // namespace tt

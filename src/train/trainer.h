@@ -30,6 +30,7 @@ struct TrainOptions {
   int log_every = 10;
   int eval_every = 0;  // validation loss every N steps (0: with every log line)
   bool shuffle = false;  // the training windows in a seeded order of their own each pass
+  int64_t val_tokens = 0;  // validation on this many tokens' windows, whatever the batch and ranks (0: 4 batches)
   BackendOptions backend;
   std::string data = "synthetic";
   std::string json_path, save_path, resume_path;

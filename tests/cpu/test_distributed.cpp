@@ -154,6 +154,40 @@ TEST_F(Distributed, CheckpointsResumeOnAnyNumberOfRanks) {
   }
 }
 
+// --val-tokens: the validation loss is the mean over a set number of windows, the same at any
+// --batch-size and on any number of ranks (the default, the split's first 4 batches, is not).
+TEST_F(Distributed, ValidationOnSetTokensIgnoresBatchAndRanks) {
+  std::ofstream(p("t.txt")) << [] {
+    std::string s;
+    for (int i = 0; i < 300; ++i) s += "the quick brown fox jumps over the lazy dog " + std::to_string(i) + ". ";
+    return s;
+  }();
+  const std::string model = std::string(TT_BINARY) + " --device cpu --hidden-dim 16 --num-layers 1 --num-heads 2 "
+                            "--seq-len 16 --num-steps 4 --log-every 2 --val-tokens 500 --data " + p("t.txt");
+  auto validation = [&](const std::string& prefix, const std::string& args) {
+    const std::string cmd = "OMP_NUM_THREADS=1 " + prefix + model + " " + args + " --json " + p("v.json") + " >" +
+                            p("out.log") + " 2>" + p("err.log");
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << read_text(p("err.log"));
+    std::ifstream in(p("v.json"));
+    const nlohmann::json j = nlohmann::json::parse(in);
+    std::vector<double> v;
+    for (const auto& e : j["validation"]) v.push_back(e["loss"].get<double>());
+    return v;
+  };
+  const std::string mpirun = "mpirun -np 2 --oversubscribe --bind-to none" +
+                             std::string(::geteuid() == 0 ? " --allow-run-as-root " : " ");
+  const std::vector<double> one = validation("", "--batch-size 8"), small = validation("", "--batch-size 3"),
+                            two = validation(mpirun, "--batch-size 4");
+  ASSERT_EQ(one.size(), 3u);
+  EXPECT_NEAR(small[0], one[0], 1e-6 * one[0]) << "the same weights at step 0, batch 3 against 8 (fp32 products)";
+  for (size_t i = 0; i < one.size(); ++i)
+    EXPECT_NEAR(two[i], one[i], 1e-6 * one[i]) << "2 ranks at batch 4 against 1 at batch 8, evaluation " << i;
+  const std::string cmd = model + " --batch-size 4 --val-tokens 100000 >" + p("out.log") + " 2>" + p("err.log");
+  EXPECT_EQ(WEXITSTATUS(std::system(cmd.c_str())), 2);
+  EXPECT_NE(read_text(p("err.log")).find("--val-tokens: 100000 tokens are 6250 windows"), std::string::npos)
+      << read_text(p("err.log"));
+}
+
 // Ranks given different flags are refused before the first step: the model, and every flag that
 // decides which collectives a rank calls (when it logs, evaluates and saves), which hung the job
 // when they differed.
