@@ -1,4 +1,5 @@
 #include "cli/options.h"
+#include "train/checkpoint.h"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -203,7 +204,8 @@ void add_train_flags(CLI::App& app, TrainOptions& o, ModelFlags& f) {
   app.add_option("--val-tokens", o.val_tokens,
                  "validate on the first N tokens of the validation split (windows of --seq-len), the same for any "
                  "--batch-size and number of ranks (default: the first 4 batches)");
-  app.add_flag("--shuffle", o.shuffle, "the training windows in an order drawn from --seed, anew each pass over the data");
+  app.add_flag("--shuffle,!--no-shuffle", o.shuffle,
+               "the training windows in an order drawn from --seed, anew each pass over the data");
   app.add_option("--metrics", o.metrics_path,
                  "JSON lines as the run goes, one at every log step (step, tokens, loss, lr, tokens/s, MFU, validation)");
   app.add_option("--beta1", o.beta1, "AdamW's first-moment decay")->capture_default_str();
@@ -213,7 +215,15 @@ void add_train_flags(CLI::App& app, TrainOptions& o, ModelFlags& f) {
 
 }  // namespace
 
+bool parse_train_options(const std::vector<std::string>& args, TrainOptions& o, bool with_recipe);
+
 bool parse_train_options(const std::vector<std::string>& args, TrainOptions& o) {
+  return parse_train_options(args, o, true);
+}
+
+// With --resume, the checkpoint's recipe (src/train/trainer.h) goes before the flags given, which
+// win (the last of a flag is taken): a resume needs only what changes.
+bool parse_train_options(const std::vector<std::string>& args, TrainOptions& o, bool with_recipe) {
   CLI::App app{"Train a Tiny LLaMA from scratch (CPU reference or CUDA, versions v1..v4)", "tiny_llama"};
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // last one wins
   ModelFlags f;
@@ -243,6 +253,14 @@ bool parse_train_options(const std::vector<std::string>& args, TrainOptions& o) 
   app.footer("Other commands (each takes --help): ablate, bench, validate, kernels (each custom kernel against its v2\n"
              "counterpart and the GPU's measured ceilings), debug STAGE (the performance-debugging stages).");
   if (!parse(app, args)) return false;
+  if (with_recipe && !o.resume_path.empty()) {
+    std::vector<std::string> recipe = read_checkpoint_info(o.resume_path).train_args;
+    if (!recipe.empty()) {
+      recipe.insert(recipe.end(), args.begin(), args.end());
+      o = TrainOptions{};
+      return parse_train_options(recipe, o, false);
+    }
+  }
   if (app.count("--nproc-per-node") && (o.nproc_per_node < 1 || o.nproc_per_node > 64))
     usage_fail("--nproc-per-node: a count of 1 to 64 processes (got " + std::to_string(o.nproc_per_node) + ")");
   finish_model_flags(o, f);

@@ -111,6 +111,14 @@ Header read_header(const std::string& path, const std::string& flag) {
   for (auto [key, field] : {std::pair{"learning_rate", &h.info.learning_rate}, {"weight_decay", &h.info.weight_decay},
                             {"batch_size", &h.info.batch_size}, {"lr_schedule", &h.info.lr_schedule}})
     if (const auto it = meta.find(key); it != meta.end()) *field = it->second.substr(0, 128);
+  if (const auto it = meta.find("train_args"); it != meta.end()) {
+    try {
+      const json args = json::parse(it->second);
+      for (const json& a : args) h.info.train_args.push_back(a.get<std::string>());
+    } catch (const json::exception&) {
+      bad(flag, path, "metadata 'train_args' is not a list of strings");
+    }
+  }
   const std::vector<Expected> expected = expected_tensors(h.info.config);
   if (h.file.tensors.size() != expected.size())
     bad(flag, path, "holds " + std::to_string(h.file.tensors.size()) + " tensors, expected " + std::to_string(expected.size()));
@@ -149,7 +157,8 @@ void save_checkpoint(const std::string& path, Llama& model, const CheckpointInfo
                             {"learning_rate", info.learning_rate},
                             {"weight_decay", info.weight_decay},
                             {"batch_size", info.batch_size},
-                            {"lr_schedule", info.lr_schedule}};
+                            {"lr_schedule", info.lr_schedule},
+                            {"train_args", json(info.train_args).dump()}};
   std::string text = header.dump();
   text.resize((text.size() + 7) / 8 * 8, ' ');  // data starts 8-byte aligned
   // Tensor by tensor: the host holds one tensor at a time, not three copies of the model. Every

@@ -28,6 +28,9 @@ struct CheckpointInfo {
   // The settings it was trained with (empty: not recorded, in checkpoints older than them), so
   // that a resume can say what it changes.
   std::string learning_rate, weight_decay, batch_size, lr_schedule;
+  // The run's recipe as flags (--batch-size 8 --learning-rate 0.0003 ...): a resume takes those it
+  // is not given (empty in checkpoints older than them).
+  std::vector<std::string> train_args;
 };
 
 // Writes atomically (temporary file, then rename).

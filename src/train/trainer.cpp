@@ -189,6 +189,26 @@ void report_memory(std::ostream& log, const std::string& path, const Llama& mode
 
 }  // namespace
 
+std::vector<std::string> recipe_args(const TrainOptions& o) {
+  auto number = [](double x) { return fmt::format("{}", x); };  // the shortest form that reads back exactly
+  const ModelConfig& m = o.model;
+  std::error_code ec;
+  const std::string data = o.data == "synthetic" ? o.data : std::filesystem::absolute(o.data, ec).string();
+  std::vector<std::string> args = {
+      "--num-steps", std::to_string(o.steps), "--batch-size", std::to_string(o.batch), "--seq-len", std::to_string(o.seq_len),
+      "--data", data, "--vocab-size", std::to_string(m.vocab_size), "--hidden-dim", std::to_string(m.hidden),
+      "--num-layers", std::to_string(m.layers), "--num-heads", std::to_string(m.heads), "--num-kv-heads",
+      std::to_string(m.kv_heads), "--intermediate-size", std::to_string(m.intermediate), "--norm-eps", number(m.norm_eps),
+      "--rope-theta", number(m.rope_theta), "--seed", std::to_string(o.seed), "--learning-rate", number(o.learning_rate),
+      "--lr-schedule", o.lr_schedule, "--lr-warmup-steps", std::to_string(o.lr_warmup), "--min-lr", number(o.min_lr),
+      "--weight-decay", number(o.weight_decay), "--beta1", number(o.beta1), "--beta2", number(o.beta2), "--adam-eps",
+      number(o.adam_eps), "--val-tokens", std::to_string(o.val_tokens), o.shuffle ? "--shuffle" : "--no-shuffle",
+      "--log-every", std::to_string(o.log_every), "--eval-every", std::to_string(o.eval_every)};
+  if (o.lr_decay > 0) args.insert(args.end(), {"--lr-decay-steps", std::to_string(o.lr_decay)});
+  if (o.lr_schedule_steps > 0) args.insert(args.end(), {"--lr-schedule-steps", std::to_string(o.lr_schedule_steps)});
+  return args;
+}
+
 TrainResult train(const TrainOptions& o, std::ostream& out) {
   // Everything the user gave is checked before any work is done or any file is written.
   o.validate();
@@ -400,7 +420,7 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
     save_checkpoint(o.save_path, model,
                     CheckpointInfo{o.model, step, data->position(), data->epoch(), data->identity(), o.seed, o.seq_len,
                                    fmt::format("{}", o.learning_rate), fmt::format("{}", o.weight_decay),
-                                   std::to_string(o.batch), schedule.describe()});
+                                   std::to_string(o.batch), schedule.describe(), recipe_args(o)});
   };
   // A signal to any rank stops every rank after the same step (they agree on it each step).
   int stopped_by = 0;

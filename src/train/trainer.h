@@ -86,6 +86,11 @@ struct TrainResult {
   int world_size = 1;  // processes of the data-parallel run (tokens/s and FLOPs are theirs together)
 };
 
+// The run's recipe as flags, stored in its checkpoints: the model, the data, the batch, the
+// optimizer and its schedule, the step count, the logs and evaluations (not the outputs); a
+// resume takes those it is not given (src/cli/options.cpp).
+std::vector<std::string> recipe_args(const TrainOptions& o);
+
 // Runs the training the options describe, printing progress and the summary to `log` (rank 0
 // of a data-parallel run; the others print nothing). The world comes from the launcher's
 // environment (src/dist/world.h).

@@ -148,6 +148,32 @@ TEST(Shuffle, EveryWindowOncePerPassAndResumedExactly) {
   EXPECT_NE(run_losses(dir.file("ordered.json")), full) << "the shuffle changed nothing";
 }
 
+// A checkpoint holds its run's recipe: a resume given only --resume and what changes trains as
+// the uninterrupted run, bit for bit; a flag given wins over the recipe's.
+TEST(Checkpoint, AResumeNeedsOnlyWhatChanges) {
+  TempDir dir;
+  {
+    std::ofstream f(dir.file("t.txt"));
+    for (int i = 0; i < 80; ++i) f << "some text to train on, again. ";
+  }
+  const std::string recipe = "--device cpu --data " + dir.file("t.txt") + " --hidden-dim 24 --num-layers 2 --num-heads 4 "
+                             "--num-kv-heads 2 --intermediate-size 40 --seq-len 8 --batch-size 3 --learning-rate 1e-3 "
+                             "--beta2 0.95 --weight-decay 0.1 --shuffle --seed 7 --lr-schedule linear --lr-schedule-steps 8";
+  Outcome r = run_binary(recipe + " --num-steps 8 --json " + dir.file("full.json"), dir.path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_binary(recipe + " --num-steps 4 --save " + dir.file("ck.st"), dir.path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_binary("--device cpu --resume " + dir.file("ck.st") + " --num-steps 8 --json " + dir.file("rest.json"), dir.path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("Resuming with changed settings"), std::string::npos) << r.out;
+  const std::vector<double> full = run_losses(dir.file("full.json")), rest = run_losses(dir.file("rest.json"));
+  ASSERT_EQ(rest.size(), 4u);
+  for (size_t i = 0; i < rest.size(); ++i) EXPECT_EQ(rest[i], full[4 + i]) << "step " << 5 + i;
+  r = run_binary("--device cpu --resume " + dir.file("ck.st") + " --num-steps 8 --learning-rate 2e-3", dir.path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Resuming with changed settings: --learning-rate 0.001 -> 0.002"), std::string::npos) << r.out;
+}
+
 // Each schedule against a hand computation at chosen steps (peak 1e-3, minimum 1e-4, 100 steps).
 TEST(LrSchedule, EachKindAgainstAHandComputation) {
   const double pi = 3.14159265358979323846;
@@ -203,7 +229,7 @@ TEST(LrSchedule, FollowedResumedAndChecked) {
   for (size_t i = 0; i < 4; ++i) EXPECT_EQ(rest[i], full[4 + i]) << "step " << 5 + i;
   EXPECT_EQ(r.out.find("Resuming with changed settings"), std::string::npos) << r.out;
   // A resume onto another schedule says so.
-  r = run_binary(base + " --num-steps 10 --resume " + dir.file("ck.st"), dir.path);
+  r = run_binary(base + " --num-steps 10 --lr-schedule-steps 10 --resume " + dir.file("ck.st"), dir.path);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("Resuming with changed settings: --lr-schedule cosine from 0.0003 to 1e-05 over 8 steps"),
             std::string::npos)
