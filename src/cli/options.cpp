@@ -230,7 +230,10 @@ bool parse_train_options(const std::vector<std::string>& args, TrainOptions& o, 
   add_train_flags(app, o, f);
   add_model_flags(app, o, f);
   app.add_option("--save", o.save_path, "write a checkpoint (safetensors) at the end, and when stopped by a signal");
-  app.add_option("--save-every", o.save_every, "with --save: a checkpoint every N steps too");
+  app.add_option("--save-every", o.save_every, "with --save or --save-dir: a checkpoint every N steps too");
+  app.add_option("--save-dir", o.save_dir,
+                 "step-numbered checkpoints in DIR (step_00000100.safetensors) at --save-every and at the end");
+  app.add_option("--keep-last", o.keep_last, "with --save-dir: keep the newest N step checkpoints (default: all)");
   app.add_option("--zero", o.zero, "data parallel: 0 keeps the optimizer state on every rank, 1 shards it (ZeRO-1)")
       ->capture_default_str();
   app.add_option("--reduce-dtype", o.reduce_dtype,
@@ -244,7 +247,7 @@ bool parse_train_options(const std::vector<std::string>& args, TrainOptions& o, 
   app.add_option("--nproc-per-node", o.nproc_per_node,
                  "start this many local processes, one rank each (CPU: through mpirun); under torchrun, srun or "
                  "mpirun the launcher starts them");
-  app.add_option("--resume", o.resume_path, "continue from a checkpoint written by --save");
+  app.add_option("--resume", o.resume_path, "continue from a checkpoint written by --save, or the latest in a --save-dir");
   app.add_option("--init-from", o.init_from, "start from a Hugging Face LLaMA directory (tiny_llama export, or one of the same shape)");
   app.add_option("--profile", o.profile_dir, "kernel trace (CUPTI) into DIR: trace.json, kernels.csv, regions.csv");
   app.add_option("--profile-steps", o.profile_steps, "steps traced after the warm-up")->capture_default_str();
@@ -253,6 +256,11 @@ bool parse_train_options(const std::vector<std::string>& args, TrainOptions& o, 
   app.footer("Other commands (each takes --help): ablate, bench, validate, kernels (each custom kernel against its v2\n"
              "counterpart and the GPU's measured ceilings), debug STAGE (the performance-debugging stages).");
   if (!parse(app, args)) return false;
+  if (!o.resume_path.empty() && std::filesystem::is_directory(o.resume_path)) {  // --save-dir's latest
+    const std::string latest = latest_step_checkpoint(o.resume_path);
+    if (latest.empty()) usage_fail("--resume: '" + o.resume_path + "' holds no step checkpoint (step_*.safetensors)");
+    o.resume_path = latest;
+  }
   if (with_recipe && !o.resume_path.empty()) {
     std::vector<std::string> recipe = read_checkpoint_info(o.resume_path).train_args;
     if (!recipe.empty()) {

@@ -1,5 +1,7 @@
 #include "train/checkpoint.h"
 
+#include <fmt/format.h>
+
 #include <cerrno>
 #include <climits>
 #include <cmath>
@@ -188,6 +190,41 @@ void save_checkpoint(const std::string& path, Llama& model, const CheckpointInfo
     out.write(text.data(), std::streamsize(text.size()));
     emit([&](const std::vector<float>& v) { out.write(reinterpret_cast<const char*>(v.data()), std::streamsize(v.size() * 4)); });
   });
+}
+
+namespace {
+
+// The steps of DIR's step files, ascending.
+std::vector<std::pair<int64_t, std::string>> step_checkpoints(const std::string& dir) {
+  std::vector<std::pair<int64_t, std::string>> found;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() != 4 + 1 + 8 + 12 || name.rfind("step_", 0) != 0 || name.substr(13) != ".safetensors") continue;
+    const std::string digits = name.substr(5, 8);
+    if (digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    found.emplace_back(std::stoll(digits), e.path().string());
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+}  // namespace
+
+std::string step_checkpoint_path(const std::string& dir, int64_t step) {
+  return (std::filesystem::path(dir) / fmt::format("step_{:08d}.safetensors", step)).string();
+}
+
+std::string latest_step_checkpoint(const std::string& dir) {
+  const auto found = step_checkpoints(dir);
+  return found.empty() ? std::string() : found.back().second;
+}
+
+void remove_older_step_checkpoints(const std::string& dir, int keep) {
+  if (keep <= 0) return;
+  const auto found = step_checkpoints(dir);
+  std::error_code ec;
+  for (size_t i = 0; i + size_t(keep) < found.size(); ++i) std::filesystem::remove(found[i].second, ec);
 }
 
 void load_checkpoint(const std::string& path, Llama& model, const std::string& flag) {

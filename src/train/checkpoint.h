@@ -41,6 +41,13 @@ void save_checkpoint(const std::string& path, Llama& model, const CheckpointInfo
 // is wrong. Reads no tensor data.
 CheckpointInfo read_checkpoint_info(const std::string& path, const std::string& flag = "--resume");
 
+// Checkpoints of a long run in a directory (--save-dir): DIR/step_00000100.safetensors. The path
+// of step `step`; the latest in DIR (empty when it holds none); and, after a write, the step
+// files beyond the newest `keep` removed (keep 0: all kept).
+std::string step_checkpoint_path(const std::string& dir, int64_t step);
+std::string latest_step_checkpoint(const std::string& dir);
+void remove_older_step_checkpoints(const std::string& dir, int keep);
+
 // Loads parameters and moments into the model (whose config must equal the checkpoint's).
 void load_checkpoint(const std::string& path, Llama& model, const std::string& flag = "--resume");
 

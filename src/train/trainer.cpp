@@ -37,7 +37,10 @@ void TrainOptions::validate() const {
   positive(steps, "--num-steps");
   positive(log_every, "--log-every");
   if (save_every < 0) usage_fail("--save-every: must not be negative (got " + std::to_string(save_every) + ")");
-  if (save_every > 0 && save_path.empty()) usage_fail("--save-every: needs --save PATH, the checkpoint to write");
+  if (save_every > 0 && save_path.empty() && save_dir.empty())
+    usage_fail("--save-every: needs --save PATH or --save-dir DIR, where the checkpoints go");
+  if (keep_last < 0) usage_fail("--keep-last: must not be negative");
+  if (keep_last > 0 && save_dir.empty()) usage_fail("--keep-last: the step checkpoints of --save-dir to keep");
   if (eval_every < 0) usage_fail("--eval-every: must not be negative (got " + std::to_string(eval_every) + ")");
   positive(profile_steps, "--profile-steps");
   if (timing_warmup < 0)
@@ -240,6 +243,15 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
   if (!o.json_path.empty()) check_writable(o.json_path, "--json");
   if (!o.metrics_path.empty()) check_writable(o.metrics_path, "--metrics");
   if (!o.save_path.empty()) check_writable(o.save_path, "--save");
+  if (!o.save_dir.empty()) {  // the directory, or the nearest one above it that exists (the rest are made)
+    std::error_code ec;
+    if (std::filesystem::exists(o.save_dir, ec) && !std::filesystem::is_directory(o.save_dir, ec))
+      usage_fail("--save-dir: '" + o.save_dir + "' is not a directory");
+    std::filesystem::path existing = std::filesystem::absolute(o.save_dir, ec);
+    while (!std::filesystem::is_directory(existing, ec) && existing.has_parent_path() && existing != existing.parent_path())
+      existing = existing.parent_path();
+    check_writable((existing / "step_00000000.safetensors").string(), "--save-dir");
+  }
   const bool wants_profile = !o.profile_dir.empty() || o.flops_profile;
   // What applies on the GPU only is refused on the CPU here, before any file or directory is made.
   std::string no_gpu;
@@ -293,7 +305,8 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
                                                      o.beta2, o.adam_eps, o.shuffle),
                                          o.seed,
                                          data->identity(), describe(o.backend.plan), o.zero, dtype_name(reduce_dtype),
-                                         resume.step, o.log_every, o.eval_every, o.save_path.empty(), o.save_every,
+                                         resume.step, o.log_every, o.eval_every, o.save_path.empty() && o.save_dir.empty(),
+                                         o.save_every,
                                          fmt::format("{} {} {}", wants_profile, o.timing_warmup, o.profile_steps)),
                              "model, batch, data, plan, optimizer or schedule of logs, evaluations and checkpoints");
   std::unique_ptr<KernelTrace> trace;
@@ -416,12 +429,22 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
   Batch batch;
   std::vector<double> step_ms, fwd_ms, bwd_ms, opt_ms;
   const int64_t first_profiled = resume.step + o.timing_warmup + 1, last_profiled = first_profiled + o.profile_steps - 1;
+  // --save's file, and --save-dir's step file (the older ones beyond --keep-last removed after).
   auto save = [&](int64_t step) {
-    save_checkpoint(o.save_path, model,
-                    CheckpointInfo{o.model, step, data->position(), data->epoch(), data->identity(), o.seed, o.seq_len,
-                                   fmt::format("{}", o.learning_rate), fmt::format("{}", o.weight_decay),
-                                   std::to_string(o.batch), schedule.describe(), recipe_args(o)});
+    const CheckpointInfo info{o.model, step, data->position(), data->epoch(), data->identity(), o.seed, o.seq_len,
+                              fmt::format("{}", o.learning_rate), fmt::format("{}", o.weight_decay),
+                              std::to_string(o.batch), schedule.describe(), recipe_args(o)};
+    if (!o.save_path.empty()) save_checkpoint(o.save_path, model, info);
+    if (o.save_dir.empty()) return;
+    if (comm->rank() == 0) {
+      std::error_code ec;
+      std::filesystem::create_directories(o.save_dir, ec);
+      if (ec) fail("--save-dir: cannot create '" + o.save_dir + "': " + ec.message());
+    }
+    save_checkpoint(step_checkpoint_path(o.save_dir, step), model, info);
+    if (comm->rank() == 0) remove_older_step_checkpoints(o.save_dir, o.keep_last);
   };
+  const bool saves = !o.save_path.empty() || !o.save_dir.empty();
   // A signal to any rank stops every rank after the same step (they agree on it each step).
   int stopped_by = 0;
   auto should_stop = [&] {
@@ -489,14 +512,15 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
   if (stopped) {
     r.stopped_by = stopped_by;
     log << fmt::format("Stopped by signal {} after step {}{}\n", r.stopped_by, last_step,
-                       o.save_path.empty() ? " (no --save: no checkpoint)" : ": writing the checkpoint");
+                       saves ? ": writing the checkpoint" : " (no --save: no checkpoint)");
   } else {
     print_summary(log, o, r);
   }
   // The model first: a report that cannot be written (a full disk) must not cost the model.
-  if (!o.save_path.empty() && last_step > resume.step) {
+  if (saves && last_step > resume.step) {
     save(last_step);
-    log << "Saved checkpoint: " << o.save_path << (stopped ? fmt::format(" at step {} (resume with --resume)", last_step) : "")
+    const std::string where = o.save_path.empty() ? step_checkpoint_path(o.save_dir, last_step) : o.save_path;
+    log << "Saved checkpoint: " << where << (stopped ? fmt::format(" at step {} (resume with --resume)", last_step) : "")
         << "\n";
   }
   if (!o.json_path.empty() && comm->rank() == 0)

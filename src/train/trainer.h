@@ -37,7 +37,9 @@ struct TrainOptions {
   std::string metrics_path;  // JSON lines, one at every log step, flushed as written
   double beta1 = 0.9, beta2 = 0.999, adam_eps = 1e-8;  // AdamW's
   std::string init_from;  // a Hugging Face LLaMA directory to start from (src/train/hf.h)
-  int save_every = 0;     // with save_path: a checkpoint every N steps too (0: at the end only)
+  int save_every = 0;     // with save_path or save_dir: a checkpoint every N steps too (0: at the end only)
+  std::string save_dir;   // step-numbered checkpoints (src/train/checkpoint.h)
+  int keep_last = 0;      // with save_dir: the newest N step files kept (0: all)
   int zero = 0;           // data parallelism: 1 shards the Adam moments over the ranks (ZeRO-1)
   std::string reduce_dtype = "fp32";  // the gradients' type in the sums over GPU ranks: fp32, or bf16 in bf16 runs
   std::string dist_init;  // GPU ranks: where they find rank 0 (src/dist/rendezvous.h); empty: env, or mpi under mpirun

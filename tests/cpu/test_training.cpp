@@ -174,6 +174,32 @@ TEST(Checkpoint, AResumeNeedsOnlyWhatChanges) {
   EXPECT_NE(r.out.find("Resuming with changed settings: --learning-rate 0.001 -> 0.002"), std::string::npos) << r.out;
 }
 
+// --save-dir: step-numbered checkpoints at --save-every and at the end, the newest --keep-last
+// kept; --resume DIR continues from the latest.
+TEST(Checkpoint, StepCheckpointsInADirectory) {
+  TempDir dir;
+  const std::string base = "--device cpu --hidden-dim 16 --num-layers 1 --num-heads 2 --seq-len 8 --batch-size 2 "
+                           "--vocab-size 64";
+  Outcome r = run_binary(base + " --num-steps 7 --save-every 2 --keep-last 2 --save-dir " + dir.file("ck/run"), dir.path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir.file("ck/run"))) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"step_00000006.safetensors", "step_00000007.safetensors"}));
+  EXPECT_NE(r.out.find("Saved checkpoint: " + dir.file("ck/run/step_00000007.safetensors")), std::string::npos) << r.out;
+  r = run_binary("--device cpu --num-steps 9 --resume " + dir.file("ck/run"), dir.path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Resumed from " + dir.file("ck/run/step_00000007.safetensors") + " at step 7"), std::string::npos)
+      << r.out;
+  fs::create_directories(dir.file("empty"));
+  r = run_binary("--device cpu --num-steps 9 --resume " + dir.file("empty"), dir.path);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("holds no step checkpoint"), std::string::npos) << r.err;
+  r = run_binary(base + " --num-steps 2 --keep-last 2", dir.path);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--keep-last"), std::string::npos) << r.err;
+}
+
 // Each schedule against a hand computation at chosen steps (peak 1e-3, minimum 1e-4, 100 steps).
 TEST(LrSchedule, EachKindAgainstAHandComputation) {
   const double pi = 3.14159265358979323846;
