@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "backend/cuda/cuda_check.h"
+#include "core/cuda_check.h"
 #include "bench/event_timer.h"
 #include "bench/kernels.h"
 

@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-#include "backend/cuda/cuda_check.h"
+#include "core/cuda_check.h"
 #include "bench/debug_stages.h"
 #include "bench/event_timer.h"
 #include "core/rng.h"

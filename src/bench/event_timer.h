@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "backend/cuda/cuda_check.h"
+#include "core/cuda_check.h"
 #include "bench/bench.h"
 
 namespace tt {

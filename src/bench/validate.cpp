@@ -7,7 +7,7 @@
 
 #include "core/files.h"
 #include "model/llama.h"
-#include "train/data.h"
+#include "data/loader.h"
 
 namespace tt {
 

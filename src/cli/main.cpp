@@ -23,7 +23,7 @@
 #include "dist/world.h"
 #include "bench/bench.h"
 #include "bench/scaling.h"
-#include "train/ablate.h"
+#include "bench/ablate.h"
 #include "train/trainer.h"
 
 namespace {

@@ -6,7 +6,7 @@
 #include <iostream>
 
 #include "core/error.h"
-#include "train/data.h"
+#include "data/loader.h"
 
 namespace tt {
 

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/ablate.h"
 #include "bench/bench.h"
 #include "bench/debug_stages.h"
 #include "bench/kernels.h"
@@ -18,10 +19,6 @@ namespace tt {
 // when help was printed. Throws UsageError with one line naming the flag for any bad value.
 bool parse_train_options(const std::vector<std::string>& args, TrainOptions& out);
 
-struct AblateOptions {
-  TrainOptions train;
-  std::string csv_path;
-};
 bool parse_ablate_options(const std::vector<std::string>& args, AblateOptions& out);
 bool parse_bench_options(const std::vector<std::string>& args, BenchOptions& out);
 bool parse_validate_options(const std::vector<std::string>& args, ValidateOptions& out);

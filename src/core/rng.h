@@ -41,7 +41,7 @@ enum RngStream : uint64_t {
   kStreamParamBase = 0x100000,  // parameter tensor i uses kStreamParamBase + i (src/model/params.h)
   kStreamTest = 0x7E57,         // test inputs
   kStreamSampling = 0x5A3B1E,   // the draws of text generation (src/model/generate.h)
-  kStreamShuffle = 0x5A0FF1E,   // the order of the training windows (--shuffle, src/train/data.h)
+  kStreamShuffle = 0x5A0FF1E,   // the order of the training windows (--shuffle, src/data/loader.h)
 };
 
 // A permutation of [0, n) drawn from (seed, stream, epoch), evaluated one index at a time with no

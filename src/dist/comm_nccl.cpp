@@ -25,7 +25,7 @@
 #include <thread>
 
 #include "backend/backend.h"
-#include "backend/cuda/cuda_check.h"
+#include "core/cuda_check.h"
 #include "core/error.h"
 #include "dist/comm.h"
 #include "dist/rendezvous.h"

@@ -11,7 +11,7 @@
 #include <cmath>
 #include <limits>
 
-#include "backend/cuda/cuda_check.h"
+#include "core/cuda_check.h"
 #include "ops/attention.h"
 
 namespace tt::cuda {

@@ -10,7 +10,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "backend/cuda/cuda_check.h"
+#include "core/cuda_check.h"
 #include "core/stream.h"
 #include "core/tensor.h"
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "model/config.h"
-#include "profile/trace.h"
+#include "trace/trace.h"
 
 namespace tt {
 

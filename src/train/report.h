@@ -5,7 +5,7 @@
 #include <string>
 
 #include "profile/flops.h"
-#include "profile/trace.h"
+#include "trace/trace.h"
 #include "train/trainer.h"
 
 namespace tt {

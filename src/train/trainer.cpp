@@ -19,10 +19,10 @@
 #include "dist/comm.h"
 #include "dist/world.h"
 #include "model/llama.h"
-#include "profile/cupti_trace.h"
+#include "trace/cupti_trace.h"
 #include "profile/flops.h"
 #include "train/checkpoint.h"
-#include "train/data.h"
+#include "data/loader.h"
 #include "train/hf.h"
 #include "train/report.h"
 

@@ -19,7 +19,7 @@
 #include "run_outputs.h"
 #include "data/tokenizer.h"
 #include "train/checkpoint.h"
-#include "train/data.h"
+#include "data/loader.h"
 #include "train/trainer.h"
 
 namespace tt::test {

@@ -7,7 +7,7 @@
 
 #include "gradcheck.h"
 #include "model/llama.h"
-#include "train/data.h"
+#include "data/loader.h"
 
 namespace tt::test {
 namespace {

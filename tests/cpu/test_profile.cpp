@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "profile/flops.h"
-#include "profile/trace.h"
+#include "trace/trace.h"
 
 namespace tt::test {
 namespace {

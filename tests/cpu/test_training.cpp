@@ -11,7 +11,7 @@
 #include "core/rng.h"
 #include "model/llama.h"
 #include "train/checkpoint.h"
-#include "train/data.h"
+#include "data/loader.h"
 #include "train/schedule.h"
 #include "train/trainer.h"
 #include "data/safetensors.h"

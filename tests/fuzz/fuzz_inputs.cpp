@@ -14,7 +14,7 @@
 #include "data/tokenizer.h"
 #include "model/llama.h"
 #include "train/checkpoint.h"
-#include "train/data.h"
+#include "data/loader.h"
 #include "train/hf.h"
 
 namespace tt::fuzz {

@@ -4,7 +4,7 @@
 
 #include "gpu_harness.h"
 #include "model/llama.h"
-#include "train/data.h"
+#include "data/loader.h"
 
 namespace tt::test {
 namespace {

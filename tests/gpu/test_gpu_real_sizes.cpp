@@ -10,7 +10,7 @@
 #include "gpu_harness.h"
 #include "model/llama.h"
 #include "train/checkpoint.h"
-#include "train/data.h"
+#include "data/loader.h"
 #include "train/trainer.h"
 
 namespace tt::test {

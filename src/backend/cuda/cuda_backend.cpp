@@ -11,7 +11,7 @@
 #include <cstdio>
 
 #include "backend/backend.h"
-#include "backend/cuda/cuda_check.h"
+#include "core/cuda_check.h"
 #include "ops/adamw.h"
 #include "ops/attention.h"
 #include "ops/attention_decode.h"
@@ -23,7 +23,7 @@
 #include "ops/rmsnorm.h"
 #include "ops/rope.h"
 #include "ops/swiglu.h"
-#include "profile/cupti_trace.h"
+#include "trace/cupti_trace.h"
 
 namespace tt {
 namespace {

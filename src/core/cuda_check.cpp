@@ -1,4 +1,4 @@
-#include "backend/cuda/cuda_check.h"
+#include "core/cuda_check.h"
 
 namespace tt::cuda {
 

@@ -1,4 +1,4 @@
-#include "profile/trace.h"
+#include "trace/trace.h"
 
 #include <algorithm>
 #include <fmt/format.h>

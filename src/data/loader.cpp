@@ -1,4 +1,4 @@
-#include "train/data.h"
+#include "data/loader.h"
 
 #include <glob.h>
 #include <sys/stat.h>

@@ -1,6 +1,6 @@
 // Builds without CUDA have no kernel trace: --profile says so.
 #include "core/error.h"
-#include "profile/cupti_trace.h"
+#include "trace/cupti_trace.h"
 
 namespace tt {
 

@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "profile/trace.h"
+#include "trace/trace.h"
 
 namespace tt {
 

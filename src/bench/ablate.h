@@ -6,9 +6,14 @@
 #include <string>
 #include <vector>
 
-#include "cli/options.h"
+#include "train/trainer.h"
 
 namespace tt {
+
+struct AblateOptions {
+  TrainOptions train;
+  std::string csv_path;
+};
 
 struct AblationRow {
   std::string config;  // "full v2" or "-qkv-fusion"

@@ -1,4 +1,4 @@
-#include "profile/cupti_trace.h"
+#include "trace/cupti_trace.h"
 
 #include <cuda_runtime.h>
 #include <cupti.h>

@@ -1,4 +1,4 @@
-#include "train/ablate.h"
+#include "bench/ablate.h"
 
 #include <fmt/format.h>
 
