@@ -186,6 +186,10 @@ std::unique_ptr<Backend> make_backend(const BackendOptions& options);
 
 // The double-precision CPU backend the gradient checks and parity tests compare against.
 std::unique_ptr<Backend> make_cpu_backend_f64(const Plan& plan = plan_for_version(1));
+// The backends make_backend chooses from: the fp32 CPU reference, and the CUDA backend on GPU
+// `gpu` (where this build has CUDA).
+std::unique_ptr<Backend> make_cpu_backend(const Plan& plan);
+std::unique_ptr<Backend> make_cuda_backend(const Plan& plan, bool nvtx, int gpu);
 
 // Whether a CUDA device is usable, and if not, why (for messages).
 bool cuda_available(std::string* why);

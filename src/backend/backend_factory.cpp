@@ -12,10 +12,6 @@
 
 namespace tt {
 
-std::unique_ptr<Backend> make_cpu_backend(const Plan& plan);
-#ifdef TT_HAVE_CUDA
-std::unique_ptr<Backend> make_cuda_backend(const Plan& plan, bool nvtx, int gpu);
-#endif
 
 bool cuda_available(std::string* why) {
 #ifdef TT_HAVE_CUDA

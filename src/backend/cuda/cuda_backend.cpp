@@ -85,11 +85,6 @@ cudaStream_t process_communication_stream() {
 class CudaBackend final : public Backend {
  public:
   CudaBackend(const Plan& plan, bool nvtx, int gpu) : plan_(plan), nvtx_(nvtx) {
-    // Switches whose kernels are not written yet are refused, never silently ignored.
-    for (const PlanSwitch& sw : plan_switches())
-      if (plan_.*sw.field && !implemented(sw.field))
-        usage_fail(std::string("plan switch '") + sw.name + "' (version " + std::to_string(sw.version) +
-                   ") is not implemented yet in the CUDA backend; turn it off with --disable-" + sw.name);
     // The device first: every handle, stream and buffer below belongs to the device that is
     // current when it is made (a cuBLASLt handle made on GPU 0 and used on GPU 1 fails its
     // products with CUBLAS_STATUS_EXECUTION_FAILED).
@@ -372,14 +367,6 @@ class CudaBackend final : public Backend {
 
  private:
   static constexpr size_t kCublasWorkspaceBytes = size_t(32) << 20;
-  static bool implemented(bool Plan::*field) {
-    for (bool Plan::*f : {&Plan::qkv_fusion, &Plan::gate_up_fusion, &Plan::flash_attention, &Plan::cuda_graph,
-                          &Plan::custom_attention, &Plan::custom_rmsnorm, &Plan::custom_swiglu, &Plan::custom_rope,
-                          &Plan::programmatic_launch, &Plan::fused_classifier, &Plan::fused_residual_norm,
-                          &Plan::fused_adamw, &Plan::gemm_epilogues, &Plan::rope_in_attention})
-      if (f == field) return true;
-    return false;
-  }
   cuda::Blas blas() const { return {cublas_, plan_.tf32, kernel_stream(), lt_.get(), cublas_workspace_}; }
   // The stream as our kernels' launchers take it: programmatic with the programmatic-launch switch.
   Stream kernel_stream() const { return {current_, plan_.programmatic_launch}; }
