@@ -43,7 +43,7 @@ Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len
       arena_(backend.memory()),
       table_(param_table(config)) {
   cfg_.validate();
-  if (dp.zero != 0 && dp.zero != 1) usage_fail("--zero: must be 0 or 1 (got " + std::to_string(dp.zero) + ")");
+  TT_CHECK(dp.zero == 0 || dp.zero == 1, "Llama: ZeRO-0 or ZeRO-1 (TrainOptions::validate refuses --zero)");
   if (reduce_dtype_ != DType::F32 && (reduce_dtype_ != DType::BF16 || backend.act_dtype() != DType::BF16))
     usage_fail(std::string("--reduce-dtype ") + dtype_name(reduce_dtype_) + ": gradients are summed in bf16 in bf16 runs "
                "(--use-amp) only, else in fp32");

@@ -48,6 +48,21 @@ void TrainOptions::validate() const {
   if (!(std::isfinite(learning_rate) && learning_rate > 0))
     usage_fail("--learning-rate: must be a positive finite number");
   if (lr_schedule_steps < 0) usage_fail("--lr-schedule-steps: must not be negative");
+  if (zero != 0 && zero != 1) usage_fail("--zero: must be 0 or 1 (got " + std::to_string(zero) + ")");
+  if (val_tokens < 0) usage_fail("--val-tokens: must not be negative");
+  if (reduce_dtype != "fp32" && reduce_dtype != "bf16")
+    usage_fail("--reduce-dtype: fp32 or bf16 (got '" + reduce_dtype + "')");
+  if (reduce_dtype == "bf16" && !backend.plan.amp)
+    usage_fail("--reduce-dtype bf16: gradients are summed in bf16 in bf16 runs (--use-amp) only");
+  if (profile_memory && profile_dir.empty()) usage_fail("--profile-memory: writes DIR/memory.csv, so it needs --profile DIR");
+  if (dist_timeout < 1 || dist_timeout > 86400) usage_fail("--dist-timeout: 1 to 86400 seconds");
+  if (!dist_init.empty()) {
+    const bool file = dist_init.rfind("file:", 0) == 0;
+    if (dist_init != "env" && dist_init != "mpi" && !(file && dist_init.size() > 5))
+      usage_fail("--dist-init: env, mpi or file:PATH (got '" + dist_init + "')");
+    if (file && std::filesystem::is_directory(dist_init.substr(5)))
+      usage_fail("--dist-init: '" + dist_init.substr(5) + "' is a directory: give the path of a file to meet through");
+  }
   for (const auto& [flag, beta] : {std::pair{"--beta1", beta1}, {"--beta2", beta2}})
     if (!(std::isfinite(beta) && beta >= 0 && beta < 1)) usage_fail(std::string(flag) + ": must be in [0, 1)");
   if (!(std::isfinite(adam_eps) && adam_eps > 0)) usage_fail("--adam-eps: must be a positive finite number");
@@ -216,12 +231,6 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
   // Everything the user gave is checked before any work is done or any file is written.
   o.validate();
   const World world = detect_world(process_environment());
-  if (o.zero != 0 && o.zero != 1) usage_fail("--zero: must be 0 or 1 (got " + std::to_string(o.zero) + ")");
-  if (o.val_tokens < 0) usage_fail("--val-tokens: must not be negative");
-  if (o.reduce_dtype != "fp32" && o.reduce_dtype != "bf16")
-    usage_fail("--reduce-dtype: fp32 or bf16 (got '" + o.reduce_dtype + "')");
-  if (o.reduce_dtype == "bf16" && !o.backend.plan.amp)
-    usage_fail("--reduce-dtype bf16: gradients are summed in bf16 in bf16 runs (--use-amp) only");
   const DType reduce_dtype = o.reduce_dtype == "bf16" ? DType::BF16 : DType::F32;
   std::unique_ptr<DataSource> data = make_data_source(o.data, o.model.vocab_size, o.batch, o.seq_len, o.seed);
   CheckpointInfo resume;
@@ -267,17 +276,9 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
   if (wants_profile && o.steps - resume.step < int64_t(o.timing_warmup) + o.profile_steps)
     usage_fail(fmt::format("--profile-steps: {} warm-up and {} profiled steps need --num-steps of at least {}", o.timing_warmup,
                            o.profile_steps, resume.step + o.timing_warmup + o.profile_steps));
-  if (o.profile_memory && o.profile_dir.empty())
-    usage_fail("--profile-memory: writes DIR/memory.csv, so it needs --profile DIR");
   if (!o.profile_dir.empty() && world.rank == 0) prepare_directory(o.profile_dir, "--profile");
 
-  if (o.dist_timeout < 1 || o.dist_timeout > 86400) usage_fail("--dist-timeout: 1 to 86400 seconds");
   if (!o.dist_init.empty()) {  // where GPU ranks meet: refused where no GPU ranks meet
-    const bool file = o.dist_init.rfind("file:", 0) == 0;
-    if (o.dist_init != "env" && o.dist_init != "mpi" && !(file && o.dist_init.size() > 5))
-      usage_fail("--dist-init: env, mpi or file:PATH (got '" + o.dist_init + "')");
-    if (file && std::filesystem::is_directory(o.dist_init.substr(5)))
-      usage_fail("--dist-init: '" + o.dist_init.substr(5) + "' is a directory: give the path of a file to meet through");
     if (!on_gpu || world.launcher == "none")
       usage_fail("--dist-init: says where GPU ranks meet; " +
                  std::string(on_gpu ? "this process was started by no launcher" : "CPU ranks meet through MPI"));
