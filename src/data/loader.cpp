@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -267,6 +268,14 @@ std::unique_ptr<DataSource> make_data_source(const std::string& spec, int vocab_
   const std::string text = read_input_file(path, "--data", size_t(1) << 40);
   std::vector<uint8_t> bytes(text.begin(), text.end());
   if (bytes.empty()) usage_fail("--data: '" + path + "' is empty");
+  // Text has no NUL byte; nanoGPT's prepare.py writes its uint16 tokens as a headerless .bin,
+  // which read as text would train on the bytes of the numbers.
+  if (std::find(bytes.begin(), bytes.end(), uint8_t(0)) != bytes.end() ||
+      std::filesystem::path(path).extension() == ".bin")
+    usage_fail("--data: '" + path + "' is neither text (it " +
+               (std::find(bytes.begin(), bytes.end(), uint8_t(0)) != bytes.end() ? "holds NUL bytes" : "is a .bin") +
+               ") nor a token file (no header with magic 20240520): a headerless .bin of uint16 tokens (nanoGPT's) "
+               "is read once given llm.c's 1024-byte header (README, Data)");
 
   // Each split needs one window of T+1 bytes: the 10% validation part sets the minimum.
   const size_t need = size_t(seq_len + 1) * 10 + 10;

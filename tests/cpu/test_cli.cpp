@@ -116,6 +116,11 @@ TEST_F(Cli, UnknownDevice) { expect_usage_error("--device tpu", "--device"); }
 TEST_F(Cli, UnknownVersion) { expect_usage_error("--version v7", "--version"); }
 // Small refusals, each one line and exit code 2 before any work, none a raw library error.
 TEST_F(Cli, UnreadableSpecialFileAsData) { expect_usage_error("--data /proc/self/mem", "--data: '/proc/self/mem'"); }
+TEST_F(Cli, HeaderlessTokenFileIsNotText) {  // nanoGPT's prepare.py: uint16 tokens, no header
+  std::string raw;
+  for (uint16_t t = 0; t < 3000; ++t) raw.append(reinterpret_cast<const char*>(&t), 2);
+  expect_usage_error("--vocab-size 256 --data " + file("train.bin", raw), "a headerless .bin of uint16 tokens (nanoGPT's)");
+}
 TEST_F(Cli, HiddenSizeTooLargeNamesItsFlag) { expect_usage_error("--hidden-dim 1073741824", "--hidden-dim"); }
 TEST_F(Cli, OutputInAFileSystemThatTakesNone) { expect_usage_error("--json /proc/r.json", "--json: cannot create a file"); }
 TEST_F(Cli, DistInitIsChecked) {
