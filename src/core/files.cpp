@@ -74,6 +74,15 @@ void check_writable(const std::string& path, const std::string& flag) {
   }
 }
 
+void check_writable_directory(const std::string& dir, const std::string& flag) {
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) usage_fail(flag + ": '" + dir + "' exists and is not a directory");
+  fs::path existing = fs::absolute(dir, ec);
+  while (!fs::is_directory(existing, ec) && existing.has_parent_path() && existing != existing.parent_path())
+    existing = existing.parent_path();
+  check_writable((existing / "probe").string(), flag);
+}
+
 void check_distinct_paths(const std::vector<std::pair<std::string, std::string>>& outputs,
                           const std::vector<std::pair<std::string, std::string>>& inputs) {
   auto same = [](const std::string& a, const std::string& b) {

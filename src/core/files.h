@@ -15,6 +15,10 @@ namespace tt {
 // directory, or a directory in its place. Checked at start, before any work.
 void check_writable(const std::string& path, const std::string& flag);
 
+// Throws UsageError (naming `flag`) when `dir` cannot take new files: a file in its place, or
+// (for a directory still to be made) the nearest existing directory above it refusing them.
+void check_writable_directory(const std::string& dir, const std::string& flag);
+
 // Throws UsageError when an output is the same file as an input or another output (after
 // symbolic links, by path or by inode): (flag, path) pairs, empty paths ignored.
 void check_distinct_paths(const std::vector<std::pair<std::string, std::string>>& outputs,

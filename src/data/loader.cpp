@@ -15,12 +15,12 @@
 
 namespace tt {
 
-void DataSource::fill(Batch& b, bool validation, int64_t first, int64_t count) const {
+void DataSource::fill(Batch& b, bool validation, const std::function<int64_t(int)>& window_of) const {
   b.tokens.resize(size_t(B_) * T_);
   b.targets.resize(size_t(B_) * T_);
   std::vector<int32_t> w(size_t(T_) + 1);
   for (int i = 0; i < B_; ++i) {
-    window(validation, (first % count + i) % count, w.data());  // any position, without overflow
+    window(validation, window_of(i), w.data());
     std::copy(w.begin(), w.end() - 1, b.tokens.begin() + int64_t(i) * T_);
     std::copy(w.begin() + 1, w.end(), b.targets.begin() + int64_t(i) * T_);
   }
@@ -28,41 +28,26 @@ void DataSource::fill(Batch& b, bool validation, int64_t first, int64_t count) c
 
 void DataSource::next_batch(Batch& b) {
   const int64_t count = train_windows();
-  if (!shuffle_) {
-    fill(b, false, position_ + int64_t(shard_rank_) * B_ % count, count);
-  } else {  // this rank's B windows of the global batch, each through its pass's permutation
-    const CounterRng rng(shuffle_seed_, kStreamShuffle);
-    b.tokens.resize(size_t(B_) * T_);
-    b.targets.resize(size_t(B_) * T_);
-    std::vector<int32_t> w(size_t(T_) + 1);
-    for (int i = 0; i < B_; ++i) {
-      const int64_t at = position_ + (int64_t(shard_rank_) * B_ + i) % count;  // below 2 x count
-      const int64_t epoch = epoch_ + at / count;
-      window(false, int64_t(permuted_index(uint64_t(at % count), uint64_t(count), rng, uint64_t(epoch))), w.data());
-      std::copy(w.begin(), w.end() - 1, b.tokens.begin() + int64_t(i) * T_);
-      std::copy(w.begin() + 1, w.end(), b.targets.begin() + int64_t(i) * T_);
-    }
-  }
+  const CounterRng rng(shuffle_seed_, kStreamShuffle);
+  fill(b, false, [&](int i) {  // this rank's B windows of the global batch, without overflow
+    const int64_t at = position_ + (int64_t(shard_rank_) * B_ + i) % count;  // below 2 x count
+    if (!shuffle_) return at % count;
+    return int64_t(permuted_index(uint64_t(at % count), uint64_t(count), rng, uint64_t(epoch_ + at / count)));
+  });
   const int64_t advance = int64_t(B_) * shard_count_;
   epoch_ = (epoch_ + (position_ + advance % count) / count + advance / count) % (int64_t(1) << 40);
   position_ = (position_ + advance % count) % count;  // both terms below count
 }
 
 void DataSource::validation_batch(int i, Batch& b) const {
-  fill(b, true, int64_t(i) * B_, validation_windows());
+  const int64_t count = validation_windows();
+  fill(b, true, [&](int j) { return (int64_t(i) * B_ % count + j) % count; });
 }
 
 void DataSource::validation_windows_batch(int64_t first, int rows, Batch& b) const {
   TT_CHECK(rows >= 1 && rows <= B_ && first >= 0 && first + rows <= all_validation_windows(),
            "validation_windows_batch: outside the validation split");
-  b.tokens.resize(size_t(B_) * T_);
-  b.targets.resize(size_t(B_) * T_);
-  std::vector<int32_t> w(size_t(T_) + 1);
-  for (int i = 0; i < B_; ++i) {
-    window(true, first + std::min(i, rows - 1), w.data());  // the rows past `rows` repeat the last, uncounted
-    std::copy(w.begin(), w.end() - 1, b.tokens.begin() + int64_t(i) * T_);
-    std::copy(w.begin() + 1, w.end(), b.targets.begin() + int64_t(i) * T_);
-  }
+  fill(b, true, [&](int i) { return first + std::min(i, rows - 1); });  // the rows past `rows` repeat the last, uncounted
 }
 
 namespace {
@@ -95,7 +80,7 @@ class SyntheticData final : public DataSource {
 
 class TextData final : public DataSource {
  public:
-  TextData(std::string path, std::vector<uint8_t> bytes, int batch, int seq_len)
+  TextData(std::string path, std::string bytes, int batch, int seq_len)
       : DataSource(batch, seq_len), path_(std::move(path)), bytes_(std::move(bytes)) {
     split_ = bytes_.size() * 9 / 10;
   }
@@ -106,7 +91,7 @@ class TextData final : public DataSource {
   }
   std::string identity() const override {
     uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a of the contents
-    for (uint8_t c : bytes_) h = (h ^ c) * 0x100000001b3ull;
+    for (char c : bytes_) h = (h ^ uint8_t(c)) * 0x100000001b3ull;
     return "text bytes=" + std::to_string(bytes_.size()) + " fnv1a=" + std::to_string(h) +
            " seq_len=" + std::to_string(T_);
   }
@@ -115,13 +100,13 @@ class TextData final : public DataSource {
   int64_t train_windows() const override { return int64_t(split_ - 1) / T_; }
   int64_t all_validation_windows() const override { return int64_t(bytes_.size() - split_ - 1) / T_; }
   void window(bool validation, int64_t w, int32_t* out) const override {
-    const uint8_t* base = bytes_.data() + (validation ? split_ : 0) + size_t(w) * T_;
+    const auto* base = reinterpret_cast<const uint8_t*>(bytes_.data()) + (validation ? split_ : 0) + size_t(w) * T_;
     for (int p = 0; p <= T_; ++p) out[p] = base[p];
   }
 
  private:
   std::string path_;
-  std::vector<uint8_t> bytes_;
+  std::string bytes_;  // the file's bytes are the tokens
   size_t split_;
 };
 
@@ -265,15 +250,13 @@ std::unique_ptr<DataSource> make_data_source(const std::string& spec, int vocab_
   if (paths.size() > 1 || is_token_file(paths.front())) return make_token_data(paths, vocab_size, batch, seq_len);
 
   const std::string path = paths.front();  // a pattern's one match, or the file itself
-  const std::string text = read_input_file(path, "--data", size_t(1) << 40);
-  std::vector<uint8_t> bytes(text.begin(), text.end());
+  std::string bytes = read_input_file(path, "--data", size_t(1) << 40);
   if (bytes.empty()) usage_fail("--data: '" + path + "' is empty");
   // Text has no NUL byte; nanoGPT's prepare.py writes its uint16 tokens as a headerless .bin,
   // which read as text would train on the bytes of the numbers.
-  if (std::find(bytes.begin(), bytes.end(), uint8_t(0)) != bytes.end() ||
-      std::filesystem::path(path).extension() == ".bin")
-    usage_fail("--data: '" + path + "' is neither text (it " +
-               (std::find(bytes.begin(), bytes.end(), uint8_t(0)) != bytes.end() ? "holds NUL bytes" : "is a .bin") +
+  const bool nul = bytes.find('\0') != std::string::npos;
+  if (nul || std::filesystem::path(path).extension() == ".bin")
+    usage_fail("--data: '" + path + "' is neither text (it " + (nul ? "holds NUL bytes" : "is a .bin") +
                ") nor a token file (no header with magic 20240520): a headerless .bin of uint16 tokens (nanoGPT's) "
                "is read once given llm.c's 1024-byte header (README, Data)");
 

@@ -13,6 +13,7 @@
 #pragma once
 #include <cstdint>
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -66,7 +67,8 @@ class DataSource {
   }
   // Writes the T+1 tokens of window w of the split.
   virtual void window(bool validation, int64_t w, int32_t* out) const = 0;
-  void fill(Batch& b, bool validation, int64_t first, int64_t count) const;
+  // A batch of the split's windows window_of(0) .. window_of(B - 1).
+  void fill(Batch& b, bool validation, const std::function<int64_t(int)>& window_of) const;
 
   int B_, T_;
   int64_t position_ = 0, epoch_ = 0;

@@ -51,19 +51,12 @@ void run_tokenize(const TokenizeOptions& o, std::ostream& log) {
   if (o.shard_tokens <= 0 || o.shard_tokens > INT32_MAX) usage_fail("--shard-tokens: must be in [1, 2147483647]");
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (fs::exists(o.out_dir, ec) && !fs::is_directory(o.out_dir, ec))
-    usage_fail("--out: '" + o.out_dir + "' exists and is not a directory");
+  check_writable_directory(o.out_dir, "--out");  // before any work
   if (fs::is_directory(o.out_dir, ec))
     for (const auto& e : fs::directory_iterator(o.out_dir, ec))
       if (e.path().extension() == ".bin")
         usage_fail("--out: '" + o.out_dir + "' already holds token files (" + e.path().filename().string() +
                    "): choose an empty directory, so that old shards do not mix with new ones");
-  // Where the shards go is checked before any work: the directory, or the nearest one above it
-  // that exists (the others are made), must take new files.
-  fs::path existing = fs::absolute(o.out_dir, ec);
-  while (!fs::is_directory(existing, ec) && existing.has_parent_path() && existing != existing.parent_path())
-    existing = existing.parent_path();
-  check_writable((existing / "train_000000.bin").string(), "--out");
   const std::unique_ptr<Tokenizer> tok = Tokenizer::load(o.tokenizer, "--tokenizer");
   std::vector<std::string> texts;
   for (const std::string& f : o.inputs) texts.push_back(read_text(f));  // all read before anything is written

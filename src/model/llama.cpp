@@ -44,9 +44,8 @@ Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len
       table_(param_table(config)) {
   cfg_.validate();
   TT_CHECK(dp.zero == 0 || dp.zero == 1, "Llama: ZeRO-0 or ZeRO-1 (TrainOptions::validate refuses --zero)");
-  if (reduce_dtype_ != DType::F32 && (reduce_dtype_ != DType::BF16 || backend.act_dtype() != DType::BF16))
-    usage_fail(std::string("--reduce-dtype ") + dtype_name(reduce_dtype_) + ": gradients are summed in bf16 in bf16 runs "
-               "(--use-amp) only, else in fp32");
+  TT_CHECK(reduce_dtype_ == DType::F32 || (reduce_dtype_ == DType::BF16 && backend.act_dtype() == DType::BF16),
+           "Llama: gradients are summed in fp32, or in bf16 in bf16 runs (TrainOptions::validate refuses --reduce-dtype)");
   for (int l = 0; l < cfg_.layers; ++l) layer_names_.push_back("layer." + std::to_string(l));
   buckets_ = update_ranges();
   int64_t at = 0;
@@ -98,8 +97,6 @@ void Llama::layout(Arena& a) {
     int64_t largest = 0;
     for (const ParamRange& b : buckets_) largest = std::max(largest, b.numel);
     reduce_scratch_ = a.take(Category::Gradients, reduce_dtype_, largest);
-  } else {
-    reduce_scratch_ = Tensor{};
   }
 
   auto act = [&](DType d, int64_t n) { return a.take(Category::Activations, d, n); };
@@ -648,9 +645,7 @@ void Llama::enqueue_step() {
 }
 
 double Llama::mean_loss() {
-  ScopedRange range(be_, "loss_readback");
-  std::vector<double> sum = {0.0};
-  for (double x : read(losses_)) sum[0] += x;  // in order, in double: deterministic
+  std::vector<double> sum = {loss_sum(B_)};
   if (dp_) comm_->all_reduce_sum(sum);  // the mean over every rank's tokens
   return sum[0] / double(losses_.numel * world_);
 }

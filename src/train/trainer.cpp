@@ -125,6 +125,9 @@ double validation_loss_on(Llama& model, const DataSource& data, int64_t windows,
   return sum[0] / double(windows * model.seq_len());
 }
 
+// The precision of the products, as peak_flops names it.
+std::string precision_name(const Plan& plan) { return plan.amp ? "bf16" : plan.tf32 ? "tf32" : "fp32"; }
+
 double validation_loss(Llama& model, const DataSource& data) {
   Batch b;
   double sum = 0;
@@ -161,7 +164,7 @@ void report_profile(std::ostream& log, const TrainOptions& o, TrainResult& r, co
   if (o.flops_profile) {
     std::vector<ModuleFlops> modules = module_flops(o.model, o.batch, o.seq_len);
     add_measured_times(modules, t);
-    const std::string precision = o.backend.plan.amp ? "bf16" : (o.backend.plan.tf32 ? "tf32" : "fp32");
+    const std::string precision = precision_name(o.backend.plan);
     print_flops_profile(log, modules, r.steps.back().step_ms, peak_flops(device, precision), precision);
   }
 }
@@ -252,15 +255,7 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
   if (!o.json_path.empty()) check_writable(o.json_path, "--json");
   if (!o.metrics_path.empty()) check_writable(o.metrics_path, "--metrics");
   if (!o.save_path.empty()) check_writable(o.save_path, "--save");
-  if (!o.save_dir.empty()) {  // the directory, or the nearest one above it that exists (the rest are made)
-    std::error_code ec;
-    if (std::filesystem::exists(o.save_dir, ec) && !std::filesystem::is_directory(o.save_dir, ec))
-      usage_fail("--save-dir: '" + o.save_dir + "' is not a directory");
-    std::filesystem::path existing = std::filesystem::absolute(o.save_dir, ec);
-    while (!std::filesystem::is_directory(existing, ec) && existing.has_parent_path() && existing != existing.parent_path())
-      existing = existing.parent_path();
-    check_writable((existing / "step_00000000.safetensors").string(), "--save-dir");
-  }
+  if (!o.save_dir.empty()) check_writable_directory(o.save_dir, "--save-dir");
   const bool wants_profile = !o.profile_dir.empty() || o.flops_profile;
   // What applies on the GPU only is refused on the CPU here, before any file or directory is made.
   std::string no_gpu;
@@ -410,7 +405,7 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
     metrics.open(o.metrics_path, std::ios::trunc);
     if (!metrics) usage_fail("--metrics: cannot write '" + o.metrics_path + "'");
   }
-  const double peak = backend->is_cuda() ? peak_flops(backend->name(), o.backend.plan.amp ? "bf16" : o.backend.plan.tf32 ? "tf32" : "fp32") : 0;
+  const double peak = backend->is_cuda() ? peak_flops(backend->name(), precision_name(o.backend.plan)) : 0;
   const auto run_start = std::chrono::steady_clock::now();
   auto write_metrics = [&](const StepRecord& s, const std::optional<double>& validation) {
     if (!metrics.is_open()) return;
