@@ -36,15 +36,34 @@ class Reliability : public ::testing::Test {
     std::ifstream in(f, std::ios::binary);
     return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   }
-  // A tiny model on the corpus; returns the exit code, stderr in err.
+  // A tiny model on the corpus.
+  std::string model() const {
+    return std::string(TT_BINARY) + " --device cpu --hidden-dim 16 --num-layers 1 --num-heads 2 --batch-size 2"
+           " --seq-len 8 --data " + p("corpus.txt") + " ";
+  }
+  // The tiny model with `args`; returns the exit code, stderr in err.
   int run(const std::string& args, std::string* err = nullptr, const std::string& prefix = "") {
-    const std::string cmd = prefix + std::string(TT_BINARY) + " --device cpu --hidden-dim 16 --num-layers 1 --num-heads 2"
-                            " --batch-size 2 --seq-len 8 --data " + p("corpus.txt") + " " + args + " >" + p("out.log") +
-                            " 2>" + p("err.log");
+    const std::string cmd = prefix + model() + args + " >" + p("out.log") + " 2>" + p("err.log");
     const int status = std::system(cmd.c_str());
     if (err) *err = slurp(dir / "err.log");
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
+  // The tiny model with `args` in the background, stdout into `log` and stderr into err.log;
+  // returns its process once `text` is in the log (or after 20 s).
+  pid_t start(const std::string& args, const std::string& log, const std::string& text) {
+    fs::remove(p(log));
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::freopen(p(log).c_str(), "w", stdout);
+      ::freopen(p("err.log").c_str(), "w", stderr);
+      ::execl("/bin/sh", "sh", "-c", ("exec " + model() + args).c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    for (int i = 0; pid > 0 && i < 4000 && slurp(dir / log).find(text) == std::string::npos; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return pid;
+  }
+
   fs::path dir;
 };
 
@@ -95,18 +114,9 @@ TEST_F(Reliability, InterruptedRunResumesBitForBit) {
   std::string err;
   ASSERT_EQ(run("--num-steps " + std::to_string(steps) + " --log-every 100000 --save " + p("full.safetensors"), &err), 0)
       << err;
-  const std::string cmd = std::string(TT_BINARY) + " --device cpu --hidden-dim 16 --num-layers 1 --num-heads 2"
-                          " --batch-size 2 --seq-len 8 --data " + p("corpus.txt") + " --num-steps " +
-                          std::to_string(steps) + " --log-every 1 --save " + p("part.safetensors");
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::freopen(p("part.log").c_str(), "w", stdout);
-    ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  for (int i = 0; i < 2000 && slurp(dir / "part.log").find("Step  50/") == std::string::npos; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const pid_t pid = start("--num-steps " + std::to_string(steps) + " --log-every 1 --save " + p("part.safetensors"),
+                          "part.log", "Step  50/");
+  ASSERT_GT(pid, 0);
   ::kill(pid, SIGINT);
   int status = 0;
   ::waitpid(pid, &status, 0);
@@ -128,18 +138,9 @@ TEST_F(Reliability, PeriodicCheckpointsSurviveAKill) {
   std::string err;
   EXPECT_EQ(run("--num-steps 5 --save-every 2", &err), 2);
   EXPECT_NE(err.find("--save-every: needs --save"), std::string::npos) << err;
-  const std::string cmd = std::string(TT_BINARY) + " --device cpu --hidden-dim 16 --num-layers 1 --num-heads 2"
-                          " --batch-size 2 --seq-len 8 --data " + p("corpus.txt") +
-                          " --num-steps 100000 --log-every 1 --save-every 20 --save " + p("ck.safetensors");
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::freopen(p("run.log").c_str(), "w", stdout);
-    ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  for (int i = 0; i < 4000 && slurp(dir / "run.log").find("Step  65/") == std::string::npos; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const pid_t pid = start("--num-steps 100000 --log-every 1 --save-every 20 --save " + p("ck.safetensors"), "run.log",
+                          "Step  65/");
+  ASSERT_GT(pid, 0);
   ::kill(pid, SIGKILL);
   ::waitpid(pid, nullptr, 0);
   ASSERT_TRUE(fs::exists(p("ck.safetensors")));
@@ -176,21 +177,11 @@ TEST_F(Reliability, TheModelIsWrittenBeforeTheReport) {
   for (const bool report_gone : {true, false}) {
     SCOPED_TRACE(report_gone ? "--json unwritable" : "--json writable");
     fs::remove(p("ck.safetensors"));
-    fs::remove(p("run.log"));
     fs::create_directories(p("report"));
-    const std::string cmd = std::string(TT_BINARY) + " --device cpu --hidden-dim 16 --num-layers 1 --num-heads 2"
-                            " --batch-size 2 --seq-len 8 --data " + p("corpus.txt") + " --num-steps 100000 --log-every 1" +
-                            " --save " + p("ck.safetensors") + " --json " + p("report/r.json");
-    const pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      ::freopen(p("run.log").c_str(), "w", stdout);
-      ::freopen(p("err.log").c_str(), "w", stderr);
-      ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    for (int i = 0; i < 4000 && slurp(dir / "run.log").find("Step  20/") == std::string::npos; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const pid_t pid = start("--num-steps 100000 --log-every 1 --save " + p("ck.safetensors") + " --json " +
+                                p("report/r.json"),
+                            "run.log", "Step  20/");
+    ASSERT_GT(pid, 0);
     if (report_gone) fs::remove_all(p("report"));
     ::kill(pid, SIGTERM);
     int status = 0;
@@ -220,18 +211,8 @@ TEST_F(Reliability, MetricsAreWrittenAsTheRunGoes) {
     EXPECT_TRUE(j["mfu"].is_null()) << "no peak rate on the CPU";
   }
   EXPECT_EQ(n, 3);
-  const std::string cmd = std::string(TT_BINARY) + " --device cpu --hidden-dim 16 --num-layers 1 --num-heads 2"
-                          " --batch-size 2 --seq-len 8 --data " + p("corpus.txt") +
-                          " --num-steps 100000 --log-every 5 --metrics " + p("live.jsonl");
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::freopen(p("run.log").c_str(), "w", stdout);
-    ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  for (int i = 0; i < 4000 && slurp(dir / "run.log").find("Step 100/") == std::string::npos; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const pid_t pid = start("--num-steps 100000 --log-every 5 --metrics " + p("live.jsonl"), "run.log", "Step 100/");
+  ASSERT_GT(pid, 0);
   ::kill(pid, SIGINT);
   int status = 0;
   ::waitpid(pid, &status, 0);
