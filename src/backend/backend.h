@@ -84,15 +84,17 @@ class Backend {
                                   int64_t n, int c, int vocab) = 0;
   virtual void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x,
                                const Tensor& w, int64_t n, int c, double eps) = 0;
+  // dw is written, or added to with add_dw (the micro-batches after the first of gradient
+  // accumulation), as a weight gradient's product does with beta 1.
   virtual void rmsnorm_backward(const Tensor& dx, const Tensor& dw, const Tensor& dout,
                                 const Tensor& x, const Tensor& w, const Tensor& rstd, int64_t n,
-                                int c) = 0;
+                                int c, bool add_dw) = 0;
   // The residual add and the RMSNorm after it in one pass (fused-residual-norm): sum = a + b,
   // out = rmsnorm(sum); and the backward that adds its dx to the residual stream's gradient.
   virtual void add_rmsnorm_forward(const Tensor& sum, const Tensor& out, const Tensor& rstd, const Tensor& a,
                                    const Tensor& b, const Tensor& w, int64_t n, int c, double eps) = 0;
   virtual void rmsnorm_backward_add(const Tensor& dres, const Tensor& dw, const Tensor& dout, const Tensor& x,
-                                    const Tensor& w, const Tensor& rstd, int64_t n, int c) = 0;
+                                    const Tensor& w, const Tensor& rstd, int64_t n, int c, bool add_dw) = 0;
   virtual void rope_forward(const Tensor& x, const Tensor& table, const RopeShape& s) = 0;
   // Whether attention_forward and attention_backward rotate the queries and keys themselves
   // (rope-in-attention, where our bf16 flash attention runs) with the table given once by
@@ -123,10 +125,15 @@ class Backend {
   // set. The CUDA kernel reads them from device memory, so that a captured step replays with
   // the scalars of the current step; set them outside a capture, before the step.
   virtual void set_adamw_step(const AdamWStep& s) = 0;
-  // p, g, m, v are master tensors of one parameter (or of all of them); p_act, when not
-  // empty, is the act-typed copy of p used by the products, refreshed from the new p.
-  virtual void adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v,
-                     const Tensor& p_act) = 0;
+  // p, g, m, v are master tensors of one parameter (or of several); p_act, when not
+  // empty, is the act-typed copy of p used by the products, refreshed from the new p. decay:
+  // whether weight decay applies to them. grad_sumsq, when not empty: the one-element master
+  // tensor sum_squares filled, by which the gradients are clipped (AdamWStep::max_grad_norm).
+  virtual void adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const Tensor& p_act,
+                     bool decay, const Tensor& grad_sumsq) = 0;
+  // sumsq (one master element) = (accumulate ? sumsq : 0) + the sum of the squares of g (master),
+  // in an order fixed by the size alone.
+  virtual void sum_squares(const Tensor& sumsq, const Tensor& g, bool accumulate) = 0;
   // Work behind the backward pass, on two lanes beside the main stream: the collectives of data
   // parallelism on the communication lane, the optimizer behind the backward (fused-adamw) on
   // the update lane. What is enqueued between begin_behind(lane) and end_behind() starts once

@@ -94,9 +94,9 @@ class CpuBackend final : public Backend {
     ref::rmsnorm_forward(out.data<T>(), rstd.data<T>(), x.data<T>(), w.data<T>(), n, c, eps);
   }
   void rmsnorm_backward(const Tensor& dx, const Tensor& dw, const Tensor& dout, const Tensor& x,
-                        const Tensor& w, const Tensor& rstd, int64_t n, int c) override {
+                        const Tensor& w, const Tensor& rstd, int64_t n, int c, bool add_dw) override {
     ref::rmsnorm_backward(dx.data<T>(), dw.data<T>(), dout.data<T>(), x.data<T>(), w.data<T>(),
-                          rstd.data<T>(), n, c);
+                          rstd.data<T>(), n, c, false, add_dw);
   }
   void add_rmsnorm_forward(const Tensor& sum, const Tensor& out, const Tensor& rstd, const Tensor& a, const Tensor& b,
                            const Tensor& w, int64_t n, int c, double eps) override {
@@ -104,9 +104,9 @@ class CpuBackend final : public Backend {
                              eps);
   }
   void rmsnorm_backward_add(const Tensor& dres, const Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
-                            const Tensor& rstd, int64_t n, int c) override {
+                            const Tensor& rstd, int64_t n, int c, bool add_dw) override {
     ref::rmsnorm_backward(dres.data<T>(), dw.data<T>(), dout.data<T>(), x.data<T>(), w.data<T>(), rstd.data<T>(), n, c,
-                          true);
+                          true, add_dw);
   }
   void rope_forward(const Tensor& x, const Tensor& table, const RopeShape& s) override {
     ref::rope(x.data<T>(), table.data<T>(), s, false);
@@ -151,9 +151,14 @@ class CpuBackend final : public Backend {
     ref::cross_entropy_fused(losses.data<T>(), logits.data<T>(), targets.data<int32_t>(), n, v, ld, scale);
   }
   void set_adamw_step(const AdamWStep& s) override { adamw_step_ = s; }
-  void adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const Tensor& p_act) override {
+  void adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const Tensor& p_act, bool decay,
+             const Tensor& grad_sumsq) override {
     TT_CHECK(p_act.empty(), "cpu backend keeps no separate copy of the weights");
-    ref::adamw(p.data<T>(), g.data<T>(), m.data<T>(), v.data<T>(), p.numel, adamw_step_);
+    ref::adamw(p.data<T>(), g.data<T>(), m.data<T>(), v.data<T>(), p.numel, adamw_step_, decay,
+               grad_sumsq.empty() ? nullptr : grad_sumsq.data<T>());
+  }
+  void sum_squares(const Tensor& sumsq, const Tensor& g, bool accumulate) override {
+    ref::sum_squares(sumsq.data<T>(), g.data<T>(), g.numel, accumulate);
   }
   std::string attention_kind() const override { return "reference (materialized, double loops)"; }
 

@@ -277,7 +277,7 @@ void time_op(Rig& r, Op op, const KernelBenchOptions& o, std::vector<KernelRow>&
       break;
     case Op::RmsNorm:
       fwd = [&] { be.rmsnorm_forward(b.out, b.rstd, b.x, b.w, r.n, o.hidden, 1e-5); };
-      bwd = [&] { be.rmsnorm_backward(b.dx, b.dw, b.dout, b.x, b.w, b.rstd, r.n, o.hidden); };
+      bwd = [&] { be.rmsnorm_backward(b.dx, b.dw, b.dout, b.x, b.w, b.rstd, r.n, o.hidden, false); };
       fwd_amount = a * (2 * n * C + C) + 4 * n;
       bwd_amount = a * (3 * n * C + C) + 4 * n + 8 * C;
       break;
@@ -290,14 +290,14 @@ void time_op(Rig& r, Op op, const KernelBenchOptions& o, std::vector<KernelRow>&
     case Op::ResidualNorm:  // as the model makes it: one kernel each way with the switch, else the add apart
       if (be.plan().fused_residual_norm) {
         fwd = [&] { be.add_rmsnorm_forward(b.sum, b.out, b.rstd, b.x, b.b, b.w, r.n, o.hidden, 1e-5); };
-        bwd = [&] { be.rmsnorm_backward_add(b.dres, b.dw, b.dout, b.sum, b.w, b.rstd, r.n, o.hidden); };
+        bwd = [&] { be.rmsnorm_backward_add(b.dres, b.dw, b.dout, b.sum, b.w, b.rstd, r.n, o.hidden, false); };
       } else {
         fwd = [&] {
           be.add(b.sum, b.x, b.b);
           be.rmsnorm_forward(b.out, b.rstd, b.sum, b.w, r.n, o.hidden, 1e-5);
         };
         bwd = [&] {
-          be.rmsnorm_backward(b.dx, b.dw, b.dout, b.sum, b.w, b.rstd, r.n, o.hidden);
+          be.rmsnorm_backward(b.dx, b.dw, b.dout, b.sum, b.w, b.rstd, r.n, o.hidden, false);
           be.add(b.dres, b.dres, b.dx);
         };
       }

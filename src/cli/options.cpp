@@ -211,6 +211,15 @@ void add_train_flags(CLI::App& app, TrainOptions& o, ModelFlags& f) {
   app.add_option("--beta1", o.beta1, "AdamW's first-moment decay")->capture_default_str();
   app.add_option("--beta2", o.beta2, "AdamW's second-moment decay")->capture_default_str();
   app.add_option("--adam-eps", o.adam_eps, "AdamW's epsilon")->capture_default_str();
+  app.add_option("--grad-accum-steps", o.grad_accum,
+                 "micro-batches of --batch-size whose gradients are summed into one update (gradient accumulation)")
+      ->capture_default_str();
+  app.add_option("--grad-clip", o.grad_clip,
+                 "clip the gradients to this global norm (fp32, over all ranks), logged each step; 0: no clipping")
+      ->capture_default_str();
+  app.add_flag("--decay-norms,!--no-decay-norms", o.decay_norms, "weight decay on the RMSNorm gains (default: on)");
+  app.add_flag("--decay-embedding,!--no-decay-embedding", o.decay_embedding,
+               "weight decay on the embedding, which is the tied output head (default: on)");
 }
 
 }  // namespace

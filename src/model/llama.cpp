@@ -26,11 +26,13 @@ int classifier_chunk_for(const Plan& plan, int64_t tokens, int padded_vocab, siz
 
 // Measures the layout without allocating: what memory_needed reports, and the first half of
 // the allocating constructor below.
-Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len, DataParallel dp, MeasureOnly)
+Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len, DataParallel dp, StepOptions step,
+             MeasureOnly)
     : cfg_(config),
       be_(backend),
       B_(batch),
       T_(seq_len),
+      step_(step),
       comm_(dp.comm),
       dp_(dp.comm && !dp.comm->solo()),
       zero_(dp_ ? dp.zero : 0),
@@ -43,6 +45,7 @@ Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len
       arena_(backend.memory()),
       table_(param_table(config)) {
   cfg_.validate();
+  TT_CHECK(step.micro_batches >= 1, "Llama: at least one micro-batch a step (TrainOptions::validate refuses it)");
   TT_CHECK(dp.zero == 0 || dp.zero == 1, "Llama: ZeRO-0 or ZeRO-1 (TrainOptions::validate refuses --zero)");
   TT_CHECK(reduce_dtype_ == DType::F32 || (reduce_dtype_ == DType::BF16 && backend.act_dtype() == DType::BF16),
            "Llama: gradients are summed in fp32, or in bf16 in bf16 runs (TrainOptions::validate refuses --reduce-dtype)");
@@ -57,8 +60,8 @@ Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len
   arena_.measure([this](Arena& a) { layout(a); });
 }
 
-Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len, DataParallel dp)
-    : Llama(config, backend, batch, seq_len, dp, MeasureOnly{}) {
+Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len, DataParallel dp, StepOptions step)
+    : Llama(config, backend, batch, seq_len, dp, step, MeasureOnly{}) {
   arena_.build([this](Arena& a) { layout(a); });
   w_ = weight_views(cfg_, params_act_.empty() ? params_ : params_act_, Vp_);
   g_ = weight_views(cfg_, grads_, Vp_);
@@ -75,8 +78,8 @@ Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len
 }
 
 std::array<size_t, kNumCategories> Llama::memory_needed(const ModelConfig& config, Backend& backend, int batch,
-                                                        int seq_len, DataParallel dp) {
-  const Llama shell(config, backend, batch, seq_len, dp, MeasureOnly{});
+                                                        int seq_len, DataParallel dp, StepOptions step) {
+  const Llama shell(config, backend, batch, seq_len, dp, step, MeasureOnly{});
   std::array<size_t, kNumCategories> bytes{};
   for (int c = 0; c < kNumCategories; ++c) bytes[size_t(c)] = shell.arena_.bytes(Category(c));
   return bytes;
@@ -100,8 +103,9 @@ void Llama::layout(Arena& a) {
   }
 
   auto act = [&](DType d, int64_t n) { return a.take(Category::Activations, d, n); };
-  tokens_ = act(DType::I32, N);
-  targets_ = act(DType::I32, N);
+  const int64_t inputs = N * step_.micro_batches;
+  tokens_ = act(DType::I32, inputs);
+  targets_ = act(DType::I32, inputs);
   acts_.clear();
   for (int l = 0; l < cfg_.layers; ++l) {
     LayerActs la;
@@ -122,10 +126,11 @@ void Llama::layout(Arena& a) {
   xf_ = act(A, N * C);
   rstd_f_ = act(S, N);
   logits_ = act(A, int64_t(chunk_) * Vp_);  // becomes dlogits in the backward
-  losses_ = act(S, N);
+  losses_ = act(S, inputs);
 
   auto scratch = [&](DType d, int64_t n) { return a.take(Category::Workspace, d, n); };
   rope_table_ = scratch(S, int64_t(T_) * cfg_.head_dim());
+  if (step_.clip) grad_sumsq_ = scratch(M, 1);
   branch_ = scratch(A, N * C);
   dres_ = scratch(A, N * C);
   d_normed_ = scratch(A, N * C);
@@ -192,13 +197,16 @@ void Llama::init_weights(uint64_t seed, double std) {
   be_.zero(v_);
 }
 
-void Llama::set_batch(const int32_t* tok, const int32_t* tgt) {
-  for (int64_t i = 0; i < tokens(); ++i)
+void Llama::set_batch(const int32_t* tok, const int32_t* tgt, int micro_batches) {
+  TT_CHECK(micro_batches >= 1 && micro_batches <= step_.micro_batches, "set_batch: more micro-batches than the model's");
+  const int64_t n = tokens() * micro_batches;
+  for (int64_t i = 0; i < n; ++i)
     if (tok[i] < 0 || tok[i] >= cfg_.vocab_size || tgt[i] < 0 || tgt[i] >= cfg_.vocab_size)
       usage_fail("token id out of range [0, " + std::to_string(cfg_.vocab_size) + ") in the batch");
   ScopedRange range(be_, "inputs");
-  be_.upload(tokens_, tok);
-  be_.upload(targets_, tgt);
+  be_.upload(tokens_.slice(0, n), tok);
+  be_.upload(targets_.slice(0, n), tgt);
+  loaded_ = micro_batches;
 }
 
 void Llama::linear(const Tensor& out, int64_t ld_out, const Tensor& x, const Tensor& w, int in_f,
@@ -210,17 +218,21 @@ void Llama::linear_backward(const Tensor& dx, float beta_dx, const Tensor& dw, c
                             int64_t ld_dout, const Tensor& x, const Tensor& w, int in_f,
                             int out_f) {
   be_.matmul(linear_dx_gemm(dx, in_f, dout, ld_dout, w, int(tokens()), in_f, out_f, beta_dx));
-  be_.matmul(linear_dw_gemm(dw, dout, ld_dout, x, in_f, int(tokens()), in_f, out_f));
+  Gemm g = linear_dw_gemm(dw, dout, ld_dout, x, in_f, int(tokens()), in_f, out_f);
+  g.beta = accumulating() ? 1.0f : 0.0f;
+  be_.matmul(g);
 }
 
-void Llama::forward(Pass pass) {
+void Llama::forward(Pass pass, int micro_batch) {
+  TT_CHECK(micro_batch >= 0 && micro_batch < loaded_, "forward: a micro-batch the last set_batch did not give");
   ScopedRange range(be_, "forward");
+  micro_ = micro_batch;
   head_backward_done_ = false;
   const int64_t N = tokens();
   const int C = cfg_.hidden;
   {
     ScopedRange r(be_, "embedding");
-    be_.embedding_forward(acts_[0].x, tokens_, w_.wte, N, C);
+    be_.embedding_forward(acts_[0].x, micro_slice(tokens_), w_.wte, N, C);
   }
   for (int l = 0; l < cfg_.layers; ++l) {
     ScopedRange r(be_, layer_names_[size_t(l)].c_str());
@@ -267,7 +279,7 @@ void Llama::output_and_residual(const Tensor& sum, const Tensor& residual, const
 // gradient in the same pass that computes the loss, and the chunk's two backward products
 // follow at once: the gradient of the final norm's output (rows of d_normed_, which nothing
 // touches before the backward reads it) and the head's weight gradient, written by the first
-// chunk and added to by the others.
+// chunk (of the first micro-batch) and added to by the others.
 void Llama::forward_head(Pass pass) {
   ScopedRange r(be_, "head_loss");
   const int64_t N = tokens();
@@ -275,8 +287,8 @@ void Llama::forward_head(Pass pass) {
   const bool fused_training = be_.plan().fused_classifier && pass == Pass::Train;
   for (int64_t first = 0; first < N; first += chunk_) {
     const int rows = int(std::min<int64_t>(chunk_, N - first));
-    const Tensor xf = xf_.slice(first * C, int64_t(rows) * C), losses = losses_.slice(first, rows),
-                 targets = targets_.slice(first, rows);
+    const Tensor xf = xf_.slice(first * C, int64_t(rows) * C), losses = micro_slice(losses_).slice(first, rows),
+                 targets = micro_slice(targets_).slice(first, rows);
     be_.matmul(linear_gemm(logits_, Vp_, xf, C, w_.wte, rows, C, Vp_));
     if (!fused_training) {
       be_.cross_entropy_forward(losses, logits_, targets, rows, V, Vp_);
@@ -286,7 +298,7 @@ void Llama::forward_head(Pass pass) {
     be_.matmul(linear_dx_gemm(d_normed_.slice(first * C, int64_t(rows) * C), C, logits_, Vp_, w_.wte, rows, C, Vp_,
                               0.0f));
     Gemm dw = linear_dw_gemm(g_.wte, logits_, Vp_, xf, C, rows, C, Vp_);
-    dw.beta = first == 0 ? 0.0f : 1.0f;
+    dw.beta = first == 0 && !accumulating() ? 0.0f : 1.0f;
     be_.matmul(dw);
   }
   head_backward_done_ = fused_training;
@@ -371,27 +383,28 @@ void Llama::backward_pass(bool update_behind) {
     // No gradient is zeroed: each is written by its one product or reduction (the head's
     // product writes the tied embedding's, which the embedding backward then adds to).
     // The logits buffer becomes dlogits.
-    be_.cross_entropy_backward(logits_, logits_, targets_, N, V, Vp_, loss_grad_scale());
+    be_.cross_entropy_backward(logits_, logits_, micro_slice(targets_), N, V, Vp_, loss_grad_scale());
     linear_backward(d_normed_, 0.0f, g_.wte, logits_, Vp_, xf_, w_.wte, C, Vp_);
   }
   {
     ScopedRange r(be_, "final_norm");
-    be_.rmsnorm_backward(dres_, g_.final_norm, d_normed_, x_out_, w_.final_norm, rstd_f_, N, C);
+    be_.rmsnorm_backward(dres_, g_.final_norm, d_normed_, x_out_, w_.final_norm, rstd_f_, N, C, accumulating());
   }
   // dres holds the gradient of the residual stream, from the last layer down. Each bucket of
   // gradients (a layer's, the last layer's with the final norm's, the embedding's) is finished
-  // behind the backward as soon as it is complete (bucket_complete).
+  // behind the backward as soon as it is complete (bucket_complete), in the last micro-batch.
+  const bool last = micro_ + 1 == step_.micro_batches;
   for (int l = cfg_.layers - 1; l >= 0; --l) {
     ScopedRange r(be_, layer_names_[size_t(l)].c_str());
     backward_ffn(l);
     backward_attention(l);
-    bucket_complete(size_t(l), update_behind);
+    if (last) bucket_complete(size_t(l), update_behind);
   }
   {
     ScopedRange r(be_, "embedding");
-    be_.embedding_backward(g_.wte, dres_, tokens_, N, C, V);
+    be_.embedding_backward(g_.wte, dres_, micro_slice(tokens_), N, C, V);
   }
-  bucket_complete(buckets_.size() - 1, update_behind);
+  if (last) bucket_complete(buckets_.size() - 1, update_behind);
   if (pending_gather_ >= 0) {  // ZeRO-1 behind the backward: the last bucket's gathering
     be_.begin_behind(Backend::Lane::Communication);
     be_.follow(Backend::Lane::Update);
@@ -457,9 +470,7 @@ void Llama::update_shard(size_t b) {
   ScopedRange range(be_, "optimizer");
   const std::vector<int64_t>& split = bucket_split_[b];
   const int64_t begin = r.offset + split[size_t(rank_)], n = split[size_t(rank_) + 1] - split[size_t(rank_)];
-  if (n > 0)
-    be_.adamw(params_.slice(begin, n), grads_.slice(begin, n), m_.slice(shard_at_[b], n), v_.slice(shard_at_[b], n),
-              params_act_.empty() ? Tensor{} : params_act_.slice(begin, n));
+  if (n > 0) adamw_runs(begin, n, shard_at_[b]);
 }
 
 // ZeRO-1: every rank's updated part of the bucket to every rank, and the act-typed copy refreshed.
@@ -514,10 +525,55 @@ std::vector<ParamRange> Llama::update_ranges() const {
 
 void Llama::update_range(const ParamRange& r) {
   ScopedRange range(be_, "optimizer");
-  const Tensor act = params_act_.empty() ? Tensor{} : params_act_.slice(r.offset, r.numel);
-  const Tensor p = params_.slice(r.offset, r.numel), g = grads_.slice(r.offset, r.numel),
-               m = m_.slice(r.offset, r.numel), v = v_.slice(r.offset, r.numel);
-  be_.adamw(p, g, m, v, act);
+  adamw_runs(r.offset, r.numel, r.offset);
+}
+
+bool Llama::decays(const ParamEntry& e) const {
+  if (e.shape.size() == 1) return step_.decay_norms;  // the RMSNorm gains are the 1-D tensors
+  if (&e == &table_.back()) return step_.decay_embedding;
+  return true;
+}
+
+void Llama::adamw_runs(int64_t offset, int64_t n, int64_t m_at) {
+  auto entry_at = [&](int64_t i) {  // the tensor that holds element i
+    return std::upper_bound(table_.begin(), table_.end(), i, [](int64_t x, const ParamEntry& e) { return x < e.offset; }) - 1;
+  };
+  for (int64_t at = offset; at < offset + n;) {
+    auto e = entry_at(at);
+    const bool decay = decays(*e);
+    int64_t end = e->offset + e->numel;
+    for (++e; e != table_.end() && end < offset + n && decays(*e) == decay; ++e) end = e->offset + e->numel;
+    end = std::min(end, offset + n);
+    const int64_t k = end - at, mk = m_at + (at - offset);
+    be_.adamw(params_.slice(at, k), grads_.slice(at, k), m_.slice(mk, k), v_.slice(mk, k),
+              params_act_.empty() ? Tensor{} : params_act_.slice(at, k), decay, grad_sumsq_);
+    at = end;
+  }
+}
+
+// After the reductions: every gradient's square summed, on each rank over all of them (each
+// holds the whole sum), or with ZeRO-1 over its own parts, then over the ranks.
+void Llama::measure_grad_norm() {
+  ScopedRange range(be_, "grad_norm");
+  if (zero_ == 0) {
+    be_.sum_squares(grad_sumsq_, grads(), false);
+    return;
+  }
+  bool first = true;
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    const std::vector<int64_t>& split = bucket_split_[b];
+    const int64_t n = split[size_t(rank_) + 1] - split[size_t(rank_)];
+    if (n == 0) continue;
+    be_.sum_squares(grad_sumsq_, grads_.slice(buckets_[b].offset + split[size_t(rank_)], n), !first);
+    first = false;
+  }
+  if (first) be_.zero(grad_sumsq_);
+  comm_->all_reduce_sum(grad_sumsq_);
+}
+
+double Llama::grad_norm() {
+  TT_CHECK(step_.clip, "grad_norm: measured with StepOptions::clip only");
+  return std::sqrt(read(grad_sumsq_)[0]);
 }
 
 void Llama::backward_ffn(int l) {
@@ -551,10 +607,10 @@ void Llama::norm_backward_into_residual(const Tensor& dw, const Tensor& x, const
   const int64_t N = tokens();
   const int C = cfg_.hidden;
   if (be_.plan().fused_residual_norm) {
-    be_.rmsnorm_backward_add(dres_, dw, d_normed_, x, w, rstd, N, C);
+    be_.rmsnorm_backward_add(dres_, dw, d_normed_, x, w, rstd, N, C, accumulating());
     return;
   }
-  be_.rmsnorm_backward(d_norm_in_, dw, d_normed_, x, w, rstd, N, C);
+  be_.rmsnorm_backward(d_norm_in_, dw, d_normed_, x, w, rstd, N, C, accumulating());
   be_.add(dres_, dres_, d_norm_in_);
 }
 
@@ -587,7 +643,9 @@ void Llama::backward_attention(int l) {
 }
 
 void Llama::optimizer_step(const AdamWStep& step) {
+  TT_CHECK(!step_.clip || step.max_grad_norm > 0, "optimizer_step: clipping needs a max_grad_norm");
   be_.set_adamw_step(step);
+  if (step_.clip) measure_grad_norm();
   update_parameters();
 }
 
@@ -596,7 +654,7 @@ void Llama::update_parameters() {
     for (size_t b = 0; b < buckets_.size(); ++b) update_shard(b), gather_bucket(b);
     return;
   }
-  if (be_.plan().fused_adamw) {  // one launch over all the real parameters, not the padding after them
+  if (be_.plan().fused_adamw) {  // one launch over all the real parameters (a run each of decay), not the padding
     update_range({0, cfg_.param_count()});
     return;
   }
@@ -604,11 +662,13 @@ void Llama::update_parameters() {
   for (const ParamEntry& e : table_) {  // one parameter tensor at a time, like torch's AdamW
     const Tensor act = params_act_.empty() ? Tensor{} : params_act_.slice(e.offset, e.numel);
     be_.adamw(params_.slice(e.offset, e.numel), grads_.slice(e.offset, e.numel),
-              m_.slice(e.offset, e.numel), v_.slice(e.offset, e.numel), act);
+              m_.slice(e.offset, e.numel), v_.slice(e.offset, e.numel), act, decays(e), grad_sumsq_);
   }
 }
 
 void Llama::train_step(const AdamWStep& step) {
+  TT_CHECK(loaded_ == step_.micro_batches, "train_step: set_batch gives every micro-batch of the step");
+  TT_CHECK(!step_.clip || step.max_grad_norm > 0, "train_step: clipping needs a max_grad_norm");
   {
     // The optimizer's scalars go up before the step, like its batch. A replayed graph reads
     // them where they land; copying them inside the step would put a copy node between the
@@ -629,29 +689,33 @@ void Llama::train_step(const AdamWStep& step) {
 
 // With fused-adamw the updates run behind the backward pass (backward_pass), and what is left of
 // the optimizer after the backward, between marks 2 and 3, is the wait for the last of them.
+// Clipping needs every gradient before any update: the updates then follow the norm.
 void Llama::enqueue_step() {
-  const bool behind = be_.plan().fused_adamw;
+  const bool behind = be_.plan().fused_adamw && !step_.clip;
   be_.mark(0);
-  forward();
-  be_.mark(1);
-  backward_pass(behind);
+  for (int i = 0; i < step_.micro_batches; ++i) {
+    forward(Pass::Train, i);
+    if (i + 1 == step_.micro_batches) be_.mark(1);
+    backward_pass(behind);
+  }
   be_.mark(2);
   {
     ScopedRange range(be_, "optimizer");
     be_.wait_behind();  // the updates behind the backward, or the gradients' reductions
   }
+  if (step_.clip) measure_grad_norm();
   if (!behind) update_parameters();
   be_.mark(3);
 }
 
 double Llama::mean_loss() {
-  std::vector<double> sum = {loss_sum(B_)};
+  std::vector<double> sum = {loss_sum(B_ * loaded_)};
   if (dp_) comm_->all_reduce_sum(sum);  // the mean over every rank's tokens
-  return sum[0] / double(losses_.numel * world_);
+  return sum[0] / double(tokens() * loaded_ * world_);
 }
 
 double Llama::loss_sum(int sequences) {
-  TT_CHECK(sequences >= 0 && sequences <= B_, "loss_sum: more sequences than the batch");
+  TT_CHECK(sequences >= 0 && sequences <= B_ * loaded_, "loss_sum: more sequences than the batch");
   ScopedRange range(be_, "loss_readback");
   const std::vector<double> losses = read(losses_);
   double sum = 0;

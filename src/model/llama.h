@@ -41,41 +41,63 @@ struct DataParallel {
   DType reduce = DType::F32;
 };
 
+// What a training step does beyond forward, backward and AdamW: the micro-batches whose
+// gradients it sums (gradient accumulation: one update for micro_batches x batch sequences, the
+// gradients of the mean over all of them), clipping by the gradients' global norm, and the
+// tensors exempt from weight decay. The defaults are the original's step.
+struct StepOptions {
+  int micro_batches = 1;
+  // The gradients' global norm is measured every step (sum_squares over every tensor and rank,
+  // after the reductions), and AdamW clips them to AdamWStep::max_grad_norm.
+  bool clip = false;
+  bool decay_norms = true;      // the RMSNorm gains decay (false: exempt, as nanoGPT exempts 1-D tensors)
+  bool decay_embedding = true;  // the embedding (the tied head) decays
+};
+
 class Llama {
  public:
-  Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len, DataParallel dp = {});
+  Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len, DataParallel dp = {},
+        StepOptions step = {});
 
   // What a model of this shape would reserve on this backend, by category, without
   // allocating anything (the batch-size finder searches with it).
   static std::array<size_t, kNumCategories> memory_needed(const ModelConfig& config, Backend& backend, int batch,
-                                                          int seq_len, DataParallel dp = {});
+                                                          int seq_len, DataParallel dp = {}, StepOptions step = {});
 
   const ModelConfig& config() const { return cfg_; }
   Backend& backend() { return be_; }
   const Arena& arena() const { return arena_; }
-  int batch() const { return B_; }
+  int batch() const { return B_; }  // sequences per micro-batch
   int seq_len() const { return T_; }
-  int64_t tokens() const { return int64_t(B_) * T_; }
+  int64_t tokens() const { return int64_t(B_) * T_; }  // per micro-batch
+  const StepOptions& step_options() const { return step_; }
 
   // Parameters from initial_params(config, seed, std), written a tensor at a time; gradients and
   // moments zeroed.
   void init_weights(uint64_t seed, double std = kInitStd);
 
-  // One step: set_batch, forward, backward, optimizer_step. Each call only enqueues work on
-  // the backend; mean_loss() waits for it and returns the loss of the last forward. A forward
-  // for evaluation computes the loss alone; backward() must follow a training forward (with
-  // the fused classifier, that forward has already done the head's part of the backward).
+  // One step: set_batch, then forward and backward of each micro-batch in turn, then
+  // optimizer_step. Each call only enqueues work on the backend; mean_loss() waits for it and
+  // returns the loss of the micro-batches of the last set_batch. A forward for evaluation
+  // computes the loss alone; backward() must follow a training forward (with the fused
+  // classifier, that forward has already done the head's part of the backward). The backward of
+  // micro-batch 0 writes the gradients, the others' add to them, and the last one's sums them
+  // over the ranks.
   enum class Pass { Train, Eval };
-  void set_batch(const int32_t* tokens, const int32_t* targets);  // B*T each, on the host
-  void forward(Pass pass = Pass::Train);
+  // micro_batches x B x T each, on the host: micro-batch i is rows [i B, (i + 1) B).
+  void set_batch(const int32_t* tokens, const int32_t* targets, int micro_batches = 1);
+  void forward(Pass pass = Pass::Train, int micro_batch = 0);
   void backward();
   void optimizer_step(const AdamWStep& step);
   double mean_loss();
-  // The sum of the last forward's token losses over its first `sequences` sequences, on this
-  // rank alone (validation on a set number of windows counts only the real rows of a batch).
+  // The sum of the token losses over the first `sequences` sequences of the last set_batch, on
+  // this rank alone (validation on a set number of windows counts only the real rows of a batch).
   double loss_sum(int sequences);
-  // forward, backward and optimizer_step, with time marks 0..3 around them on the backend;
-  // with the cuda-graph switch, captured at the first call and replayed after.
+  // With StepOptions::clip: the gradients' global norm of the last step, before clipping.
+  double grad_norm();
+  // Every micro-batch's forward and backward, and optimizer_step, with time marks 0..3 on the
+  // backend (0 at the start, 1 after the last micro-batch's forward, 2 after its backward, 3
+  // after the update); with the cuda-graph switch, captured at the first call and replayed after.
   void train_step(const AdamWStep& step);
 
   // The arena's use over one step: after each region (in execution order), the bytes that
@@ -126,7 +148,8 @@ class Llama {
 
  private:
   struct MeasureOnly {};
-  Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len, DataParallel dp, MeasureOnly);
+  Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len, DataParallel dp, StepOptions step,
+        MeasureOnly);
 
   struct LayerActs {
     Tensor x;       // [N, C] residual stream entering the layer
@@ -148,10 +171,18 @@ class Llama {
   void update_parameters();  // AdamW with the scalars of the last set_adamw_step
   std::vector<ParamRange> update_ranges() const;
   void update_range(const ParamRange& r);
+  // AdamW over elements [offset, offset + n) of the flat buffers, whose moments sit at m_at of
+  // m_ and v_: one launch per run of tensors that all decay or all do not.
+  void adamw_runs(int64_t offset, int64_t n, int64_t m_at);
+  bool decays(const ParamEntry& e) const;
+  void measure_grad_norm();  // clipping: grad_sumsq_, over every tensor and rank
+  // The micro-batch being computed, and whether its weight gradients add to the earlier ones'.
+  bool accumulating() const { return micro_ > 0; }
+  Tensor micro_slice(const Tensor& t) const { return t.slice(int64_t(micro_) * tokens(), tokens()); }
   void bucket_complete(size_t b, bool update_behind);
   // Data parallelism: the gradient scale of the mean over every rank's tokens, a bucket's
   // gradients summed over the ranks, and its update (this rank's part with ZeRO-1, then gathered).
-  double loss_grad_scale() const { return 1.0 / double(tokens() * world_); }
+  double loss_grad_scale() const { return 1.0 / double(tokens() * world_ * step_.micro_batches); }
   void reduce_bucket(size_t b);
   void update_shard(size_t b);
   void gather_bucket(size_t b);
@@ -186,6 +217,9 @@ class Llama {
   ModelConfig cfg_;
   Backend& be_;
   int B_, T_;
+  StepOptions step_;
+  int micro_ = 0;   // the micro-batch of the last forward
+  int loaded_ = 1;  // the micro-batches of the last set_batch
   Communicator* comm_;
   bool dp_;  // a communicator that reduces (a world of one under a launcher too)
   int zero_, rank_, world_;
@@ -207,9 +241,10 @@ class Llama {
   Weights g_;  // views of the gradients
 
   bool head_backward_done_ = false;  // the fused classifier's training forward did the head's backward
-  Tensor tokens_, targets_;
+  Tensor tokens_, targets_;  // [micro_batches, B, T]
+  Tensor grad_sumsq_;        // clipping: the gradients' sum of squares (one master element)
   std::vector<LayerActs> acts_;
-  Tensor x_out_, xf_, rstd_f_, logits_, losses_;  // logits_: [chunk_, Vp_]
+  Tensor x_out_, xf_, rstd_f_, logits_, losses_;  // logits_: [chunk_, Vp_]; losses_: [micro_batches, B, T]
   Tensor rope_table_;
   // Scratch: a branch's output before it joins the residual stream, and activation gradients.
   Tensor branch_, dres_, d_normed_, d_norm_in_, dqkv_, datt_, dgateup_, dh_;

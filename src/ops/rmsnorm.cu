@@ -132,11 +132,11 @@ __global__ void rms_dw_partial_kernel(Successor next, float* partial, const T* d
 
 // ---- both versions: the second dw stage ----
 
-// dw[j] = sum over the chunks k of partial[k, j]. A block covers 32 columns; its warp s adds
+// dw[j] = sum over the chunks k of partial[k, j] (added to dw with add_dw). A block covers 32 columns; its warp s adds
 // chunks s, s + kSumSlices, ... in order, then the warps' sums are added in warp order: a
 // fixed order, so the same bits every run.
 __global__ void __launch_bounds__(32 * kSumSlices)
-    rms_dw_sum_kernel(Successor next, float* dw, const float* partial, int c, int chunks) {
+    rms_dw_sum_kernel(Successor next, float* dw, const float* partial, int c, int chunks, bool add_dw) {
   await_previous_kernel(next);
   __shared__ float slice_sum[kSumSlices][32];
   const int lane = threadIdx.x % 32, slice = threadIdx.x / 32, j = blockIdx.x * 32 + lane;
@@ -148,7 +148,7 @@ __global__ void __launch_bounds__(32 * kSumSlices)
   if (slice != 0 || j >= c) return;
   float total = 0.0f;
   for (int s = 0; s < kSumSlices; ++s) total += slice_sum[s][lane];
-  dw[j] = total;
+  dw[j] = add_dw ? dw[j] + total : total;
 }
 
 // ---- version 3 ----
@@ -248,10 +248,11 @@ __global__ void __launch_bounds__(kThreads, 4)
 
 // dw[j, j + kVec) = sum over all rows of g x rstd, for the kVec columns from j = col_block *
 // kVec, by one block: thread t adds rows t, t + kThreads, ... in order, then each element is
-// summed over the warp's lanes (a fixed shuffle tree) and over the warps (in warp order).
+// summed over the warp's lanes (a fixed shuffle tree) and over the warps (in warp order);
+// written, or added to dw with add_dw (gradient accumulation).
 template <class T, int kVec>
 __device__ __forceinline__ void rms_dw_columns(float* dw, const T* dout, const T* x, const float* rstd, int64_t n,
-                                               int c, int col_block) {
+                                               int c, int col_block, bool add_dw) {
   using V = Vec<T, kVec>;
   __shared__ float warp_sums[kThreads / 32][kVec];
   const int j = col_block * kVec;
@@ -272,7 +273,7 @@ __device__ __forceinline__ void rms_dw_columns(float* dw, const T* dout, const T
   if (threadIdx.x >= kVec) return;
   float total = 0.0f;
   for (int w = 0; w < kThreads / 32; ++w) total += warp_sums[w][threadIdx.x];
-  dw[j + threadIdx.x] = total;
+  dw[j + threadIdx.x] = add_dw ? dw[j + threadIdx.x] + total : total;
 }
 
 // Blocks [0, chunks) each own a chunk of rows, [b * rows_per_chunk, (b + 1) * rows_per_chunk);
@@ -288,10 +289,10 @@ __device__ __forceinline__ void rms_dw_columns(float* dw, const T* dout, const T
 template <class T, int kVec, bool kPartialDw, bool kAddDx>
 __global__ void __launch_bounds__(kThreads, 3)
     rmsnorm_fused_backward_kernel(Successor next, T* dx, float* dw_or_partial, const T* dout, const T* x, const T* w,
-                                  const float* rstd, int64_t n, int c, int64_t rows_per_chunk, int chunks) {
+                                  const float* rstd, int64_t n, int c, int64_t rows_per_chunk, int chunks, bool add_dw) {
   await_previous_kernel(next);
   if (!kPartialDw && blockIdx.x >= chunks) {
-    rms_dw_columns<T, kVec>(dw_or_partial, dout, x, rstd, n, c, blockIdx.x - chunks);
+    rms_dw_columns<T, kVec>(dw_or_partial, dout, x, rstd, n, c, blockIdx.x - chunks, add_dw);
     return;
   }
   using V = Vec<T, kVec>;
@@ -349,9 +350,9 @@ __global__ void __launch_bounds__(kThreads, 3)
 bool fused_backward_fits(int c) { return c <= kSmemFloats; }
 int fused_backward_warps(int c) { return std::min(kThreads / 32, kSmemFloats / c); }
 
-void launch_dw_sum(const Tensor& dw, const float* partial, int c, int chunks, Stream s) {
+void launch_dw_sum(const Tensor& dw, const float* partial, int c, int chunks, bool add_dw, Stream s) {
   launch("rms_dw_sum_kernel", rms_dw_sum_kernel, blocks_for(c, 32), 32 * kSumSlices, 0, s, dw.data<float>(), partial, c,
-         chunks);
+         chunks, add_dw);
 }
 
 }  // namespace
@@ -380,9 +381,11 @@ void launch_fused_forward(const Tensor& out, const Tensor& rstd, const Tensor& s
   });
 }
 
-// The one-kernel backward (c <= kSmemFloats), dx written or, with add_dx, added to.
+// The one-kernel backward (c <= kSmemFloats), dx and dw each written or, with add_dx and add_dw,
+// added to.
 void launch_fused_backward(const Tensor& dx, const Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
-                           const Tensor& rstd, int64_t n, int c, bool add_dx, const Tensor& scratch, Stream s) {
+                           const Tensor& rstd, int64_t n, int c, bool add_dx, bool add_dw, const Tensor& scratch,
+                           Stream s) {
   TT_DISPATCH_ACT(x.dtype, {
     T* dxp = static_cast<T*>(dx.ptr);
     const T* g = static_cast<const T*>(dout.ptr);
@@ -396,14 +399,14 @@ void launch_fused_backward(const Tensor& dx, const Tensor& dw, const Tensor& dou
       constexpr int kVec = decltype(vec)::value;
       auto run = [&](auto kernel, unsigned blocks, size_t smem, float* dw_or_partial) {
         launch("rmsnorm_fused_backward_kernel", kernel, blocks, 32 * warps, smem, s, dxp, dw_or_partial, g, xp, wp,
-               rstd.data<float>(), n, c, rows_per_chunk, chunks);
+               rstd.data<float>(), n, c, rows_per_chunk, chunks, add_dw);
       };
       if (partial_dw) {
         float* partial = scratch.data<float>();
         const size_t smem = warps * c * sizeof(float);
         if (add_dx) run(rmsnorm_fused_backward_kernel<T, kVec, true, true>, chunks, smem, partial);
         else run(rmsnorm_fused_backward_kernel<T, kVec, true, false>, chunks, smem, partial);
-        launch_dw_sum(dw, partial, c, chunks, s);
+        launch_dw_sum(dw, partial, c, chunks, add_dw, s);
       } else if (add_dx) {
         run(rmsnorm_fused_backward_kernel<T, kVec, false, true>, chunks + c / kVec, 0, dw.data<float>());
       } else {
@@ -435,10 +438,10 @@ void add_rmsnorm_forward(const Tensor& sum, const Tensor& out, const Tensor& rst
 bool residual_rmsnorm_fits(int c) { return fused_backward_fits(c); }
 
 void rmsnorm_backward(const Tensor& dx, const Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
-                      const Tensor& rstd, int64_t n, int c, bool fused, const Tensor& scratch, Stream s) {
+                      const Tensor& rstd, int64_t n, int c, bool add_dw, bool fused, const Tensor& scratch, Stream s) {
   fused = fused && fused_backward_fits(c);
   TT_CHECK(scratch.numel >= rmsnorm_scratch_numel(n, c, fused), "rmsnorm scratch too small");
-  if (fused) return launch_fused_backward(dx, dw, dout, x, w, rstd, n, c, false, scratch, s);
+  if (fused) return launch_fused_backward(dx, dw, dout, x, w, rstd, n, c, false, add_dw, scratch, s);
   TT_DISPATCH_ACT(x.dtype, {
     T* dxp = static_cast<T*>(dx.ptr);
     const T* g = static_cast<const T*>(dout.ptr);
@@ -452,14 +455,14 @@ void rmsnorm_backward(const Tensor& dx, const Tensor& dw, const Tensor& dout, co
            wp, rstd.data<float>(), coef, n, c);
     launch("rms_dw_partial_kernel", rms_dw_partial_kernel<T>, dim3(blocks_for(c, kThreads), kDwChunks), kThreads, 0, s,
            partial, g, xp, rstd.data<float>(), n, c);
-    launch_dw_sum(dw, partial, c, kDwChunks, s);
+    launch_dw_sum(dw, partial, c, kDwChunks, add_dw, s);
   });
 }
 
 void rmsnorm_backward_add(const Tensor& dres, const Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
-                          const Tensor& rstd, int64_t n, int c, const Tensor& scratch, Stream s) {
+                          const Tensor& rstd, int64_t n, int c, bool add_dw, const Tensor& scratch, Stream s) {
   TT_CHECK(fused_backward_fits(c) && scratch.numel >= rmsnorm_scratch_numel(n, c, true), "rmsnorm scratch too small");
-  launch_fused_backward(dres, dw, dout, x, w, rstd, n, c, true, scratch, s);
+  launch_fused_backward(dres, dw, dout, x, w, rstd, n, c, true, add_dw, scratch, s);
 }
 
 }  // namespace tt::cuda

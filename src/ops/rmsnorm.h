@@ -2,7 +2,7 @@
 //   rstd[i]   = 1 / sqrt(mean_j x[i,j]^2 + eps)
 //   out[i, j] = x[i, j] * rstd[i] * w[j]
 // forward:  out (overwritten), rstd saved for the backward.
-// backward: dx and dw (both overwritten):
+// backward: dx and dw (both overwritten; dw added to with add_dw, for gradient accumulation):
 //   dx[i,j] = rstd[i] * (w[j] dout[i,j] - x[i,j] rstd[i]^2 mean_k(w[k] dout[i,k] x[i,k]))
 //   dw[j]   = sum_i dout[i,j] x[i,j] rstd[i]
 // With the residual add before it (the fused-residual-norm switch, version 4):
@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 namespace tt::ref {
 
@@ -39,7 +40,7 @@ void add_rmsnorm_forward(T* sum, T* out, S* rstd, const T* a, const T* b, const 
 
 template <class T, class S>
 void rmsnorm_backward(T* dx, T* dw, const T* dout, const T* x, const T* w, const S* rstd,
-                      int64_t n, int c, bool add_dx = false) {
+                      int64_t n, int c, bool add_dx, bool add_dw) {
 #pragma omp parallel for
   for (int64_t i = 0; i < n; ++i) {
     const T* xi = x + i * c;
@@ -53,11 +54,12 @@ void rmsnorm_backward(T* dx, T* dw, const T* dout, const T* x, const T* w, const
       dx[i * c + j] = add_dx ? dx[i * c + j] + d : d;
     }
   }
-  std::fill(dw, dw + c, T(0));
+  std::vector<T> sum(size_t(c), T(0));
   for (int64_t i = 0; i < n; ++i) {  // in row order: deterministic
     const T r = T(rstd[i]);
-    for (int j = 0; j < c; ++j) dw[j] += dout[i * c + j] * x[i * c + j] * r;
+    for (int j = 0; j < c; ++j) sum[size_t(j)] += dout[i * c + j] * x[i * c + j] * r;
   }
+  for (int j = 0; j < c; ++j) dw[j] = add_dw ? dw[j] + sum[size_t(j)] : sum[size_t(j)];
 }
 
 }  // namespace tt::ref
@@ -75,12 +77,12 @@ int64_t rmsnorm_scratch_numel(int64_t n, int c, bool fused);  // fp32 elements
 void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, const Tensor& w, int64_t n, int c,
                      float eps, bool fused, Stream s);
 void rmsnorm_backward(const Tensor& dx, const Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
-                      const Tensor& rstd, int64_t n, int c, bool fused, const Tensor& scratch, Stream s);
+                      const Tensor& rstd, int64_t n, int c, bool add_dw, bool fused, const Tensor& scratch, Stream s);
 // The residual forms, one kernel each way (version 3's, with the add inside), for rows of up to
 // 12288 elements (residual_rmsnorm_fits); the backward's scratch is that of fused = true.
 bool residual_rmsnorm_fits(int c);
 void add_rmsnorm_forward(const Tensor& sum, const Tensor& out, const Tensor& rstd, const Tensor& a, const Tensor& b,
                          const Tensor& w, int64_t n, int c, float eps, Stream s);
 void rmsnorm_backward_add(const Tensor& dres, const Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
-                          const Tensor& rstd, int64_t n, int c, const Tensor& scratch, Stream s);
+                          const Tensor& rstd, int64_t n, int c, bool add_dw, const Tensor& scratch, Stream s);
 }  // namespace tt::cuda

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/arena.h"
@@ -24,10 +25,17 @@ size_t MemoryReport::total_padding() const {
 
 std::string format_mb(size_t bytes) { return fmt::format("{:.1f} MB", double(bytes) / 1e6); }
 
+std::string format_duration(double seconds) {
+  const int64_t s = int64_t(std::llround(std::max(0.0, seconds)));
+  if (s < 60) return fmt::format("{}s", s);
+  if (s < 3600) return fmt::format("{}m{:02}s", s / 60, s % 60);
+  return fmt::format("{}h{:02}m", s / 3600, s % 3600 / 60);
+}
+
 std::string step_line(const TrainOptions& o, const StepRecord& s, const MemoryReport& m, int world_size) {
   // The arena is allocated once at start: what is live is what was reserved.
   return fmt::format("Step {:>3}/{} | Loss: {:.4f} | Speed: {:.1f} samples/sec | Peak: {} | Live: {} | Time: {:.1f}ms",
-                     s.step, o.steps, s.loss, double(o.batch) * world_size / (s.step_ms / 1e3), format_mb(m.total()),
+                     s.step, o.steps, s.loss, double(o.step_sequences(world_size)) / (s.step_ms / 1e3), format_mb(m.total()),
                      format_mb(m.total()), s.step_ms);
 }
 
@@ -35,7 +43,7 @@ void print_summary(std::ostream& log, const TrainOptions& o, const TrainResult& 
   log << "\n=== Performance Summary ===\n";
   log << fmt::format("Device: {} | backend: {} | plan: {}\n", r.device, r.backend, r.plan);
   log << fmt::format("Attention: {}\n", r.attention);
-  log << fmt::format("Total samples: {}\n", int64_t(r.steps.size()) * o.batch * r.world_size);
+  log << fmt::format("Total samples: {}\n", int64_t(r.steps.size()) * o.step_sequences(r.world_size));
   if (r.timed_steps == 0) {
     log << fmt::format("Timing: none (all {} steps were warm-up; raise --num-steps above --timing-warmup-steps {})\n",
                        r.steps.size(), o.timing_warmup);
@@ -114,7 +122,7 @@ json result_json(const TrainOptions& o, const TrainResult& r) {
       {"parameters", o.model.param_count()},
       {"padded_vocab", r.padded_vocab},
       {"classifier_chunk", r.classifier_chunk},
-      {"training", {{"batch_size", o.batch}, {"seq_len", o.seq_len}, {"num_steps", o.steps},
+      {"training", {{"batch_size", o.batch}, {"grad_accum_steps", o.grad_accum}, {"seq_len", o.seq_len}, {"num_steps", o.steps},
                     {"learning_rate", o.learning_rate}, {"weight_decay", o.weight_decay}, {"seed", o.seed},
                     {"timing_warmup_steps", o.timing_warmup}, {"data", r.data}}},
       {"device", r.device},
@@ -125,7 +133,7 @@ json result_json(const TrainOptions& o, const TrainResult& r) {
       {"validation", val},
       {"launches_per_step", r.launches_per_step},
       {"summary",
-       {{"total_samples", int64_t(r.steps.size()) * o.batch * r.world_size},
+       {{"total_samples", int64_t(r.steps.size()) * o.step_sequences(r.world_size)},
         {"world_size", r.world_size},
         {"timed_steps", r.timed_steps},
         {"samples_per_sec", timed(r.samples_per_sec)},

@@ -11,6 +11,8 @@
 namespace tt {
 
 std::string format_mb(size_t bytes);
+// A time left, as the log line shows it: 42s, 3m07s, 2h05m.
+std::string format_duration(double seconds);
 std::string step_line(const TrainOptions& o, const StepRecord& s, const MemoryReport& m, int world_size);
 void print_summary(std::ostream& log, const TrainOptions& o, const TrainResult& r);
 // The end of a --profile run: launches per step, GPU busy time, the top-10 kernels.

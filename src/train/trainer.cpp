@@ -66,14 +66,17 @@ void TrainOptions::validate() const {
   for (const auto& [flag, beta] : {std::pair{"--beta1", beta1}, {"--beta2", beta2}})
     if (!(std::isfinite(beta) && beta >= 0 && beta < 1)) usage_fail(std::string(flag) + ": must be in [0, 1)");
   if (!(std::isfinite(adam_eps) && adam_eps > 0)) usage_fail("--adam-eps: must be a positive finite number");
+  if (grad_accum < 1 || grad_accum > 65536) usage_fail("--grad-accum-steps: 1 to 65536 micro-batches a step");
+  if (!(std::isfinite(grad_clip) && grad_clip >= 0))
+    usage_fail("--grad-clip: the largest global norm of the gradients, a finite number (0: no clipping)");
   schedule().validate();
   if (!(std::isfinite(init_std) && init_std > 0)) usage_fail("--init-std: must be a positive finite number");
   if (!(std::isfinite(weight_decay) && weight_decay >= 0))
     usage_fail("--weight-decay: must be a finite number, zero or more");
   if (seed > uint64_t(INT64_MAX))  // so that a checkpoint holds it as written (--seed -1 parses as 2^64 - 1)
     usage_fail("--seed: must be in [0, 9223372036854775807] (got " + std::to_string(seed) + ")");
-  if (int64_t(batch) * seq_len > INT_MAX / 8)
-    usage_fail("--batch-size x --seq-len: too many tokens per step (limit 268435455)");
+  if (int64_t(batch) * seq_len * grad_accum > INT_MAX / 8)
+    usage_fail("--batch-size x --seq-len x --grad-accum-steps: too many tokens per step (limit 268435455)");
   model.validate();
 }
 
@@ -169,12 +172,12 @@ void report_profile(std::ostream& log, const TrainOptions& o, TrainResult& r, co
   }
 }
 
-// What a non-finite loss says, and which setting to look at: the initial weights when the first
-// step of a fresh run diverges or they are drawn with a deviation of 1 or more (their products
-// overflow), the weight decay when it is 1 or more and scales the weights by a factor of
-// magnitude 1 or more each step, otherwise the learning rate.
-std::string divergence(const TrainOptions& o, double loss, int64_t step, int64_t updates) {
-  const std::string what = fmt::format("training diverged: the loss is {} at step {}", loss, step);
+// What a non-finite loss or gradient norm says, and which setting to look at: the initial weights
+// when the first step of a fresh run diverges or they are drawn with a deviation of 1 or more
+// (their products overflow), the weight decay when it is 1 or more and scales the weights by a
+// factor of magnitude 1 or more each step, otherwise the learning rate.
+std::string divergence(const TrainOptions& o, const char* quantity, double value, int64_t step, int64_t updates) {
+  const std::string what = fmt::format("training diverged: {} is {} at step {}", quantity, value, step);
   const bool fresh = o.resume_path.empty() && o.init_from.empty();
   if (fresh && updates == 0)
     return what + fmt::format(", before any update: the initial weights give it (--init-std {:g}; 0.02 is usual)", o.init_std);
@@ -224,6 +227,8 @@ std::vector<std::string> recipe_args(const TrainOptions& o) {
       "--lr-schedule", o.lr_schedule, "--lr-warmup-steps", std::to_string(o.lr_warmup), "--min-lr", number(o.min_lr),
       "--weight-decay", number(o.weight_decay), "--beta1", number(o.beta1), "--beta2", number(o.beta2), "--adam-eps",
       number(o.adam_eps), "--val-tokens", std::to_string(o.val_tokens), o.shuffle ? "--shuffle" : "--no-shuffle",
+      "--grad-accum-steps", std::to_string(o.grad_accum), "--grad-clip", number(o.grad_clip),
+      o.decay_norms ? "--decay-norms" : "--no-decay-norms", o.decay_embedding ? "--decay-embedding" : "--no-decay-embedding",
       "--log-every", std::to_string(o.log_every), "--eval-every", std::to_string(o.eval_every)};
   if (o.lr_decay > 0) args.insert(args.end(), {"--lr-decay-steps", std::to_string(o.lr_decay)});
   if (o.lr_schedule_steps > 0) args.insert(args.end(), {"--lr-schedule-steps", std::to_string(o.lr_schedule_steps)});
@@ -297,8 +302,9 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
     check_same_on_every_rank(*comm,
                              fmt::format("{} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}", o.model.to_json().dump(),
                                          o.batch, o.seq_len, o.steps,
-                                         fmt::format("{} {} {} {} {} {}", o.schedule().describe(), o.weight_decay, o.beta1,
-                                                     o.beta2, o.adam_eps, o.shuffle),
+                                         fmt::format("{} {} {} {} {} {} {} {} {} {}", o.schedule().describe(),
+                                                     o.weight_decay, o.beta1, o.beta2, o.adam_eps, o.shuffle, o.grad_accum,
+                                                     o.grad_clip, o.decay_norms, o.decay_embedding),
                                          o.seed,
                                          data->identity(), describe(o.backend.plan), o.zero, dtype_name(reduce_dtype),
                                          resume.step, o.log_every, o.eval_every, o.save_path.empty() && o.save_dir.empty(),
@@ -309,7 +315,8 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
   if (profiling) {
     trace = KernelTrace::create();  // before the first step, so that graph captures are seen
   }
-  Llama model(o.model, *backend, o.batch, o.seq_len, {comm.get(), o.zero, comm->size() == 1 ? DType::F32 : reduce_dtype});
+  Llama model(o.model, *backend, o.batch, o.seq_len, {comm.get(), o.zero, comm->size() == 1 ? DType::F32 : reduce_dtype},
+              {o.grad_accum, o.grad_clip > 0, o.decay_norms, o.decay_embedding});
   data->set_shard(comm->rank(), comm->size());
   if (o.shuffle) data->set_shuffle(o.seed);
   if (o.resume_path.empty()) {
@@ -334,7 +341,7 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
   r.padded_vocab = model.padded_vocab();
   r.classifier_chunk = model.classifier_chunk();
   r.world_size = comm->size();
-  r.flops_per_step = training_flops(o.model, int64_t(o.batch) * comm->size(), o.seq_len);
+  r.flops_per_step = training_flops(o.model, o.step_sequences(comm->size()), o.seq_len);
 
   const ModelConfig& m = o.model;
   log << fmt::format("Tiny LLaMA: {} parameters (vocab {}, hidden {}, {} layers, {} heads / {} kv heads of {}, ffn {})\n",
@@ -351,6 +358,18 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
   log << fmt::format("Batch {} x {} tokens, steps {}..{}, lr {}, weight decay {:g}, seed {}\n", o.batch, o.seq_len,
                      resume.step + 1, o.steps, constant_lr ? fmt::format("{:g}", o.learning_rate) : schedule.describe(),
                      o.weight_decay, o.seed);
+  if (o.grad_accum > 1)
+    log << fmt::format("Gradient accumulation: {} micro-batches of {} a step, {} sequences per update{}\n", o.grad_accum,
+                       o.batch, o.step_sequences(comm->size()), comm->solo() ? "" : " over all processes");
+  if (o.grad_clip > 0 || !o.decay_norms || !o.decay_embedding) {
+    std::string exempt = !o.decay_norms && !o.decay_embedding ? "norms and embedding"
+                         : !o.decay_norms                     ? "norms"
+                         : !o.decay_embedding                 ? "embedding"
+                                                              : "";
+    log << fmt::format("Optimizer: AdamW betas {:g}, {:g}, eps {:g}{}{}\n", o.beta1, o.beta2, o.adam_eps,
+                       o.grad_clip > 0 ? fmt::format(", gradients clipped to global norm {:g}", o.grad_clip) : "",
+                       exempt.empty() ? "" : ", no weight decay on the " + exempt);
+  }
   log << fmt::format("Memory: {} reserved at start\n", format_mb(r.memory.total()));
   if (!comm->solo())
     log << fmt::format("Data parallel: {} processes ({}, {}), ZeRO-{}, gradients summed in {}: batch {} per process, {} in "
@@ -398,6 +417,7 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
   adam.lr = o.learning_rate;
   adam.weight_decay = o.weight_decay;
   adam.beta1 = o.beta1, adam.beta2 = o.beta2, adam.eps = o.adam_eps;
+  adam.max_grad_norm = o.grad_clip;
   // --metrics: a JSON line at every log step, each written whole and flushed, so that a run that
   // stops early (a signal, an error) leaves every line up to its last log.
   std::ofstream metrics;
@@ -409,11 +429,12 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
   const auto run_start = std::chrono::steady_clock::now();
   auto write_metrics = [&](const StepRecord& s, const std::optional<double>& validation) {
     if (!metrics.is_open()) return;
-    const double tokens_per_sec = double(o.batch) * o.seq_len * comm->size() / (s.step_ms / 1e3);
+    const double tokens_per_sec = double(o.step_sequences(comm->size())) * o.seq_len / (s.step_ms / 1e3);
     nlohmann::json line = {{"step", s.step},
-                           {"tokens", s.step * int64_t(o.batch) * o.seq_len * comm->size()},
+                           {"tokens", s.step * o.step_sequences(comm->size()) * o.seq_len},
                            {"loss", s.loss},
                            {"lr", s.lr},
+                           {"grad_norm", std::isfinite(s.grad_norm) ? nlohmann::json(s.grad_norm) : nlohmann::json()},
                            {"step_ms", s.step_ms},
                            {"tokens_per_sec", tokens_per_sec},
                            {"mfu", peak > 0 ? nlohmann::json(r.flops_per_step / (s.step_ms / 1e3) / peak) : nlohmann::json()},
@@ -422,7 +443,7 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
     metrics << line.dump() + "\n" << std::flush;
     if (!metrics) fail("--metrics: error while writing '" + o.metrics_path + "' (disk full?)");
   };
-  Batch batch;
+  Batch batch, micro;
   std::vector<double> step_ms, fwd_ms, bwd_ms, opt_ms;
   const int64_t first_profiled = resume.step + o.timing_warmup + 1, last_profiled = first_profiled + o.profile_steps - 1;
   // --save's file, and --save-dir's step file (the older ones beyond --keep-last removed after).
@@ -457,14 +478,24 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
     const bool in_profile = wants_profile && step >= first_profiled && step <= last_profiled;
     const bool profiled = trace && in_profile;
     if (profiled && step == first_profiled) trace->begin();
-    data->next_batch(batch);
-    model.set_batch(batch.tokens.data(), batch.targets.data());
+    for (int i = 0; i < o.grad_accum; ++i) {  // the micro-batches, as consecutive batches of the data
+      data->next_batch(micro);
+      if (i == 0) batch.tokens.clear(), batch.targets.clear();
+      batch.tokens.insert(batch.tokens.end(), micro.tokens.begin(), micro.tokens.end());
+      batch.targets.insert(batch.targets.end(), micro.targets.begin(), micro.targets.end());
+    }
+    model.set_batch(batch.tokens.data(), batch.targets.data(), o.grad_accum);
     adam.t = step;
     adam.lr = schedule.at(step);
     model.train_step(adam);
     StepRecord s{step, model.mean_loss(), adam.lr, backend->elapsed_ms(0, 3), backend->elapsed_ms(0, 1),
                  backend->elapsed_ms(1, 2), backend->elapsed_ms(2, 3)};
-    if (!std::isfinite(s.loss)) fail(divergence(o, s.loss, step, step - 1 - resume.step));
+    if (o.grad_clip > 0) s.grad_norm = model.grad_norm();
+    // A non-finite loss or norm stops the run here: no checkpoint of this step is written, and
+    // the last one (--save-every) is the last good state.
+    if (!std::isfinite(s.loss)) fail(divergence(o, "the loss", s.loss, step, step - 1 - resume.step));
+    if (o.grad_clip > 0 && !std::isfinite(s.grad_norm))
+      fail(divergence(o, "the gradients' norm", s.grad_norm, step, step - 1 - resume.step));
     r.steps.push_back(s);
     if (profiled) {
       trace->end_step();
@@ -481,8 +512,11 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
                            ((o.eval_every > 0 ? step % o.eval_every == 0 : log_step) || step == o.steps);
     if (eval_step) r.validation.emplace_back(step, validate());
     if (log_step) {
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
       std::string line = step_line(o, s, r.memory, comm->size());
       if (!constant_lr) line += fmt::format(" | LR: {:.3e}", s.lr);
+      if (o.grad_clip > 0) line += fmt::format(" | Norm: {:.3f}", s.grad_norm);
+      if (step < o.steps) line += " | ETA: " + format_duration(elapsed / double(step - resume.step) * double(o.steps - step));
       if (eval_step) line += fmt::format(" | Val: {:.4f}", r.validation.back().second);
       log << line << "\n";
     } else if (eval_step) {
@@ -500,7 +534,7 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
   r.backward_ms = mean(bwd_ms);
   r.optimizer_ms = mean(opt_ms);
   if (r.timed_steps) {
-    r.samples_per_sec = double(o.batch) * comm->size() / (r.step_ms / 1e3);  // every process's
+    r.samples_per_sec = double(o.step_sequences(comm->size())) / (r.step_ms / 1e3);  // every process's
     r.tokens_per_sec = r.samples_per_sec * o.seq_len;
     r.tflops = r.flops_per_step / (r.step_ms / 1e3) / 1e12;
   }

@@ -1,6 +1,7 @@
 // The training loop behind `tiny_llama train`: validate everything the user gave, build the
 // backend and the model, train, log every --log-every steps, and report.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <ostream>
 #include <string>
@@ -36,6 +37,9 @@ struct TrainOptions {
   std::string json_path, save_path, resume_path;
   std::string metrics_path;  // JSON lines, one at every log step, flushed as written
   double beta1 = 0.9, beta2 = 0.999, adam_eps = 1e-8;  // AdamW's
+  int grad_accum = 1;      // micro-batches of --batch-size per optimizer step (gradient accumulation)
+  double grad_clip = 0;    // > 0: the gradients clipped to this global norm (0: no clipping)
+  bool decay_norms = true, decay_embedding = true;  // whether weight decay applies to them
   std::string init_from;  // a Hugging Face LLaMA directory to start from (src/train/hf.h)
   int save_every = 0;     // with save_path or save_dir: a checkpoint every N steps too (0: at the end only)
   std::string save_dir;   // step-numbered checkpoints (src/train/checkpoint.h)
@@ -55,6 +59,9 @@ struct TrainOptions {
   }
   bool profile_memory = false;  // writes profile_dir/memory.csv
 
+  // The sequences of one optimizer step over `ranks` ranks: every micro-batch of every rank.
+  int64_t step_sequences(int ranks) const { return int64_t(batch) * grad_accum * ranks; }
+
   void validate() const;  // throws UsageError naming the flag
 };
 
@@ -62,6 +69,7 @@ struct StepRecord {
   int64_t step;
   double loss, lr;
   double step_ms, forward_ms, backward_ms, optimizer_ms;
+  double grad_norm = std::nan("");  // measured with --grad-clip only
 };
 
 struct MemoryReport {

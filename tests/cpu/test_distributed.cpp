@@ -133,6 +133,29 @@ TEST_F(Distributed, RanksComputeWhatOneRankComputes) {
   }
 }
 
+// The recipe over ranks: 1 rank at batch 6 against 2 ranks of 3 micro-batches of 1 (ZeRO-1) and 3
+// ranks of 2 micro-batches of 1, with clipping (the norm over every rank's part) and the norms and
+// embedding exempt from decay.
+TEST_F(Distributed, MicroBatchesAndClippingOverRanks) {
+  const std::string recipe = " --num-steps 12 --grad-clip 0.5 --no-decay-norms --no-decay-embedding --weight-decay 0.1";
+  std::string err;
+  ASSERT_EQ(run(1, "--batch-size 6" + recipe + " --json " + p("one.json") + " --save " + p("one.st"), &err), 0) << err;
+  const std::vector<double> ref = losses(p("one.json"));
+  for (auto [ranks, accum, zero] : {std::tuple{2, 3, 1}, {3, 2, 0}}) {
+    SCOPED_TRACE(testing::Message() << ranks << " ranks of " << accum << " micro-batches, ZeRO-" << zero);
+    const std::string name = std::to_string(ranks);
+    ASSERT_EQ(run(ranks, "--batch-size 1 --grad-accum-steps " + std::to_string(accum) + " --zero " +
+                             std::to_string(zero) + recipe + " --json " + p(name + ".json") + " --save " + p(name + ".st"),
+                  &err),
+              0)
+        << err;
+    const std::vector<double> got = losses(p(name + ".json"));
+    ASSERT_EQ(got.size(), ref.size());
+    for (size_t i = 0; i < ref.size(); ++i) EXPECT_LE(std::fabs(got[i] - ref[i]) / ref[i], 1e-5) << "step " << i + 1;
+    EXPECT_LE(relative_difference(weights(p(name + ".st")), weights(p("one.st"))), 1e-4) << "final weights";
+  }
+}
+
 // A checkpoint of 2 ranks resumes on 1 and on 3, and one of 1 on 2, ZeRO-1 or not: the losses
 // continue as the uninterrupted run's.
 TEST_F(Distributed, CheckpointsResumeOnAnyNumberOfRanks) {

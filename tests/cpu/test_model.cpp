@@ -183,14 +183,43 @@ TEST(AdamW, MatchesTwoStepsComputedByHand) {
     s.lr = 0.1, s.weight_decay = 0.01;
     s.t = 1;
     be->set_adamw_step(s);
-    be->adamw(all.slice(0, 1), all.slice(1, 1), all.slice(2, 1), all.slice(3, 1), Tensor{});
+    be->adamw(all.slice(0, 1), all.slice(1, 1), all.slice(2, 1), all.slice(3, 1), Tensor{}, true, Tensor{});
     EXPECT_NEAR(get(0), p1, precision == 64 ? 1e-15 : 1e-7);
     set(1, -0.2);
     s.t = 2;
     be->set_adamw_step(s);
-    be->adamw(all.slice(0, 1), all.slice(1, 1), all.slice(2, 1), all.slice(3, 1), Tensor{});
+    be->adamw(all.slice(0, 1), all.slice(1, 1), all.slice(2, 1), all.slice(3, 1), Tensor{}, true, Tensor{});
     EXPECT_NEAR(get(0), p2, precision == 64 ? 1e-15 : 1e-7);
   }
+}
+
+// Clipping and the decay exemption against a hand computation (torch's clip_grad_norm_ and
+// AdamW with weight_decay 0): g = (3, 4) has norm 5; clipped to 1 it is (0.6, 0.8), and the
+// first step of Adam moves each parameter by lr * sign(g) (to eps): the decayed one also by
+// the factor 1 - lr * wd, the exempt one not.
+TEST(AdamW, ClippingAndDecayExemptionByHand) {
+  auto be = make_cpu_backend_f64();
+  std::vector<double> p = {1.0, 1.0}, g = {3.0, 4.0}, m(2), v(2), sumsq = {-1.0};
+  auto view = [](std::vector<double>& x) { return Tensor{x.data(), DType::F64, int64_t(x.size())}; };
+  be->sum_squares(view(sumsq), view(g), false);
+  EXPECT_EQ(sumsq[0], 25.0);
+  be->sum_squares(view(sumsq), view(g), true);  // accumulate: another 25
+  EXPECT_EQ(sumsq[0], 50.0);
+  sumsq[0] = 25.0;
+  AdamWStep s;
+  s.lr = 0.1, s.weight_decay = 0.5, s.max_grad_norm = 1.0, s.t = 1;
+  be->set_adamw_step(s);
+  const double clip = 1.0 / (5.0 + 1e-6);
+  be->adamw(view(p).slice(0, 1), view(g).slice(0, 1), view(m).slice(0, 1), view(v).slice(0, 1), Tensor{}, true,
+            view(sumsq));
+  be->adamw(view(p).slice(1, 1), view(g).slice(1, 1), view(m).slice(1, 1), view(v).slice(1, 1), Tensor{}, false,
+            view(sumsq));
+  EXPECT_NEAR(m[0], 0.1 * 3.0 * clip, 1e-15);
+  EXPECT_NEAR(v[1], 0.001 * 16.0 * clip * clip, 1e-15);
+  EXPECT_NEAR(p[0], 1.0 * (1 - 0.05) - 0.1 * (3 * clip) / (3 * clip + 1e-8), 1e-12);
+  EXPECT_NEAR(p[1], 1.0 - 0.1 * (4 * clip) / (4 * clip + 1e-8), 1e-12);
+  // Below the threshold the factor is 1: the gradient is used as it is.
+  EXPECT_EQ(ref::clip_factor(0.25, 1.0), 1.0);
 }
 
 TEST(ModelInit, LossOnSyntheticDataIsLnVocab) {

@@ -58,9 +58,13 @@ TEST_F(OpsGradcheck, RmsNorm) {
   };
   loss();
   std::vector<double> dx(n * c, 7.0), dw(c, 7.0);  // poisoned: both must be overwritten
-  be->rmsnorm_backward(view(dx), view(dw), view(R), view(x), view(w), view(rstd), n, c);
+  be->rmsnorm_backward(view(dx), view(dw), view(R), view(x), view(w), view(rstd), n, c, false);
   EXPECT_LT(rel_error(dx, numeric_grad(x, loss)), kTol);
   EXPECT_LT(rel_error(dw, numeric_grad(w, loss)), kTol);
+  // add_dw (gradient accumulation): dw is added to, dx still written.
+  std::vector<double> dw_sum = dw;
+  be->rmsnorm_backward(view(dx), view(dw_sum), view(R), view(x), view(w), view(rstd), n, c, true);
+  for (int j = 0; j < c; ++j) EXPECT_EQ(dw_sum[j], dw[j] + dw[j]);
 }
 
 TEST_F(OpsGradcheck, Rope) {

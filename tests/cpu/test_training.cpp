@@ -521,5 +521,162 @@ TEST(Checkpoint, ResumeSaysWhatItChanges) {
       << resumed.str();
 }
 
+// ---- The step's recipe: gradient accumulation, clipping, decay exemptions ----
+
+double max_relative(const std::vector<float>& a, const std::vector<float>& b) {
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    worst = std::max(worst, std::fabs(double(a[i]) - b[i]) / std::max(1e-3, std::fabs(double(b[i]))));
+  return worst;
+}
+
+// N micro-batches of B/N sequences against one step on all B: the gradients of one step in
+// fp32 (v1 and v4 plans) to 1e-6 of their norm, and four clipped steps in fp64 to 1e-10. (Four
+// fp32 steps differ more in the weights: Adam's first steps move a weight by about lr whatever
+// the size of its gradient, so a gradient of 1e-9 rounded differently moves it differently.)
+TEST(Recipe, MicroBatchesEqualOneStepOnTheWholeBatch) {
+  const TrainOptions o = small_options();
+  auto data = make_data_source("synthetic", o.model.vocab_size, o.batch, o.seq_len, 5);
+  Batch b;
+  data->next_batch(b);
+  for (int version : {1, 4}) {
+    SCOPED_TRACE(testing::Message() << "plan v" << version);
+    auto be = make_backend({DeviceKind::Cpu, plan_for_version(version)});
+    Llama whole(o.model, *be, o.batch, o.seq_len), parts(o.model, *be, o.batch / 2, o.seq_len, {}, {2});
+    whole.init_weights(5);
+    parts.init_weights(5);
+    whole.set_batch(b.tokens.data(), b.targets.data());
+    whole.forward();
+    whole.backward();
+    parts.set_batch(b.tokens.data(), b.targets.data(), 2);
+    for (int i = 0; i < 2; ++i) parts.forward(Llama::Pass::Train, i), parts.backward();
+    EXPECT_NEAR(parts.mean_loss(), whole.mean_loss(), 1e-6 * whole.mean_loss());
+    const std::vector<double> gw = whole.read(whole.grads()), gp = parts.read(parts.grads());
+    double diff = 0, norm = 0;
+    for (size_t i = 0; i < gw.size(); ++i) diff += (gp[i] - gw[i]) * (gp[i] - gw[i]), norm += gw[i] * gw[i];
+    EXPECT_LT(std::sqrt(diff / norm), 1e-6);
+  }
+  auto be = make_cpu_backend_f64();
+  Llama whole(o.model, *be, o.batch, o.seq_len, {}, {1, true}), parts(o.model, *be, o.batch / 2, o.seq_len, {}, {2, true});
+  whole.init_weights(5);
+  parts.init_weights(5);
+  for (int step = 1; step <= 4; ++step) {
+    data->next_batch(b);
+    AdamWStep s;
+    s.t = step, s.lr = 1e-2, s.max_grad_norm = 0.5;
+    whole.set_batch(b.tokens.data(), b.targets.data());
+    parts.set_batch(b.tokens.data(), b.targets.data(), 2);
+    whole.train_step(s);
+    parts.train_step(s);
+    EXPECT_NEAR(parts.mean_loss(), whole.mean_loss(), 1e-12 * whole.mean_loss()) << "step " << step;
+    EXPECT_NEAR(parts.grad_norm(), whole.grad_norm(), 1e-12 * whole.grad_norm());
+    EXPECT_GT(whole.grad_norm(), 0.5) << "the test clips";
+  }
+  const std::vector<double> pw = whole.read(whole.params()), pp = parts.read(parts.params());
+  for (size_t i = 0; i < pw.size(); ++i) ASSERT_NEAR(pp[i], pw[i], 1e-10) << i;
+}
+
+// Clipping inside the step against a hand computation: the norm of the gradients (read back,
+// summed in double) and AdamW's first step on the gradients scaled by max / norm.
+TEST(Recipe, ClippingAgainstAHandComputation) {
+  TrainOptions o = small_options();
+  auto be = make_cpu_backend_f64();
+  auto data = make_data_source("synthetic", o.model.vocab_size, o.batch, o.seq_len, 6);
+  Batch b;
+  data->next_batch(b);
+  Llama m(o.model, *be, o.batch, o.seq_len, {}, {1, true});
+  m.init_weights(6);
+  const std::vector<double> p0 = m.read(m.params());
+  AdamWStep s;
+  s.lr = 1e-3, s.weight_decay = 0, s.max_grad_norm = 0.1, s.t = 1;
+  m.set_batch(b.tokens.data(), b.targets.data());
+  m.forward();
+  m.backward();
+  const std::vector<double> g = m.read(m.grads());
+  double sumsq = 0;
+  for (double x : g) sumsq += x * x;
+  const double norm = std::sqrt(sumsq), factor = 0.1 / (norm + 1e-6);
+  ASSERT_GT(norm, 0.1) << "the test clips";
+  m.optimizer_step(s);
+  EXPECT_NEAR(m.grad_norm(), norm, 1e-12 * norm);
+  const std::vector<double> p1 = m.read(m.params());
+  for (size_t i = 0; i < g.size(); i += 97) {  // Adam's first step: lr * gc / (|gc| + eps), gc = g * factor
+    const double gc = g[i] * factor;
+    EXPECT_NEAR(p1[i], p0[i] - 1e-3 * gc / (std::fabs(gc) + 1e-8), 1e-12) << i;
+  }
+}
+
+// Zero gradients and zero moments make Adam's step zero: what is left is the decay, p (1 - lr wd)
+// for the tensors that decay and p for the exempt ones (per tensor in v1, in runs with fused-adamw).
+TEST(Recipe, DecayExemptionsKeepNormsAndEmbedding) {
+  for (int version : {1, 4})
+    for (auto [norms, embedding] : {std::pair{true, true}, {false, true}, {true, false}, {false, false}}) {
+      SCOPED_TRACE(testing::Message() << "v" << version << " decay norms " << norms << ", embedding " << embedding);
+      TrainOptions o = small_options();
+      auto be = make_backend({DeviceKind::Cpu, plan_for_version(version)});
+      Llama m(o.model, *be, o.batch, o.seq_len, {}, {1, false, norms, embedding});
+      m.init_weights(7);  // gradients and moments zero
+      const std::vector<float> p0 = m.read_f32(m.params());
+      AdamWStep s;
+      s.lr = 0.1, s.weight_decay = 0.5, s.t = 1;
+      m.optimizer_step(s);
+      const std::vector<float> p1 = m.read_f32(m.params());
+      for (const ParamEntry& e : param_table(o.model)) {
+        const bool norm = e.shape.size() == 1, embed = e.name == "model.embed_tokens.weight";
+        const bool decays = norm ? norms : embed ? embedding : true;
+        for (int64_t i = e.offset; i < e.offset + e.numel; i += 7)
+          ASSERT_EQ(p1[size_t(i)], decays ? p0[size_t(i)] * float(1 - 0.1 * 0.5) : p0[size_t(i)]) << e.name;
+      }
+    }
+}
+
+// Through the binary's flags: --grad-accum-steps and --batch-size, on shuffled text, give the
+// losses of the whole batch; a resumed accumulating run continues bit for bit; the log line
+// shows the norm and the time left.
+TEST(Recipe, FlagsAccumulateClipAndResume) {
+  TempDir dir;
+  {
+    std::ofstream f(dir.file("text.txt"));
+    for (int i = 0; i < 400; ++i) f << "line " << i << " of a text that the model reads in shuffled windows.\n";
+  }
+  auto run = [&](const std::string& name, const std::string& args) {
+    std::ostringstream log;
+    TrainOptions o = small_options();
+    o.model.vocab_size = 256;
+    o.data = dir.file("text.txt");
+    o.shuffle = true;
+    o.grad_clip = 1.0;
+    o.decay_norms = o.decay_embedding = false;
+    o.steps = 6;
+    o.log_every = 2;
+    o.json_path = dir.file(name + ".json");
+    std::istringstream in(args);
+    for (std::string flag, value; in >> flag >> value;) {
+      if (flag == "batch") o.batch = std::stoi(value);
+      if (flag == "accum") o.grad_accum = std::stoi(value);
+      if (flag == "steps") o.steps = std::stoi(value);
+      if (flag == "save") o.save_path = dir.file(value);
+      if (flag == "resume") o.resume_path = dir.file(value);
+    }
+    train(o, log);
+    return log.str();
+  };
+  run("whole", "batch 4 accum 1");
+  const std::string log = run("parts", "batch 2 accum 2 save parts.st");
+  const std::vector<double> whole = run_losses(dir.file("whole.json")), parts = run_losses(dir.file("parts.json"));
+  ASSERT_EQ(whole.size(), parts.size());
+  for (size_t i = 0; i < whole.size(); ++i) EXPECT_NEAR(parts[i], whole[i], 1e-6 * whole[i]) << "step " << i + 1;
+  EXPECT_NE(log.find("Gradient accumulation: 2 micro-batches of 2 a step, 4 sequences per update"), std::string::npos) << log;
+  EXPECT_NE(log.find("clipped to global norm 1, no weight decay on the norms and embedding"), std::string::npos) << log;
+  EXPECT_NE(log.find("| Norm: "), std::string::npos) << log;
+  EXPECT_NE(log.find("| ETA: "), std::string::npos) << log;
+  run("half", "batch 2 accum 2 steps 3 save half.st");
+  run("resumed", "batch 2 accum 2 resume half.st save resumed.st");
+  const std::vector<double> resumed = run_losses(dir.file("resumed.json"));
+  ASSERT_EQ(resumed.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(resumed[i], parts[3 + i]) << "step " << i + 4;
+  EXPECT_EQ(run_weights(dir.file("resumed.st")), run_weights(dir.file("parts.st")));
+}
+
 }  // namespace
 }  // namespace tt::test

@@ -111,18 +111,23 @@ TEST_P(GpuOps, RmsNorm) {
       auto x = input(size_t(n) * c, 2.0), w = input(c), dout = input(size_t(n) * c);
       std::vector<double> out_ref(size_t(n) * c), rstd_ref(n), dx_ref(size_t(n) * c), dw_ref(c);
       ref::rmsnorm_forward(out_ref.data(), rstd_ref.data(), x.data(), w.data(), n, c, 1e-5);
-      ref::rmsnorm_backward(dx_ref.data(), dw_ref.data(), dout.data(), x.data(), w.data(), rstd_ref.data(), n, c);
+      ref::rmsnorm_backward(dx_ref.data(), dw_ref.data(), dout.data(), x.data(), w.data(), rstd_ref.data(), n, c, false,
+                            false);
       DeviceBuffer X(act(), x), W(act(), w), DOUT(act(), dout), OUT(act(), int64_t(n) * c), RSTD(DType::F32, n),
           DX(act(), int64_t(n) * c), DW(DType::F32, c), DW2(DType::F32, c);
       OUT.poison(), RSTD.poison(), DX.poison(), DW.poison(), DW2.poison();
       be->rmsnorm_forward(OUT, RSTD, X, W, n, c, 1e-5);
       EXPECT_MATCHES(OUT.get(), out_ref, tol());
       EXPECT_MATCHES(RSTD.get(), rstd_ref, act() == DType::F32 ? 1e-6 : 1e-5);
-      be->rmsnorm_backward(DX, DW, DOUT, X, W, RSTD, n, c);
+      be->rmsnorm_backward(DX, DW, DOUT, X, W, RSTD, n, c, false);
       EXPECT_MATCHES(DX.get(), dx_ref, tol());
       EXPECT_MATCHES(DW.get(), dw_ref, tol());
-      be->rmsnorm_backward(DX, DW2, DOUT, X, W, RSTD, n, c);
+      be->rmsnorm_backward(DX, DW2, DOUT, X, W, RSTD, n, c, false);
       EXPECT_EQ(DW.get(), DW2.get()) << "the weight gradient differs between two identical runs";
+      // Gradient accumulation: added to what dw holds, in fp32.
+      be->rmsnorm_backward(DX, DW2, DOUT, X, W, RSTD, n, c, true);
+      const std::vector<double> once = DW.get(), twice = DW2.get();
+      for (int j = 0; j < c; ++j) ASSERT_EQ(twice[j], double(float(once[j]) + float(once[j]))) << j;
     }
 }
 
@@ -146,7 +151,7 @@ TEST_P(GpuOps, ResidualRmsNorm) {
     }
     ref::rmsnorm_forward(out_ref.data(), rstd_ref.data(), sum_ref.data(), w.data(), n, c, 1e-5);
     ref::rmsnorm_backward(dres_ref.data(), dw_ref.data(), dout.data(), sum_ref.data(), w.data(), rstd_ref.data(), n, c,
-                          true);
+                          true, false);
     DeviceBuffer A(act(), a), B(act(), b), W(act(), w), DOUT(act(), dout), SUM(act(), int64_t(n) * c),
         OUT(act(), int64_t(n) * c), RSTD(DType::F32, n), DRES(act(), dres), DW(DType::F32, c);
     SUM.poison(), OUT.poison(), RSTD.poison(), DW.poison();
@@ -154,7 +159,7 @@ TEST_P(GpuOps, ResidualRmsNorm) {
     EXPECT_MATCHES(SUM.get(), sum_ref, act() == DType::F32 ? 1e-7 : 1e-6);
     EXPECT_MATCHES(OUT.get(), out_ref, tol());
     EXPECT_MATCHES(RSTD.get(), rstd_ref, act() == DType::F32 ? 1e-6 : 1e-5);
-    be->rmsnorm_backward_add(DRES, DW, DOUT, SUM, W, RSTD, n, c);
+    be->rmsnorm_backward_add(DRES, DW, DOUT, SUM, W, RSTD, n, c, false);
     EXPECT_MATCHES(DRES.get(), dres_ref, tol());
     EXPECT_MATCHES(DW.get(), dw_ref, tol());
     // The unfused way, as version 3 runs it: add, norm; norm backward, add.
@@ -162,7 +167,7 @@ TEST_P(GpuOps, ResidualRmsNorm) {
         DX(act(), int64_t(n) * c), DRES2(act(), dres), DW2(DType::F32, c);
     be->add(SUM2, A, B);
     be->rmsnorm_forward(OUT2, RSTD2, SUM2, W, n, c, 1e-5);
-    be->rmsnorm_backward(DX, DW2, DOUT, SUM2, W, RSTD2, n, c);
+    be->rmsnorm_backward(DX, DW2, DOUT, SUM2, W, RSTD2, n, c, false);
     be->add(DRES2, DRES2, DX);
     EXPECT_TRUE(SUM.get() == SUM2.get() && OUT.get() == OUT2.get() && RSTD.get() == RSTD2.get())
         << "the fused forward differs from the add and the norm";
@@ -412,18 +417,48 @@ TEST_P(GpuOps, AdamW) {
   for (double& x : v) x = std::fabs(x);
   AdamWStep s;
   s.lr = 1e-3, s.t = 7;
-  std::vector<double> p_ref = p, m_ref = m, v_ref = v;
-  ref::adamw(p_ref.data(), g.data(), m_ref.data(), v_ref.data(), n, s);
-  DeviceBuffer P(DType::F32, p), G(DType::F32, g), M(DType::F32, m), V(DType::F32, v), PA(DType::BF16, n);
-  PA.poison();
-  be->set_adamw_step(s);
-  be->adamw(P, G, M, V, act() == DType::BF16 ? PA.t() : Tensor{});
-  EXPECT_MATCHES(P.get(), p_ref, 1e-6);
-  EXPECT_MATCHES(M.get(), m_ref, 1e-6);
-  EXPECT_MATCHES(V.get(), v_ref, 1e-6);
-  if (act() == DType::BF16) {  // the bf16 copy is the new fp32 value, rounded
-    const std::vector<double> pf = P.get(), pa = PA.get();
-    for (int i = 0; i < n; ++i) ASSERT_EQ(pa[i], bf16_to_float(float_to_bf16(float(pf[i])))) << i;
+  // Plain, exempt from decay, and clipped (the norm of g is about 183: clipped to 1).
+  for (const auto& [decay, clip] : {std::pair{true, false}, {false, false}, {true, true}}) {
+    SCOPED_TRACE(testing::Message() << "decay " << decay << " clip " << clip);
+    s.max_grad_norm = clip ? 1.0 : 0.0;
+    std::vector<double> p_ref = p, m_ref = m, v_ref = v, sumsq_ref = {0.0};
+    ref::sum_squares(sumsq_ref.data(), g.data(), n, false);
+    ref::adamw(p_ref.data(), g.data(), m_ref.data(), v_ref.data(), n, s, decay, clip ? sumsq_ref.data() : nullptr);
+    DeviceBuffer P(DType::F32, p), G(DType::F32, g), M(DType::F32, m), V(DType::F32, v), PA(DType::BF16, n),
+        SUMSQ(DType::F32, 1);
+    PA.poison(), SUMSQ.poison();
+    be->set_adamw_step(s);
+    if (clip) be->sum_squares(SUMSQ, G, false);
+    be->adamw(P, G, M, V, act() == DType::BF16 ? PA.t() : Tensor{}, decay, clip ? SUMSQ.t() : Tensor{});
+    EXPECT_MATCHES(P.get(), p_ref, 1e-6);
+    EXPECT_MATCHES(M.get(), m_ref, 1e-6);
+    EXPECT_MATCHES(V.get(), v_ref, 1e-6);
+    if (act() == DType::BF16) {  // the bf16 copy is the new fp32 value, rounded
+      const std::vector<double> pf = P.get(), pa = PA.get();
+      for (int i = 0; i < n; ++i) ASSERT_EQ(pa[i], bf16_to_float(float_to_bf16(float(pf[i])))) << i;
+    }
+  }
+}
+
+// The gradients' sum of squares (clipping): against the double reference at sizes below one
+// block, of one partial sum per block and beyond the grid, accumulated over two calls, and the
+// same bits twice.
+TEST_P(GpuOps, SumSquares) {
+  GpuBackend be(plan(), shape_for(1, 8));
+  for (int64_t n : {int64_t(1), int64_t(1000), int64_t(256 * 512), int64_t(3000017)}) {
+    SCOPED_TRACE(testing::Message() << "n=" << n);
+    auto g = rnd.uniform(size_t(n));
+    std::vector<double> ref_sum = {0.0};
+    ref::sum_squares(ref_sum.data(), g.data(), n, false);
+    DeviceBuffer G(DType::F32, g), S(DType::F32, 1), S2(DType::F32, 1);
+    S.poison(), S2.poison();
+    be->sum_squares(S, G, false);
+    EXPECT_NEAR(S.get()[0], ref_sum[0], 1e-6 * ref_sum[0]);
+    be->sum_squares(S, G, true);
+    EXPECT_NEAR(S.get()[0], 2 * ref_sum[0], 2e-6 * ref_sum[0]);
+    be->sum_squares(S2, G, false);
+    be->sum_squares(S2, G, true);
+    EXPECT_EQ(S.get(), S2.get()) << "two identical sums differ";
   }
 }
 

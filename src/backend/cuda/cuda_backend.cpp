@@ -132,6 +132,7 @@ class CudaBackend final : public Backend {
     auto take = [&](DType d, int64_t n) { return a.take(Category::Workspace, d, n); };
     cublas_workspace_ = take(DType::F32, kCublasWorkspaceBytes / 4);
     adamw_device_ = take(DType::F32, sizeof(cuda::AdamWScalars) / 4);
+    sum_squares_scratch_ = take(DType::F32, cuda::kSumSquaresBlocks);
     shape_ = attn;
     use_custom_attention_ = uses_custom_attention(attn);
     use_cudnn_ = uses_cudnn(attn);
@@ -216,16 +217,17 @@ class CudaBackend final : public Backend {
     cuda::rmsnorm_forward(out, rstd, x, w, n, c, float(eps), plan_.custom_rmsnorm, kernel_stream());
   }
   void rmsnorm_backward(const Tensor& dx, const Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
-                        const Tensor& rstd, int64_t n, int c) override {
-    cuda::rmsnorm_backward(dx, dw, dout, x, w, rstd, n, c, plan_.custom_rmsnorm, rmsnorm_scratch_, kernel_stream());
+                        const Tensor& rstd, int64_t n, int c, bool add_dw) override {
+    cuda::rmsnorm_backward(dx, dw, dout, x, w, rstd, n, c, add_dw, plan_.custom_rmsnorm, rmsnorm_scratch_,
+                           kernel_stream());
   }
   void add_rmsnorm_forward(const Tensor& sum, const Tensor& out, const Tensor& rstd, const Tensor& a, const Tensor& b,
                            const Tensor& w, int64_t n, int c, double eps) override {
     cuda::add_rmsnorm_forward(sum, out, rstd, a, b, w, n, c, float(eps), kernel_stream());
   }
   void rmsnorm_backward_add(const Tensor& dres, const Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
-                            const Tensor& rstd, int64_t n, int c) override {
-    cuda::rmsnorm_backward_add(dres, dw, dout, x, w, rstd, n, c, rmsnorm_scratch_, kernel_stream());
+                            const Tensor& rstd, int64_t n, int c, bool add_dw) override {
+    cuda::rmsnorm_backward_add(dres, dw, dout, x, w, rstd, n, c, add_dw, rmsnorm_scratch_, kernel_stream());
   }
   bool attention_applies_rope() const override {
     return plan_.rope_in_attention && use_custom_attention_ && plan_.amp;
@@ -288,8 +290,13 @@ class CudaBackend final : public Backend {
                                stream_));
     CUDA_CHECK(cudaEventRecord(adamw_copied_, stream_));
   }
-  void adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const Tensor& p_act) override {
-    cuda::adamw(p, g, m, v, p_act, static_cast<const cuda::AdamWScalars*>(adamw_device_.ptr), kernel_stream());
+  void adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const Tensor& p_act, bool decay,
+             const Tensor& grad_sumsq) override {
+    cuda::adamw(p, g, m, v, p_act, decay, grad_sumsq, static_cast<const cuda::AdamWScalars*>(adamw_device_.ptr),
+                kernel_stream());
+  }
+  void sum_squares(const Tensor& sumsq, const Tensor& g, bool accumulate) override {
+    cuda::sum_squares(sumsq, g, accumulate, sum_squares_scratch_, kernel_stream());
   }
 
   // Each record is followed at once by its wait, so one event serves every edge. Inside a capture
@@ -400,7 +407,7 @@ class CudaBackend final : public Backend {
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   cudaEvent_t marks_[kMaxMarks] = {};
-  Tensor cublas_workspace_, rmsnorm_scratch_, swiglu_scratch_, adamw_device_;
+  Tensor cublas_workspace_, rmsnorm_scratch_, swiglu_scratch_, adamw_device_, sum_squares_scratch_;
   cuda::AdamWScalars* adamw_host_ = nullptr;  // pinned
   cudaEvent_t adamw_copied_ = nullptr;         // recorded after each copy of adamw_host_
   cudaStream_t lanes_[2] = {};                 // the work behind the backward, by Lane
