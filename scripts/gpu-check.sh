@@ -6,7 +6,7 @@
 #   bash scripts/gpu-check.sh                          the default stages
 #   TT_STAGES="tests timing" bash scripts/gpu-check.sh  choose stages: tests sanitizer profile timing
 #                                                       ablate memory long kernels debug pytorch results ncu
-#                                                       sizes sizes-pytorch multigpu scaling
+#                                                       sizes sizes-pytorch multigpu scaling longrun
 #   TT_TIMING="v2:128: v2:128:--use-amp" ...           choose the timed runs (version:seq:flags)
 #   TT_SANITIZE="v3:v3 --use-amp" ...                  choose the sanitized runs (version and flags, ':' between)
 if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0" | sed '$d'; exit 0; fi  # the header above
@@ -265,6 +265,65 @@ if stage scaling; then
   else
     failures+=("2-rank trace"); tail -10 "$LOGS/trace-2gpu.log"
   fi
+fi
+
+if stage longrun; then
+  # The long run of docs/train-on-text.md: the default model, v4 bf16, the practitioner's recipe on
+  # the token files in TT_LONGRUN_DATA (fortunes and Brown, made by the commands of that page, with
+  # its tokenizer.model), against bench/pytorch_train.py from the same weights and token order
+  # (seeds 42 and 43, for the spread); first a 20-step fp32 check that both read the same tokens.
+  echo "== long run (tiny_llama and PyTorch, ${TT_LONGRUN_STEPS:-2000} steps)"
+  d=${TT_LONGRUN_DATA:-data/corpus}
+  set -f  # the --data pattern reaches the programs unexpanded
+  recipe="--data $d/tokens/*.bin --vocab-size 8000 --seq-len 256 --batch-size 8 --grad-accum-steps 2 \
+    --lr-schedule cosine --learning-rate 1e-3 --min-lr 1e-4 --lr-warmup-steps 100 --weight-decay 0.1 \
+    --grad-clip 1 --no-decay-norms --shuffle --val-tokens 65536"
+  steps=${TT_LONGRUN_STEPS:-2000}
+  # shellcheck disable=SC2086
+  timeout 120 "$TT" --device cuda --version v4 $recipe --num-steps 20 --log-every 1 --eval-every 10 \
+    --json "$LOGS/check_ours.json" >"$LOGS/check_ours.log" 2>&1 || failures+=("long run check, ours")
+  timeout 300 python3 bench/pytorch_train.py $recipe --precision fp32 --num-steps 20 --log-every 1 --eval-every 10 \
+    --json "$LOGS/check_pytorch.json" >"$LOGS/check_pytorch.log" 2>&1 || failures+=("long run check, PyTorch")
+  timeout 300 "$TT" --device cuda --version v4 --use-amp $recipe --num-steps "$steps" --log-every 100 --eval-every 100 \
+    --json "$LOGS/long_ours.json" --metrics "$LOGS/long_ours.jsonl" --save "$LOGS/long.safetensors" \
+    >"$LOGS/long_ours.log" 2>&1 || failures+=("long run, ours")
+  for seed in 42 43; do
+    timeout 900 python3 bench/pytorch_train.py $recipe --precision bf16 --seed "$seed" --num-steps "$steps" \
+      --eval-every 100 --json "$LOGS/long_pytorch_$seed.json" >"$LOGS/long_pytorch_$seed.log" 2>&1 ||
+      failures+=("long run, PyTorch seed $seed")
+  done
+  for prompt in "The jury said" "A computer" "Love is"; do
+    timeout 60 "$TT" generate "$LOGS/long.safetensors" --tokenizer "$d/tokenizer.model" --prompt "$prompt" \
+      --max-new-tokens 60 --seed 1 --temperature 0.7 --top-p 0.9 --device cuda >>"$LOGS/long_samples.txt" 2>&1
+  done
+  python3 scripts/plot_loss.py --validation "$LOGS/long_validation.svg" "validation loss, fortunes + Brown" \
+    "$LOGS/long_ours.json=tiny_llama v4 bf16" "$LOGS/long_pytorch_42.json=PyTorch, same seed" \
+    "$LOGS/long_pytorch_43.json=PyTorch, seed 43" || true
+  python3 - "$LOGS" <<'PY' | tee "$LOGS/long_compare.txt"
+import json, sys
+d = sys.argv[1]
+def load(n):
+    try: return json.load(open(f"{d}/{n}.json"))
+    except Exception as e: return None
+c_ours, c_pt = load("check_ours"), load("check_pytorch")
+if c_ours and c_pt:
+    worst = max(abs(a["loss"] - b["loss"]) / b["loss"] for a, b in zip(c_ours["steps"], c_pt["steps"]))
+    print(f"fp32 check, 20 steps: largest relative difference of the losses {worst:.2e}")
+runs = {k: load(k) for k in ("long_ours", "long_pytorch_42", "long_pytorch_43")}
+if all(runs.values()):
+    val = {k: {v["step"]: v["loss"] for v in r["validation"]} for k, r in runs.items()}
+    print(f"{'step':>6}{'ours':>9}{'PyTorch':>9}{'seed 43':>9}{'ours-PT':>9}{'PT seeds':>9}")
+    worst, spread = 0, 0
+    for s in sorted(val["long_ours"]):
+        o, p, q = val["long_ours"][s], val["long_pytorch_42"][s], val["long_pytorch_43"][s]
+        worst, spread = max(worst, abs(o - p)), max(spread, abs(p - q))
+        print(f"{s:>6}{o:>9.4f}{p:>9.4f}{q:>9.4f}{o - p:>+9.4f}{p - q:>+9.4f}")
+    print(f"largest |ours - PyTorch| {worst:.4f}; largest |PyTorch seed 42 - seed 43| {spread:.4f}; "
+          f"final relative difference {abs(o - p) / p:.2%}")
+PY
+  set +f
+  cp "$LOGS"/long_* "$LOGS"/check_* "$OUT"/ 2>/dev/null
+  rm -f "$OUT/long.safetensors"
 fi
 
 if stage timing; then

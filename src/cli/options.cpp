@@ -424,7 +424,11 @@ bool parse_tokenize_options(const std::vector<std::string>& args, TokenizeOption
   app.add_option("--tokenizer", o.tokenizer, "bytes, or a SentencePiece .model (tiny_llama tokenizer-train)")
       ->capture_default_str();
   app.add_option("--out", o.out_dir, "directory for the shards (new, or without .bin files)");
-  app.add_option("--val-fraction", o.val_fraction, "the last tokens that validate")->capture_default_str();
+  app.add_option("--val-fraction", o.val_fraction, "the fraction of the tokens that validates")->capture_default_str();
+  app.add_option("--val-split", o.val_split,
+                 "which tokens validate: last (the last of the last files) or docs (whole documents drawn with --seed)")
+      ->capture_default_str();
+  app.add_option("--seed", o.seed, "--val-split docs: the draw of the validation documents")->capture_default_str();
   app.add_option("--shard-tokens", o.shard_tokens, "tokens per shard at most")->capture_default_str();
   return parse(app, args);
 }

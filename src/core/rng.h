@@ -42,6 +42,7 @@ enum RngStream : uint64_t {
   kStreamTest = 0x7E57,         // test inputs
   kStreamSampling = 0x5A3B1E,   // the draws of text generation (src/model/generate.h)
   kStreamShuffle = 0x5A0FF1E,   // the order of the training windows (--shuffle, src/data/loader.h)
+  kStreamValidation = 0x7A1D,   // the documents that validate (tokenize --val-split docs, src/data/tokenize.h)
 };
 
 // A permutation of [0, n) drawn from (seed, stream, epoch), evaluated one index at a time with no

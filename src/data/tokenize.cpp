@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "core/rng.h"
 #include "data/token_file.h"
 #include "data/tokenizer.h"
 
@@ -49,6 +50,7 @@ void run_tokenize(const TokenizeOptions& o, std::ostream& log) {
   if (!(std::isfinite(o.val_fraction) && o.val_fraction >= 0 && o.val_fraction < 1))
     usage_fail("--val-fraction: must be in [0, 1)");
   if (o.shard_tokens <= 0 || o.shard_tokens > INT32_MAX) usage_fail("--shard-tokens: must be in [1, 2147483647]");
+  if (o.val_split != "last" && o.val_split != "docs") usage_fail("--val-split: last or docs (got '" + o.val_split + "')");
   namespace fs = std::filesystem;
   std::error_code ec;
   check_writable_directory(o.out_dir, "--out");  // before any work
@@ -62,21 +64,46 @@ void run_tokenize(const TokenizeOptions& o, std::ostream& log) {
   for (const std::string& f : o.inputs) texts.push_back(read_text(f));  // all read before anything is written
 
   std::vector<int32_t> tokens;
+  std::vector<int64_t> doc_start;  // where each input's document begins in tokens
   for (const std::string& text : texts) {
+    doc_start.push_back(int64_t(tokens.size()));
     if (tok->bos() >= 0) tokens.push_back(tok->bos());
     const std::vector<int32_t> ids = tok->encode(text);
     tokens.insert(tokens.end(), ids.begin(), ids.end());
   }
-  const int64_t total = int64_t(tokens.size()), val = int64_t(std::floor(double(total) * o.val_fraction));
+  doc_start.push_back(int64_t(tokens.size()));
+  int64_t total = int64_t(tokens.size()), val = int64_t(std::floor(double(total) * o.val_fraction));
   if (total - val == 0) usage_fail("tokenize: the inputs hold no text (" + std::to_string(total) + " tokens)");
+  if (o.val_split == "docs" && val > 0) {
+    // Documents in an order drawn from the seed, to validation until they hold the fraction; then
+    // the training documents and the validation ones, each in input order.
+    const size_t docs = texts.size();
+    const CounterRng rng(o.seed, kStreamValidation);
+    std::vector<bool> validates(docs, false);
+    int64_t held = 0;
+    for (uint64_t i = 0; i < docs && held < val; ++i) {
+      const size_t d = size_t(permuted_index(i, docs, rng, 0));
+      if (held + (doc_start[d + 1] - doc_start[d]) >= total) continue;  // some text must train
+      validates[d] = true;
+      held += doc_start[d + 1] - doc_start[d];
+    }
+    std::vector<int32_t> ordered;
+    for (bool v : {false, true})
+      for (size_t d = 0; d < docs; ++d)
+        if (validates[d] == v) ordered.insert(ordered.end(), tokens.begin() + doc_start[d], tokens.begin() + doc_start[d + 1]);
+    tokens.swap(ordered);
+    val = held;
+  }
   fs::create_directories(o.out_dir, ec);
   if (ec) usage_fail("--out: cannot create '" + o.out_dir + "': " + ec.message());
   const int train_shards = write_shards(o.out_dir, "train", tokens, 0, total - val, o.shard_tokens);
   const int val_shards = write_shards(o.out_dir, "val", tokens, total - val, total, o.shard_tokens);
   log << fmt::format("Tokenizer: {}\n", tok->describe());
-  log << fmt::format("{} files, {} bytes -> {} tokens: {} to train in {} shard(s), {} to validate in {} shard(s), in {}\n",
+  log << fmt::format("{} files, {} bytes -> {} tokens: {} to train in {} shard(s), {} to validate{} in {} shard(s), in {}\n",
                      o.inputs.size(), [&] { size_t b = 0; for (const auto& t : texts) b += t.size(); return b; }(),
-                     total, total - val, train_shards, val, val_shards, o.out_dir);
+                     total, total - val, train_shards, val,
+                     o.val_split == "docs" ? fmt::format(" (documents drawn with seed {})", o.seed) : "", val_shards,
+                     o.out_dir);
   log << fmt::format("Train on them with: --data '{}/*.bin' --vocab-size {}\n", o.out_dir, tok->vocab_size());
 }
 

@@ -13,8 +13,12 @@ struct TokenizeOptions {
   std::string tokenizer = "bytes";  // "bytes" or a SentencePiece .model
   std::string out_dir;
   std::vector<std::string> inputs;
-  double val_fraction = 0.1;             // the last tokens, into val_*.bin
+  double val_fraction = 0.1;             // the tokens that validate, into val_*.bin
   int64_t shard_tokens = 100'000'000;    // tokens per shard at most
+  // Which tokens validate: "last", the last tokens of the last files; "docs", whole documents
+  // (input files) drawn with the seed until they hold the fraction, so no one file decides it.
+  std::string val_split = "last";
+  uint64_t seed = 42;
 };
 
 // Each input file is one document (a begin-of-document token first, where the tokenizer has

@@ -3,6 +3,8 @@
 // tokenizers (bytes and SentencePiece) round-tripping text exactly, and the tokenize ->
 // train path through the real binary, on a generated corpus and on Debian's fortunes.
 #include <gtest/gtest.h>
+
+#include <map>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -175,6 +177,39 @@ TEST_F(RealData, BytesTokenizerRoundTrips) {
   r = run_binary("--device cpu --data '" + path("tok/*.bin") + "' --vocab-size 256 --hidden-dim 32 --num-layers 1 "
                  "--num-heads 2 --seq-len 16 --batch-size 2 --num-steps 2", dir);
   EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+// tokenize --val-split docs: whole documents (input files), drawn with --seed, validate until they
+// hold --val-fraction of the tokens; each split keeps the input order, and every document is in
+// exactly one. The same seed draws the same documents, another seed others.
+TEST_F(RealData, ValidationDocumentsAreDrawnWithTheSeed) {
+  std::string files;
+  for (int d = 0; d < 20; ++d) files += " " + write("doc" + std::to_string(d) + ".txt", std::string(size_t(50 + d), char('a' + d)));
+  auto split = [&](const std::string& out, int seed) {
+    Outcome r = run_binary("tokenize --val-split docs --seed " + std::to_string(seed) + " --out " + path(out) + files, dir);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("to validate (documents drawn with seed " + std::to_string(seed) + ")"), std::string::npos) << r.out;
+    std::map<std::string, std::string> docs;  // split -> the documents' letters, in order
+    for (const char* name : {"train", "val"}) {
+      const TokenFile f(path(out + "/" + name + "_000000.bin"), 256, "--data");
+      std::vector<int32_t> t(size_t(f.size()));
+      f.read(0, f.size(), t.data());
+      for (size_t i = 0; i < t.size(); ++i)
+        if (i == 0 || t[i] != t[i - 1]) docs[name] += char(t[i]);
+    }
+    return docs;
+  };
+  const auto a = split("a", 1), b = split("b", 1), c = split("c", 2);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a.at("val"), c.at("val"));
+  std::string all = a.at("train") + a.at("val");
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(all, "abcdefghijklmnopqrst") << "every document in one split";
+  for (const auto& [name, letters] : a) EXPECT_TRUE(std::is_sorted(letters.begin(), letters.end())) << name;
+  int64_t val_tokens = 0;
+  for (char d : a.at("val")) val_tokens += 50 + (d - 'a');
+  EXPECT_GE(val_tokens, (20 * 50 + 190) / 10) << "at least the fraction";
+  EXPECT_LT(val_tokens, (20 * 50 + 190) / 10 + 70) << "documents added until the fraction, no more";
 }
 
 std::string corpus_text();

@@ -1,10 +1,12 @@
 // The whole model on the GPU against the CPU reference in double: loss and every parameter
 // gradient at a small configuration, 20 training steps, determinism, and memory accounting.
+#include <algorithm>
 #include <cmath>
 
 #include "gpu_harness.h"
 #include "model/llama.h"
 #include "data/loader.h"
+#include "train/schedule.h"
 
 namespace tt::test {
 namespace {
@@ -225,6 +227,73 @@ TEST_P(GpuLaunch, ResultsEqualPlainLaunchesBitForBit) {
   const std::vector<double> b = train_losses(*be2, 5, &p2);
   expect_same_runs(*be2, a, b, p1, p2);
 }
+
+// The training recipe inside the step, in every version: a learning rate that warms up and
+// decays each step (read from device memory by the replayed graph), two micro-batches a step,
+// clipping (the norm measured in the graph) and the norms and embedding exempt from decay. The
+// losses and norms track the fp64 CPU reference's, and with the cuda-graph switch they equal
+// those of the same plan without it, bit for bit: the graph follows the schedule.
+struct RecipeRun {
+  std::vector<double> losses, norms;
+};
+RecipeRun recipe_run(Backend& be, int steps) {
+  const ModelConfig c = small_config();
+  Llama m(c, be, kB, kT, {}, {2, true, false, false});
+  m.init_weights(3);
+  auto data = make_data_source("synthetic", c.vocab_size, kB, kT, 3);
+  LrSchedule schedule{"cosine", 3e-3, 3e-4, 2, 0, steps};
+  Batch micro, both;
+  RecipeRun r;
+  for (int step = 1; step <= steps; ++step) {
+    both.tokens.clear(), both.targets.clear();
+    for (int i = 0; i < 2; ++i) {
+      data->next_batch(micro);
+      both.tokens.insert(both.tokens.end(), micro.tokens.begin(), micro.tokens.end());
+      both.targets.insert(both.targets.end(), micro.targets.begin(), micro.targets.end());
+    }
+    m.set_batch(both.tokens.data(), both.targets.data(), 2);
+    AdamWStep s;
+    s.t = step, s.lr = schedule.at(step), s.weight_decay = 0.1, s.max_grad_norm = 1.0;
+    m.train_step(s);
+    r.losses.push_back(m.mean_loss());
+    r.norms.push_back(m.grad_norm());
+  }
+  return r;
+}
+
+class GpuRecipe : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override { REQUIRE_GPU(); }
+};
+
+TEST_P(GpuRecipe, ScheduleAccumulationClippingInTheStep) {
+  auto cpu = make_cpu_backend_f64();
+  const RecipeRun ref = recipe_run(*cpu, 8);
+  EXPECT_GT(*std::max_element(ref.norms.begin(), ref.norms.end()), 1.0) << "the test clips";
+  for (bool amp : {false, true}) {
+    SCOPED_TRACE(amp ? "bf16" : "fp32");
+    Plan plan = plan_for_version(GetParam());
+    plan.amp = amp;
+    auto gpu = make_backend({DeviceKind::Cuda, plan});
+    const RecipeRun got = recipe_run(*gpu, 8);
+    const double tol = amp ? 2e-2 : 1e-4;
+    for (size_t i = 0; i < ref.losses.size(); ++i) {
+      EXPECT_LT(std::fabs(got.losses[i] - ref.losses[i]) / ref.losses[i], tol) << "step " << i + 1;
+      EXPECT_LT(std::fabs(got.norms[i] - ref.norms[i]) / ref.norms[i], amp ? 5e-2 : 1e-3) << "norm, step " << i + 1;
+    }
+    if (!plan.cuda_graph || !gpu->deterministic()) continue;
+    gpu.reset();
+    Plan eager = plan;
+    eager.cuda_graph = false;
+    auto plain = make_backend({DeviceKind::Cuda, eager});
+    const RecipeRun b = recipe_run(*plain, 8);
+    EXPECT_EQ(got.losses, b.losses) << "the replayed graph and the eager step differ";
+    EXPECT_EQ(got.norms, b.norms);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Versions, GpuRecipe, ::testing::Values(1, 2, 3, 4),
+                         [](const auto& info) { return "v" + std::to_string(info.param); });
 
 INSTANTIATE_TEST_SUITE_P(Switches, GpuLaunch, ::testing::ValuesIn(kLaunchCases),
                          [](const auto& info) { return std::string(info.param.name); });

@@ -109,6 +109,35 @@ TEST_P(MultiGpu, EveryVersionComputesWhatOneGpuComputes) {
   }
 }
 
+// The training recipe over ranks (v4, fp32 and bf16): a warmed-up cosine schedule, clipping (the
+// norm summed over the ranks' parts with ZeRO-1), decay exemptions, shuffled data, and each rank
+// in 2 micro-batches of 4 / R: the losses and weights of one GPU at batch 8.
+TEST_P(MultiGpu, TheRecipeComputesWhatOneGpuComputes) {
+  std::string err;
+  const std::string recipe = " --version v4 --num-steps 40 --lr-schedule cosine --lr-warmup-steps 5 --learning-rate 1e-3"
+                             " --grad-clip 1 --no-decay-norms --no-decay-embedding --shuffle --log-every 5";
+  for (const std::string precision : {"fp32", "bf16"}) {
+    SCOPED_TRACE(precision);
+    const std::string base = recipe + (precision == "bf16" ? " --use-amp" : "");
+    const double bound = precision == "bf16" ? 2e-2 : 1e-5;
+    ASSERT_EQ(run("", base + " --batch-size 8 --json " + p("one.json") + " --save " + p("one.st"), &err), 0) << err;
+    EXPECT_NE(read(p("out.log")).find("| Norm: "), std::string::npos) << read(p("out.log"));
+    const std::vector<double> ref = losses(p("one.json"));
+    const std::vector<float> ref_w = weights(p("one.st"));
+    for (const std::string zero : {" --zero 0", " --zero 1"}) {
+      SCOPED_TRACE(std::to_string(ranks) + " ranks of 2 micro-batches," + zero);
+      ASSERT_EQ(run("", base + " --batch-size " + std::to_string(4 / ranks) + " --grad-accum-steps 2" + world() + zero +
+                            " --json " + p("n.json") + " --save " + p("n.st"),
+                    &err),
+                0)
+          << err;
+      EXPECT_TRUE(ended());
+      expect_same_losses(losses(p("n.json")), ref, bound);
+      EXPECT_LE(rel(weights(p("n.st")), ref_w), bound) << "final weights";
+    }
+  }
+}
+
 TEST_P(MultiGpu, LaunchersComputeWhatOneGpuComputes) {
   std::string err;
   const std::string base = "--version v4 --num-steps 50";
