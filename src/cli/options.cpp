@@ -262,8 +262,16 @@ bool parse_train_options(const std::vector<std::string>& args, TrainOptions& o, 
   app.add_option("--profile-steps", o.profile_steps, "steps traced after the warm-up")->capture_default_str();
   app.add_flag("--flops-profile", o.flops_profile, "per-module FLOPs, time, TFLOP/s and MFU (traces like --profile)");
   app.add_flag("--profile-memory", o.profile_memory, "the arena's live bytes by category over one step: DIR/memory.csv");
-  app.footer("Other commands (each takes --help): ablate, bench, validate, kernels (each custom kernel against its v2\n"
-             "counterpart and the GPU's measured ceilings), debug STAGE (the performance-debugging stages).");
+  app.footer("Other commands (each takes --help):\n"
+             "  generate CKPT|DIR      text from a checkpoint or a Hugging Face directory\n"
+             "  export CKPT --hf DIR   a checkpoint as a Hugging Face transformers directory\n"
+             "  tokenizer-train        a SentencePiece tokenizer from text files\n"
+             "  tokenize               text files to token-file shards\n"
+             "  bench                  versions x batch sizes x sequence lengths x precisions, timed\n"
+             "  ablate                 the plan's switches taken away one at a time, timed\n"
+             "  validate               every version against the CPU reference\n"
+             "  kernels                each custom kernel against its v2 counterpart and the GPU's ceilings\n"
+             "  debug STAGE            the performance-debugging stages");
   if (!parse(app, args)) return false;
   if (!o.resume_path.empty() && std::filesystem::is_directory(o.resume_path)) {  // --save-dir's latest
     const std::string latest = latest_step_checkpoint(o.resume_path);

@@ -252,6 +252,10 @@ TEST_F(Cli, HelpExitsZero) {
   const Outcome r = run("--help", false);
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("--batch-size"), std::string::npos);
+  // Every command main() dispatches is listed, each with what it does.
+  for (const char* command : {"generate", "export", "tokenizer-train", "tokenize", "bench", "ablate", "validate", "kernels",
+                              "debug"})
+    EXPECT_NE(r.out.find(std::string("\n  ") + command + " "), std::string::npos) << command << " not in: " << r.out;
 }
 
 }  // namespace
