@@ -437,6 +437,11 @@ bool parse_tokenize_options(const std::vector<std::string>& args, TokenizeOption
                  "which tokens validate: last (the last of the last files) or docs (whole documents drawn with --seed)")
       ->capture_default_str();
   app.add_option("--seed", o.seed, "--val-split docs: the draw of the validation documents")->capture_default_str();
+  app.add_option("--documents", o.documents, "a text file is one document (file) or a document a line (line)")
+      ->capture_default_str();
+  app.add_option("--text-field", o.text_field, "a JSON-lines file's (.jsonl) field that holds each record's text")
+      ->capture_default_str();
+  app.add_option("--threads", o.threads, "encoding threads (default: every core)");
   app.add_option("--shard-tokens", o.shard_tokens, "tokens per shard at most")->capture_default_str();
   return parse(app, args);
 }

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <vector>
@@ -132,6 +134,43 @@ void write_token_file(const std::string& path, const std::vector<int32_t>& token
       out.write(reinterpret_cast<const char*>(tokens.data()), std::streamsize(tokens.size() * 4));
     }
   });
+}
+
+TokenFileWriter::TokenFileWriter(const std::string& path, bool wide)
+    : path_(path), tmp_(path + ".tmp." + std::to_string(::getpid())), wide_(wide) {
+  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) fail("cannot write '" + tmp_ + "': " + std::strerror(errno));
+  const std::vector<char> header(size_t(kTokenFileHeaderBytes), 0);  // the count goes in at finish()
+  if (::pwrite(fd_, header.data(), header.size(), 0) != ssize_t(header.size())) fail("cannot write '" + tmp_ + "'");
+}
+
+TokenFileWriter::~TokenFileWriter() {
+  if (fd_ < 0) return;
+  ::close(fd_);
+  ::unlink(tmp_.c_str());
+}
+
+void TokenFileWriter::append_raw(const void* tokens, int64_t n) {
+  TT_CHECK(fd_ >= 0 && count_ + n <= INT32_MAX, "TokenFileWriter: finished, or more tokens than a header can count");
+  const int64_t width = wide_ ? 4 : 2;
+  const char* p = static_cast<const char*>(tokens);
+  for (int64_t left = n * width, at = kTokenFileHeaderBytes + count_ * width; left > 0;) {
+    const ssize_t w = ::pwrite(fd_, p, size_t(left), off_t(at));
+    if (w <= 0) fail("error while writing '" + tmp_ + "' (disk full?): " + std::strerror(errno));
+    p += w, at += w, left -= w;
+  }
+  count_ += n;
+}
+
+void TokenFileWriter::finish() {
+  int32_t header[3] = {kTokenFileMagic, wide_ ? 2 : 1, int32_t(count_)};
+  const bool ok = ::pwrite(fd_, header, sizeof header, 0) == ssize_t(sizeof header) && ::fsync(fd_) == 0;
+  ::close(fd_);
+  fd_ = -1;
+  if (!ok || std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    ::unlink(tmp_.c_str());
+    fail("cannot write '" + path_ + "': " + std::strerror(errno));
+  }
 }
 
 }  // namespace tt

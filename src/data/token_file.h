@@ -57,4 +57,25 @@ bool is_token_file(const std::string& path);
 // 16 bits, else version 2.
 void write_token_file(const std::string& path, const std::vector<int32_t>& tokens);
 
+// A token file written a piece at a time, in constant memory: into a temporary file beside
+// `path`, renamed to it by finish() once the header holds the count (whole or not at all: a
+// writer destroyed before finish() removes its temporary file). Version 1 (uint16) or, wide,
+// version 2 (uint32); append_raw takes tokens already in that width.
+class TokenFileWriter {
+ public:
+  TokenFileWriter(const std::string& path, bool wide);
+  ~TokenFileWriter();
+  TokenFileWriter(const TokenFileWriter&) = delete;
+  TokenFileWriter& operator=(const TokenFileWriter&) = delete;
+  void append_raw(const void* tokens, int64_t n);
+  int64_t size() const { return count_; }
+  void finish();
+
+ private:
+  std::string path_, tmp_;
+  bool wide_;
+  int fd_ = -1;
+  int64_t count_ = 0;
+};
+
 }  // namespace tt

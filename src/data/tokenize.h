@@ -19,12 +19,21 @@ struct TokenizeOptions {
   // (input files) drawn with the seed until they hold the fraction, so no one file decides it.
   std::string val_split = "last";
   uint64_t seed = 42;
+  // A text file is one document ("file") or a document a line ("line"); a JSON-lines file
+  // (.jsonl, .ndjson, .json) a document a record, its text in text_field.
+  std::string documents = "file";
+  std::string text_field = "text";
+  int threads = 0;  // encoding threads (0: every core)
 };
 
-// Each input file is one document (a begin-of-document token first, where the tokenizer has
-// one). The tokens are written to out_dir/train_000000.bin, ... and out_dir/val_000000.bin, ...
-// Refuses, before writing anything: a missing tokenizer, an input that is not a text file
-// (a NUL byte), an out_dir that exists as a file or already holds token files.
+// Streams the inputs (files, and directories' files recursively) a document at a time, encodes
+// batches of documents on every core, and writes each document as BOS, its tokens, EOS (where
+// the tokenizer has them) to one temporary file in out_dir; then the split is chosen and the
+// shards out_dir/train_000000.bin, ... and out_dir/val_000000.bin, ... are copied from it. Memory
+// is a batch of documents per thread and 8 bytes per document, whatever the corpus's size.
+// Refuses, before writing any shard: a missing tokenizer, an input that is not text (a NUL
+// byte) or a JSON-lines record without its text, an out_dir that exists as a file or already
+// holds token files.
 void run_tokenize(const TokenizeOptions& o, std::ostream& log);
 
 struct TokenizerTrainOptions {

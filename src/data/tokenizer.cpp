@@ -4,6 +4,7 @@
 #include <sentencepiece_trainer.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <thread>
 #include <unordered_map>
 
@@ -19,6 +20,7 @@ class ByteTokenizer final : public Tokenizer {
   std::string describe() const override { return "bytes (vocabulary 256)"; }
   int vocab_size() const override { return 256; }
   int bos() const override { return -1; }
+  int eos() const override { return -1; }
   std::vector<int32_t> encode(const std::string& text) const override {  // bytes as 0..255, never a signed char
     std::vector<int32_t> ids(text.size());
     for (size_t i = 0; i < text.size(); ++i) ids[i] = int32_t(static_cast<unsigned char>(text[i]));
@@ -36,17 +38,46 @@ class SentencePieceTokenizer final : public Tokenizer {
   SentencePieceTokenizer(const std::string& path, const std::string& flag) : path_(path) {
     const auto st = sp_.Load(path);
     if (!st.ok()) usage_fail(flag + ": '" + path + "' is not a SentencePiece model (" + st.ToString() + ")");
+    // Words: the encoder splits the text before each space (its pieces never cross one), and the
+    // dummy space it puts before the text is one piece of its own: then a word's pieces are the
+    // same wherever it stands, and repeated words can be looked up (encode).
+    const std::vector<int32_t> space = encode_whole(" ");
+    by_words_ = space.size() == 2 && space[0] == space[1];
   }
   std::string describe() const override {
     return "SentencePiece " + path_ + " (vocabulary " + std::to_string(vocab_size()) + ")";
   }
   int vocab_size() const override { return sp_.GetPieceSize(); }
   int bos() const override { return sp_.bos_id(); }
+  int eos() const override { return sp_.eos_id(); }
+  // SentencePiece's encoding, a word at a time: the text is cut before each space; the first
+  // word is encoded as it is, each other one (" word") as SentencePiece encodes it alone less the
+  // dummy space's piece in front, and kept in this thread's cache of up to a million words (most
+  // words of a corpus repeat: tokenize runs several times faster). The tests check the result
+  // against SentencePiece's own encoding of whole documents.
   std::vector<int32_t> encode(const std::string& text) const override {
-    std::vector<int> ids;
-    const auto st = sp_.Encode(text, &ids);
-    if (!st.ok()) fail("SentencePiece could not encode the text: " + st.ToString());
-    return std::vector<int32_t>(ids.begin(), ids.end());
+    if (!by_words_) return encode_whole(text);
+    thread_local std::unordered_map<std::string, std::vector<int32_t>> cache;
+    thread_local const SentencePieceTokenizer* owner = nullptr;
+    if (owner != this || cache.size() > (size_t(1) << 20)) cache.clear(), owner = this;
+    std::vector<int32_t> ids;
+    for (size_t at = 0; at < text.size();) {
+      const size_t end = std::min(text.find(' ', at + 1), text.size());
+      const std::string word = text.substr(at, end - at);
+      if (at == 0) {
+        ids = encode_whole(word);
+      } else {
+        auto it = cache.find(word);
+        if (it == cache.end()) {
+          std::vector<int32_t> w = encode_whole(word);
+          w.erase(w.begin());  // the dummy space
+          it = cache.emplace(word, std::move(w)).first;
+        }
+        ids.insert(ids.end(), it->second.begin(), it->second.end());
+      }
+      at = end;
+    }
+    return ids;
   }
   std::string decode(const std::vector<int32_t>& ids) const override {
     std::string text;
@@ -56,8 +87,16 @@ class SentencePieceTokenizer final : public Tokenizer {
   }
 
  private:
+  std::vector<int32_t> encode_whole(const std::string& text) const {
+    std::vector<int> ids;
+    const auto st = sp_.Encode(text, &ids);
+    if (!st.ok()) fail("SentencePiece could not encode the text: " + st.ToString());
+    return std::vector<int32_t>(ids.begin(), ids.end());
+  }
+
   std::string path_;
   sentencepiece::SentencePieceProcessor sp_;
+  bool by_words_ = false;
 };
 
 }  // namespace

@@ -21,6 +21,7 @@ class Tokenizer {
   virtual std::string describe() const = 0;
   virtual int vocab_size() const = 0;
   virtual int bos() const = 0;  // the token that starts a document; -1 for none
+  virtual int eos() const = 0;  // the token that ends one; -1 for none
   virtual std::vector<int32_t> encode(const std::string& text) const = 0;
   virtual std::string decode(const std::vector<int32_t>& ids) const = 0;
 };

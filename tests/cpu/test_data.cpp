@@ -3,6 +3,7 @@
 // tokenizers (bytes and SentencePiece) round-tripping text exactly, and the tokenize ->
 // train path through the real binary, on a generated corpus and on Debian's fortunes.
 #include <gtest/gtest.h>
+#include <sentencepiece_processor.h>
 
 #include <map>
 #include <signal.h>
@@ -274,6 +275,78 @@ TEST_F(RealData, SentencePieceTrainsAndRoundTripsExactly) {
             std::string::npos);
 }
 
+// tokenize's inputs: a directory (its files, recursively, in name order), a JSON-lines file (a
+// document a record, its "text" or --text-field), a text file a document a line (--documents
+// line, empty lines none); every document is BOS, its tokens, EOS with a SentencePiece model.
+// A record without its text is refused with the file and the line, and nothing is written.
+TEST_F(RealData, DocumentsFromDirectoriesJsonLinesAndLines) {
+  const std::string corpus = write("corpus.txt", corpus_text());
+  train_sentencepiece({corpus}, 400, path("sp"), "bpe");
+  const auto tok = Tokenizer::load(path("sp.model"), "--tokenizer");
+  fs::create_directories(path("in/sub"));
+  std::ofstream(path("in/b.txt")) << "second file";
+  std::ofstream(path("in/sub/c.txt")) << "third file";
+  std::ofstream(path("in/a.txt")) << "first file";
+  std::ofstream(path("recs.jsonl")) << "{\"text\": \"one record\", \"id\": 1}\n\n{\"body\": \"x\", \"text\": \"two\"}\n";
+  std::ofstream(path("lines.txt")) << "line one\n\nline two\n";
+  auto docs = [&](const std::string& args, const std::string& out) {
+    Outcome r = run_binary("tokenize --val-fraction 0 --tokenizer " + path("sp.model") + " --out " + path(out) + " " + args, dir);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("MB/s on"), std::string::npos) << r.out;
+    const TokenFile f(path(out + "/train_000000.bin"), tok->vocab_size(), "--data");
+    std::vector<int32_t> t(size_t(f.size()));
+    f.read(0, f.size(), t.data());
+    std::vector<std::string> texts;  // between each BOS and its EOS
+    for (size_t i = 0; i < t.size(); ++i) {
+      EXPECT_EQ(t[i], 1) << "a document starts with BOS";
+      const size_t end = size_t(std::find(t.begin() + i, t.end(), 2) - t.begin());
+      EXPECT_LT(end, t.size()) << "and ends with EOS";
+      texts.push_back(tok->decode(std::vector<int32_t>(t.begin() + i + 1, t.begin() + end)));
+      i = end;
+    }
+    return texts;
+  };
+  EXPECT_EQ(docs(path("in"), "d"), (std::vector<std::string>{"first file", "second file", "third file"}));
+  EXPECT_EQ(docs(path("recs.jsonl"), "j"), (std::vector<std::string>{"one record", "two"}));
+  std::ofstream(path("body.jsonl")) << "{\"body\": \"alpha\"}\n";
+  EXPECT_EQ(docs("--text-field body " + path("body.jsonl"), "k"), (std::vector<std::string>{"alpha"}));
+  EXPECT_EQ(docs("--documents line " + path("lines.txt"), "l"), (std::vector<std::string>{"line one", "line two"}));
+  std::ofstream(path("bad.jsonl")) << "{\"text\": \"fine\"}\n[1, 2]\n";
+  Outcome r = run_binary("tokenize --tokenizer " + path("sp.model") + " --out " + path("bad") + " " + path("bad.jsonl"), dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("bad.jsonl' line 2 is not a JSON object"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(path("bad")));
+}
+
+// The tokenizer encodes a word at a time, from a cache (src/data/tokenizer.cpp): the same ids as
+// SentencePiece's own encoding of the whole text, for texts with leading, double and trailing
+// spaces, tabs, newlines, digits and unseen characters, and for every file of the fortunes (a
+// model trained on them) where the machine has them.
+TEST_F(RealData, WordCacheEncodesAsSentencePieceDoes) {
+  std::vector<std::string> texts = {corpus_text(), " leading", "  two leading", "trailing ", "a  b   c\t d\n\n e",
+                                    "x 1234 5.6 \xe2\x82\xac\xe2\x82\xac zq ", " ", "  ", "", "word", "\n\n\tThe jury"};
+  std::string training = corpus_text();
+  const fs::path fortunes = "/usr/share/games/fortunes";
+  if (fs::is_directory(fortunes))
+    for (const auto& e : fs::directory_iterator(fortunes))
+      if (e.path().extension().empty() && e.is_regular_file()) {
+        std::ifstream in(e.path(), std::ios::binary);
+        texts.emplace_back((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        training += texts.back();
+      }
+  const std::string corpus = write("corpus.txt", training);
+  train_sentencepiece({corpus}, 2000, path("sp"), "bpe");
+  const auto tok = Tokenizer::load(path("sp.model"), "--tokenizer");
+  sentencepiece::SentencePieceProcessor sp;
+  ASSERT_TRUE(sp.Load(path("sp.model")).ok());
+  for (int pass = 0; pass < 2; ++pass)  // the second from the cache
+    for (const std::string& text : texts) {
+      std::vector<int> want;
+      ASSERT_TRUE(sp.Encode(text, &want).ok());
+      const std::vector<int32_t> got = tok->encode(text);
+      ASSERT_EQ(std::vector<int>(got.begin(), got.end()), want) << "text of " << text.size() << " bytes: " << text.substr(0, 80);
+    }
+}
 
 // tokenizer-train, tokenize, then training on the shards: the validation loss starts near
 // ln(vocabulary) and falls; the checkpoint resumes only on the same data.
