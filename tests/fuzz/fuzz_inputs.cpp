@@ -11,6 +11,7 @@
 #include "core/files.h"
 #include "data/safetensors.h"
 #include "data/token_file.h"
+#include "data/tokenize.h"
 #include "data/tokenizer.h"
 #include "model/llama.h"
 #include "train/checkpoint.h"
@@ -111,6 +112,18 @@ void run_case(const uint8_t* data, size_t size, const std::string& path) {
   try {  // as a prompts file
     read_input_file(path, "--fuzz", size_t(64) << 20);
   } catch (const UsageError&) {
+  }
+  if (size % 8 == 0) {  // as JSON lines to tokenize (an eighth of the cases: it writes shards)
+    const std::string jsonl = path + ".jsonl", out = path + ".tokens";
+    write_bytes(jsonl, data, size);
+    try {
+      std::ostringstream log;
+      run_tokenize(TokenizeOptions{"bytes", out, {jsonl}}, log);
+    } catch (const UsageError&) {
+    }
+    std::error_code ec;
+    fs::remove_all(out, ec);
+    fs::remove(jsonl, ec);
   }
   // As a Hugging Face directory's config.json, then as its model.safetensors.index.json.
   const HfSeed& seed = hf_seed();
