@@ -382,8 +382,11 @@ bool run_bench(const BenchOptions& options, std::ostream& log) {
   }
   const DeviceInfo device = device_info(cuda);
   const std::string commit = git_commit();
-  log << fmt::format("Device: {} (SM clock {} MHz, driver {}, CUDA {}) | commit {}\n", device.name, device.sm_clock_mhz,
-                     device.driver, device.runtime, commit);
+  if (cuda)
+    log << fmt::format("Device: {} (SM clock {} MHz, driver {}, CUDA {}) | commit {}\n", device.name, device.sm_clock_mhz,
+                       device.driver, device.runtime, commit);
+  else
+    log << fmt::format("Device: {} (CPU, {} cores) | commit {}\n", device.name, device.multiprocessors, commit);
   if (o.find_max_batch) {
     find_max_batches(o, log);
     return true;

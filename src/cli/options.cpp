@@ -232,7 +232,25 @@ bool parse_train_options(const std::vector<std::string>& args, TrainOptions& o) 
 
 // With --resume, the checkpoint's recipe (src/train/trainer.h) goes before the flags given, which
 // win (the last of a flag is taken): a resume needs only what changes.
+namespace {
+
+// An unquoted pattern (--data tokens/*.bin) reaches the program as the files the shell matched:
+// said so, instead of CLI11's "argument was not expected".
+void refuse_expanded_pattern(const std::vector<std::string>& args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] != "--data") continue;
+    size_t n = 0;
+    while (i + 1 + n < args.size() && args[i + 1 + n].rfind("-", 0) != 0) ++n;
+    if (n >= 2)
+      usage_fail("--data: " + std::to_string(n) + " files follow it (" + args[i + 1] + ", " + args[i + 2] +
+                 ", ...): the shell expanded a pattern; quote it, --data 'dir/*.bin', and the program expands it");
+  }
+}
+
+}  // namespace
+
 bool parse_train_options(const std::vector<std::string>& args, TrainOptions& o, bool with_recipe) {
+  refuse_expanded_pattern(args);
   CLI::App app{"Train a Tiny LLaMA from scratch (CPU reference or CUDA, versions v1..v4)", "tiny_llama"};
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // last one wins
   ModelFlags f;

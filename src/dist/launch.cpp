@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 #include <iostream>
+#include <algorithm>
 #include <thread>
 
 #include "core/error.h"
@@ -162,8 +163,15 @@ namespace {
 // its checkpoint. mpirun's own handling of SIGINT and SIGTERM would send the ranks SIGTERM and,
 // a second later, SIGKILL, cutting a checkpoint short. The job's exit code is then the signal's,
 // 128 + its number, as for one process.
+// Each rank gets its share of the cores for its OpenMP threads (OMP_NUM_THREADS, unless the user
+// set it): all of them each, the ranks' threads would fight over every core.
 int launch_cpu_ranks(int nproc, const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {"mpirun", "-np", std::to_string(nproc), "--oversubscribe", "--bind-to", "none"};
+  if (!std::getenv("OMP_NUM_THREADS")) {
+    const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+    ::setenv("OMP_NUM_THREADS", std::to_string(std::max(1, cores / nproc)).c_str(), 1);
+  }
+  std::vector<std::string> argv = {"mpirun", "-np", std::to_string(nproc), "--oversubscribe", "--bind-to", "none",
+                                   "-x", "OMP_NUM_THREADS"};
   if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
   argv.push_back(self_path());
   argv.insert(argv.end(), args.begin(), args.end());

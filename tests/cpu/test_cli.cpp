@@ -1,6 +1,8 @@
 // The real binary against bad input: exit code 2, one line naming the problem, and no output
 // file left behind. And one good run, to show the same flags work when they are right.
 #include <gtest/gtest.h>
+
+#include <thread>
 #include <sys/wait.h>
 
 #include <filesystem>
@@ -246,6 +248,32 @@ TEST_F(Cli, DebugJourneyOnTheCpu) {
   for (const char* part : {"Stage 1, broken", "Symptom:", "Fix:", "Lesson:", "ln(50)", "Stage slow: needs a CUDA GPU",
                            "The journey", "1 broken"})
     EXPECT_NE(r.out.find(part), std::string::npos) << part << " not in: " << r.out;
+}
+
+// Rough edges: an unquoted --data pattern, expanded by the shell, is named as such; bench on the
+// CPU names the CPU (no empty GPU fields); the built-in launcher gives each CPU rank its share of
+// the cores for its threads.
+TEST_F(Cli, ShellExpandedPatternBenchOnCpuAndRankThreads) {
+  const fs::path a = dir / "train_a.bin", b = dir / "train_b.bin";
+  std::ofstream(a) << "x";
+  std::ofstream(b) << "y";
+  Outcome r = run("--device cpu --data " + a.string() + " " + b.string(), false);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--data: 2 files follow it"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("quote it, --data 'dir/*.bin'"), std::string::npos) << r.err;
+  r = run_binary("bench --device cpu --steps 2 --timing-warmup-steps 1 --batch-sizes 2 --seq-lens 16 --hidden-dim 32 "
+                 "--num-layers 1 --num-heads 2",
+                 dir);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(" cores) | commit"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("SM clock"), std::string::npos) << r.out;
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) return;
+  r = run_binary("--device cpu --nproc-per-node 2 --hidden-dim 32 --num-layers 1 --num-heads 2 --seq-len 16 --batch-size 1 "
+                 "--num-steps 2",
+                 dir);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const int threads = std::max(1, int(std::thread::hardware_concurrency()) / 2);
+  EXPECT_NE(r.out.find("Backend: cpu fp32, " + std::to_string(threads) + " threads"), std::string::npos) << r.out;
 }
 
 TEST_F(Cli, HelpExitsZero) {
