@@ -162,7 +162,8 @@ bool parse(CLI::App& app, const std::vector<std::string>& args) {
   // An empty value is never meant (--resume "" would silently start from scratch).
   for (const CLI::Option* opt : app.get_options())
     for (const std::string& r : opt->results())
-      if (r.empty() && opt->get_type_size() != 0) usage_fail(opt->get_name() + ": empty value");
+      if (r.empty() && opt->get_type_size() != 0 && opt->get_name() != "--prompt")  // "" starts from BOS
+        usage_fail(opt->get_name() + ": empty value");
   return true;
 }
 
@@ -483,7 +484,7 @@ bool parse_generate_options(const std::vector<std::string>& args, GenerateOption
   app.add_option("checkpoint", o.checkpoint, "a checkpoint written by --save, or a Hugging Face LLaMA directory")->required();
   app.add_option("--tokenizer", o.tokenizer,
                  "bytes, or the SentencePiece .model the model was trained with (a directory's tokenizer.model by default)");
-  app.add_option("--prompt", o.prompt, "the text to continue");
+  CLI::Option* prompt = app.add_option("--prompt", o.prompt, "the text to continue (\"\": from the begin-of-document token)");
   std::string prompt_tokens;
   app.add_option("--prompt-tokens", prompt_tokens, "or token ids, e.g. 1,42,7");
   app.add_option("--prompts-file", o.prompts_file, "or a file of prompts, one a line, generated together as a batch");
@@ -495,6 +496,7 @@ bool parse_generate_options(const std::vector<std::string>& args, GenerateOption
   app.add_option("--device", device, "cpu or cuda (fp32 on both)")->capture_default_str();
   app.add_flag("!--no-cache", o.cache, "recompute the whole window for every token (to measure what the cache saves)");
   if (!parse(app, args)) return false;
+  o.prompt_given = prompt->count() > 0;
   if (o.seed > uint64_t(INT64_MAX))  // --seed -1 parses as 2^64 - 1
     usage_fail("--seed: must be in [0, 9223372036854775807] (got " + std::to_string(o.seed) + ")");
   for (size_t at = 0; !prompt_tokens.empty() && at <= prompt_tokens.size();) {  // ids between commas, none empty

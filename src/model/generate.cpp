@@ -8,18 +8,19 @@
 
 namespace tt {
 
-Generator::Generator(Llama& model, int max_len, int batch)
+Generator::Generator(Llama& model, int max_len, int batch, int positions)
     : m_(model),
       be_(model.backend()),
       c_(model.config()),
       max_len_(max_len),
       batch_(batch),
+      positions_(std::max(positions, max_len)),
       shape_{batch, max_len, c_.heads, c_.kv_heads, c_.head_dim()},
       arena_(be_.memory()) {
   if (max_len < 1) usage_fail("generate: the context must hold at least one token");
   if (batch < 1) usage_fail("generate: at least one sequence");
   arena_.build([this](Arena& a) { layout(a); });
-  const std::vector<double> table = rope_table(max_len_, c_.head_dim(), c_.rope_theta);
+  const std::vector<double> table = rope_table(positions_, c_.head_dim(), c_.rope_theta);
   if (rope_table_.dtype == DType::F64) {
     be_.upload(rope_table_, table.data());
   } else {
@@ -42,11 +43,11 @@ void Generator::layout(Arena& a) {
   x_ = act(A, B * C), xn_ = act(A, B * C), rstd_ = act(S, B), q_ = act(A, B * HD), att_ = act(A, B * HD);
   branch_ = act(A, B * C), x_mid_ = act(A, B * C), gateup_ = act(A, B * 2 * int64_t(c_.intermediate));
   h_ = act(A, B * c_.intermediate), logits_ = act(A, B * m_.padded_vocab());
-  rope_table_ = act(S, int64_t(max_len_) * c_.head_dim());
+  rope_table_ = act(S, int64_t(positions_) * c_.head_dim());
 }
 
 std::vector<std::vector<float>> Generator::step(const std::vector<int32_t>& tokens) {
-  if (pos_ >= max_len_) usage_fail("generate: the context of " + std::to_string(max_len_) + " tokens is full");
+  if (pos_ >= positions_) usage_fail("generate: the " + std::to_string(positions_) + " positions asked for are used");
   TT_CHECK(int(tokens.size()) == batch_, "Generator::step: one token per sequence");
   for (int32_t token : tokens)
     if (token < 0 || token >= c_.vocab_size) usage_fail("generate: token " + std::to_string(token) + " is outside the vocabulary");
@@ -61,9 +62,9 @@ std::vector<std::vector<float>> Generator::step(const std::vector<int32_t>& toke
   be_.embedding_forward(x_, token_, w.wte, B, C);
   for (int l = 0; l < c_.layers; ++l) {
     const LayerWeights& lw = w.layers[size_t(l)];
-    // This position's rows of the sequences' caches, max_len rows apart.
-    const int64_t rows = (B - 1) * cache_ld + KV;
-    const Tensor k = k_cache_[size_t(l)].slice(pos_ * KV, rows), v = v_cache_[size_t(l)].slice(pos_ * KV, rows);
+    // This position's rows of the sequences' caches, max_len rows apart (the oldest's, past max_len).
+    const int64_t rows = (B - 1) * cache_ld + KV, row = pos_ % max_len_;
+    const Tensor k = k_cache_[size_t(l)].slice(row * KV, rows), v = v_cache_[size_t(l)].slice(row * KV, rows);
     be_.rmsnorm_forward(xn_, rstd_, x_, lw.attn_norm, B, C, c_.norm_eps);
     // Q, K and V as three products: K and V straight into this position's rows of the cache.
     linear(q_, HD, xn_, lw.wqkv.slice(0, HD * C), C, int(HD));
@@ -71,7 +72,7 @@ std::vector<std::vector<float>> Generator::step(const std::vector<int32_t>& toke
     linear(v, cache_ld, xn_, lw.wqkv.slice((HD + KV) * C, KV * C), C, int(KV));
     be_.rope_forward(q_, table, RopeShape{B, 1, H, D, 0, HD});
     be_.rope_forward(k, table, RopeShape{B, 1, KVH, D, 0, cache_ld});
-    be_.attention_decode(att_, q_, k_cache_[size_t(l)], v_cache_[size_t(l)], pos_ + 1, KV, shape_);
+    be_.attention_decode(att_, q_, k_cache_[size_t(l)], v_cache_[size_t(l)], std::min(pos_ + 1, max_len_), KV, shape_);
     linear(branch_, C, att_, lw.wo, int(HD), C);
     be_.add(x_mid_, x_, branch_);
     be_.rmsnorm_forward(xn_, rstd_, x_mid_, lw.ffn_norm, B, C, c_.norm_eps);
@@ -98,14 +99,18 @@ WindowGenerator::WindowGenerator(Llama& model)
 
 std::vector<std::vector<float>> WindowGenerator::step(const std::vector<int32_t>& tokens) {
   const int B = m_.batch(), T = m_.seq_len();
-  if (pos_ >= T) usage_fail("generate: the context of " + std::to_string(T) + " tokens is full");
   TT_CHECK(int(tokens.size()) == B, "WindowGenerator::step: one token per sequence");
-  for (int b = 0; b < B; ++b) window_[size_t(b) * T + pos_] = tokens[size_t(b)];
+  const int at = std::min(pos_, T - 1);  // past T, each window moves a token to the left
+  for (int b = 0; b < B; ++b) {
+    const auto row = window_.begin() + int64_t(b) * T;
+    if (pos_ >= T) std::rotate(row, row + 1, row + T);
+    row[at] = tokens[size_t(b)];
+  }
   m_.set_batch(window_.data(), targets_.data());
   m_.forward(Llama::Pass::Eval);
   std::vector<std::vector<float>> out;
   for (int b = 0; b < B; ++b)
-    out.push_back(m_.read_f32(m_.logits().slice((int64_t(b) * T + pos_) * m_.padded_vocab(), m_.config().vocab_size)));
+    out.push_back(m_.read_f32(m_.logits().slice((int64_t(b) * T + at) * m_.padded_vocab(), m_.config().vocab_size)));
   ++pos_;
   return out;
 }

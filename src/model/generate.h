@@ -18,8 +18,12 @@ namespace tt {
 class Generator {
  public:
   // Runs `model`'s weights (a checkpoint loaded into it) for `batch` sequences, each with a
-  // cache of `max_len` positions.
-  Generator(Llama& model, int max_len, int batch = 1);
+  // cache of `max_len` positions, for up to `positions` positions (default: max_len). Past
+  // max_len the cache is a sliding window: a position's keys and values replace those of the
+  // position max_len before it, so a token attends over the last max_len, as they were computed
+  // when each was new (RoPE's scores depend on the distance between positions alone: with one
+  // layer this is the model over those tokens at positions 0..max_len-1).
+  Generator(Llama& model, int max_len, int batch = 1, int positions = 0);
 
   // Puts tokens[b] at the next position of sequence b; returns each sequence's logits of the
   // token after it (vocab_size each).
@@ -35,10 +39,10 @@ class Generator {
   Llama& m_;
   Backend& be_;
   ModelConfig c_;
-  int max_len_, batch_, pos_ = 0;
+  int max_len_, batch_, positions_, pos_ = 0;
   AttnShape shape_;
   Arena arena_;
-  std::vector<Tensor> k_cache_, v_cache_;  // per layer: [batch, max_len, KVH * D]
+  std::vector<Tensor> k_cache_, v_cache_;  // per layer: [batch, max_len, KVH * D], position p in row p % max_len
   Tensor token_, x_, xn_, rstd_, q_, att_, branch_, x_mid_, gateup_, h_, logits_, rope_table_;
 };
 
@@ -46,7 +50,9 @@ class Generator {
 // (built for `batch` sequences of `max_len`) over the whole window, and reads the row of the
 // newest position: the O(n^2) way the cache avoids, kept to measure what the cache saves. Each
 // step costs the forward of max_len positions (the causal mask makes the rows after the newest
-// irrelevant to it).
+// irrelevant to it). Past max_len the window slides: the model over the last max_len tokens, at
+// positions 0..max_len-1 (with more than one layer not the cache's window, whose keys also
+// carry the tokens before it).
 class WindowGenerator {
  public:
   explicit WindowGenerator(Llama& model);

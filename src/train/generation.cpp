@@ -78,8 +78,11 @@ std::vector<Generated> run_generate(const GenerateOptions& o, std::ostream& out)
     usage_fail("--tokenizer: " + tok->describe() + " does not match the model's vocabulary of " +
                std::to_string(c.vocab_size));
   std::vector<std::vector<int32_t>> prompts;
-  const int given = int(!o.prompt.empty()) + int(!o.prompts_file.empty()) + int(!o.prompt_tokens.empty());
-  if (given != 1) usage_fail("generate: give one of --prompt, --prompt-tokens or --prompts-file (a non-empty one)");
+  const int given = int(o.prompt_given) + int(!o.prompts_file.empty()) + int(!o.prompt_tokens.empty());
+  if (given != 1) usage_fail("generate: give one of --prompt, --prompt-tokens or --prompts-file");
+  if (o.prompt_given && o.prompt.empty() && tok->bos() < 0)
+    usage_fail("--prompt: an empty prompt starts from the begin-of-document token, which " + tok->describe() +
+               " does not have");
   if (!o.prompt_tokens.empty()) {
     for (int32_t t : o.prompt_tokens)
       if (t < 0 || t >= c.vocab_size) usage_fail("--prompt-tokens: token " + std::to_string(t) + " is outside the vocabulary");
@@ -93,10 +96,11 @@ std::vector<Generated> run_generate(const GenerateOptions& o, std::ostream& out)
       prompts.push_back(ids);
     }
   }
-  for (const auto& p : prompts)
-    if (int64_t(p.size()) + o.max_new_tokens > context)
-      usage_fail(fmt::format("generate: a prompt of {} tokens and --max-new-tokens {} exceed the model's context of {} "
-                             "tokens (the sequence length it was trained at)", p.size(), o.max_new_tokens, context));
+  // Beyond the context the model was trained at, each token sees the last `context` tokens.
+  size_t longest = 0;
+  for (const auto& p : prompts) longest = std::max(longest, p.size());
+  const int64_t positions = int64_t(longest) + o.max_new_tokens;
+  if (positions > (int64_t(1) << 24)) usage_fail("generate: a prompt and --max-new-tokens of more than 16777216 tokens");
   std::string why;
   const bool cuda = o.device == DeviceKind::Cuda || (o.device == DeviceKind::Auto && cuda_available(&why));
   // fp32 on either device: greedy decoding gives the CPU's tokens on the GPU.
@@ -110,7 +114,7 @@ std::vector<Generated> run_generate(const GenerateOptions& o, std::ostream& out)
   std::unique_ptr<Generator> cached;
   std::unique_ptr<WindowGenerator> window;
   if (o.cache)
-    cached = std::make_unique<Generator>(model, context, B);
+    cached = std::make_unique<Generator>(model, context, B, int(positions));
   else
     window = std::make_unique<WindowGenerator>(model);
   auto step = [&](const std::vector<int32_t>& tokens) { return cached ? cached->step(tokens) : window->step(tokens); };
@@ -189,6 +193,9 @@ std::vector<Generated> run_generate(const GenerateOptions& o, std::ostream& out)
                                     : fmt::format("{} sequences, {} new tokens", B, generated);
   out << fmt::format("\n[{}: first token after {:.1f} ms, then {:.1f} tokens/s on the {} (fp32, {})]\n", what, first_ms,
                      rate, cuda ? "GPU" : "CPU", o.cache ? "key/value cache" : "no cache: the window recomputed each token");
+  if (positions > context)
+    out << fmt::format("[beyond the model's context of {} tokens (its training length) each token saw the last {}: a "
+                       "sliding window]\n", context, context);
   return results;
 }
 

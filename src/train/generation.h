@@ -14,6 +14,7 @@ struct GenerateOptions {
   std::string checkpoint;
   std::string tokenizer;                // "bytes", a SentencePiece .model; empty: bytes for a vocabulary of 256
   std::string prompt, prompts_file;     // text, or a file of prompts (one a line)
+  bool prompt_given = false;            // --prompt was given (an empty one starts from BOS alone)
   std::vector<int32_t> prompt_tokens;   // or token ids
   int max_new_tokens = 100;
   SamplingOptions sampling;
@@ -32,10 +33,11 @@ struct Generated {
 // be printed now without splitting a character whose last bytes the next token brings.
 size_t complete_utf8(const std::string& s);
 
-// Generates for each prompt, streaming the text to `out`; returns what each produced. Bad
-// input (no usable checkpoint, an empty prompt, a prompt that with max_new_tokens exceeds the
-// context the model was trained at, a tokenizer of another vocabulary) is refused with
-// UsageError before any generation.
+// Generates for each prompt, streaming the text to `out`; returns what each produced. An empty
+// --prompt starts from the begin-of-document token; beyond the context the model was trained at,
+// each token sees the last `context` tokens (a sliding window, said in a line after the text).
+// Bad input (no usable checkpoint, an empty prompt without a BOS token, a tokenizer of another
+// vocabulary) is refused with UsageError before any generation.
 std::vector<Generated> run_generate(const GenerateOptions& o, std::ostream& out);
 
 }  // namespace tt

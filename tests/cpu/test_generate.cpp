@@ -57,6 +57,38 @@ TEST(Generate, CachedDecodingEqualsRecomputingTheSequence) {
   EXPECT_EQ(gen.position(), n);
 }
 
+// Past the cache's length the window slides: each new token attends over the keys and values of
+// the last n positions. With one layer those depend on their own token alone, so this is what
+// the model computes over the last n tokens at positions 0..n-1 (RoPE's scores depend on
+// distances alone), to rounding in double, and what the window recomputed without a cache gives.
+// (With more layers the cached keys of a position also carry what preceded the window: the two
+// ways differ there, both attending over n tokens.)
+TEST(Generate, PastTheContextTheCacheSlides) {
+  ModelConfig c = small_config();
+  c.layers = 1;
+  const int n = 8, total = 21;
+  std::vector<int32_t> tokens(total);
+  for (int i = 0; i < total; ++i) tokens[size_t(i)] = (i * 13 + 5) % c.vocab_size;
+  auto be = make_cpu_backend_f64();
+  Llama one(c, *be, 1, 1), window(c, *be, 1, n), last(c, *be, 1, n);
+  for (Llama* m : {&one, &window, &last}) m->init_weights(9);
+  Generator gen(one, n, 1, total);
+  WindowGenerator slide(window);
+  std::vector<int32_t> targets(n, 0);
+  for (int i = 0; i < total; ++i) {
+    const std::vector<float> cached = gen.step(tokens[size_t(i)]), recomputed = slide.step({tokens[size_t(i)]})[0];
+    if (i < n) continue;
+    last.set_batch(tokens.data() + i - n + 1, targets.data());  // the last n tokens, at positions 0..n-1
+    last.forward(Llama::Pass::Eval);
+    const std::vector<double> all = last.read(last.logits());
+    const std::vector<double> want(all.begin() + int64_t(n - 1) * last.padded_vocab(),
+                                   all.begin() + int64_t(n - 1) * last.padded_vocab() + c.vocab_size);
+    EXPECT_LT(rel_error(std::vector<double>(cached.begin(), cached.end()), want), 1e-6) << "position " << i;
+    EXPECT_LT(rel_error(std::vector<double>(recomputed.begin(), recomputed.end()), want), 1e-6) << "position " << i;
+  }
+  EXPECT_THROW(gen.step(tokens[0]), UsageError) << "the positions asked for are used";
+}
+
 TEST(Generate, ChoosingTokens) {
   const std::vector<float> logits = {0.1f, 2.0f, 1.9f, -1.0f, 2.0f};
   const CounterRng rng(1, kStreamSampling);
@@ -165,13 +197,24 @@ TEST_F(GenerateCli, FromAnExportedDirectory) {
   EXPECT_NE(bad.err.find("has no config.json"), std::string::npos) << bad.err;
 }
 
+// Beyond the context (16) the text goes on, with a line saying the window slid.
+TEST_F(GenerateCli, BeyondTheContextASlidingWindow) {
+  const Outcome r = run(ckpt() + " --prompt " + std::string(10, 'x') + " --max-new-tokens 30 --temperature 0");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("10 prompt tokens, 30 new"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("beyond the model's context of 16 tokens (its training length) each token saw the last 16"),
+            std::string::npos) << r.out;
+  const Outcome plain = run(ckpt() + " --prompt " + std::string(10, 'x') + " --max-new-tokens 30 --temperature 0 --no-cache");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_NE(plain.out.find("10 prompt tokens, 30 new"), std::string::npos) << plain.out;
+}
+
 TEST_F(GenerateCli, BadInputIsRefused) {
   const struct {
     std::string args, expect;
   } cases[] = {
-      {ckpt() + " --prompt " + std::string(10, 'x') + " --max-new-tokens 10", "exceed the model's context of 16"},
       {ckpt() + " --max-new-tokens 3", "give one of --prompt"},
-      {ckpt() + " --prompt ''", "--prompt: empty value"},
+      {ckpt() + " --prompt ''", "--prompt: an empty prompt starts from the begin-of-document token, which bytes"},
       {(dir / "text.txt").string() + " --prompt hi", "generate: '" + (dir / "text.txt").string() + "'"},  // not --resume
       {ckpt() + " --prompt hi --tokenizer " + (dir / "nope.model").string(), "--tokenizer"},
       {ckpt() + " --prompt-tokens 1,300", "outside the vocabulary"},
