@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 #include <unordered_map>
 
 #include "core/error.h"
@@ -107,6 +109,71 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& spec, const std::s
   if (::stat(spec.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
     usage_fail(flag + ": '" + spec + "' is not a file (give \"bytes\" or a SentencePiece .model file)");
   return std::make_unique<SentencePieceTokenizer>(spec, flag);
+}
+
+std::string sentencepiece_tokenizer_json(const std::string& model_path) {
+  sentencepiece::SentencePieceProcessor sp;
+  if (!sp.Load(model_path).ok()) usage_fail("'" + model_path + "' is not a SentencePiece model");
+  using json = nlohmann::ordered_json;
+  const int n = sp.GetPieceSize();
+  json vocab = json::object(), added = json::array();
+  std::unordered_map<std::string, int> ids;
+  for (int i = 0; i < n; ++i) {
+    vocab[sp.IdToPiece(i)] = i;
+    ids[sp.IdToPiece(i)] = i;
+    if (sp.IsControl(i) || sp.IsUnknown(i))
+      added.push_back({{"id", i}, {"content", sp.IdToPiece(i)}, {"single_word", false}, {"lstrip", false},
+                       {"rstrip", false}, {"normalized", false}, {"special", true}});
+  }
+  // Each normal piece split into two pieces of the vocabulary, pieces in id order and their
+  // splits by the ids of the halves, then ranked by the piece's score (a stable sort).
+  struct Merge {
+    std::string left, right;
+    float score;
+  };
+  std::vector<Merge> merges;
+  for (int i = 0; i < n; ++i) {
+    if (sp.IsControl(i) || sp.IsUnknown(i) || sp.IsByte(i)) continue;
+    const std::string piece = sp.IdToPiece(i);
+    std::vector<Merge> local;
+    for (size_t at = 1; at < piece.size(); ++at) {
+      if ((uint8_t(piece[at]) & 0xC0) == 0x80) continue;  // inside a UTF-8 character
+      const std::string l = piece.substr(0, at), r = piece.substr(at);
+      if (ids.count(l) && ids.count(r)) local.push_back({l, r, sp.GetScore(i)});
+    }
+    std::sort(local.begin(), local.end(), [&](const Merge& a, const Merge& b) {
+      return std::pair(ids[a.left], ids[a.right]) < std::pair(ids[b.left], ids[b.right]);
+    });
+    merges.insert(merges.end(), local.begin(), local.end());
+  }
+  std::stable_sort(merges.begin(), merges.end(), [](const Merge& a, const Merge& b) { return a.score > b.score; });
+  json merge_list = json::array();
+  for (const Merge& m : merges) merge_list.push_back(json::array({m.left, m.right}));
+  const std::string bos = sp.IdToPiece(sp.bos_id()), space = "\xe2\x96\x81";  // U+2581, SentencePiece's space
+  const json tokenizer = {
+      {"version", "1.0"},
+      {"truncation", nullptr},
+      {"padding", nullptr},
+      {"added_tokens", added},
+      {"normalizer", {{"type", "Sequence"},
+                      {"normalizers", json::array({{{"type", "Prepend"}, {"prepend", space}},
+                                                   {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", space}}})}}},
+      {"pre_tokenizer", nullptr},
+      {"post_processor",
+       {{"type", "TemplateProcessing"},
+        {"single", json::array({{{"SpecialToken", {{"id", bos}, {"type_id", 0}}}}, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}})},
+        {"pair", json::array({{{"SpecialToken", {{"id", bos}, {"type_id", 0}}}}, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
+                              {{"SpecialToken", {{"id", bos}, {"type_id", 1}}}}, {{"Sequence", {{"id", "B"}, {"type_id", 1}}}}})},
+        {"special_tokens", {{bos, {{"id", bos}, {"ids", json::array({sp.bos_id()})}, {"tokens", json::array({bos})}}}}}}},
+      {"decoder", {{"type", "Sequence"},
+                   {"decoders", json::array({{{"type", "Replace"}, {"pattern", {{"String", space}}}, {"content", " "}},
+                                             {{"type", "ByteFallback"}},
+                                             {{"type", "Fuse"}},
+                                             {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}})}}},
+      {"model", {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", sp.IdToPiece(sp.unk_id())},
+                 {"continuing_subword_prefix", nullptr}, {"end_of_word_suffix", nullptr}, {"fuse_unk", true},
+                 {"byte_fallback", true}, {"ignore_merges", false}, {"vocab", vocab}, {"merges", merge_list}}}};
+  return tokenizer.dump(1);
 }
 
 void train_sentencepiece(const std::vector<std::string>& inputs, int vocab_size, const std::string& prefix,

@@ -26,6 +26,13 @@ class Tokenizer {
   virtual std::string decode(const std::vector<int32_t>& ids) const = 0;
 };
 
+// A SentencePiece BPE model (tokenizer-train's) as Hugging Face tokenizers' tokenizer.json: the
+// same pieces and ids, merges derived from the pieces (each split of a piece into two pieces of
+// the vocabulary, ranked by the piece's score, as transformers' converter derives them), the
+// dummy space and the space's "▁" as the normalizer, byte fallback, BOS added in front, and the
+// decoder that undoes it all. Its encoding is SentencePiece's (tests/gpu/test_gpu_hf.cpp).
+std::string sentencepiece_tokenizer_json(const std::string& model_path);
+
 // Trains a SentencePiece model on the text files `inputs`: writes prefix.model and
 // prefix.vocab. `vocab_size` is an upper bound for a small corpus (the model says how many
 // pieces it has). `model_type` is "bpe" or "unigram". UsageError for bad input.

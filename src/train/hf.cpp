@@ -94,7 +94,9 @@ void write_tokenizer(const fs::path& dir, const std::string& spec, int context) 
     return;
   }
   fs::copy_file(spec, dir / "tokenizer.model", fs::copy_options::overwrite_existing);
-  write_json(dir / "tokenizer_config.json", {{"tokenizer_class", "LlamaTokenizer"},
+  const std::string tokenizer_json = sentencepiece_tokenizer_json(spec);  // what most of the ecosystem reads first
+  write_file_atomic((dir / "tokenizer.json").string(), [&](std::ostream& out) { out << tokenizer_json << "\n"; });
+  write_json(dir / "tokenizer_config.json", {{"tokenizer_class", "PreTrainedTokenizerFast"},
                                              {"bos_token", "<s>"}, {"eos_token", "</s>"}, {"unk_token", "<unk>"},
                                              {"pad_token", nullptr}, {"add_bos_token", true}, {"add_eos_token", false},
                                              {"legacy", false}, {"model_max_length", context},

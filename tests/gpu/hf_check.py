@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Checks an exported directory (tiny_llama export) with Hugging Face transformers, for
 tests/gpu/test_gpu_hf.cpp: loads it with AutoModelForCausalLM and AutoTokenizer, and compares
-the logits of a batch, the greedy continuation and the tokenizer's ids with ours, given as JSON.
+the logits of a batch, the greedy continuation and the tokenizer's ids with ours, given as JSON:
+through transformers' AutoTokenizer (which must be the fast one, read from tokenizer.json) and
+through the tokenizers library reading tokenizer.json itself; and the decoded text.
 
   hf_check.py DIR EXPECTED.json    (keys: tokens, logits [T x V], tolerance, prompt, greedy,
-                                    sentence, sentence_ids); exit 0 when all agree.
+                                    sentences, sentence_ids); exit 0 when all agree.
 """
 import json
+import os
 import sys
 
 import torch
@@ -31,10 +34,18 @@ def main():
         greedy = out[0, len(e["prompt"]):].tolist()
         print(f"greedy: transformers {greedy}, ours {e['greedy']}")
         ok &= greedy == e["greedy"]
+    from tokenizers import Tokenizer
     tok = AutoTokenizer.from_pretrained(directory)
-    ids = tok(e["sentence"])["input_ids"]
-    print(f"tokenizer: transformers {ids}, ours {e['sentence_ids']}")
-    ok &= ids == e["sentence_ids"]
+    raw = Tokenizer.from_file(os.path.join(directory, "tokenizer.json"))
+    print(f"tokenizer: {type(tok).__name__}, fast {tok.is_fast}")
+    ok &= tok.is_fast
+    for sentence, want in zip(e["sentences"], e["sentence_ids"]):
+        ids, raw_ids = tok(sentence)["input_ids"], raw.encode(sentence).ids
+        text = tok.decode(ids, skip_special_tokens=True)
+        same = ids == want and raw_ids == want and text == sentence
+        print(f"{'ok ' if same else 'BAD'} {sentence[:40]!r}: transformers {ids[:12]}, tokenizers {raw_ids[:12]}, "
+              f"ours {want[:12]}, decoded {text[:40]!r}")
+        ok &= same
     return 0 if ok else 1
 
 

@@ -102,13 +102,20 @@ TEST_P(GpuHf, TransformersComputesWhatWeCompute) {
     greedy.push_back(choose_token(next, g, CounterRng(1, kStreamSampling), 0));
     next = gen.step(greedy.back());
   }
-  const std::string sentence = "The fox, 42 times!";
-  std::vector<int32_t> ids = tok->encode(sentence);
-  if (tok->bos() >= 0) ids.insert(ids.begin(), tok->bos());
+  // Sentences with spaces where SentencePiece is particular: leading, doubled, trailing, tabs and
+  // newlines, digits, a character it has not seen (byte fallback), and a corpus's text.
+  const std::vector<std::string> sentences = {"The fox, 42 times!", " leading space", "two  spaces\tand a tab\n\nlines ",
+                                              "caf\xc3\xa9 \xe2\x82\xac 3.14", text.substr(0, 400)};
+  std::vector<std::vector<int32_t>> sentence_ids;
+  for (const std::string& s : sentences) {
+    std::vector<int32_t> ids = tok->encode(s);
+    if (tok->bos() >= 0) ids.insert(ids.begin(), tok->bos());
+    sentence_ids.push_back(ids);
+  }
   const bool bf16 = std::string(k.dtype) == "bf16";
   const nlohmann::json expected = {{"tokens", tokens}, {"logits", logits}, {"tolerance", bf16 ? 2e-2 : 1e-5},
                                    {"prompt", tokens}, {"greedy", bf16 ? nlohmann::json::array() : nlohmann::json(greedy)},
-                                   {"sentence", sentence}, {"sentence_ids", ids}};
+                                   {"sentences", sentences}, {"sentence_ids", sentence_ids}};
   std::ofstream(dir / "expected.json") << expected.dump();
   const std::string cmd = "python3 " + std::string(TT_TESTS_DIR) + "/gpu/hf_check.py " + (dir / "hf").string() + " " +
                           (dir / "expected.json").string() + " > " + (dir / "check.log").string() + " 2>&1";
