@@ -224,7 +224,7 @@ TEST_F(GenerateCli, BadInputIsRefused) {
       {ckpt() + " --prompt-tokens 1,,2", "is not a list of token ids"},
       {ckpt() + " --prompt-tokens 1,2,", "is not a list of token ids"},
       {ckpt() + " --prompt-tokens -1", "is not a list of token ids"},
-      {ckpt() + " --prompt hi --seed -1", "--seed: must be in [0, 9223372036854775807]"},
+      {ckpt() + " --prompt hi --seed -1", "--seed"},  // CLI11 refuses -1 itself, or reads 2^64 - 1, which we refuse
   };
   for (const auto& c : cases) {
     const Outcome r = run(c.args);
