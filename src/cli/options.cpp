@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "data/loader.h"
+#include "train/hf.h"
 
 namespace tt {
 
@@ -26,7 +27,8 @@ struct ModelFlags {
   bool amp = false, tf32 = false, no_nvtx = false;
   int classifier_chunk = 0;
   std::vector<std::string> enable, disable;
-  CLI::Option *hidden = nullptr, *layers = nullptr, *heads = nullptr, *kv = nullptr, *ffn = nullptr, *vocab = nullptr;
+  CLI::Option *hidden = nullptr, *layers = nullptr, *heads = nullptr, *kv = nullptr, *ffn = nullptr, *vocab = nullptr,
+              *eps = nullptr, *theta = nullptr;
   // The subcommand's batch and sequence-length flags, which a preset also sets: one value each
   // (train, ablate, validate, debug) or a list (bench).
   CLI::Option *batch = nullptr, *seq = nullptr;
@@ -45,8 +47,8 @@ void add_model_flags(CLI::App& app, TrainOptions& o, ModelFlags& f) {
   f.kv = app.add_option("--num-kv-heads", m.kv_heads, "key/value heads (default: heads/2)");
   f.ffn = app.add_option("--intermediate-size", m.intermediate, "SwiGLU width (default: 4 x hidden)");
   f.vocab = app.add_option("--vocab-size", m.vocab_size, "vocabulary (256 for a text file)")->capture_default_str();
-  app.add_option("--norm-eps", m.norm_eps, "RMSNorm epsilon")->capture_default_str();
-  app.add_option("--rope-theta", m.rope_theta, "RoPE base")->capture_default_str();
+  f.eps = app.add_option("--norm-eps", m.norm_eps, "RMSNorm epsilon")->capture_default_str();
+  f.theta = app.add_option("--rope-theta", m.rope_theta, "RoPE base")->capture_default_str();
   app.add_option("--seed", o.seed, "initialisation and synthetic data")->capture_default_str();
   app.add_option("--device", f.device, "auto, cpu or cuda")->capture_default_str();
   app.add_option("--version", f.version, "optimization level: v1, v2, v3 or v4")->capture_default_str();
@@ -109,13 +111,22 @@ void apply_preset(TrainOptions& o, const ModelFlags& f) {
 // 4 x hidden, without overflow: a hidden size too large for it is refused by its own flag.
 int default_intermediate(int hidden) { return int(std::min<int64_t>(4 * int64_t(hidden), INT32_MAX)); }
 
-void finish_model_flags(TrainOptions& o, const ModelFlags& f) {
+// `from`: the model --init-from starts from, whose shape fills every shape flag not given.
+void finish_model_flags(TrainOptions& o, const ModelFlags& f, const ModelConfig* from = nullptr) {
   ModelConfig& m = o.model;
   if (!f.preset.empty()) apply_preset(o, f);
-  const bool preset_shape = !f.preset.empty();
+  if (from) {
+    for (auto [opt, field, value] : {std::tuple{f.hidden, &m.hidden, from->hidden}, {f.layers, &m.layers, from->layers},
+                                     {f.heads, &m.heads, from->heads}, {f.kv, &m.kv_heads, from->kv_heads},
+                                     {f.ffn, &m.intermediate, from->intermediate}, {f.vocab, &m.vocab_size, from->vocab_size}})
+      if (!opt->count()) *field = value;
+    if (!f.eps->count()) m.norm_eps = from->norm_eps;
+    if (!f.theta->count()) m.rope_theta = from->rope_theta;
+  }
+  const bool preset_shape = !f.preset.empty() || from;
   if (!f.kv->count() && !preset_shape) m.kv_heads = m.heads % 2 == 0 ? m.heads / 2 : m.heads;
   if (!f.ffn->count() && !preset_shape) m.intermediate = default_intermediate(m.hidden);
-  if (o.data != "synthetic" && !f.vocab->count()) {
+  if (o.data != "synthetic" && !f.vocab->count() && !from) {
     if (names_token_files(o.data))
       usage_fail("--vocab-size: token files do not record their vocabulary: give the tokenizer's (for example "
                  "--vocab-size 8000)");
@@ -276,7 +287,9 @@ bool parse_train_options(const std::vector<std::string>& args, TrainOptions& o, 
                  "start this many local processes, one rank each (CPU: through mpirun); under torchrun, srun or "
                  "mpirun the launcher starts them");
   app.add_option("--resume", o.resume_path, "continue from a checkpoint written by --save, or the latest in a --save-dir");
-  app.add_option("--init-from", o.init_from, "start from a Hugging Face LLaMA directory (tiny_llama export, or one of the same shape)");
+  app.add_option("--init-from", o.init_from,
+                 "start from a model: a Hugging Face LLaMA directory or a checkpoint of --save (its weights alone: a new "
+                 "run); its shape is the model's unless flags say otherwise");
   app.add_option("--profile", o.profile_dir, "kernel trace (CUPTI) into DIR: trace.json, kernels.csv, regions.csv");
   app.add_option("--profile-steps", o.profile_steps, "steps traced after the warm-up")->capture_default_str();
   app.add_flag("--flops-profile", o.flops_profile, "per-module FLOPs, time, TFLOP/s and MFU (traces like --profile)");
@@ -307,7 +320,15 @@ bool parse_train_options(const std::vector<std::string>& args, TrainOptions& o, 
   }
   if (app.count("--nproc-per-node") && (o.nproc_per_node < 1 || o.nproc_per_node > 64))
     usage_fail("--nproc-per-node: a count of 1 to 64 processes (got " + std::to_string(o.nproc_per_node) + ")");
-  finish_model_flags(o, f);
+  if (!o.init_from.empty()) {  // its shape, where the flags do not give one (a flag that differs is refused later)
+    int context = 0;
+    const ModelConfig from = std::filesystem::is_directory(o.init_from)
+                                 ? hf_model_config(o.init_from, "--init-from", &context)
+                                 : read_checkpoint_info(o.init_from, "--init-from").config;
+    finish_model_flags(o, f, &from);
+  } else {
+    finish_model_flags(o, f);
+  }
   return true;
 }
 

@@ -227,6 +227,20 @@ void remove_older_step_checkpoints(const std::string& dir, int keep) {
   for (size_t i = 0; i + size_t(keep) < found.size(); ++i) std::filesystem::remove(found[i].second, ec);
 }
 
+std::vector<float> read_checkpoint_params(const std::string& path, const ModelConfig& config, const std::string& flag) {
+  const Header h = read_header(path, flag);
+  if (!(h.info.config == config)) bad(flag, path, "its model configuration differs from this run's");
+  std::vector<float> params(size_t(config.param_count()));
+  for (const Expected& e : expected_tensors(config)) {
+    if (e.which != 0) continue;
+    const std::vector<float> v = read_tensor_f32(h.file, *h.file.find(e.name));
+    for (float x : v)
+      if (!std::isfinite(x)) bad(flag, path, "tensor '" + e.name + "' holds a value that is not finite");
+    std::copy(v.begin(), v.end(), params.begin() + e.offset);
+  }
+  return params;
+}
+
 void load_checkpoint(const std::string& path, Llama& model, const std::string& flag) {
   const Header h = read_header(path, flag);
   if (!(h.info.config == model.config())) bad(flag, path, "its model configuration differs from this run's");

@@ -51,4 +51,8 @@ void remove_older_step_checkpoints(const std::string& dir, int keep);
 // Loads parameters and moments into the model (whose config must equal the checkpoint's).
 void load_checkpoint(const std::string& path, Llama& model, const std::string& flag = "--resume");
 
+// The parameters alone (the flat layout of `config`, which must be the checkpoint's), for a new
+// run that starts from them (--init-from); UsageError naming `flag` for a bad file.
+std::vector<float> read_checkpoint_params(const std::string& path, const ModelConfig& config, const std::string& flag);
+
 }  // namespace tt

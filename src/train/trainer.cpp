@@ -82,17 +82,17 @@ void TrainOptions::validate() const {
 
 namespace {
 
-// Names the first model field where the checkpoint and this run disagree.
-void check_same_model(const ModelConfig& ckpt, const ModelConfig& run) {
+// Names the first model field where the checkpoint (of --resume or --init-from) and this run disagree.
+void check_same_model(const ModelConfig& ckpt, const ModelConfig& run, const char* flag = "--resume") {
   static const std::pair<const char*, const char*> flags[] = {
       {"vocab_size", "--vocab-size"},   {"hidden_dim", "--hidden-dim"},         {"num_layers", "--num-layers"},
       {"num_heads", "--num-heads"},     {"num_kv_heads", "--num-kv-heads"},     {"intermediate_size", "--intermediate-size"},
       {"norm_eps", "--norm-eps"},       {"rope_theta", "--rope-theta"}};
   const nlohmann::json a = ckpt.to_json(), b = run.to_json();
-  for (const auto& [key, flag] : flags)
+  for (const auto& [key, field_flag] : flags)
     if (a[key] != b[key])
-      usage_fail(fmt::format("--resume: the checkpoint's model has {} {}, this run has {} (set {} to match)",
-                             key, a[key].dump(), b[key].dump(), flag));
+      usage_fail(fmt::format("{}: the checkpoint's model has {} {}, this run has {} (set {} to match)", flag, key,
+                             a[key].dump(), b[key].dump(), field_flag));
 }
 
 double mean(const std::vector<double>& v) {
@@ -253,7 +253,11 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
   }
   if (!o.init_from.empty() && !o.resume_path.empty())
     usage_fail("--init-from: starts a new run from a model; --resume continues one: give one of them");
-  const std::vector<float> initial = o.init_from.empty() ? std::vector<float>{} : import_hf(o.init_from, o.model);
+  if (!o.init_from.empty() && !std::filesystem::is_directory(o.init_from))
+    check_same_model(read_checkpoint_info(o.init_from, "--init-from").config, o.model, "--init-from");
+  const std::vector<float> initial = o.init_from.empty()                          ? std::vector<float>{}
+                                     : std::filesystem::is_directory(o.init_from) ? import_hf(o.init_from, o.model)
+                                                                                  : read_checkpoint_params(o.init_from, o.model, "--init-from");
   std::vector<std::pair<std::string, std::string>> inputs = {{"--resume", o.resume_path}};
   for (const std::string& f : data_files(o.data)) inputs.emplace_back("--data", f);
   check_distinct_paths({{"--json", o.json_path}, {"--save", o.save_path}, {"--metrics", o.metrics_path}}, inputs);

@@ -194,6 +194,39 @@ TEST_F(HfExport, OtherModelsAreRefused) {
             std::string::npos);
 }
 
+// --init-from takes the model's shape from where it starts (a checkpoint of --save, or an
+// exported directory's config.json) when no flag gives it, and starts from its weights: the
+// validation loss at step 0 is the source's at its end (the same data, windows and weights; the
+// fp32 export is exact). A shape flag that differs is refused naming the field.
+TEST_F(HfExport, InitFromACheckpointOrADirectoryTakesItsShape) {
+  const std::string source_log = [&] {
+    std::ostringstream log;
+    TrainOptions again = o;
+    again.save_path.clear();
+    again.steps = 1;
+    again.init_from = o.save_path;  // a run of 0 steps is refused: 1 step, then read its step-0 validation
+    train(again, log);
+    return log.str();
+  }();
+  const fs::path hf = exported("hf32", "fp32", o.save_path);
+  for (const std::string& from : {o.save_path, hf.string()}) {
+    SCOPED_TRACE(from);
+    Outcome r = run_binary("--device cpu --data " + o.data + " --seq-len 16 --batch-size 2 --num-steps 1 --init-from " + from,
+                           dir);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("Tiny LLaMA: "), std::string::npos);
+    EXPECT_NE(r.out.find("hidden 32, 2 layers, 4 heads / 2 kv heads of 8, ffn 48"), std::string::npos) << r.out;
+    const size_t at = r.out.find("Validation loss at step 0: ");
+    ASSERT_NE(at, std::string::npos) << r.out;
+    EXPECT_NE(source_log.find(r.out.substr(at, 34)), std::string::npos) << r.out.substr(at, 34) << " vs " << source_log;
+  }
+  Outcome r = run_binary("--device cpu --data " + o.data + " --seq-len 16 --hidden-dim 64 --num-steps 1 --init-from " + o.save_path,
+                         dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--init-from: the checkpoint's model has hidden_dim 32, this run has 64 (set --hidden-dim"),
+            std::string::npos) << r.err;
+}
+
 // Through the binary: a sharded directory (model.safetensors.index.json and its shards) loads
 // in generate and --init-from (reading the index used freed memory and refused every one); a
 // FIFO in place of config.json, a config.json that is an array or has a field of the wrong
