@@ -113,6 +113,8 @@ void write_bench_json(std::ostream& out, const BenchOptions& o, const std::vecto
       << "\n";
 }
 
+std::string program_version() { return std::string("tiny_llama ") + TT_VERSION + " (commit " + git_commit() + ")"; }
+
 // TT_GIT_COMMIT serves a copy of the tree without its .git, as on a remote GPU machine.
 std::string git_commit() {
   if (const char* env = std::getenv("TT_GIT_COMMIT"); env && *env) return env;

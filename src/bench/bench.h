@@ -63,6 +63,8 @@ void write_bench_json(std::ostream& out, const BenchOptions& o, const std::vecto
 // The commit of the source tree (TT_GIT_COMMIT when set, else git; "+dirty" with local changes),
 // and the machine and commit as the reports' "environment" object.
 std::string git_commit();
+// "tiny_llama 0.4.0 (commit ...)": what tiny_llama --version prints (the project's version in CMakeLists.txt).
+std::string program_version();
 nlohmann::json environment_json(const DeviceInfo& device, const std::string& commit);
 
 // Runs everything the options ask for; returns false when the regression check failed.

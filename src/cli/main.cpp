@@ -29,6 +29,12 @@
 namespace {
 
 int run(std::vector<std::string> args) {
+  // --version alone (no level after it: --level v4, or --version v4, chooses the optimization level).
+  for (size_t i = 0; i < args.size(); ++i)
+    if (args[i] == "--version" && (i + 1 == args.size() || args[i + 1].rfind("-", 0) == 0)) {
+      std::cout << tt::program_version() << "\n";
+      return 0;
+    }
   const std::string command = !args.empty() && args[0].rfind("-", 0) != 0 ? args[0] : "train";
   if (!args.empty() && args[0] == command) args.erase(args.begin());
   if (command == "train") {

@@ -51,7 +51,9 @@ void add_model_flags(CLI::App& app, TrainOptions& o, ModelFlags& f) {
   f.theta = app.add_option("--rope-theta", m.rope_theta, "RoPE base")->capture_default_str();
   app.add_option("--seed", o.seed, "initialisation and synthetic data")->capture_default_str();
   app.add_option("--device", f.device, "auto, cpu or cuda")->capture_default_str();
-  app.add_option("--version", f.version, "optimization level: v1, v2, v3 or v4")->capture_default_str();
+  app.add_option("--level,--version", f.version,
+                 "optimization level: v1, v2, v3 or v4 (--version v4 too; --version alone prints the program's version)")
+      ->capture_default_str();
   app.add_flag("--use-amp", f.amp, "bf16 mixed precision (CUDA; fp32 master weights and optimizer)");
   app.add_flag("--tf32", f.tf32, "allow TF32 tensor-core products in fp32 (default: true fp32)");
   app.add_option("--classifier-chunk", f.classifier_chunk,
@@ -69,7 +71,7 @@ void add_model_flags(CLI::App& app, TrainOptions& o, ModelFlags& f) {
 
 int parse_version(const std::string& v) {
   if (v.size() != 2 || v[0] != 'v' || v[1] < '1' || v[1] > '4')
-    usage_fail("--version: must be one of v1, v2, v3, v4 (got '" + v + "')");
+    usage_fail("--level: the optimization level is one of v1, v2, v3, v4 (got '" + v + "')");
   return v[1] - '0';
 }
 

@@ -35,7 +35,7 @@ const std::vector<PlanSwitch>& plan_switches() {
 
 Plan plan_for_version(int version) {
   if (version < 1 || version > 4)
-    usage_fail("--version: must be one of v1, v2, v3, v4 (got v" + std::to_string(version) + ")");
+    usage_fail("--level: the optimization level is one of v1, v2, v3, v4 (got v" + std::to_string(version) + ")");
   Plan p;
   p.version = version;
   for (const PlanSwitch& s : plan_switches()) p.*s.field = s.preset && s.version <= version;

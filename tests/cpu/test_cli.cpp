@@ -115,7 +115,7 @@ TEST_F(Cli, ZeroNormEps) { expect_usage_error("--norm-eps 0", "--norm-eps"); }
 TEST_F(Cli, NegativeWarmup) { expect_usage_error("--timing-warmup-steps -1", "--timing-warmup-steps"); }
 TEST_F(Cli, UnknownFlag) { expect_usage_error("--num-epochs 3", "--num-epochs"); }
 TEST_F(Cli, UnknownDevice) { expect_usage_error("--device tpu", "--device"); }
-TEST_F(Cli, UnknownVersion) { expect_usage_error("--version v7", "--version"); }
+TEST_F(Cli, UnknownVersion) { expect_usage_error("--version v7", "--level: the optimization level"); }
 // Small refusals, each one line and exit code 2 before any work, none a raw library error.
 TEST_F(Cli, UnreadableSpecialFileAsData) { expect_usage_error("--data /proc/self/mem", "--data: '/proc/self/mem'"); }
 TEST_F(Cli, HeaderlessTokenFileIsNotText) {  // nanoGPT's prepare.py: uint16 tokens, no header
@@ -274,6 +274,20 @@ TEST_F(Cli, ShellExpandedPatternBenchOnCpuAndRankThreads) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   const int threads = std::max(1, int(std::thread::hardware_concurrency()) / 2);
   EXPECT_NE(r.out.find("Backend: cpu fp32, " + std::to_string(threads) + " threads"), std::string::npos) << r.out;
+}
+
+// --version alone prints the program's version (CMakeLists.txt's); the optimization level is
+// --level (or --version with a level after it).
+TEST_F(Cli, VersionPrintsTheProgramsVersionAndLevelChoosesTheLevel) {
+  Outcome r = run_binary("--version", dir);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("tiny_llama 0.4.0 (commit ", 0), 0u) << r.out;
+  r = run("--level v9");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--level: the optimization level is one of v1, v2, v3, v4 (got 'v9')"), std::string::npos) << r.err;
+  r = run("--version v9");
+  EXPECT_NE(r.err.find("--level: the optimization level is one of"), std::string::npos) << r.err;
+  EXPECT_EQ(run("--level v1").exit_code, 0);
 }
 
 TEST_F(Cli, HelpExitsZero) {
