@@ -28,7 +28,7 @@ struct ModelFlags {
   int classifier_chunk = 0;
   std::vector<std::string> enable, disable;
   CLI::Option *hidden = nullptr, *layers = nullptr, *heads = nullptr, *kv = nullptr, *ffn = nullptr, *vocab = nullptr,
-              *eps = nullptr, *theta = nullptr;
+              *eps = nullptr, *theta = nullptr, *tie = nullptr;
   // The subcommand's batch and sequence-length flags, which a preset also sets: one value each
   // (train, ablate, validate, debug) or a list (bench).
   CLI::Option *batch = nullptr, *seq = nullptr;
@@ -49,6 +49,8 @@ void add_model_flags(CLI::App& app, TrainOptions& o, ModelFlags& f) {
   f.vocab = app.add_option("--vocab-size", m.vocab_size, "vocabulary (256 for a text file)")->capture_default_str();
   f.eps = app.add_option("--norm-eps", m.norm_eps, "RMSNorm epsilon")->capture_default_str();
   f.theta = app.add_option("--rope-theta", m.rope_theta, "RoPE base")->capture_default_str();
+  f.tie = app.add_flag("--tie-embeddings,!--no-tie-embeddings", m.tie_embeddings,
+                       "the output head is the embedding (default), or a matrix of its own (lm_head)");
   app.add_option("--seed", o.seed, "initialisation and synthetic data")->capture_default_str();
   app.add_option("--device", f.device, "auto, cpu or cuda")->capture_default_str();
   app.add_option("--level,--version", f.version,
@@ -123,6 +125,7 @@ void finish_model_flags(TrainOptions& o, const ModelFlags& f, const ModelConfig*
                                      {f.ffn, &m.intermediate, from->intermediate}, {f.vocab, &m.vocab_size, from->vocab_size}})
       if (!opt->count()) *field = value;
     if (!f.eps->count()) m.norm_eps = from->norm_eps;
+    if (!f.tie->count()) m.tie_embeddings = from->tie_embeddings;
     if (!f.theta->count()) m.rope_theta = from->rope_theta;
   }
   const bool preset_shape = !f.preset.empty() || from;

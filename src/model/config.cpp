@@ -49,8 +49,10 @@ int64_t ModelConfig::matmul_param_count() const {
 }
 
 int64_t ModelConfig::param_count() const {
-  // matmul weights (the tied head counted once, as the embedding) + two norms per layer + final
-  return matmul_param_count() + int64_t(layers) * 2 * hidden + hidden;
+  // matmul weights (the tied head counted once, as the embedding) + two norms per layer + final,
+  // and an untied embedding
+  return matmul_param_count() + int64_t(layers) * 2 * hidden + hidden +
+         (tie_embeddings ? 0 : int64_t(vocab_size) * hidden);
 }
 
 double training_flops(const ModelConfig& c, int64_t batch, int64_t seq_len) {
@@ -64,10 +66,12 @@ double forward_flops(const ModelConfig& c, int64_t batch, int64_t seq_len) {
   return training_flops(c, batch, seq_len) / 3.0;
 }
 
-nlohmann::json ModelConfig::to_json() const {
-  return {{"vocab_size", vocab_size}, {"hidden_dim", hidden},   {"num_layers", layers},
-          {"num_heads", heads},       {"num_kv_heads", kv_heads}, {"intermediate_size", intermediate},
-          {"norm_eps", norm_eps},     {"rope_theta", rope_theta}};
+nlohmann::json ModelConfig::to_json() const {  // tie_embeddings only when false: tied checkpoints read as before
+  nlohmann::json j = {{"vocab_size", vocab_size}, {"hidden_dim", hidden},   {"num_layers", layers},
+                      {"num_heads", heads},       {"num_kv_heads", kv_heads}, {"intermediate_size", intermediate},
+                      {"norm_eps", norm_eps},     {"rope_theta", rope_theta}};
+  if (!tie_embeddings) j["tie_embeddings"] = false;
+  return j;
 }
 
 ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
@@ -92,6 +96,10 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
   c.intermediate = integer("intermediate_size");
   c.norm_eps = number("norm_eps");
   c.rope_theta = number("rope_theta");
+  if (j.contains("tie_embeddings")) {
+    if (!j["tie_embeddings"].is_boolean()) throw nlohmann::json::type_error::create(302, "tie_embeddings must be a boolean", &j);
+    c.tie_embeddings = j["tie_embeddings"].get<bool>();
+  }
   return c;
 }
 

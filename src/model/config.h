@@ -17,6 +17,9 @@ struct ModelConfig {
   int intermediate = 2048;  // F, the SwiGLU width
   double norm_eps = 1e-5;
   double rope_theta = 10000.0;
+  // The output head is the embedding (tied, LLaMA's small models and GPT-2), or a matrix of its
+  // own, lm_head (untied: most LLaMA checkpoints).
+  bool tie_embeddings = true;
 
   int head_dim() const { return hidden / heads; }                   // D
   int qkv_dim() const { return (heads + 2 * kv_heads) * head_dim(); }  // fused projection width
@@ -25,7 +28,8 @@ struct ModelConfig {
   void validate() const;
 
   int64_t param_count() const;
-  // Weights that enter matrix products, the tied output head included (norm scales excluded).
+  // Weights that enter matrix products: the output head (the embedding when tied), not an untied
+  // embedding (a lookup), nor the norm scales.
   int64_t matmul_param_count() const;
 
   nlohmann::json to_json() const;

@@ -82,7 +82,7 @@ std::vector<std::vector<float>> Generator::step(const std::vector<int32_t>& toke
     be_.add(x_, x_mid_, branch_);
   }
   be_.rmsnorm_forward(xn_, rstd_, x_, w.final_norm, B, C, c_.norm_eps);
-  linear(logits_, m_.padded_vocab(), xn_, w.wte, C, m_.padded_vocab());
+  linear(logits_, m_.padded_vocab(), xn_, w.head, C, m_.padded_vocab());
   ++pos_;
   // One copy of every sequence's row (the padding columns too), then each row's real columns.
   const std::vector<float> all = m_.read_f32(logits_);

@@ -289,15 +289,15 @@ void Llama::forward_head(Pass pass) {
     const int rows = int(std::min<int64_t>(chunk_, N - first));
     const Tensor xf = xf_.slice(first * C, int64_t(rows) * C), losses = micro_slice(losses_).slice(first, rows),
                  targets = micro_slice(targets_).slice(first, rows);
-    be_.matmul(linear_gemm(logits_, Vp_, xf, C, w_.wte, rows, C, Vp_));
+    be_.matmul(linear_gemm(logits_, Vp_, xf, C, w_.head, rows, C, Vp_));
     if (!fused_training) {
       be_.cross_entropy_forward(losses, logits_, targets, rows, V, Vp_);
       continue;
     }
     be_.cross_entropy_fused(losses, logits_, targets, rows, V, Vp_, loss_grad_scale());
-    be_.matmul(linear_dx_gemm(d_normed_.slice(first * C, int64_t(rows) * C), C, logits_, Vp_, w_.wte, rows, C, Vp_,
+    be_.matmul(linear_dx_gemm(d_normed_.slice(first * C, int64_t(rows) * C), C, logits_, Vp_, w_.head, rows, C, Vp_,
                               0.0f));
-    Gemm dw = linear_dw_gemm(g_.wte, logits_, Vp_, xf, C, rows, C, Vp_);
+    Gemm dw = linear_dw_gemm(g_.head, logits_, Vp_, xf, C, rows, C, Vp_);
     dw.beta = first == 0 && !accumulating() ? 0.0f : 1.0f;
     be_.matmul(dw);
   }
@@ -384,7 +384,7 @@ void Llama::backward_pass(bool update_behind) {
     // product writes the tied embedding's, which the embedding backward then adds to).
     // The logits buffer becomes dlogits.
     be_.cross_entropy_backward(logits_, logits_, micro_slice(targets_), N, V, Vp_, loss_grad_scale());
-    linear_backward(d_normed_, 0.0f, g_.wte, logits_, Vp_, xf_, w_.wte, C, Vp_);
+    linear_backward(d_normed_, 0.0f, g_.head, logits_, Vp_, xf_, w_.head, C, Vp_);
   }
   {
     ScopedRange r(be_, "final_norm");
@@ -402,6 +402,8 @@ void Llama::backward_pass(bool update_behind) {
   }
   {
     ScopedRange r(be_, "embedding");
+    // It adds: to the tied head's gradient the head's product wrote, or to an untied one zeroed here.
+    if (!cfg_.tie_embeddings && !accumulating()) be_.zero(g_.wte);
     be_.embedding_backward(g_.wte, dres_, micro_slice(tokens_), N, C, V);
   }
   if (last) bucket_complete(buckets_.size() - 1, update_behind);
@@ -519,7 +521,8 @@ std::vector<ParamRange> Llama::update_ranges() const {
     const ParamEntry& last = table_[size_t(l) * 9 + (l + 1 == cfg_.layers ? 9 : 8)];
     ranges.push_back({first.offset, last.offset + last.numel - first.offset});
   }
-  ranges.push_back({table_.back().offset, table_.back().numel});
+  const ParamEntry& embed = table_[size_t(cfg_.layers) * 9 + 1];  // and an untied head after it
+  ranges.push_back({embed.offset, table_.back().offset + table_.back().numel - embed.offset});
   return ranges;
 }
 
@@ -530,7 +533,7 @@ void Llama::update_range(const ParamRange& r) {
 
 bool Llama::decays(const ParamEntry& e) const {
   if (e.shape.size() == 1) return step_.decay_norms;  // the RMSNorm gains are the 1-D tensors
-  if (&e == &table_.back()) return step_.decay_embedding;
+  if (&e == &table_[size_t(cfg_.layers) * 9 + 1]) return step_.decay_embedding;  // the embedding
   return true;
 }
 

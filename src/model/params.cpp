@@ -29,6 +29,7 @@ std::vector<ParamEntry> param_table(const ModelConfig& c) {
   }
   add("model.norm.weight", {C}, Init::Ones, 1 + 9 * uint64_t(c.layers));
   add("model.embed_tokens.weight", {c.vocab_size, C}, Init::Normal, 0);
+  if (!c.tie_embeddings) add("lm_head.weight", {c.vocab_size, C}, Init::Normal, 2 + 9 * uint64_t(c.layers));
   return t;
 }
 
@@ -53,8 +54,10 @@ Weights weight_views(const ModelConfig& c, const Tensor& flat, int padded_vocab)
     w.layers.push_back({view(e, 1), view(e + 1, 3), view(e + 4, 1), view(e + 5, 1),
                         view(e + 6, 2), view(e + 8, 1)});
   }
-  w.final_norm = view(t.size() - 2, 1);
-  w.wte = flat.slice(t.back().offset, int64_t(padded_vocab) * c.hidden);  // the real rows, then the padding
+  const size_t embed = size_t(c.layers) * 9 + 1;
+  w.final_norm = view(embed - 1, 1);
+  w.head = flat.slice(t.back().offset, int64_t(padded_vocab) * c.hidden);  // the real rows, then the padding
+  w.wte = c.tie_embeddings ? w.head : view(embed, 1);
   return w;
 }
 

@@ -6,8 +6,8 @@
 // then the final norm, then embed_tokens. q, k and v sit back to back, as do gate and up, so
 // the fused products of version 2 read them as one matrix without any copy.
 //
-// The embedding comes last so that a backend can extend it with zero rows: the tied output
-// head is a product with `padded_vocab` rows (a multiple of 128 on the GPU), which keeps every
+// The embedding comes last (or, untied, the output head lm_head after it), so that a backend can
+// extend it with zero rows: the output head is a product with `padded_vocab` rows (a multiple of 128 on the GPU), which keeps every
 // product with it on the aligned tensor-core kernels. The padding rows follow the real
 // parameters in the values, gradients and act-typed buffers (never in the Adam moments): they
 // stay zero, take no part in the softmax, get a zero gradient, and are in no count, checkpoint
@@ -57,7 +57,8 @@ struct LayerWeights {
 };
 
 struct Weights {
-  Tensor wte;  // [padded_vocab, C], also the output head; rows from vocab_size on are padding
+  Tensor wte;   // the embedding: [padded_vocab, C] when it is the head too, else [vocab_size, C]
+  Tensor head;  // the output head, [padded_vocab, C] (rows from vocab_size on are padding): wte when tied
   std::vector<LayerWeights> layers;
   Tensor final_norm;  // [C]
 };
@@ -68,7 +69,7 @@ Weights weight_views(const ModelConfig& c, const Tensor& flat, int padded_vocab)
 // The initial values, in fp32, a pure function of (config, seed): the entries of the table
 // draw from their own streams, kStreamParamBase + i for the i-th tensor in the order
 // embed_tokens, then each layer's nine, then the final norm (the order the PyTorch reference
-// script enumerates them in).
+// script enumerates them in), then an untied lm_head.
 // `std` is that of the normal entries; another value than kInitStd only to show what a wrong
 // initialisation does (tiny_llama train --init-std, tiny_llama debug broken).
 std::vector<float> initial_params(const ModelConfig& c, uint64_t seed, double std = kInitStd);

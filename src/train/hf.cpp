@@ -188,7 +188,7 @@ void write_export(const ExportOptions& o, const CheckpointInfo& info, const Toke
               {"hidden_act", "silu"}, {"max_position_embeddings", context}, {"rms_norm_eps", c.norm_eps},
               {"rope_theta", c.rope_theta}, {"rope_scaling", nullptr},
               {"rope_parameters", {{"rope_type", "default"}, {"rope_theta", c.rope_theta}}},
-              {"tie_word_embeddings", true}, {"attention_bias", false}, {"attention_dropout", 0.0}, {"mlp_bias", false},
+              {"tie_word_embeddings", c.tie_embeddings}, {"attention_bias", false}, {"attention_dropout", 0.0}, {"mlp_bias", false},
               {"initializer_range", 0.02}, {"use_cache", true}, {"bos_token_id", special}, {"eos_token_id", eos},
               {"pad_token_id", nullptr}, {"torch_dtype", dtype}, {"dtype", dtype}});
   write_json(dir / "generation_config.json", {{"bos_token_id", special}, {"eos_token_id", eos}, {"do_sample", true},
@@ -248,6 +248,10 @@ ModelConfig read_hf_fields(const json& cfg, const std::function<void(const std::
   m.intermediate = count("intermediate_size", 0);
   m.norm_eps = number("rms_norm_eps", 1e-6);
   m.rope_theta = number("rope_theta", 10000);
+  // transformers' LlamaConfig unties by default: lm_head is then a tensor of its own.
+  if (cfg.contains("tie_word_embeddings") && !cfg["tie_word_embeddings"].is_boolean())
+    bad("has a config.json whose tie_word_embeddings is not true or false");
+  m.tie_embeddings = cfg.value("tie_word_embeddings", false);
   if (count("head_dim", m.hidden / m.heads) * m.heads != m.hidden)
     bad("has a head_dim other than hidden_size / num_attention_heads, which this model does not");
   *context = cfg.contains("max_position_embeddings") ? count("max_position_embeddings", 1) : 0;
@@ -283,7 +287,9 @@ std::vector<float> import_hf(const std::string& dir_name, const ModelConfig& c) 
                 {"num_key_value_heads", double(theirs.kv_heads), double(c.kv_heads), "--num-kv-heads"},
                 {"intermediate_size", double(theirs.intermediate), double(c.intermediate), "--intermediate-size"},
                 {"rms_norm_eps", theirs.norm_eps, c.norm_eps, "--norm-eps"},
-                {"rope_theta", theirs.rope_theta, c.rope_theta, "--rope-theta"}};
+                {"rope_theta", theirs.rope_theta, c.rope_theta, "--rope-theta"},
+                {"tie_word_embeddings", double(theirs.tie_embeddings), double(c.tie_embeddings),
+                 c.tie_embeddings ? "--no-tie-embeddings" : "--tie-embeddings"}};
   for (const auto& f : fields)
     if (f.theirs != f.ours)
       bad(fmt::format("has {} {} where this run has {} (set {} to match)", f.key, f.theirs, f.ours, f.flag));
@@ -332,11 +338,11 @@ std::vector<float> import_hf(const std::string& dir_name, const ModelConfig& c) 
       if (!std::isfinite(x)) bad("has a non-finite value in '" + e.name + "'");
     std::copy(v.begin(), v.end(), params.begin() + e.offset);
   }
-  for (const SafetensorsFile& f : files)
-    if (const SafetensorInfo* head = f.find("lm_head.weight")) {
+  for (const SafetensorsFile& f : files)  // a tied model's copy of its head must be the embedding
+    if (const SafetensorInfo* head = c.tie_embeddings ? f.find("lm_head.weight") : nullptr) {
       const ParamEntry& embed = param_table(c).back();
       if (read_tensor_f32(f, *head) != std::vector<float>(params.begin() + embed.offset, params.end()))
-        bad("has an output head (lm_head) of its own: this model ties it to the embedding");
+        bad("has an output head (lm_head) of its own, but tie_word_embeddings true");
     }
   return params;
 }

@@ -88,6 +88,10 @@ void check_same_model(const ModelConfig& ckpt, const ModelConfig& run, const cha
       {"vocab_size", "--vocab-size"},   {"hidden_dim", "--hidden-dim"},         {"num_layers", "--num-layers"},
       {"num_heads", "--num-heads"},     {"num_kv_heads", "--num-kv-heads"},     {"intermediate_size", "--intermediate-size"},
       {"norm_eps", "--norm-eps"},       {"rope_theta", "--rope-theta"}};
+  if (ckpt.tie_embeddings != run.tie_embeddings)
+    usage_fail(fmt::format("{}: the checkpoint's output head is {}, this run's {} (set {})", flag,
+                           ckpt.tie_embeddings ? "the embedding" : "its own", run.tie_embeddings ? "the embedding" : "its own",
+                           ckpt.tie_embeddings ? "--tie-embeddings" : "--no-tie-embeddings"));
   const nlohmann::json a = ckpt.to_json(), b = run.to_json();
   for (const auto& [key, field_flag] : flags)
     if (a[key] != b[key])
@@ -223,7 +227,8 @@ std::vector<std::string> recipe_args(const TrainOptions& o) {
       "--data", data, "--vocab-size", std::to_string(m.vocab_size), "--hidden-dim", std::to_string(m.hidden),
       "--num-layers", std::to_string(m.layers), "--num-heads", std::to_string(m.heads), "--num-kv-heads",
       std::to_string(m.kv_heads), "--intermediate-size", std::to_string(m.intermediate), "--norm-eps", number(m.norm_eps),
-      "--rope-theta", number(m.rope_theta), "--seed", std::to_string(o.seed), "--learning-rate", number(o.learning_rate),
+      "--rope-theta", number(m.rope_theta), m.tie_embeddings ? "--tie-embeddings" : "--no-tie-embeddings",
+      "--seed", std::to_string(o.seed), "--learning-rate", number(o.learning_rate),
       "--lr-schedule", o.lr_schedule, "--lr-warmup-steps", std::to_string(o.lr_warmup), "--min-lr", number(o.min_lr),
       "--weight-decay", number(o.weight_decay), "--beta1", number(o.beta1), "--beta2", number(o.beta2), "--adam-eps",
       number(o.adam_eps), "--val-tokens", std::to_string(o.val_tokens), o.shuffle ? "--shuffle" : "--no-shuffle",

@@ -227,6 +227,45 @@ TEST_F(HfExport, InitFromACheckpointOrADirectoryTakesItsShape) {
             std::string::npos) << r.err;
 }
 
+// A model with an output head of its own (--no-tie-embeddings): exported with lm_head.weight and
+// tie_word_embeddings false, and a LLaMA directory like it (also one whose config.json leaves
+// tie_word_embeddings out, transformers' default: untied) fine-tunes from its weights.
+TEST_F(HfExport, AnUntiedHeadExportsAndFineTunes) {
+  TrainOptions u = o;
+  u.model.tie_embeddings = false;
+  u.save_path = (dir / "untied.safetensors").string();
+  std::ostringstream log;
+  train(u, log);
+  EXPECT_NE(log.str().find(std::to_string(o.model.param_count() + 256 * 32) + " parameters"), std::string::npos) << log.str();
+  const fs::path hf = exported("untied_hf", "fp32", u.save_path);
+  const nlohmann::json config = nlohmann::json::parse(bytes(hf / "config.json"));
+  EXPECT_EQ(config["tie_word_embeddings"], false);
+  EXPECT_NE(read_safetensors((hf / "model.safetensors").string(), "test").find("lm_head.weight"), nullptr);
+  u.steps = 3, u.resume_path = u.save_path, u.save_path.clear();
+  const std::string resumed = [&] { std::ostringstream l; train(u, l); return l.str(); }();
+  const size_t at = resumed.find("Validation loss at step 2: ");
+  ASSERT_NE(at, std::string::npos) << resumed;
+  nlohmann::json no_key = config;
+  no_key.erase("tie_word_embeddings");
+  for (bool drop_key : {false, true}) {
+    SCOPED_TRACE(drop_key ? "tie_word_embeddings left out" : "tie_word_embeddings false");
+    if (drop_key) std::ofstream(hf / "config.json", std::ios::trunc) << no_key.dump();
+    Outcome r = run_binary("--device cpu --data " + o.data + " --seq-len 16 --batch-size 2 --num-steps 1 --init-from " +
+                               hf.string(),
+                           dir);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const size_t v = r.out.find("Validation loss at step 0: ");
+    ASSERT_NE(v, std::string::npos) << r.out;
+    EXPECT_EQ(r.out.substr(v + 27, 7), resumed.substr(at + 27, 7)) << "the weights of step 2";
+  }
+  Outcome r = run_binary("--device cpu --data " + o.data + " --seq-len 16 --num-steps 1 --tie-embeddings --init-from " +
+                             hf.string(),
+                         dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("has tie_word_embeddings 0 where this run has 1 (set --no-tie-embeddings"), std::string::npos)
+      << r.err;
+}
+
 // Through the binary: a sharded directory (model.safetensors.index.json and its shards) loads
 // in generate and --init-from (reading the index used freed memory and refused every one); a
 // FIFO in place of config.json, a config.json that is an array or has a field of the wrong

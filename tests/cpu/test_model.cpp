@@ -2,6 +2,8 @@
 // (parameters, FLOPs, memory) against hand counts.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include <algorithm>
 #include <cmath>
 
@@ -43,11 +45,13 @@ void randomize(Llama& m, uint64_t seed) {
 
 // Version 1's sequence of operations, and version 4's (the residual adds fused into the norms,
 // the head in chunks of 3 tokens with its backward inside the forward).
-class ModelGradcheck : public ::testing::TestWithParam<int> {};
+// Each version's plan, with the output head tied to the embedding and with one of its own.
+class ModelGradcheck : public ::testing::TestWithParam<std::tuple<int, bool>> {};
 
 TEST_P(ModelGradcheck, EveryParameterInDouble) {
-  const ModelConfig c = tiny_config();
-  Plan plan = plan_for_version(GetParam());
+  ModelConfig c = tiny_config();
+  c.tie_embeddings = std::get<1>(GetParam());
+  Plan plan = plan_for_version(std::get<0>(GetParam()));
   plan.classifier_chunk = 3;
   auto be = make_cpu_backend_f64(plan);
   Llama model(c, *be, 2, 5);
@@ -79,8 +83,11 @@ TEST_P(ModelGradcheck, EveryParameterInDouble) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Versions, ModelGradcheck, ::testing::Values(1, 4),
-                         [](const auto& info) { return "v" + std::to_string(info.param); });
+INSTANTIATE_TEST_SUITE_P(Versions, ModelGradcheck, ::testing::Combine(::testing::Values(1, 4), ::testing::Bool()),
+                         [](const auto& info) {
+                           return "v" + std::to_string(std::get<0>(info.param)) +
+                                  (std::get<1>(info.param) ? "_tied" : "_untied");
+                         });
 
 // The switches the model reads (fused products, one RoPE call, one AdamW call) change the
 // sequence of operations, never the function: in double, all plans agree to rounding.

@@ -32,6 +32,7 @@ struct HfCase {
   const char* name;
   bool sentencepiece;
   const char* dtype;
+  bool tied = true;  // false: an output head of its own (lm_head.weight, tie_word_embeddings false)
 };
 
 class GpuHf : public ::testing::TestWithParam<HfCase> {
@@ -54,6 +55,7 @@ TEST_P(GpuHf, TransformersComputesWhatWeCompute) {
   std::ofstream(dir / "corpus.txt") << text;
   TrainOptions o;
   o.model.hidden = 64, o.model.layers = 2, o.model.heads = 4, o.model.kv_heads = 2, o.model.intermediate = 128;
+  o.model.tie_embeddings = k.tied;
   o.batch = 4, o.seq_len = 32, o.steps = 30, o.timing_warmup = 0, o.log_every = 100, o.learning_rate = 3e-3;
   o.backend.device = DeviceKind::Cuda;
   o.backend.plan = plan_for_version(3);
@@ -127,7 +129,8 @@ TEST_P(GpuHf, TransformersComputesWhatWeCompute) {
 }
 
 const HfCase kCases[] = {{"bytes_fp32", false, "fp32"}, {"bytes_bf16", false, "bf16"},
-                         {"sentencepiece_fp32", true, "fp32"}, {"sentencepiece_bf16", true, "bf16"}};
+                         {"sentencepiece_fp32", true, "fp32"}, {"sentencepiece_bf16", true, "bf16"},
+                         {"untied_sentencepiece_fp32", true, "fp32", false}};
 INSTANTIATE_TEST_SUITE_P(Exports, GpuHf, ::testing::ValuesIn(kCases),
                          [](const auto& info) { return std::string(info.param.name); });
 
