@@ -240,19 +240,31 @@ std::vector<std::string> recipe_args(const TrainOptions& o) {
   return args;
 }
 
-TrainResult train(const TrainOptions& o, std::ostream& out) {
+namespace {
+
+// What train() checks before any work is done or any file is written (everything the user gave),
+// and what it learns on the way: the world, the data, the checkpoint resumed, the initial weights.
+struct CheckedRun {
+  World world;
+  std::unique_ptr<DataSource> data;
+  CheckpointInfo resume;
+  std::vector<float> initial;  // --init-from's weights (none: drawn from the seed)
+  bool on_gpu = false, wants_profile = false;
+};
+
+CheckedRun check_run(const TrainOptions& o) {
+  CheckedRun c;
   // Everything the user gave is checked before any work is done or any file is written.
   o.validate();
-  const World world = detect_world(process_environment());
-  const DType reduce_dtype = o.reduce_dtype == "bf16" ? DType::BF16 : DType::F32;
-  std::unique_ptr<DataSource> data = make_data_source(o.data, o.model.vocab_size, o.batch, o.seq_len, o.seed);
-  CheckpointInfo resume;
+  c.world = detect_world(process_environment());
+  c.data = make_data_source(o.data, o.model.vocab_size, o.batch, o.seq_len, o.seed);
+  CheckpointInfo& resume = c.resume;
   if (!o.resume_path.empty()) {
     resume = read_checkpoint_info(o.resume_path);
     check_same_model(resume.config, o.model);
-    if (resume.data_identity != data->identity())
+    if (resume.data_identity != c.data->identity())
       usage_fail("--resume: the checkpoint was trained on '" + resume.data_identity + "', this run reads '" +
-                 data->identity() + "' (same --data, --seed and --seq-len are needed)");
+                 c.data->identity() + "' (same --data, --seed and --seq-len are needed)");
     if (resume.step >= o.steps)
       usage_fail(fmt::format("--num-steps: the checkpoint is at step {}; ask for more steps to continue", resume.step));
   }
@@ -260,9 +272,9 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
     usage_fail("--init-from: starts a new run from a model; --resume continues one: give one of them");
   if (!o.init_from.empty() && !std::filesystem::is_directory(o.init_from))
     check_same_model(read_checkpoint_info(o.init_from, "--init-from").config, o.model, "--init-from");
-  const std::vector<float> initial = o.init_from.empty()                          ? std::vector<float>{}
-                                     : std::filesystem::is_directory(o.init_from) ? import_hf(o.init_from, o.model)
-                                                                                  : read_checkpoint_params(o.init_from, o.model, "--init-from");
+  if (!o.init_from.empty())
+    c.initial = std::filesystem::is_directory(o.init_from) ? import_hf(o.init_from, o.model)
+                                                          : read_checkpoint_params(o.init_from, o.model, "--init-from");
   std::vector<std::pair<std::string, std::string>> inputs = {{"--resume", o.resume_path}};
   for (const std::string& f : data_files(o.data)) inputs.emplace_back("--data", f);
   check_distinct_paths({{"--json", o.json_path}, {"--save", o.save_path}, {"--metrics", o.metrics_path}}, inputs);
@@ -270,28 +282,114 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
   if (!o.metrics_path.empty()) check_writable(o.metrics_path, "--metrics");
   if (!o.save_path.empty()) check_writable(o.save_path, "--save");
   if (!o.save_dir.empty()) check_writable_directory(o.save_dir, "--save-dir");
-  const bool wants_profile = !o.profile_dir.empty() || o.flops_profile;
+  c.wants_profile = !o.profile_dir.empty() || o.flops_profile;
   // What applies on the GPU only is refused on the CPU here, before any file or directory is made.
   std::string no_gpu;
-  const bool on_gpu = o.backend.device != DeviceKind::Cpu && cuda_available(&no_gpu);
-  if (o.backend.device == DeviceKind::Cuda && !on_gpu) usage_fail("--device cuda: " + no_gpu);
-  if (!on_gpu) {
+  c.on_gpu = o.backend.device != DeviceKind::Cpu && cuda_available(&no_gpu);
+  if (o.backend.device == DeviceKind::Cuda && !c.on_gpu) usage_fail("--device cuda: " + no_gpu);
+  if (!c.on_gpu) {
     const std::string cpu = "the CPU backend is the fp32 reference" + (no_gpu.empty() ? "" : " (" + no_gpu + ")");
     if (o.backend.plan.amp) usage_fail("--use-amp: bf16 runs on the CUDA backend; " + cpu);
     if (o.backend.plan.tf32) usage_fail("--tf32: TF32 products run on the CUDA backend; " + cpu);
-    if (wants_profile) usage_fail("--profile and --flops-profile trace GPU kernels: they need a GPU; " + cpu);
+    if (c.wants_profile) usage_fail("--profile and --flops-profile trace GPU kernels: they need a GPU; " + cpu);
   }
-  const bool profiling = wants_profile && world.rank == 0;  // rank 0 traces its GPU
-  if (wants_profile && o.steps - resume.step < int64_t(o.timing_warmup) + o.profile_steps)
+  if (c.wants_profile && o.steps - resume.step < int64_t(o.timing_warmup) + o.profile_steps)
     usage_fail(fmt::format("--profile-steps: {} warm-up and {} profiled steps need --num-steps of at least {}", o.timing_warmup,
                            o.profile_steps, resume.step + o.timing_warmup + o.profile_steps));
-  if (!o.profile_dir.empty() && world.rank == 0) prepare_directory(o.profile_dir, "--profile");
+  if (!o.profile_dir.empty() && c.world.rank == 0) prepare_directory(o.profile_dir, "--profile");
 
   if (!o.dist_init.empty()) {  // where GPU ranks meet: refused where no GPU ranks meet
-    if (!on_gpu || world.launcher == "none")
+    if (!c.on_gpu || c.world.launcher == "none")
       usage_fail("--dist-init: says where GPU ranks meet; " +
-                 std::string(on_gpu ? "this process was started by no launcher" : "CPU ranks meet through MPI"));
+                 std::string(c.on_gpu ? "this process was started by no launcher" : "CPU ranks meet through MPI"));
   }
+  return c;
+}
+
+// The run's header: the model, backend, data, recipe, memory and where it starts.
+void print_header(std::ostream& log, const TrainOptions& o, const TrainResult& r, const Llama& model, const Backend& backend,
+                  const Communicator& comm, const World& world, const CheckpointInfo& resume) {
+  const LrSchedule schedule = o.schedule();
+  const bool constant_lr = schedule.kind == "constant" && schedule.warmup == 0;  // printed as before schedules
+  const ModelConfig& m = o.model;
+  log << fmt::format("Tiny LLaMA: {} parameters (vocab {}, hidden {}, {} layers, {} heads / {} kv heads of {}, ffn {})\n",
+                     m.param_count(), m.vocab_size, m.hidden, m.layers, m.heads, m.kv_heads, m.head_dim(),
+                     m.intermediate);
+  log << fmt::format("Backend: {} | plan: {}\n", r.backend, r.plan);
+  if (!backend.is_cuda() && describe(o.backend.plan) != describe(plan_for_version(1)))
+    log << fmt::format("CPU: {} selects CUDA kernels; the CPU computes the same function its one way, so this run "
+                       "times the reference, not {}\n", describe(o.backend.plan), describe(o.backend.plan));
+  log << fmt::format("Attention: {}\n", r.attention);
+  log << fmt::format("Data: {}\n", r.data);
+  log << fmt::format("Batch {} x {} tokens, steps {}..{}, lr {}, weight decay {:g}, seed {}\n", o.batch, o.seq_len,
+                     resume.step + 1, o.steps, constant_lr ? fmt::format("{:g}", o.learning_rate) : schedule.describe(),
+                     o.weight_decay, o.seed);
+  if (o.grad_accum > 1)
+    log << fmt::format("Gradient accumulation: {} micro-batches of {} a step, {} sequences per update{}\n", o.grad_accum,
+                       o.batch, o.step_sequences(comm.size()), comm.solo() ? "" : " over all processes");
+  if (o.grad_clip > 0 || !o.decay_norms || !o.decay_embedding) {
+    std::string exempt = !o.decay_norms && !o.decay_embedding ? "norms and embedding"
+                         : !o.decay_norms                     ? "norms"
+                         : !o.decay_embedding                 ? "embedding"
+                                                              : "";
+    log << fmt::format("Optimizer: AdamW betas {:g}, {:g}, eps {:g}{}{}\n", o.beta1, o.beta2, o.adam_eps,
+                       o.grad_clip > 0 ? fmt::format(", gradients clipped to global norm {:g}", o.grad_clip) : "",
+                       exempt.empty() ? "" : ", no weight decay on the " + exempt);
+  }
+  log << fmt::format("Memory: {} reserved at start\n", format_mb(r.memory.total()));
+  if (!comm.solo())
+    log << fmt::format("Data parallel: {} processes ({}, {}), ZeRO-{}, gradients summed in {}: batch {} per process, {} in "
+                       "all\n", comm.size(), world.launcher, comm.name(), o.zero,
+                       dtype_name(model.reduce_dtype()), o.batch, o.batch * comm.size());
+  if (r.padded_vocab != m.vocab_size)
+    log << fmt::format("Output head: {} rows, the vocabulary padded to a multiple of {} for aligned products "
+                       "(zero rows, not counted as parameters or FLOPs; {} of the memory)\n",
+                       r.padded_vocab, backend.vocab_padding_multiple(), format_mb(r.memory.total_padding()));
+  if (backend.plan().fused_classifier && backend.is_cuda())
+    log << fmt::format("Fused classifier: {} tokens per chunk ({} of logits)\n", r.classifier_chunk,
+                       format_mb(size_t(r.classifier_chunk) * size_t(r.padded_vocab) * dtype_size(backend.act_dtype())));
+  if (!o.resume_path.empty()) {
+    log << fmt::format("Resumed from {} at step {}\n", o.resume_path, resume.step);
+    std::string changed;
+    for (auto [flag, was, now] : {std::tuple{"--learning-rate", resume.learning_rate, fmt::format("{}", o.learning_rate)},
+                                  {"--lr-schedule", resume.lr_schedule, schedule.describe()},
+                                  {"--weight-decay", resume.weight_decay, fmt::format("{}", o.weight_decay)},
+                                  {"--batch-size", resume.batch_size, std::to_string(o.batch)}})
+      if (!was.empty() && was != now && !(was.rfind("constant", 0) == 0 && now.rfind("constant", 0) == 0))  // a
+        changed += fmt::format("{}{} {} -> {}", changed.empty() ? "" : ", ", flag, was, now);  // constant's is the lr
+    if (!changed.empty()) log << "Resuming with changed settings: " << changed << "\n";
+  }
+  if (!o.init_from.empty()) log << fmt::format("Initialized from {}\n", o.init_from);
+  if (o.profile_memory && world.rank == 0) report_memory(log, (std::filesystem::path(o.profile_dir) / "memory.csv").string(), model);
+  log.flush();
+}
+
+// The timed steps' means (and the step's median) into r, and the rates they give.
+void summarize_timing(TrainResult& r, const TrainOptions& o, const std::vector<double>& step_ms,
+                      const std::vector<double>& fwd_ms, const std::vector<double>& bwd_ms, const std::vector<double>& opt_ms) {
+  r.timed_steps = int64_t(step_ms.size());
+  r.step_ms = mean(step_ms);
+  r.step_ms_median = median(step_ms);
+  r.forward_ms = mean(fwd_ms);
+  r.backward_ms = mean(bwd_ms);
+  r.optimizer_ms = mean(opt_ms);
+  if (r.timed_steps) {
+    r.samples_per_sec = double(o.step_sequences(r.world_size)) / (r.step_ms / 1e3);  // every process's
+    r.tokens_per_sec = r.samples_per_sec * o.seq_len;
+    r.tflops = r.flops_per_step / (r.step_ms / 1e3) / 1e12;
+  }
+}
+
+}  // namespace
+
+TrainResult train(const TrainOptions& o, std::ostream& out) {
+  const CheckedRun checked = check_run(o);
+  const World& world = checked.world;
+  const std::unique_ptr<DataSource>& data = checked.data;
+  const CheckpointInfo& resume = checked.resume;
+  const bool on_gpu = checked.on_gpu, wants_profile = checked.wants_profile;
+  const bool profiling = wants_profile && world.rank == 0;  // rank 0 traces its GPU
+  const DType reduce_dtype = o.reduce_dtype == "bf16" ? DType::BF16 : DType::F32;
   BackendOptions backend_options = o.backend;
   if (world.launcher != "none" && on_gpu) {
     // One GPU per rank, the local rank's.
@@ -330,7 +428,7 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
   if (o.shuffle) data->set_shuffle(o.seed);
   if (o.resume_path.empty()) {
     model.init_weights(o.seed, o.init_std);
-    if (!initial.empty()) model.write(model.params(), initial);
+    if (!checked.initial.empty()) model.write(model.params(), checked.initial);
   } else {
     load_checkpoint(o.resume_path, model);
     data->set_position(resume.data_position, resume.data_epoch);
@@ -352,59 +450,9 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
   r.world_size = comm->size();
   r.flops_per_step = training_flops(o.model, o.step_sequences(comm->size()), o.seq_len);
 
-  const ModelConfig& m = o.model;
-  log << fmt::format("Tiny LLaMA: {} parameters (vocab {}, hidden {}, {} layers, {} heads / {} kv heads of {}, ffn {})\n",
-                     m.param_count(), m.vocab_size, m.hidden, m.layers, m.heads, m.kv_heads, m.head_dim(),
-                     m.intermediate);
-  log << fmt::format("Backend: {} | plan: {}\n", r.backend, r.plan);
-  if (!backend->is_cuda() && describe(o.backend.plan) != describe(plan_for_version(1)))
-    log << fmt::format("CPU: {} selects CUDA kernels; the CPU computes the same function its one way, so this run "
-                       "times the reference, not {}\n", describe(o.backend.plan), describe(o.backend.plan));
-  log << fmt::format("Attention: {}\n", r.attention);
-  log << fmt::format("Data: {}\n", r.data);
   const LrSchedule schedule = o.schedule();
   const bool constant_lr = schedule.kind == "constant" && schedule.warmup == 0;  // printed as before schedules
-  log << fmt::format("Batch {} x {} tokens, steps {}..{}, lr {}, weight decay {:g}, seed {}\n", o.batch, o.seq_len,
-                     resume.step + 1, o.steps, constant_lr ? fmt::format("{:g}", o.learning_rate) : schedule.describe(),
-                     o.weight_decay, o.seed);
-  if (o.grad_accum > 1)
-    log << fmt::format("Gradient accumulation: {} micro-batches of {} a step, {} sequences per update{}\n", o.grad_accum,
-                       o.batch, o.step_sequences(comm->size()), comm->solo() ? "" : " over all processes");
-  if (o.grad_clip > 0 || !o.decay_norms || !o.decay_embedding) {
-    std::string exempt = !o.decay_norms && !o.decay_embedding ? "norms and embedding"
-                         : !o.decay_norms                     ? "norms"
-                         : !o.decay_embedding                 ? "embedding"
-                                                              : "";
-    log << fmt::format("Optimizer: AdamW betas {:g}, {:g}, eps {:g}{}{}\n", o.beta1, o.beta2, o.adam_eps,
-                       o.grad_clip > 0 ? fmt::format(", gradients clipped to global norm {:g}", o.grad_clip) : "",
-                       exempt.empty() ? "" : ", no weight decay on the " + exempt);
-  }
-  log << fmt::format("Memory: {} reserved at start\n", format_mb(r.memory.total()));
-  if (!comm->solo())
-    log << fmt::format("Data parallel: {} processes ({}, {}), ZeRO-{}, gradients summed in {}: batch {} per process, {} in "
-                       "all\n", comm->size(), world.launcher, comm->name(), o.zero,
-                       dtype_name(model.reduce_dtype()), o.batch, o.batch * comm->size());
-  if (r.padded_vocab != m.vocab_size)
-    log << fmt::format("Output head: {} rows, the vocabulary padded to a multiple of {} for aligned products "
-                       "(zero rows, not counted as parameters or FLOPs; {} of the memory)\n",
-                       r.padded_vocab, backend->vocab_padding_multiple(), format_mb(r.memory.total_padding()));
-  if (backend->plan().fused_classifier && backend->is_cuda())
-    log << fmt::format("Fused classifier: {} tokens per chunk ({} of logits)\n", r.classifier_chunk,
-                       format_mb(size_t(r.classifier_chunk) * size_t(r.padded_vocab) * dtype_size(backend->act_dtype())));
-  if (!o.resume_path.empty()) {
-    log << fmt::format("Resumed from {} at step {}\n", o.resume_path, resume.step);
-    std::string changed;
-    for (auto [flag, was, now] : {std::tuple{"--learning-rate", resume.learning_rate, fmt::format("{}", o.learning_rate)},
-                                  {"--lr-schedule", resume.lr_schedule, schedule.describe()},
-                                  {"--weight-decay", resume.weight_decay, fmt::format("{}", o.weight_decay)},
-                                  {"--batch-size", resume.batch_size, std::to_string(o.batch)}})
-      if (!was.empty() && was != now && !(was.rfind("constant", 0) == 0 && now.rfind("constant", 0) == 0))  // a
-        changed += fmt::format("{}{} {} -> {}", changed.empty() ? "" : ", ", flag, was, now);  // constant's is the lr
-    if (!changed.empty()) log << "Resuming with changed settings: " << changed << "\n";
-  }
-  if (!o.init_from.empty()) log << fmt::format("Initialized from {}\n", o.init_from);
-  if (o.profile_memory && world.rank == 0) report_memory(log, (std::filesystem::path(o.profile_dir) / "memory.csv").string(), model);
-  log.flush();
+  print_header(log, o, r, model, *backend, *comm, world, resume);
 
   // The validation of this run: --val-tokens' windows, or the first batches of the split.
   int64_t val_windows = 0;
@@ -536,17 +584,7 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
     if (o.save_every > 0 && step % o.save_every == 0 && step < o.steps) save(step);
   }
   const bool stopped = stopped_by && last_step < o.steps;
-  r.timed_steps = int64_t(step_ms.size());
-  r.step_ms = mean(step_ms);
-  r.step_ms_median = median(step_ms);
-  r.forward_ms = mean(fwd_ms);
-  r.backward_ms = mean(bwd_ms);
-  r.optimizer_ms = mean(opt_ms);
-  if (r.timed_steps) {
-    r.samples_per_sec = double(o.step_sequences(comm->size())) / (r.step_ms / 1e3);  // every process's
-    r.tokens_per_sec = r.samples_per_sec * o.seq_len;
-    r.tflops = r.flops_per_step / (r.step_ms / 1e3) / 1e12;
-  }
+  summarize_timing(r, o, step_ms, fwd_ms, bwd_ms, opt_ms);
   r.final_loss = r.steps.empty() ? std::nan("") : r.steps.back().loss;
   if (stopped) {
     r.stopped_by = stopped_by;
