@@ -33,10 +33,15 @@ std::string format_duration(double seconds) {
 }
 
 std::string step_line(const TrainOptions& o, const StepRecord& s, const MemoryReport& m, int world_size) {
-  // The arena is allocated once at start: what is live is what was reserved.
+  // Peak: all the run reserved (the arena, at start: the most it holds at any point of a step).
+  // Live: what holds values from one step to the next (weights, gradients, optimizer state), as
+  // the original's allocated memory between steps; activations and scratch are rewritten by
+  // every step.
+  const size_t live = m.bytes[int(Category::Parameters)] + m.bytes[int(Category::Gradients)] +
+                      m.bytes[int(Category::OptimizerState)];
   return fmt::format("Step {:>3}/{} | Loss: {:.4f} | Speed: {:.1f} samples/sec | Peak: {} | Live: {} | Time: {:.1f}ms",
                      s.step, o.steps, s.loss, double(o.step_sequences(world_size)) / (s.step_ms / 1e3), format_mb(m.total()),
-                     format_mb(m.total()), s.step_ms);
+                     format_mb(live), s.step_ms);
 }
 
 void print_summary(std::ostream& log, const TrainOptions& o, const TrainResult& r) {

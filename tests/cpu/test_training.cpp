@@ -13,6 +13,7 @@
 #include "train/checkpoint.h"
 #include "data/loader.h"
 #include "train/schedule.h"
+#include "train/report.h"
 #include "train/trainer.h"
 #include "data/safetensors.h"
 #include "data/token_file.h"
@@ -519,6 +520,20 @@ TEST(Checkpoint, ResumeSaysWhatItChanges) {
   EXPECT_NE(resumed.str().find("Resuming with changed settings: --learning-rate 0.0003 -> 0.001, --batch-size 4 -> 8"),
             std::string::npos)
       << resumed.str();
+}
+
+// The log line's Peak is all the run reserves, its Live what stays from step to step (weights,
+// gradients, optimizer state): two different numbers, each what the memory summary adds up to.
+TEST(Training, PeakAndLiveMeanDifferentThings) {
+  std::ostringstream log;
+  TrainOptions o = small_options();
+  o.steps = 2, o.log_every = 1;
+  const TrainResult r = train(o, log);
+  const size_t live = r.memory.bytes[int(Category::Parameters)] + r.memory.bytes[int(Category::Gradients)] +
+                      r.memory.bytes[int(Category::OptimizerState)];
+  EXPECT_LT(live, r.memory.total());
+  EXPECT_NE(log.str().find("| Peak: " + format_mb(r.memory.total()) + " | Live: " + format_mb(live) + " |"),
+            std::string::npos) << log.str();
 }
 
 // ---- The step's recipe: gradient accumulation, clipping, decay exemptions ----
