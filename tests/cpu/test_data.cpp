@@ -260,6 +260,17 @@ std::string corpus_text() {
   return s + "caf\xc3\xa9 na\xc3\xafve 12345\n";
 }
 
+// tokenizer-train says one line: SentencePiece's trainer log (its progress, its settings) is not
+// printed.
+TEST_F(RealData, TokenizerTrainPrintsOneLine) {
+  const std::string corpus = write("corpus.txt", corpus_text());
+  const Outcome r = run_binary("tokenizer-train --vocab-size 300 --out " + path("quiet") + " " + corpus, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  EXPECT_EQ(r.out.rfind("Wrote ", 0), 0u) << r.out;
+}
+
 TEST_F(RealData, SentencePieceTrainsAndRoundTripsExactly) {
   const std::string corpus = write("corpus.txt", corpus_text());
   train_sentencepiece({corpus}, 400, path("sp"), "bpe");  // 256 bytes, 3 special tokens, the rest pieces
