@@ -1,8 +1,10 @@
 // The binary run by the tests, and what it leaves behind: its exit code and output, a file's
 // text, the losses of its --json, the weights of its --save, and the relative difference of two
-// weight sets.
+// weight sets; and the scratch directory each test works in.
 #pragma once
+#include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -16,6 +18,29 @@
 #include "data/safetensors.h"
 
 namespace tt::test {
+
+// A fresh directory for the running test, <temp>/tt_<prefix>_<pid>_<test name>: made empty when
+// the object is built, removed with it. Every fixture that writes files keeps one.
+class ScratchDir {
+ public:
+  explicit ScratchDir(const std::string& prefix)
+      : path_(std::filesystem::temp_directory_path() /
+              ("tt_" + prefix + "_" + std::to_string(::getpid()) + "_" +
+               ::testing::UnitTest::GetInstance()->current_test_info()->name())) {
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
 
 inline std::string read_text(const std::filesystem::path& path) {
   std::ifstream in(path);

@@ -21,12 +21,8 @@ namespace fs = std::filesystem;
 class Cli : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir = fs::temp_directory_path() / ("tt_cli_" + std::to_string(::getpid()) + "_" +
-                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir);
     fs::create_directories(dir / "out");
   }
-  void TearDown() override { fs::remove_all(dir); }
 
   std::string file(const std::string& name, const std::string& contents) {
     const fs::path p = dir / name;
@@ -60,7 +56,8 @@ class Cli : public ::testing::Test {
     EXPECT_TRUE(fs::is_empty(dir / "out")) << args << ": left a file behind";
   }
 
-  fs::path dir;
+  ScratchDir scratch_{"cli"};
+  const fs::path dir = scratch_.path();
 };
 
 // What selects CUDA kernels is refused on the CPU, or marked, never shown as if it ran there;

@@ -32,13 +32,6 @@ namespace fs = std::filesystem;
 
 class RealData : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir = fs::temp_directory_path() / ("tt_data_" + std::to_string(::getpid()) + "_" +
-                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  void TearDown() override { fs::remove_all(dir); }
   std::string path(const std::string& name) const { return (dir / name).string(); }
   std::string write(const std::string& name, const std::string& bytes) const {
     std::ofstream(path(name), std::ios::binary) << bytes;
@@ -65,7 +58,8 @@ class RealData : public ::testing::Test {
     }
     return "";
   }
-  fs::path dir;
+  ScratchDir scratch_{"data"};
+  const fs::path dir = scratch_.path();
 };
 
 TEST_F(RealData, TokenFilesRoundTripInBothWidths) {

@@ -87,12 +87,7 @@ class Distributed : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!have_mpirun()) GTEST_SKIP() << "Open MPI's mpirun is not installed (scripts/install-deps.sh installs it)";
-    dir = fs::temp_directory_path() / ("tt_dist_" + std::to_string(::getpid()) + "_" +
-                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir);
-    fs::create_directories(dir);
   }
-  void TearDown() override { fs::remove_all(dir); }
   std::string p(const std::string& name) const { return (dir / name).string(); }
   // Runs the binary on `ranks` ranks (mpirun; 1: plain) with a small model.
   int run(int ranks, const std::string& args, std::string* err = nullptr) {
@@ -109,7 +104,8 @@ class Distributed : public ::testing::Test {
   }
   static std::vector<double> losses(const std::string& json) { return run_losses(json); }
   static std::vector<float> weights(const std::string& ckpt) { return run_weights(ckpt); }
-  fs::path dir;
+  ScratchDir scratch_{"dist"};
+  const fs::path dir = scratch_.path();
 };
 
 // 1 rank at batch 6 against 2 ranks at 3 and 3 ranks at 2, with and without ZeRO-1.

@@ -128,10 +128,6 @@ TEST(Generate, Utf8IsNeverSplit) {
 class GenerateCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir = fs::temp_directory_path() / ("tt_gen_" + std::to_string(::getpid()) + "_" +
-                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir);
-    fs::create_directories(dir);
     // A byte-level model trained a few steps on a text file, seq-len 16: its context.
     std::ofstream(dir / "text.txt") << std::string(400, 'a') + "hello world, hello tokens. ";
     TrainOptions o;
@@ -144,10 +140,10 @@ class GenerateCli : public ::testing::Test {
     std::ostringstream log;
     train(o, log);
   }
-  void TearDown() override { fs::remove_all(dir); }
   Outcome run(const std::string& args) { return run_binary("generate " + args, dir); }
   std::string ckpt() const { return (dir / "m.safetensors").string(); }
-  fs::path dir;
+  ScratchDir scratch_{"gen"};
+  const fs::path dir = scratch_.path();
 };
 
 TEST_F(GenerateCli, ReproducibleForASeedAndStreamed) {

@@ -69,10 +69,6 @@ TEST(Hf, RopePermutationKeepsTheScores) {
 class HfExport : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir = fs::temp_directory_path() / ("tt_hf_" + std::to_string(::getpid()) + "_" +
-                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir);
-    fs::create_directories(dir);
     std::ofstream(dir / "text.txt") << std::string(300, 'a') + "the quick brown fox jumps over the lazy dog ";
     o.data = (dir / "text.txt").string();
     o.model.vocab_size = 256, o.model.hidden = 32, o.model.layers = 2, o.model.heads = 4, o.model.kv_heads = 2;
@@ -83,7 +79,6 @@ class HfExport : public ::testing::Test {
     std::ostringstream log;
     train(o, log);
   }
-  void TearDown() override { fs::remove_all(dir); }
   std::string exported(const std::string& name, const std::string& dtype, const std::string& ckpt) {
     std::ostringstream log;
     export_hf({ckpt, (dir / name).string(), dtype, ""}, log);
@@ -94,7 +89,8 @@ class HfExport : public ::testing::Test {
     return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   }
   TrainOptions o;
-  fs::path dir;
+  ScratchDir scratch_{"hf"};
+  const fs::path dir = scratch_.path();
 };
 
 TEST_F(HfExport, TheDirectoryHoldsWhatTransformersReads) {

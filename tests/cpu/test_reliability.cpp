@@ -16,6 +16,8 @@
 #include <sstream>
 #include <thread>
 
+#include "run_outputs.h"
+
 namespace tt::test {
 namespace {
 
@@ -24,13 +26,8 @@ namespace fs = std::filesystem;
 class Reliability : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir = fs::temp_directory_path() / ("tt_rel_" + std::to_string(::getpid()) + "_" +
-                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir);
-    fs::create_directories(dir);
     std::ofstream(dir / "corpus.txt") << std::string(2000, 'x') + "some text to learn from, again and again. ";
   }
-  void TearDown() override { fs::remove_all(dir); }
   std::string p(const std::string& name) const { return (dir / name).string(); }
   static std::string slurp(const fs::path& f) {
     std::ifstream in(f, std::ios::binary);
@@ -64,7 +61,8 @@ class Reliability : public ::testing::Test {
     return pid;
   }
 
-  fs::path dir;
+  ScratchDir scratch_{"rel"};
+  const fs::path dir = scratch_.path();
 };
 
 TEST_F(Reliability, OutputsNeverReplaceInputsOrEachOther) {

@@ -26,16 +26,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("tt_test_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
+// A test's scratch directory, with its files by name.
+struct TempDir : ScratchDir {
+  TempDir() : ScratchDir("test") {}
+  std::string file(const std::string& name) const { return (path() / name).string(); }
 };
 
 TrainOptions small_options() {
@@ -133,18 +127,18 @@ TEST(Shuffle, EveryWindowOncePerPassAndResumedExactly) {
   TempDir dir;
   const std::string base = "--device cpu --hidden-dim 16 --num-layers 1 --num-heads 2 --seq-len 8 --batch-size 4 "
                            "--vocab-size 64 --shuffle";
-  Outcome r = run_binary(base + " --num-steps 300 --json " + dir.file("full.json"), dir.path);  // past a pass
+  Outcome r = run_binary(base + " --num-steps 300 --json " + dir.file("full.json"), dir.path());  // past a pass
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  r = run_binary(base + " --num-steps 280 --save " + dir.file("ck.st"), dir.path);
+  r = run_binary(base + " --num-steps 280 --save " + dir.file("ck.st"), dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(read_checkpoint_info(dir.file("ck.st")).data_epoch, 1);
-  r = run_binary(base + " --num-steps 300 --resume " + dir.file("ck.st") + " --json " + dir.file("rest.json"), dir.path);
+  r = run_binary(base + " --num-steps 300 --resume " + dir.file("ck.st") + " --json " + dir.file("rest.json"), dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::vector<double> full = run_losses(dir.file("full.json")), rest = run_losses(dir.file("rest.json"));
   ASSERT_EQ(rest.size(), 20u);
   for (size_t i = 0; i < rest.size(); ++i) EXPECT_EQ(rest[i], full[280 + i]) << "step " << 281 + i;
   r = run_binary("--device cpu --hidden-dim 16 --num-layers 1 --num-heads 2 --seq-len 8 --batch-size 4 --vocab-size 64 "
-                 "--num-steps 300 --json " + dir.file("ordered.json"), dir.path);
+                 "--num-steps 300 --json " + dir.file("ordered.json"), dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(run_losses(dir.file("ordered.json")), full) << "the shuffle changed nothing";
 }
@@ -160,17 +154,17 @@ TEST(Checkpoint, AResumeNeedsOnlyWhatChanges) {
   const std::string recipe = "--device cpu --data " + dir.file("t.txt") + " --hidden-dim 24 --num-layers 2 --num-heads 4 "
                              "--num-kv-heads 2 --intermediate-size 40 --seq-len 8 --batch-size 3 --learning-rate 1e-3 "
                              "--beta2 0.95 --weight-decay 0.1 --shuffle --seed 7 --lr-schedule linear --lr-schedule-steps 8";
-  Outcome r = run_binary(recipe + " --num-steps 8 --json " + dir.file("full.json"), dir.path);
+  Outcome r = run_binary(recipe + " --num-steps 8 --json " + dir.file("full.json"), dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  r = run_binary(recipe + " --num-steps 4 --save " + dir.file("ck.st"), dir.path);
+  r = run_binary(recipe + " --num-steps 4 --save " + dir.file("ck.st"), dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  r = run_binary("--device cpu --resume " + dir.file("ck.st") + " --num-steps 8 --json " + dir.file("rest.json"), dir.path);
+  r = run_binary("--device cpu --resume " + dir.file("ck.st") + " --num-steps 8 --json " + dir.file("rest.json"), dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.find("Resuming with changed settings"), std::string::npos) << r.out;
   const std::vector<double> full = run_losses(dir.file("full.json")), rest = run_losses(dir.file("rest.json"));
   ASSERT_EQ(rest.size(), 4u);
   for (size_t i = 0; i < rest.size(); ++i) EXPECT_EQ(rest[i], full[4 + i]) << "step " << 5 + i;
-  r = run_binary("--device cpu --resume " + dir.file("ck.st") + " --num-steps 8 --learning-rate 2e-3", dir.path);
+  r = run_binary("--device cpu --resume " + dir.file("ck.st") + " --num-steps 8 --learning-rate 2e-3", dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("Resuming with changed settings: --learning-rate 0.001 -> 0.002"), std::string::npos) << r.out;
 }
@@ -181,22 +175,22 @@ TEST(Checkpoint, StepCheckpointsInADirectory) {
   TempDir dir;
   const std::string base = "--device cpu --hidden-dim 16 --num-layers 1 --num-heads 2 --seq-len 8 --batch-size 2 "
                            "--vocab-size 64";
-  Outcome r = run_binary(base + " --num-steps 7 --save-every 2 --keep-last 2 --save-dir " + dir.file("ck/run"), dir.path);
+  Outcome r = run_binary(base + " --num-steps 7 --save-every 2 --keep-last 2 --save-dir " + dir.file("ck/run"), dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(dir.file("ck/run"))) names.push_back(e.path().filename().string());
   std::sort(names.begin(), names.end());
   EXPECT_EQ(names, (std::vector<std::string>{"step_00000006.safetensors", "step_00000007.safetensors"}));
   EXPECT_NE(r.out.find("Saved checkpoint: " + dir.file("ck/run/step_00000007.safetensors")), std::string::npos) << r.out;
-  r = run_binary("--device cpu --num-steps 9 --resume " + dir.file("ck/run"), dir.path);
+  r = run_binary("--device cpu --num-steps 9 --resume " + dir.file("ck/run"), dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("Resumed from " + dir.file("ck/run/step_00000007.safetensors") + " at step 7"), std::string::npos)
       << r.out;
   fs::create_directories(dir.file("empty"));
-  r = run_binary("--device cpu --num-steps 9 --resume " + dir.file("empty"), dir.path);
+  r = run_binary("--device cpu --num-steps 9 --resume " + dir.file("empty"), dir.path());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("holds no step checkpoint"), std::string::npos) << r.err;
-  r = run_binary(base + " --num-steps 2 --keep-last 2", dir.path);
+  r = run_binary(base + " --num-steps 2 --keep-last 2", dir.path());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--keep-last"), std::string::npos) << r.err;
 }
@@ -238,7 +232,7 @@ TEST(LrSchedule, FollowedResumedAndChecked) {
   }
   const std::string base = "--device cpu --hidden-dim 16 --num-layers 1 --num-heads 2 --seq-len 8 --batch-size 2 --data " +
                            dir.file("t.txt") + " --num-steps 8 --lr-schedule cosine --lr-warmup-steps 2 --min-lr 1e-5";
-  Outcome r = run_binary(base + " --json " + dir.file("full.json"), dir.path);
+  Outcome r = run_binary(base + " --json " + dir.file("full.json"), dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const LrSchedule s{"cosine", 3e-4, 1e-5, 2, 0, 8};
   std::ifstream in(dir.file("full.json"));
@@ -247,16 +241,16 @@ TEST(LrSchedule, FollowedResumedAndChecked) {
   for (const auto& step : j["steps"]) EXPECT_DOUBLE_EQ(step["lr"].get<double>(), s.at(step["step"].get<int64_t>()));
   EXPECT_NE(r.out.find("lr cosine from 0.0003 to 1e-05 over 8 steps, after 2 warmup steps"), std::string::npos) << r.out;
   // A first leg that stops at step 4 of the 8-step schedule, then the resume: the same losses.
-  r = run_binary(base + " --num-steps 4 --lr-schedule-steps 8 --save " + dir.file("ck.st"), dir.path);
+  r = run_binary(base + " --num-steps 4 --lr-schedule-steps 8 --save " + dir.file("ck.st"), dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  r = run_binary(base + " --resume " + dir.file("ck.st") + " --json " + dir.file("rest.json"), dir.path);
+  r = run_binary(base + " --resume " + dir.file("ck.st") + " --json " + dir.file("rest.json"), dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::vector<double> full = run_losses(dir.file("full.json")), rest = run_losses(dir.file("rest.json"));
   ASSERT_EQ(rest.size(), 4u);
   for (size_t i = 0; i < 4; ++i) EXPECT_EQ(rest[i], full[4 + i]) << "step " << 5 + i;
   EXPECT_EQ(r.out.find("Resuming with changed settings"), std::string::npos) << r.out;
   // A resume onto another schedule says so.
-  r = run_binary(base + " --num-steps 10 --lr-schedule-steps 10 --resume " + dir.file("ck.st"), dir.path);
+  r = run_binary(base + " --num-steps 10 --lr-schedule-steps 10 --resume " + dir.file("ck.st"), dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("Resuming with changed settings: --lr-schedule cosine from 0.0003 to 1e-05 over 8 steps"),
             std::string::npos)
@@ -271,7 +265,7 @@ TEST(LrSchedule, FollowedResumedAndChecked) {
            {"--beta1 1", "--beta1: must be in [0, 1)"},
            {"--beta2 nan", "--beta2: must be in [0, 1)"},
            {"--adam-eps 0", "--adam-eps"}}) {
-    r = run_binary("--device cpu --hidden-dim 16 --num-layers 1 --num-heads 2 --seq-len 8 --num-steps 8 " + flags, dir.path);
+    r = run_binary("--device cpu --hidden-dim 16 --num-layers 1 --num-heads 2 --seq-len 8 --num-steps 8 " + flags, dir.path());
     EXPECT_EQ(r.exit_code, 2) << flags;
     EXPECT_NE(r.err.find(says), std::string::npos) << flags << ": " << r.err;
   }
@@ -424,7 +418,7 @@ TEST(Checkpoint, AnyRecordedDataPositionResumes) {
   const std::string model = " --device cpu --hidden-dim 32 --num-layers 1 --num-heads 2 --seq-len 16 --batch-size 4";
   for (const std::string spec : {"--data " + dir.file("t.txt"), "--data '" + dir.file("*.bin") + "' --vocab-size 64"}) {
     SCOPED_TRACE(spec);
-    Outcome r = run_binary(spec + model + " --num-steps 1 --save " + dir.file("ck.st"), dir.path);
+    Outcome r = run_binary(spec + model + " --num-steps 1 --save " + dir.file("ck.st"), dir.path());
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const SafetensorsFile f = read_safetensors(dir.file("ck.st"), "test");
     std::vector<TensorOut> tensors;
@@ -432,7 +426,7 @@ TEST(Checkpoint, AnyRecordedDataPositionResumes) {
     std::map<std::string, std::string> meta = f.metadata;
     meta["data_position"] = "9223372036854775807";
     write_safetensors(dir.file("far.st"), tensors, meta, false);
-    r = run_binary(spec + model + " --num-steps 8 --resume " + dir.file("far.st"), dir.path);
+    r = run_binary(spec + model + " --num-steps 8 --resume " + dir.file("far.st"), dir.path());
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("Step   8/8"), std::string::npos) << r.out;
   }
