@@ -178,7 +178,7 @@ void run_debug(const DebugOptions& o, std::ostream& log) {
   if (o.stage != "all" && o.stage != "broken" && !gpu)
     usage_fail("debug " + o.stage + ": this stage needs a CUDA GPU (" + why + "); the broken stage runs on the CPU");
   std::vector<JourneyRow> journey;
-  bool layout_done = false;
+  [[maybe_unused]] bool layout_done = false;  // read by the GPU stages (a CUDA build)
   for (const std::string& stage : stages) {
     if (o.stage != "all" && o.stage != stage) continue;
     if (stage == "broken") {
