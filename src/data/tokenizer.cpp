@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -60,8 +61,8 @@ class SentencePieceTokenizer final : public Tokenizer {
   std::vector<int32_t> encode(const std::string& text) const override {
     if (!by_words_) return encode_whole(text);
     thread_local std::unordered_map<std::string, std::vector<int32_t>> cache;
-    thread_local const SentencePieceTokenizer* owner = nullptr;
-    if (owner != this || cache.size() > (size_t(1) << 20)) cache.clear(), owner = this;
+    thread_local uint64_t owner = 0;  // the tokenizer the cache holds words of (an address could be reused)
+    if (owner != id_ || cache.size() > (size_t(1) << 20)) cache.clear(), owner = id_;
     std::vector<int32_t> ids;
     for (size_t at = 0; at < text.size();) {
       const size_t end = std::min(text.find(' ', at + 1), text.size());
@@ -99,6 +100,12 @@ class SentencePieceTokenizer final : public Tokenizer {
   std::string path_;
   sentencepiece::SentencePieceProcessor sp_;
   bool by_words_ = false;
+  const uint64_t id_ = next_id();  // this tokenizer's, for the per-thread caches
+
+  static uint64_t next_id() {
+    static std::atomic<uint64_t> counter{0};
+    return ++counter;
+  }
 };
 
 }  // namespace
