@@ -130,20 +130,23 @@ std::vector<Generated> run_generate(const GenerateOptions& o, std::ostream& out)
   auto first = start;
   bool any_new = false;
   std::string printed;
-  // A prompt's text, and what its continuation adds to it: decoded after the prompt, not alone (a
-  // SentencePiece piece that begins a word carries its space, which decoding drops at the start).
-  auto prompt_text = [&](int b) {
-    const auto& p = prompts[size_t(b)];
-    return tok->decode(std::vector<int32_t>(p.begin() + (!p.empty() && p[0] == tok->bos() ? 1 : 0), p.end()));
-  };
+  // Each prompt's tokens after its BOS and their text (decoded once), and what a continuation adds
+  // to it: decoded after the prompt, not alone (a SentencePiece piece that begins a word carries
+  // its space, which decoding drops at the start).
+  std::vector<std::vector<int32_t>> prompt_body;
+  std::vector<std::string> prompt_text;
+  for (const auto& p : prompts) {
+    prompt_body.emplace_back(p.begin() + (!p.empty() && p[0] == tok->bos() ? 1 : 0), p.end());
+    prompt_text.push_back(tok->decode(prompt_body.back()));
+  }
   auto continuation = [&](int b, const std::vector<int32_t>& generated) {
-    const auto& p = prompts[size_t(b)];
-    std::vector<int32_t> all(p.begin() + (!p.empty() && p[0] == tok->bos() ? 1 : 0), p.end());
+    std::vector<int32_t> all = prompt_body[size_t(b)];
     all.insert(all.end(), generated.begin(), generated.end());
-    const std::string before = prompt_text(b), text = tok->decode(all);
+    const std::string& before = prompt_text[size_t(b)];
+    const std::string text = tok->decode(all);
     return text.compare(0, before.size(), before) == 0 ? text.substr(before.size()) : tok->decode(generated);
   };
-  if (B == 1) out << prompt_text(0) << std::flush;
+  if (B == 1) out << prompt_text[0] << std::flush;
   uint64_t draw = 0;
   std::vector<int32_t> tokens(static_cast<size_t>(B));
   for (int pos = 0; std::find(done.begin(), done.end(), false) != done.end(); ++pos) {
@@ -184,7 +187,7 @@ std::vector<Generated> run_generate(const GenerateOptions& o, std::ostream& out)
     if (B == 1) {
       if (g.text.size() > printed.size()) out << g.text.substr(printed.size());
     } else {
-      out << fmt::format("--- {} ---\n", b + 1) << prompt_text(b) << g.text << "\n";
+      out << fmt::format("--- {} ---\n", b + 1) << prompt_text[size_t(b)] << g.text << "\n";
     }
   }
   const double rate = generated == 0 ? 0 : double(generated) / std::max(1e-9, total_s - first_ms / 1e3);
