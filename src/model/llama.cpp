@@ -521,7 +521,7 @@ std::vector<ParamRange> Llama::update_ranges() const {
     const ParamEntry& last = table_[size_t(l) * 9 + (l + 1 == cfg_.layers ? 9 : 8)];
     ranges.push_back({first.offset, last.offset + last.numel - first.offset});
   }
-  const ParamEntry& embed = table_[size_t(cfg_.layers) * 9 + 1];  // and an untied head after it
+  const ParamEntry& embed = table_[embedding_entry(cfg_)];  // and an untied head after it
   ranges.push_back({embed.offset, table_.back().offset + table_.back().numel - embed.offset});
   return ranges;
 }
@@ -533,7 +533,7 @@ void Llama::update_range(const ParamRange& r) {
 
 bool Llama::decays(const ParamEntry& e) const {
   if (e.shape.size() == 1) return step_.decay_norms;  // the RMSNorm gains are the 1-D tensors
-  if (&e == &table_[size_t(cfg_.layers) * 9 + 1]) return step_.decay_embedding;  // the embedding
+  if (&e == &table_[embedding_entry(cfg_)]) return step_.decay_embedding;
   return true;
 }
 

@@ -54,7 +54,7 @@ Weights weight_views(const ModelConfig& c, const Tensor& flat, int padded_vocab)
     w.layers.push_back({view(e, 1), view(e + 1, 3), view(e + 4, 1), view(e + 5, 1),
                         view(e + 6, 2), view(e + 8, 1)});
   }
-  const size_t embed = size_t(c.layers) * 9 + 1;
+  const size_t embed = embedding_entry(c);
   w.final_norm = view(embed - 1, 1);
   w.head = flat.slice(t.back().offset, int64_t(padded_vocab) * c.hidden);  // the real rows, then the padding
   w.wte = c.tie_embeddings ? w.head : view(embed, 1);

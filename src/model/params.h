@@ -36,6 +36,9 @@ struct ParamEntry {
 };
 
 std::vector<ParamEntry> param_table(const ModelConfig& c);
+// The embedding's entry in the table: after each layer's nine and the final norm (an untied
+// lm_head follows it).
+inline size_t embedding_entry(const ModelConfig& c) { return size_t(c.layers) * 9 + 1; }
 
 // Elements [offset, offset + numel) of the flat buffers.
 struct ParamRange {
