@@ -9,6 +9,7 @@
 #                                                       sizes sizes-pytorch multigpu scaling longrun
 #   TT_TIMING="v2:128: v2:128:--use-amp" ...           choose the timed runs (version:seq:flags)
 #   TT_SANITIZE="v3:v3 --use-amp" ...                  choose the sanitized runs (version and flags, ':' between)
+#   TT_CTEST="-R GpuHf" ...                            more ctest arguments for the tests stage (a share of them)
 if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0" | sed '$d'; exit 0; fi  # the header above
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -37,8 +38,9 @@ fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv,noheader | tee "$LOGS/gpu.txt"
 
 if stage tests; then
-  echo "== GPU tests (ctest -L ^gpu$)"
-  if ! (cd "$BUILD" && ctest -L "^gpu$" --output-on-failure >"$LOGS/gpu-tests.log" 2>&1); then
+  echo "== GPU tests (ctest -L ^gpu$ ${TT_CTEST:-})"
+  # shellcheck disable=SC2086  # TT_CTEST is several arguments
+  if ! (cd "$BUILD" && ctest -L "^gpu$" ${TT_CTEST:-} --output-on-failure >"$LOGS/gpu-tests.log" 2>&1); then
     failures+=("gpu tests")
     grep -E "Failure|Expected|Which is|actual|FAILED|has unwritten|step [0-9]|Trace|\.cpp:[0-9]+:" "$LOGS/gpu-tests.log" | head -60
   fi

@@ -474,7 +474,9 @@ bool parse_tokenize_options(const std::vector<std::string>& args, TokenizeOption
   CLI::App app{"Text files to token-file shards (train_*.bin, val_*.bin) through a tokenizer", "tiny_llama tokenize"};
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("files", o.inputs, "text files, each one document")->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  app.add_option("--tokenizer", o.tokenizer, "bytes, or a SentencePiece .model (tiny_llama tokenizer-train)")
+  app.add_option("--tokenizer", o.tokenizer,
+                 "bytes, a SentencePiece .model (tiny_llama tokenizer-train), or a Hugging Face tokenizer.json "
+                 "(byte-level BPE: GPT-2's, LLaMA-3's) or a directory holding one")
       ->capture_default_str();
   app.add_option("--out", o.out_dir, "directory for the shards (new, or without .bin files)");
   app.add_option("--val-fraction", o.val_fraction, "the fraction of the tokens that validates")->capture_default_str();
@@ -509,7 +511,7 @@ bool parse_generate_options(const std::vector<std::string>& args, GenerateOption
   std::string device = "cpu";
   app.add_option("checkpoint", o.checkpoint, "a checkpoint written by --save, or a Hugging Face LLaMA directory")->required();
   app.add_option("--tokenizer", o.tokenizer,
-                 "bytes, or the SentencePiece .model the model was trained with (a directory's tokenizer.model by default)");
+                 "bytes, or the .model or tokenizer.json the model was trained with (a directory's own by default)");
   CLI::Option* prompt = app.add_option("--prompt", o.prompt, "the text to continue (\"\": from the begin-of-document token)");
   std::string prompt_tokens;
   app.add_option("--prompt-tokens", prompt_tokens, "or token ids, e.g. 1,42,7");
@@ -548,7 +550,7 @@ bool parse_export_options(const std::vector<std::string>& args, ExportOptions& o
   app.add_option("checkpoint", o.checkpoint, "a checkpoint written by --save")->required();
   app.add_option("--hf", o.out_dir, "the directory to write")->required();
   app.add_option("--dtype", o.dtype, "bf16 or fp32")->capture_default_str();
-  app.add_option("--tokenizer", o.tokenizer, "bytes, or the SentencePiece .model the model was trained with");
+  app.add_option("--tokenizer", o.tokenizer, "bytes, or the .model or tokenizer.json the model was trained with");
   return parse(app, args);
 }
 

@@ -118,7 +118,7 @@ class Documents {
   std::ifstream in_;
 };
 
-// Every document's tokens, BOS first and EOS last where the tokenizer has them, in the width of
+// Every document's tokens, BOS first (unless it is EOS) and EOS last where the tokenizer has them, in the width of
 // the shards, written in input order to one temporary file as batches of documents are encoded
 // in parallel (each thread a share of the batch). Keeps where each document starts.
 struct Encoded {
@@ -138,6 +138,7 @@ void encode_all(Documents& docs, const Tokenizer& tok, int threads, size_t total
   const auto start = std::chrono::steady_clock::now();
   auto last_report = start;
   const bool progress = ::isatty(2);
+  const int bos = tok.bos() != tok.eos() ? tok.bos() : -1;  // one token both ends and starts (GPT-2's): once
   auto flush = [&] {
     ids.assign(batch.size(), {});
     std::vector<std::thread> pool;
@@ -147,7 +148,7 @@ void encode_all(Documents& docs, const Tokenizer& tok, int threads, size_t total
         try {
           for (size_t i = size_t(t); i < batch.size(); i += size_t(threads)) {
             std::vector<int32_t>& d = ids[i];
-            if (tok.bos() >= 0) d.push_back(tok.bos());
+            if (bos >= 0) d.push_back(bos);
             const std::vector<int32_t> body = tok.encode(batch[i]);
             d.insert(d.end(), body.begin(), body.end());
             if (tok.eos() >= 0) d.push_back(tok.eos());
@@ -301,7 +302,8 @@ void run_tokenize(const TokenizeOptions& o, std::ostream& log) {
                      o.out_dir);
   if (tok->eos() >= 0)
     log << fmt::format("Each document is {}its tokens and EOS ({}) last\n",
-                       tok->bos() >= 0 ? fmt::format("BOS ({}) first, ", tok->bos()) : "", tok->eos());
+                       tok->bos() >= 0 && tok->bos() != tok->eos() ? fmt::format("BOS ({}) first, ", tok->bos()) : "",
+                       tok->eos());
   log << fmt::format("{:.1f} MB of text in {:.2f} s: {:.1f} MB/s on {} thread(s)\n", e.bytes / 1e6, seconds,
                      e.bytes / 1e6 / std::max(seconds, 1e-9), threads);
   log << fmt::format("Train on them with: --data '{}/*.bin' --vocab-size {}\n", o.out_dir, tok->vocab_size());

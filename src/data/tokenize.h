@@ -10,7 +10,7 @@
 namespace tt {
 
 struct TokenizeOptions {
-  std::string tokenizer = "bytes";  // "bytes" or a SentencePiece .model
+  std::string tokenizer = "bytes";  // Tokenizer::load's: "bytes", a SentencePiece .model, a tokenizer.json
   std::string out_dir;
   std::vector<std::string> inputs;
   double val_fraction = 0.1;             // the tokens that validate, into val_*.bin
@@ -28,7 +28,8 @@ struct TokenizeOptions {
 
 // Streams the inputs (files, and directories' files recursively) a document at a time, encodes
 // batches of documents on every core, and writes each document as BOS, its tokens, EOS (where
-// the tokenizer has them) to one temporary file in out_dir; then the split is chosen and the
+// the tokenizer has them; BOS left out where it is EOS, as GPT-2's <|endoftext|> is, which then
+// stands once between documents) to one temporary file in out_dir; then the split is chosen and the
 // shards out_dir/train_000000.bin, ... and out_dir/val_000000.bin, ... are copied from it. Memory
 // is a batch of documents per thread and 8 bytes per document, whatever the corpus's size.
 // Refuses, before writing any shard: a missing tokenizer, an input that is not text (a NUL

@@ -5,14 +5,16 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <atomic>
-#include <thread>
-
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 #include <unordered_map>
 
 #include "core/error.h"
 #include "core/files.h"
+#include "data/bpe_tokenizer.h"
+#include "data/word_cache.h"
 
 namespace tt {
 
@@ -21,6 +23,8 @@ namespace {
 class ByteTokenizer final : public Tokenizer {
  public:
   std::string describe() const override { return "bytes (vocabulary 256)"; }
+  TokenizerKind kind() const override { return TokenizerKind::Bytes; }
+  std::string path() const override { return ""; }
   int vocab_size() const override { return 256; }
   int bos() const override { return -1; }
   int eos() const override { return -1; }
@@ -34,6 +38,7 @@ class ByteTokenizer final : public Tokenizer {
     for (int32_t t : ids) s.push_back(char(uint8_t(t)));
     return s;
   }
+  std::string special_name(int id) const override { return decode({id}); }
 };
 
 class SentencePieceTokenizer final : public Tokenizer {
@@ -50,19 +55,17 @@ class SentencePieceTokenizer final : public Tokenizer {
   std::string describe() const override {
     return "SentencePiece " + path_ + " (vocabulary " + std::to_string(vocab_size()) + ")";
   }
+  TokenizerKind kind() const override { return TokenizerKind::SentencePiece; }
+  std::string path() const override { return path_; }
   int vocab_size() const override { return sp_.GetPieceSize(); }
   int bos() const override { return sp_.bos_id(); }
   int eos() const override { return sp_.eos_id(); }
   // SentencePiece's encoding, a word at a time: the text is cut before each space; the first
   // word is encoded as it is, each other one (" word") as SentencePiece encodes it alone less the
-  // dummy space's piece in front, and kept in this thread's cache of up to a million words (most
-  // words of a corpus repeat: tokenize runs several times faster). The tests check the result
-  // against SentencePiece's own encoding of whole documents.
+  // dummy space's piece in front, through this thread's cache of words (data/word_cache.h). The
+  // tests check the result against SentencePiece's own encoding of whole documents.
   std::vector<int32_t> encode(const std::string& text) const override {
     if (!by_words_) return encode_whole(text);
-    thread_local std::unordered_map<std::string, std::vector<int32_t>> cache;
-    thread_local uint64_t owner = 0;  // the tokenizer the cache holds words of (an address could be reused)
-    if (owner != id_ || cache.size() > (size_t(1) << 20)) cache.clear(), owner = id_;
     std::vector<int32_t> ids;
     for (size_t at = 0; at < text.size();) {
       const size_t end = std::min(text.find(' ', at + 1), text.size());
@@ -70,18 +73,18 @@ class SentencePieceTokenizer final : public Tokenizer {
       if (at == 0) {
         ids = encode_whole(word);
       } else {
-        auto it = cache.find(word);
-        if (it == cache.end()) {
-          std::vector<int32_t> w = encode_whole(word);
-          w.erase(w.begin());  // the dummy space
-          it = cache.emplace(word, std::move(w)).first;
-        }
-        ids.insert(ids.end(), it->second.begin(), it->second.end());
+        const std::vector<int32_t>& w = cached_word(cache_id_, word, [&](const std::string& s) {
+          std::vector<int32_t> pieces = encode_whole(s);
+          pieces.erase(pieces.begin());  // the dummy space
+          return pieces;
+        });
+        ids.insert(ids.end(), w.begin(), w.end());
       }
       at = end;
     }
     return ids;
   }
+  std::string special_name(int id) const override { return sp_.IdToPiece(id); }
   std::string decode(const std::vector<int32_t>& ids) const override {
     std::string text;
     const auto st = sp_.Decode(std::vector<int>(ids.begin(), ids.end()), &text);
@@ -100,22 +103,45 @@ class SentencePieceTokenizer final : public Tokenizer {
   std::string path_;
   sentencepiece::SentencePieceProcessor sp_;
   bool by_words_ = false;
-  const uint64_t id_ = next_id();  // this tokenizer's, for the per-thread caches
-
-  static uint64_t next_id() {
-    static std::atomic<uint64_t> counter{0};
-    return ++counter;
-  }
+  const uint64_t cache_id_ = new_tokenizer_id();
 };
 
 }  // namespace
 
 std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& spec, const std::string& flag) {
   if (spec == "bytes") return std::make_unique<ByteTokenizer>();
+  std::error_code ec;
+  if (std::filesystem::is_directory(spec, ec)) {  // a Hugging Face directory: SentencePiece's file first
+    for (const char* name : {"tokenizer.model", "tokenizer.json"}) {
+      const std::filesystem::path file = std::filesystem::path(spec) / name;
+      if (std::filesystem::is_regular_file(file, ec)) return load(file.string(), flag);
+    }
+    usage_fail(flag + ": directory '" + spec + "' holds neither tokenizer.model nor tokenizer.json");
+  }
   struct stat st {};
   if (::stat(spec.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
-    usage_fail(flag + ": '" + spec + "' is not a file (give \"bytes\" or a SentencePiece .model file)");
+    usage_fail(flag + ": '" + spec + "' is not a file (give \"bytes\", a SentencePiece .model or a tokenizer.json)");
+  // A tokenizer.json is JSON; a SentencePiece model starts with its first piece's record (the byte
+  // 0x0A, then the record's length: a few bytes for the unknown token, not the 123 of '{').
+  char first = 0;
+  std::ifstream in(spec);
+  in >> first;
+  if (first == '{') return load_byte_level_bpe(spec, flag);
   return std::make_unique<SentencePieceTokenizer>(spec, flag);
+}
+
+std::unique_ptr<Tokenizer> model_tokenizer(const std::string& spec, const std::string& hf_dir, int vocab) {
+  std::error_code ec;
+  const bool hf_has_one = !hf_dir.empty() && (std::filesystem::exists(std::filesystem::path(hf_dir) / "tokenizer.model", ec) ||
+                                              std::filesystem::exists(std::filesystem::path(hf_dir) / "tokenizer.json", ec));
+  const std::string chosen = !spec.empty() ? spec : hf_has_one ? hf_dir : vocab == 256 ? "bytes" : "";
+  if (chosen.empty())
+    usage_fail("--tokenizer: the model's vocabulary is " + std::to_string(vocab) +
+               ": give the tokenizer it was trained with (a SentencePiece .model or a tokenizer.json)");
+  std::unique_ptr<Tokenizer> tok = Tokenizer::load(chosen, "--tokenizer");
+  if (tok->vocab_size() > vocab)
+    usage_fail("--tokenizer: " + tok->describe() + " does not fit the model's vocabulary of " + std::to_string(vocab));
+  return tok;
 }
 
 std::string sentencepiece_tokenizer_json(const std::string& model_path) {

@@ -1,9 +1,11 @@
-// Text to tokens and back. Two kinds:
+// Text to tokens and back. Three kinds:
 //   bytes          each byte is a token (vocabulary 256), no model file: the simplest path;
-//   SentencePiece  a .model file (the tokenizer family LLaMA uses), made from the user's corpus
-//                  by train_sentencepiece (`tiny_llama tokenizer-train`): byte-pair encoding,
-//                  unknown bytes spelled as byte tokens, the text kept as it is (no
-//                  normalization, whitespace and newlines preserved), so decode(encode(t)) == t.
+//   SentencePiece  a .model file (the tokenizer family LLaMA and LLaMA-2 use), made from the
+//                  user's corpus by train_sentencepiece (`tiny_llama tokenizer-train`): byte-pair
+//                  encoding, unknown bytes spelled as byte tokens, the text kept as it is (no
+//                  normalization, whitespace and newlines preserved), so decode(encode(t)) == t;
+//   byte-level BPE a Hugging Face tokenizer.json of GPT-2's or LLaMA-3's kind, as users bring
+//                  with a model (data/bpe_tokenizer.h); decode(encode(t)) == t as well.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -12,19 +14,33 @@
 
 namespace tt {
 
+enum class TokenizerKind { Bytes, SentencePiece, ByteLevelBpe };
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
-  // "bytes", or the path of a SentencePiece model; UsageError naming `flag` when it cannot load.
+  // "bytes", the path of a SentencePiece model or of a tokenizer.json, or a directory holding one
+  // (tokenizer.model first); UsageError naming `flag` when it cannot load.
   static std::unique_ptr<Tokenizer> load(const std::string& spec, const std::string& flag);
 
   virtual std::string describe() const = 0;
+  virtual TokenizerKind kind() const = 0;
+  virtual std::string path() const = 0;  // the file it was read from ("" for bytes)
   virtual int vocab_size() const = 0;
   virtual int bos() const = 0;  // the token that starts a document; -1 for none
-  virtual int eos() const = 0;  // the token that ends one; -1 for none
+  virtual int eos() const = 0;  // the token that ends one; -1 for none (GPT-2's: the same as bos)
+  // The ids are < vocab_size(); a model's vocabulary may be larger (padded), never smaller.
   virtual std::vector<int32_t> encode(const std::string& text) const = 0;
   virtual std::string decode(const std::vector<int32_t>& ids) const = 0;
+  // A special token's name as tokenizer configurations spell it ("<s>", "<|endoftext|>").
+  virtual std::string special_name(int id) const = 0;
 };
+
+// The tokenizer of a model with `vocab` tokens: `spec` (Tokenizer::load's) when given, else
+// the tokenizer file of the model's Hugging Face directory `hf_dir` (may be empty), else bytes
+// for a vocabulary of 256. UsageError naming --tokenizer when none is given for another
+// vocabulary, or when the tokenizer's ids do not fit the model's (a model may have more).
+std::unique_ptr<Tokenizer> model_tokenizer(const std::string& spec, const std::string& hf_dir, int vocab);
 
 // A SentencePiece BPE model (tokenizer-train's) as Hugging Face tokenizers' tokenizer.json: the
 // same pieces and ids, merges derived from the pieces (each split of a piece into two pieces of

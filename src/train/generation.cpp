@@ -65,18 +65,7 @@ std::vector<Generated> run_generate(const GenerateOptions& o, std::ostream& out)
     context = info.seq_len;
   }
   if (context <= 0) context = 2048;
-  const std::string hf_tokenizer = (std::filesystem::path(o.checkpoint) / "tokenizer.model").string();
-  const std::string tok_spec = !o.tokenizer.empty()                          ? o.tokenizer
-                               : hf && std::filesystem::exists(hf_tokenizer) ? hf_tokenizer
-                               : c.vocab_size == 256                         ? "bytes"
-                                                                             : "";
-  if (tok_spec.empty())
-    usage_fail("--tokenizer: the model's vocabulary is " + std::to_string(c.vocab_size) +
-               ": give the tokenizer it was trained with (a SentencePiece .model)");
-  const std::unique_ptr<Tokenizer> tok = Tokenizer::load(tok_spec, "--tokenizer");
-  if (tok->vocab_size() != c.vocab_size)
-    usage_fail("--tokenizer: " + tok->describe() + " does not match the model's vocabulary of " +
-               std::to_string(c.vocab_size));
+  const std::unique_ptr<Tokenizer> tok = model_tokenizer(o.tokenizer, hf ? o.checkpoint : "", c.vocab_size);
   std::vector<std::vector<int32_t>> prompts;
   const int given = int(o.prompt_given) + int(!o.prompts_file.empty()) + int(!o.prompt_tokens.empty());
   if (given != 1) usage_fail("generate: give one of --prompt, --prompt-tokens or --prompts-file");
@@ -122,7 +111,7 @@ std::vector<Generated> run_generate(const GenerateOptions& o, std::ostream& out)
   // The sequences go in step, one position a step: sequence b reads its prompt, then its own
   // tokens. Its first new token comes from the logits of its prompt's last position.
   const CounterRng rng(o.seed, kStreamSampling);
-  const int eos = tok_spec == "bytes" ? -1 : 2;  // SentencePiece models of tokenizer-train end documents with 2
+  const int eos = tok->eos();
   std::vector<Generated> results(static_cast<size_t>(B));
   std::vector<bool> done(static_cast<size_t>(B), false);
   using clock = std::chrono::steady_clock;

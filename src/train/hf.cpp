@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "data/bpe_tokenizer.h"
 #include "data/safetensors.h"
 #include "data/tokenizer.h"
 #include "model/llama.h"
@@ -50,58 +51,46 @@ void write_json(const fs::path& path, const json& j) {
   write_file_atomic(path.string(), [&](std::ostream& out) { out << j.dump(2) << "\n"; });
 }
 
-// GPT-2's map of bytes to printable characters, which the byte-level pre-tokenizer of Hugging
-// Face's tokenizers uses: the printable bytes are themselves, the others 256 onwards.
-std::vector<std::string> byte_characters() {
-  std::vector<int> cp(256);
-  int next = 256;
-  for (int b = 0; b < 256; ++b) {
-    const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
-    cp[size_t(b)] = printable ? b : next++;
-  }
-  std::vector<std::string> out;
-  for (int c : cp) {  // as UTF-8
-    std::string s;
-    if (c < 0x80) {
-      s += char(c);
-    } else {
-      s += char(0xC0 | (c >> 6));
-      s += char(0x80 | (c & 0x3F));
+// The tokenizer as transformers' fast tokenizers read it: tokenizer.json (bytes: a byte-level BPE
+// without merges; SentencePiece: its model converted, beside tokenizer.model; a tokenizer.json:
+// itself) and tokenizer_config.json naming its BOS and EOS.
+void write_tokenizer(const fs::path& dir, const Tokenizer& tok, int context) {
+  json config = {{"tokenizer_class", "PreTrainedTokenizerFast"}, {"model_max_length", context},
+                 {"clean_up_tokenization_spaces", false}};
+  switch (tok.kind()) {
+    case TokenizerKind::Bytes: {  // byte b is token b
+      json vocab = json::object();
+      const std::vector<std::string> chars = byte_characters();
+      for (int b = 0; b < 256; ++b) vocab[chars[size_t(b)]] = b;
+      const json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}};
+      write_json(dir / "tokenizer.json",
+                 {{"version", "1.0"}, {"truncation", nullptr}, {"padding", nullptr}, {"added_tokens", json::array()},
+                  {"normalizer", nullptr}, {"pre_tokenizer", byte_level}, {"post_processor", nullptr}, {"decoder", byte_level},
+                  {"model", {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr}, {"continuing_subword_prefix", nullptr},
+                             {"end_of_word_suffix", nullptr}, {"fuse_unk", false}, {"byte_fallback", false},
+                             {"ignore_merges", false}, {"vocab", vocab}, {"merges", json::array()}}}});
+      write_json(dir / "tokenizer_config.json", config);
+      return;
     }
-    out.push_back(s);
+    case TokenizerKind::SentencePiece: {
+      fs::copy_file(tok.path(), dir / "tokenizer.model", fs::copy_options::overwrite_existing);
+      const std::string tokenizer_json = sentencepiece_tokenizer_json(tok.path());  // what most of the ecosystem reads first
+      write_file_atomic((dir / "tokenizer.json").string(), [&](std::ostream& out) { out << tokenizer_json << "\n"; });
+      config.update({{"unk_token", "<unk>"}, {"pad_token", nullptr}, {"add_bos_token", true}, {"add_eos_token", false},
+                     {"legacy", false}, {"sp_model_kwargs", json::object()}});
+      break;
+    }
+    case TokenizerKind::ByteLevelBpe:
+      fs::copy_file(tok.path(), dir / "tokenizer.json", fs::copy_options::overwrite_existing);
+      break;
   }
-  return out;
-}
-
-void write_tokenizer(const fs::path& dir, const std::string& spec, int context) {
-  if (spec == "bytes") {  // a byte-level BPE without merges: byte b is token b
-    json vocab = json::object();
-    const std::vector<std::string> chars = byte_characters();
-    for (int b = 0; b < 256; ++b) vocab[chars[size_t(b)]] = b;
-    const json tokenizer = {
-        {"version", "1.0"}, {"truncation", nullptr}, {"padding", nullptr}, {"added_tokens", json::array()},
-        {"normalizer", nullptr},
-        {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}}},
-        {"post_processor", nullptr},
-        {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}}},
-        {"model", {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr}, {"continuing_subword_prefix", nullptr},
-                   {"end_of_word_suffix", nullptr}, {"fuse_unk", false}, {"byte_fallback", false},
-                   {"ignore_merges", false}, {"vocab", vocab}, {"merges", json::array()}}}};
-    write_json(dir / "tokenizer.json", tokenizer);
-    write_json(dir / "tokenizer_config.json", {{"tokenizer_class", "PreTrainedTokenizerFast"},
-                                               {"model_max_length", context},
-                                               {"clean_up_tokenization_spaces", false}});
-    return;
-  }
-  fs::copy_file(spec, dir / "tokenizer.model", fs::copy_options::overwrite_existing);
-  const std::string tokenizer_json = sentencepiece_tokenizer_json(spec);  // what most of the ecosystem reads first
-  write_file_atomic((dir / "tokenizer.json").string(), [&](std::ostream& out) { out << tokenizer_json << "\n"; });
-  write_json(dir / "tokenizer_config.json", {{"tokenizer_class", "PreTrainedTokenizerFast"},
-                                             {"bos_token", "<s>"}, {"eos_token", "</s>"}, {"unk_token", "<unk>"},
-                                             {"pad_token", nullptr}, {"add_bos_token", true}, {"add_eos_token", false},
-                                             {"legacy", false}, {"model_max_length", context},
-                                             {"clean_up_tokenization_spaces", false}, {"sp_model_kwargs", json::object()}});
-  write_json(dir / "special_tokens_map.json", {{"bos_token", "<s>"}, {"eos_token", "</s>"}, {"unk_token", "<unk>"}});
+  json special = json::object();
+  if (tok.bos() >= 0) special["bos_token"] = tok.special_name(tok.bos());
+  if (tok.eos() >= 0) special["eos_token"] = tok.special_name(tok.eos());
+  if (tok.kind() == TokenizerKind::SentencePiece) special["unk_token"] = "<unk>";
+  config.update(special);
+  write_json(dir / "tokenizer_config.json", config);
+  write_json(dir / "special_tokens_map.json", special);
 }
 
 }  // namespace
@@ -110,8 +99,7 @@ void rope_rows_to_hf(std::vector<float>& rows, int heads, int d, int64_t cols) {
 void rope_rows_from_hf(std::vector<float>& rows, int heads, int d, int64_t cols) { permute_rows(rows, heads, d, cols, false); }
 
 namespace {
-void write_export(const ExportOptions& o, const CheckpointInfo& info, const Tokenizer& tok, const std::string& tok_spec,
-                  const fs::path& dir);
+void write_export(const ExportOptions& o, const CheckpointInfo& info, const Tokenizer& tok, const fs::path& dir);
 }  // namespace
 
 void export_hf(const ExportOptions& o, std::ostream& log) {
@@ -119,13 +107,7 @@ void export_hf(const ExportOptions& o, std::ostream& log) {
   if (o.out_dir.empty()) usage_fail("--hf: give the directory to write");
   const CheckpointInfo info = read_checkpoint_info(o.checkpoint, "export");
   const ModelConfig& c = info.config;
-  const std::string tok_spec = o.tokenizer.empty() ? (c.vocab_size == 256 ? "bytes" : "") : o.tokenizer;
-  if (tok_spec.empty())
-    usage_fail("--tokenizer: the model's vocabulary is " + std::to_string(c.vocab_size) +
-               ": give the tokenizer it was trained with (a SentencePiece .model)");
-  const std::unique_ptr<Tokenizer> tok = Tokenizer::load(tok_spec, "--tokenizer");
-  if (tok->vocab_size() != c.vocab_size)
-    usage_fail("--tokenizer: " + tok->describe() + " does not match the model's vocabulary of " + std::to_string(c.vocab_size));
+  const std::unique_ptr<Tokenizer> tok = model_tokenizer(o.tokenizer, "", c.vocab_size);
   // The directory is written whole or not at all: into a sibling, which then takes its name. An
   // existing one may hold an earlier export's files only (they are replaced, none is left over).
   std::error_code ec;
@@ -140,15 +122,16 @@ void export_hf(const ExportOptions& o, std::ostream& log) {
       if (!exported.count(e.path().filename().string()) || !e.is_regular_file())
         usage_fail("--hf: '" + o.out_dir + "' holds '" + e.path().filename().string() +
                    "', which no export writes: give a new or empty directory, or an earlier export's");
-  check_distinct_paths({{"--hf", (out / "model.safetensors").string()}, {"--hf", (out / "tokenizer.model").string()}},
-                       {{"the checkpoint", o.checkpoint}, {"--tokenizer", o.tokenizer}});
+  check_distinct_paths({{"--hf", (out / "model.safetensors").string()}, {"--hf", (out / "tokenizer.model").string()},
+                        {"--hf", (out / "tokenizer.json").string()}, {"--hf", (out / "tokenizer_config.json").string()}},
+                       {{"the checkpoint", o.checkpoint}, {"--tokenizer", tok->path()}});
   const fs::path parent = out.has_parent_path() ? out.parent_path() : fs::path(".");
   if (!fs::is_directory(parent, ec)) usage_fail("--hf: directory '" + parent.string() + "' does not exist");
   const fs::path staging = parent / (out.filename().string() + ".tmp." + std::to_string(::getpid()));
   fs::create_directories(staging, ec);
   if (ec) usage_fail("--hf: cannot create '" + staging.string() + "': " + ec.message());
   try {
-    write_export(o, info, *tok, tok_spec, staging);
+    write_export(o, info, *tok, staging);
     const fs::path old = parent / (out.filename().string() + ".old." + std::to_string(::getpid()));
     if (fs::exists(out)) fs::rename(out, old);
     fs::rename(staging, out);
@@ -163,8 +146,7 @@ void export_hf(const ExportOptions& o, std::ostream& log) {
 
 namespace {
 
-void write_export(const ExportOptions& o, const CheckpointInfo& info, const Tokenizer& tok, const std::string& tok_spec,
-                  const fs::path& dir) {
+void write_export(const ExportOptions& o, const CheckpointInfo& info, const Tokenizer& tok, const fs::path& dir) {
   const ModelConfig& c = info.config;
 
   auto be = make_backend({DeviceKind::Cpu, plan_for_version(1)});
@@ -179,7 +161,7 @@ void write_export(const ExportOptions& o, const CheckpointInfo& info, const Toke
   }
   write_safetensors((dir / "model.safetensors").string(), tensors, {{"format", "pt"}}, o.dtype == "bf16");
   const int context = info.seq_len > 0 ? info.seq_len : 2048;
-  const json special = tok.bos() >= 0 ? json(1) : json(nullptr), eos = tok.bos() >= 0 ? json(2) : json(nullptr);
+  const json special = tok.bos() >= 0 ? json(tok.bos()) : json(nullptr), eos = tok.eos() >= 0 ? json(tok.eos()) : json(nullptr);
   const std::string dtype = o.dtype == "bf16" ? "bfloat16" : "float32";
   write_json(dir / "config.json",
              {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"}, {"vocab_size", c.vocab_size},
@@ -193,7 +175,7 @@ void write_export(const ExportOptions& o, const CheckpointInfo& info, const Toke
               {"pad_token_id", nullptr}, {"torch_dtype", dtype}, {"dtype", dtype}});
   write_json(dir / "generation_config.json", {{"bos_token_id", special}, {"eos_token_id", eos}, {"do_sample", true},
                                               {"temperature", 0.8}, {"max_length", context}});
-  write_tokenizer(dir, tok_spec, context);
+  write_tokenizer(dir, tok, context);
 }
 
 }  // namespace

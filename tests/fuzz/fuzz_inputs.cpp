@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "backend/backend.h"
@@ -74,6 +75,13 @@ const HfSeed& hf_seed() {
     std::ofstream(dir / "corpus.txt") << "the quick brown fox jumps over the lazy dog, again and again.\n";
     train_sentencepiece({(dir / "corpus.txt").string()}, 300, (dir / "sp").string(), "bpe");
     s.tokenizer_model = slurp(dir / "sp.model");
+    // The export's byte-level tokenizer.json made GPT-2's kind: its pattern and three merges.
+    nlohmann::json tj = nlohmann::json::parse(slurp(dir / "hf" / "tokenizer.json"));
+    tj["pre_tokenizer"]["use_regex"] = true;
+    tj["model"]["vocab"]["\u0120t"] = 256, tj["model"]["vocab"]["he"] = 257, tj["model"]["vocab"]["\u0120the"] = 258;
+    tj["model"]["merges"] = {{"\u0120", "t"}, {"h", "e"}, {"\u0120t", "he"}};
+    tj["added_tokens"] = {{{"id", 259}, {"content", "<|endoftext|>"}, {"special", true}}};
+    s.tokenizer_json = tj.dump();
     return s;
   }();
   return seed;
@@ -104,7 +112,7 @@ void run_case(const uint8_t* data, size_t size, const std::string& path) {
     for (int i = 0; i < d->validation_batches(); ++i) d->validation_batch(i, b);
   } catch (const UsageError&) {
   }
-  try {  // as a SentencePiece model
+  try {  // as a tokenizer: a SentencePiece model or a tokenizer.json
     const auto tok = Tokenizer::load(path, "--fuzz");
     tok->decode(tok->encode("the lazy dog \xc3\xa9"));
   } catch (const UsageError&) {

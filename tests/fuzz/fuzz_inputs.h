@@ -1,6 +1,6 @@
 // One fuzz case for the readers of untrusted files: the bytes are written to a file, which is
-// then opened as a safetensors file, a checkpoint, a token file, a text corpus, a SentencePiece
-// model and a prompts file, and written as a Hugging Face directory's config.json and as its
+// then opened as a safetensors file, a checkpoint, a token file, a text corpus, a tokenizer
+// (SentencePiece or tokenizer.json) and a prompts file, and written as a Hugging Face directory's config.json and as its
 // model.safetensors.index.json (beside a valid config and two shards). Each reader must accept
 // it or refuse it with UsageError; anything else (a crash, a sanitizer report, another
 // exception, a hang) is a defect.
@@ -14,9 +14,10 @@
 namespace tt::fuzz {
 
 // A valid Hugging Face directory of a tiny model (sharded), made once per process, and the seeds
-// of the text readers: its config.json, its index, a SentencePiece model.
+// of the text readers: its config.json, its index, a SentencePiece model, a tokenizer.json of
+// GPT-2's kind.
 struct HfSeed {
-  std::string dir, config, index, tokenizer_model;
+  std::string dir, config, index, tokenizer_model, tokenizer_json;
 };
 const HfSeed& hf_seed();
 const ModelConfig& hf_model();

@@ -1,0 +1,290 @@
+// Byte-level BPE tokenizers read from a tokenizer.json (src/data/bpe_tokenizer.h): the two word
+// patterns on texts whose words follow from the regular expressions by hand, the merges applied
+// by rank, ignore_merges, exact round trips of any bytes, BOS and EOS from tokenizer_config.json
+// or the file, each refused field named, and tokenize writing documents with a GPT-2-style
+// tokenizer. The ids against the tokenizers library itself: tests/gpu/test_gpu_hf.cpp.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <filesystem>
+#include <random>
+
+#include "core/error.h"
+#include "data/bpe_tokenizer.h"
+#include "data/token_file.h"
+#include "data/unicode_classes.h"
+#include "run_outputs.h"
+
+namespace tt::test {
+namespace {
+
+using json = nlohmann::ordered_json;
+namespace fs = std::filesystem;
+
+std::vector<std::string> words(const std::string& text, WordPattern p) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  for (const auto& [begin, end] : split_words(text, p)) {
+    EXPECT_EQ(begin, at) << "the words cover the text";
+    out.push_back(text.substr(begin, end - begin));
+    at = end;
+  }
+  EXPECT_EQ(at, text.size());
+  return out;
+}
+
+using Words = std::vector<std::string>;
+
+TEST(Bpe, UnicodeClasses) {
+  EXPECT_TRUE(is_letter(U'a') && is_letter(U'\u00e9') && is_letter(U'\u4e2d') && is_letter(U'\u00aa'));
+  EXPECT_TRUE(is_number(U'7') && is_number(U'\u0663') && is_number(U'\u00bd') && is_number(U'\u2167'));
+  EXPECT_TRUE(is_space(U' ') && is_space(U'\t') && is_space(U'\u0085') && is_space(U'\u3000') && is_space(U'\u000b'));
+  EXPECT_FALSE(is_letter(U'1') || is_letter(U'_') || is_number(U'x') || is_space(U'\u200b') || is_letter(U'\u0301'));
+  EXPECT_EQ(std::string(unicode_version()), "15.0.0");
+}
+
+// GPT-2: 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+TEST(Bpe, Gpt2Words) {
+  const auto g = [](const std::string& t) { return words(t, WordPattern::Gpt2); };
+  EXPECT_EQ(g("Hello world"), (Words{"Hello", " world"}));
+  EXPECT_EQ(g("I'm here's don't"), (Words{"I", "'m", " here", "'s", " don", "'t"}));
+  EXPECT_EQ(g("DON'T they'RE"), (Words{"DON", "'", "T", " they", "'", "RE"})) << "case matters";
+  EXPECT_EQ(g("a  b"), (Words{"a", " ", " b"})) << "the last space goes with the word after it";
+  EXPECT_EQ(g("x   \n"), (Words{"x", "   \n"})) << "spaces at the end stay together";
+  EXPECT_EQ(g("2024 numbers!! 3.5"), (Words{"2024", " numbers", "!!", " 3", ".", "5"}));
+  EXPECT_EQ(g("a\tb\n\nc"), (Words{"a", "\t", "b", "\n", "\n", "c"}));
+  EXPECT_EQ(g("caf\u00e9 \u4e2d\u6587 \u0661\u0662\u0663"), (Words{"caf\u00e9", " \u4e2d\u6587", " \u0661\u0662\u0663"}));
+  EXPECT_EQ(g(" "), (Words{" "}));
+  EXPECT_EQ(g(""), (Words{}));
+  EXPECT_EQ(g("a\xff\xfe b"), (Words{"a", "\xff\xfe", " b"})) << "bytes that are not UTF-8 are punctuation";
+}
+
+// LLaMA-3: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|
+//          \s*[\r\n]+|\s+(?!\S)|\s+
+TEST(Bpe, Llama3Words) {
+  const auto l = [](const std::string& t) { return words(t, WordPattern::Llama3); };
+  EXPECT_EQ(l("Hello world"), (Words{"Hello", " world"}));
+  EXPECT_EQ(l("DON'T they'Re I\u017fs"), (Words{"DON", "'T", " they", "'Re", " I\u017fs"}));
+  EXPECT_EQ(l("'\u017f"), (Words{"'\u017f"})) << "the long s folds to s";
+  EXPECT_EQ(l("12345 1.5"), (Words{"123", "45", " ", "1", ".", "5"})) << "digits by threes; a space alone";
+  EXPECT_EQ(l("x  \n  y"), (Words{"x", "  \n", " ", " y"}));
+  EXPECT_EQ(l("!!!\n\nabc"), (Words{"!!!\n\n", "abc"}));
+  EXPECT_EQ(l("\tword x.Net"), (Words{"\tword", " x", ".Net"})) << "any one character but a line break or a digit leads";
+  EXPECT_EQ(l("a\n\nb"), (Words{"a", "\n\n", "b"}));
+  EXPECT_EQ(l("end  "), (Words{"end", "  "}));
+  EXPECT_EQ(l("\u4e2d\u6587\u0661\u0662\u0663\u0664"), (Words{"\u4e2d\u6587", "\u0661\u0662\u0663", "\u0664"}));
+}
+
+TEST(Bpe, ByteCharacters) {
+  const std::vector<std::string> c = byte_characters();
+  ASSERT_EQ(c.size(), 256u);
+  EXPECT_EQ(std::set<std::string>(c.begin(), c.end()).size(), 256u);
+  EXPECT_EQ(c['A'], "A");
+  EXPECT_EQ(c[' '], "\u0120");  // Ġ
+  EXPECT_EQ(c['\n'], "\u010a");  // Ċ
+  EXPECT_EQ(c[0xFF], "\u00ff");
+}
+
+class BpeFile : public ::testing::Test {
+ protected:
+  // A tokenizer.json of GPT-2's kind: the 256 bytes, then the merges' tokens in order, then the
+  // special tokens.
+  json file(const std::vector<std::pair<std::string, std::string>>& merges, const std::vector<std::string>& extra = {},
+            bool ignore_merges = false) {
+    const std::vector<std::string> chars = byte_characters();
+    json vocab = json::object(), merge_list = json::array();
+    for (int b = 0; b < 256; ++b) vocab[chars[size_t(b)]] = b;
+    int next = 256;
+    for (const auto& [l, r] : merges) {
+      if (!vocab.contains(l + r)) vocab[l + r] = next++;
+      merge_list.push_back(json::array({l, r}));
+    }
+    for (const std::string& t : extra) vocab[t] = next++;
+    return {{"version", "1.0"},
+            {"added_tokens", json::array({{{"id", next}, {"content", "<|endoftext|>"}, {"special", true}}})},
+            {"normalizer", nullptr},
+            {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
+            {"post_processor", {{"type", "ByteLevel"}}},
+            {"decoder", {{"type", "ByteLevel"}}},
+            {"model", {{"type", "BPE"}, {"dropout", nullptr}, {"ignore_merges", ignore_merges}, {"vocab", vocab},
+                       {"merges", merge_list}}}};
+  }
+  std::string save(const json& j, const std::string& name = "tokenizer.json") {
+    std::ofstream((scratch.path() / name).string()) << j.dump();
+    return (scratch.path() / name).string();
+  }
+  std::unique_ptr<Tokenizer> load(const json& j) { return Tokenizer::load(save(j), "--tokenizer"); }
+  std::string refusal(const json& j) {
+    try {
+      load(j);
+    } catch (const UsageError& e) {
+      return e.what();
+    }
+    return "";
+  }
+  ScratchDir scratch{"bpe"};
+};
+
+TEST_F(BpeFile, MergesApplyByRank) {
+  // " the": Ġ t -> Ġt, h e -> he, Ġt he -> Ġthe
+  const auto tok = load(file({{"\u0120", "t"}, {"h", "e"}, {"\u0120t", "he"}}));
+  EXPECT_EQ(tok->vocab_size(), 260);
+  EXPECT_EQ(tok->encode(" the the"), (std::vector<int32_t>{258, 258}));
+  EXPECT_EQ(tok->encode("the"), (std::vector<int32_t>{'t', 257}));
+  // The lowest rank first: a b before b c gives ab c; the other order a bc.
+  EXPECT_EQ(load(file({{"a", "b"}, {"b", "c"}}))->encode("abc"), (std::vector<int32_t>{256, 'c'}));
+  EXPECT_EQ(load(file({{"b", "c"}, {"a", "b"}}))->encode("abc"), (std::vector<int32_t>{'a', 256}));
+  // Equal ranks: the leftmost pair first (a a a -> aa a).
+  EXPECT_EQ(load(file({{"a", "a"}}))->encode("aaa"), (std::vector<int32_t>{256, 'a'}));
+  // Older files spell a merge "left right".
+  json j = file({{"a", "b"}});
+  j["model"]["merges"] = json::array({"a b"});
+  EXPECT_EQ(load(j)->encode("ab"), (std::vector<int32_t>{256}));
+}
+
+TEST_F(BpeFile, IgnoreMergesTakesAWholeWord) {
+    // " abc" is no token: its bytes are merged as ever.
+  EXPECT_EQ(load(file({{"a", "b"}}, {"abc"}, true))->encode("abc abc"), (std::vector<int32_t>{257, ' ', 256, 'c'}));
+  EXPECT_EQ(load(file({{"a", "b"}}, {"abc"}, false))->encode("abc"), (std::vector<int32_t>{256, 'c'}));
+}
+
+TEST_F(BpeFile, RoundTripsAnyBytes) {
+  const auto tok = load(file({{"\u0120", "t"}, {"h", "e"}, {"\u0120t", "he"}, {"e", "r"}}));
+  std::mt19937 rng(7);
+  for (int i = 0; i < 200; ++i) {
+    std::string text(size_t(rng() % 64), '\0');
+    for (char& c : text) c = char(i % 2 ? rng() % 256 : " thera\n\t\xc3\xa9"[rng() % 11]);
+    EXPECT_EQ(tok->decode(tok->encode(text)), text);
+  }
+  EXPECT_EQ(tok->decode({260}), "<|endoftext|>") << "a special token decodes to its text";
+  // A word of a million bytes (a run of punctuation is one word) merges in n log n: a run of 'a'
+  // with a a -> aa, aa aa -> aaaa takes a quarter of the tokens.
+  const auto runs = load(file({{"a", "a"}, {"aa", "aa"}}));
+  const std::string long_word(size_t(1) << 20, 'a');
+  const std::vector<int32_t> ids = runs->encode(long_word);
+  EXPECT_EQ(ids.size(), long_word.size() / 4);
+  EXPECT_EQ(runs->decode(ids), long_word);
+  EXPECT_EQ(tok->encode("<|endoftext|>").size(), 13u) << "special tokens in the text are text";
+}
+
+TEST_F(BpeFile, BosAndEos) {
+  const auto gpt2 = load(file({}));
+  EXPECT_EQ(gpt2->bos(), -1) << "no post-processor template, no BOS";
+  EXPECT_EQ(gpt2->eos(), 256);
+  json j = file({});
+  j["added_tokens"] = json::array({{{"id", 256}, {"content", "<|begin_of_text|>"}}, {{"id", 257}, {"content", "<|end_of_text|>"}}});
+  j["post_processor"] = {{"type", "TemplateProcessing"},
+                         {"single", json::array({{{"SpecialToken", {{"id", "<|begin_of_text|>"}, {"type_id", 0}}}}})}};
+  auto tok = load(j);
+  EXPECT_EQ(tok->bos(), 256);
+  EXPECT_EQ(tok->eos(), 257);
+  EXPECT_EQ(tok->vocab_size(), 258);
+  save({{"bos_token", {{"content", "<|end_of_text|>"}}}, {"eos_token", "<|begin_of_text|>"}}, "tokenizer_config.json");
+  tok = load(j);
+  EXPECT_EQ(tok->bos(), 257) << "tokenizer_config.json decides";
+  EXPECT_EQ(tok->eos(), 256);
+}
+
+TEST_F(BpeFile, RefusesWhatItDoesNotRead) {
+  const auto refused = [&](json j, const std::string& field, const json& patch = json()) {
+    if (!patch.is_null()) j.merge_patch(patch);
+    const std::string why = refusal(j);
+    EXPECT_NE(why.find(field), std::string::npos) << "'" << why << "' should name " << field;
+  };
+  json j = file({{"a", "b"}});
+  refused(j, "normalizer \"NFC\"", {{"normalizer", {{"type", "NFC"}}}});
+  refused(j, "model.type", {{"model", {{"type", "WordPiece"}}}});
+  refused(j, "model.dropout", {{"model", {{"dropout", 0.1}}}});
+  refused(j, "model.continuing_subword_prefix", {{"model", {{"continuing_subword_prefix", "##"}}}});
+  refused(j, "decoder", {{"decoder", {{"type", "WordPiece"}}}});
+  refused(j, "pre_tokenizer", {{"pre_tokenizer", {{"type", "Whitespace"}}}});
+  json split = j;
+  split["pre_tokenizer"] = {{"type", "Sequence"},
+                            {"pretokenizers", json::array({{{"type", "Split"}, {"pattern", {{"Regex", "\\w+"}}}, {"behavior", "Isolated"}},
+                                                           {{"type", "ByteLevel"}, {"use_regex", false}}})}};
+  refused(split, "the Split pattern \"\\\\w+\" is neither GPT-2's nor LLaMA-3's");
+  json merges = j;
+  merges["model"]["merges"] = json::array({json::array({"a", "zz"})});
+  refused(merges, "model.merges: 'a zz'");
+  json bytes = j;
+  bytes["model"]["vocab"].erase("A");
+  refused(bytes, "no token for the byte 65");
+  json not_bytes = j;
+  not_bytes["model"]["vocab"]["\u4e2d"] = 300;
+  refused(not_bytes, "is not a byte-level token");
+  std::ofstream((scratch.path() / "broken.json").string()) << "{\"model\": ";
+  try {
+    Tokenizer::load((scratch.path() / "broken.json").string(), "--tokenizer");
+    ADD_FAILURE() << "a broken file loaded";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("not JSON"), std::string::npos) << e.what();
+  }
+}
+
+// A directory names its tokenizer file; tokenize writes documents as the text then EOS where BOS
+// is EOS (GPT-2's <|endoftext|>: one token between documents), and the run line says so.
+TEST_F(BpeFile, TokenizeWithAGpt2StyleTokenizer) {
+  save(file({{"\u0120", "t"}, {"h", "e"}, {"\u0120t", "he"}}));
+  save({{"bos_token", "<|endoftext|>"}, {"eos_token", "<|endoftext|>"}}, "tokenizer_config.json");
+  const auto tok = Tokenizer::load(scratch.path().string(), "--tokenizer");
+  EXPECT_NE(tok->describe().find("byte-level BPE"), std::string::npos);
+  std::ofstream((scratch.path() / "docs.txt").string()) << "the one\nthe other\n";
+  const Outcome r = run_binary("tokenize --val-fraction 0 --documents line --tokenizer " + scratch.path().string() +
+                                   " --out " + (scratch.path() / "tokens").string() + " " +
+                                   (scratch.path() / "docs.txt").string(),
+                               scratch.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const TokenFile f((scratch.path() / "tokens" / "train_000000.bin").string(), tok->vocab_size(), "--data");
+  std::vector<int32_t> t(size_t(f.size()));
+  f.read(0, f.size(), t.data());
+  std::vector<int32_t> want = tok->encode("the one");
+  want.push_back(259);
+  const std::vector<int32_t> other = tok->encode("the other");
+  want.insert(want.end(), other.begin(), other.end());
+  want.push_back(259);
+  EXPECT_EQ(t, want);
+}
+
+// A GPT-2-style tokenizer end to end on the CPU: tokenize, train, export (the tokenizer.json
+// itself, its BOS and EOS in tokenizer_config.json and config.json), generate from the export.
+TEST_F(BpeFile, TrainExportAndGenerate) {
+  save(file({{"\u0120", "t"}, {"h", "e"}, {"\u0120t", "he"}, {"o", "n"}}));
+  save({{"bos_token", "<|endoftext|>"}, {"eos_token", "<|endoftext|>"}}, "tokenizer_config.json");
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += "the one and the other one\n";
+  std::ofstream((scratch.path() / "docs.txt").string()) << text;
+  const fs::path& d = scratch.path();
+  Outcome r = run_binary("tokenize --documents line --tokenizer " + d.string() + " --out " + (d / "tokens").string() + " " +
+                             (d / "docs.txt").string(), d);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_binary("--device cpu --data '" + (d / "tokens").string() + "/*.bin' --vocab-size 261 --hidden-dim 32 "
+                 "--num-layers 1 --num-heads 2 --num-kv-heads 2 --intermediate-size 48 --seq-len 16 --batch-size 2 "
+                 "--num-steps 2 --save " + (d / "m.safetensors").string(), d);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_binary("export " + (d / "m.safetensors").string() + " --hf " + (d / "hf").string() + " --tokenizer " +
+                     (d / "tokenizer.json").string(), d);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_text(d / "hf" / "tokenizer.json"), read_text(d / "tokenizer.json"));
+  const nlohmann::json config = nlohmann::json::parse(read_text(d / "hf" / "config.json"));
+  EXPECT_EQ(config["vocab_size"], 261) << "the model's vocabulary may be larger than the tokenizer's";
+  EXPECT_EQ(config["bos_token_id"], 260);
+  EXPECT_EQ(config["eos_token_id"], 260);
+  const nlohmann::json tok_config = nlohmann::json::parse(read_text(d / "hf" / "tokenizer_config.json"));
+  EXPECT_EQ(tok_config["eos_token"], "<|endoftext|>");
+  EXPECT_EQ(tok_config["tokenizer_class"], "PreTrainedTokenizerFast");
+  r = run_binary("generate " + (d / "hf").string() + " --prompt 'the' --max-new-tokens 5 --seed 3", d);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("the", 0), 0u) << r.out;
+  fs::create_directories(d / "big");
+  save(file({{"a", "b"}, {"c", "d"}, {"e", "f"}, {"g", "h"}, {"i", "j"}, {"k", "l"}}), "big/tokenizer.json");
+  r = run_binary("generate " + (d / "m.safetensors").string() + " --prompt 'the' --tokenizer " + (d / "big").string(), d);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("(vocabulary 263) does not fit the model's vocabulary of 261"), std::string::npos) << r.err;
+  r = run_binary("export " + (d / "m.safetensors").string() + " --hf " + (d / "hf2").string(), d);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("a SentencePiece .model or a tokenizer.json"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace tt::test
