@@ -172,7 +172,7 @@ class CudnnAttention {
 }  // namespace tt::cuda
 
 // CUDA, our flash attention (src/ops/flash_attention.cu, the custom-attention switch): tensor
-// cores in bf16, FMA in fp32, head sizes 32, 64 and 128, any sequence length. `lse` is the
+// cores in bf16, FMA in fp32 (src/ops/attention_fp32.cu), head sizes 32, 64 and 128, any sequence length. `lse` is the
 // saved log-sum-exp per row, [B, H, T] fp32 (natural log, of the scaled scores). The backward
 // needs flash_attention_scratch_numel fp32 elements of scratch (rowsum(dO * O) per row, and in
 // bf16 at small batches and long sequences the partial dK/dV sums of split key columns); it
@@ -188,4 +188,10 @@ void flash_attention_forward(const Tensor& att, const Tensor& lse, const Tensor&
 void flash_attention_backward(const Tensor& dqkv, const Tensor& datt, const Tensor& qkv, const Tensor& att,
                               const Tensor& lse, const AttnShape& s, const float* rope, const Tensor& scratch,
                               Stream st);
+// The fp32 kernels the two above launch for fp32 tensors; `delta` is the scratch's first part.
+void flash_attention_forward_fp32(const Tensor& att, const Tensor& lse, const Tensor& qkv, const AttnShape& s,
+                                  float scale_log2, Stream st);
+void flash_attention_backward_fp32(const Tensor& dqkv, float* delta, const Tensor& datt, const Tensor& qkv,
+                                   const Tensor& att, const Tensor& lse, const AttnShape& s, float scale,
+                                   float scale_log2, Stream st);
 }  // namespace tt::cuda

@@ -26,7 +26,6 @@
 namespace tt::cuda {
 namespace {
 
-constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
 constexpr int kUnroll = 4;  // vectors each thread loads before it uses the first
 
 struct MaxSum {

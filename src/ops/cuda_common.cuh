@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "core/cuda_check.h"
+#include "core/error.h"
 #include "core/stream.h"
 #include "core/tensor.h"
 
@@ -117,6 +118,24 @@ __device__ __forceinline__ float block_max(float v, float* scratch) {
 }
 
 inline unsigned blocks_for(int64_t n, int threads) { return unsigned((n + threads - 1) / threads); }
+
+// log2(e) and ln(2): the softmax kernels (attention, cross-entropy) take exponentials in base 2.
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
+// Calls f(std::integral_constant<int, D>{}) for an attention head size d, one of those our
+// flash attention kernels are built for.
+template <class F>
+void with_head_dim(int d, F&& f) {
+  switch (d) {
+    case 32: f(std::integral_constant<int, 32>{}); break;
+    case 64: f(std::integral_constant<int, 64>{}); break;
+    case 128: f(std::integral_constant<int, 128>{}); break;
+    default: fail("our flash attention supports head sizes 32, 64 and 128, not " + std::to_string(d));
+  }
+}
+
+inline int blocks_of(int n, int per) { return (n + per - 1) / per; }
 
 // Every kernel of the CUDA backend is launched through launch() (or launch_plainly()) and
 // begins with await_previous_kernel() (AdamW alone does work before it: see src/ops/adamw.cu).

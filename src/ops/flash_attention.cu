@@ -23,9 +23,8 @@
 //            chunks whose sums a third kernel adds in order (ColumnSplit).
 //            P and dP are recomputed in both: seven tile products against the five of a
 //            backward that sums dQ with atomics. That is the price of determinism.
-// fp32, CUDA cores (FMA): the same algorithm with one warp per row (its lanes split the head
-//   dimension) and the shared tiles in fp32; exact fp32 arithmetic (cuDNN has no fp32 flash
-//   attention).
+// fp32 runs take the same algorithm on the CUDA cores (src/ops/attention_fp32.cu). The Hopper
+// primitives (cp.async, wgmma) are in src/ops/hopper.cuh.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -36,47 +35,13 @@
 
 #include "ops/attention.h"
 #include "ops/cuda_common.cuh"
+#include "ops/hopper.cuh"
 
 namespace tt::cuda {
 namespace {
 
-constexpr float kLog2e = 1.4426950408889634f;
-constexpr float kLn2 = 0.6931471805599453f;
-constexpr int kWarpgroup = 128;  // the threads of one wgmma: 4 warps, 16 of its 64 rows each
 constexpr int kTileKeys = 64;    // keys of a forward or dQ step, and of a dK/dV block
 
-// ---- cp.async ---------------------------------------------------------------------------
-
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-// Copies 16 bytes global -> shared without stopping the thread; bytes past `valid` are zeroed.
-__device__ __forceinline__ void cp_async_16(void* dst, const void* src, int valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(valid));
-}
-__device__ __forceinline__ void cp_async_4(void* dst, const void* src, int valid) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(valid));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-// Waits for this thread's copies, makes them visible to wgmma (which reads shared memory
-// through the async proxy), then waits for the whole block's.
-// `then` runs once this thread's own copies have landed, before the barrier: it may rewrite the
-// chunks the thread copied (rope-in-attention rotates them), and the fence makes what it wrote
-// visible to the tensor cores' reads.
-template <class F>
-__device__ __forceinline__ void tiles_landed(F&& then) {
-  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
-  then();
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-  __syncthreads();
-}
-// 2^x in one instruction of the special-function unit; results below 2^-126 flush to zero, as
-// probabilities that small do in any case.
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
 // The maximum of f(kFirst) .. f(kFirst + kN - 1), kN a power of two, as a tree: log2(kN)
 // dependent steps instead of kN (a chain of fmaxf waits on each previous result). Written as a
 // recursion of templates, not as loops over an array: at kN = 16 nvcc left such an array in
@@ -88,18 +53,6 @@ __device__ __forceinline__ float tree_max(F f) {
     return f(kFirst);
   else
     return fmaxf(tree_max<kN / 2, kFirst>(f), tree_max<kN / 2, kFirst + kN / 2>(f));
-}
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&v);
-}
-
-// Dynamic shared memory, aligned to the 1024 bytes over which the swizzle pattern repeats
-// (each launch asks for kSmemAlign bytes more than its tiles).
-constexpr int kSmemAlign = 1024;
-__device__ __forceinline__ unsigned char* aligned_smem() {
-  extern __shared__ unsigned char smem[];
-  return smem + (kSmemAlign - smem_addr(smem) % kSmemAlign) % kSmemAlign;
 }
 
 // ---- shared-memory tiles in the layout wgmma reads -----------------------------------------
@@ -218,108 +171,6 @@ __device__ __forceinline__ void load_next_kv_tile(int j, int tiles, unsigned cha
     load_tile<kKeys, D, kThreads>(sv + (j + 1) % kStages * kTile, vg, ld, (j + 1) * kKeys, T);
     cp_async_commit();
   }
-}
-
-// ---- wgmma --------------------------------------------------------------------------------
-// d (64 x N fp32, N / 2 per thread) = or += A B for one 16-wide slice of the reduction. A comes
-// from shared memory (ss: a descriptor) or from registers (rs: the A fragments of the thread's
-// warp, 16 rows x 16); B from shared memory, K-major, or MN-major when kTransB. Thread (warp w,
-// g = lane / 4, t = lane % 4) holds d at rows 16 w + g (d[4n], d[4n + 1]) and 16 w + g + 8
-// (d[4n + 2], d[4n + 3]), columns 8 n + 2 t and 8 n + 2 t + 1: per 8 columns, the layout of
-// the 16x8 accumulator of mma.sync.
-template <int N>
-struct Wgmma;
-// The accumulator operands of a wgmma, "+f" for each of d's floats, and their placeholders in the
-// instruction (asm operand lists cannot be built by templates).
-#define TT_ACC8(i)                                                                                            \
-  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), \
-      "+f"(d[i + 7])
-#define TT_ACC16 TT_ACC8(0), TT_ACC8(8)
-#define TT_ACC32 TT_ACC16, TT_ACC8(16), TT_ACC8(24)
-#define TT_ACC64 TT_ACC32, TT_ACC8(32), TT_ACC8(40), TT_ACC8(48), TT_ACC8(56)
-#define TT_REGS16 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
-#define TT_REGS32 TT_REGS16 ", %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-#define TT_REGS64 TT_REGS32 ", %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
-                            "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-template <>
-struct Wgmma<32> {
-  template <int kTransB>
-  __device__ static void ss(float (&d)[16], uint64_t a, uint64_t b, int accumulate) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {" TT_REGS16 "}, "
-                 "%16, %17, p, 1, 1, 0, %19;\n}\n"
-                 : TT_ACC16
-                 : "l"(a), "l"(b), "r"(accumulate), "n"(kTransB));
-  }
-  template <int kTransB>
-  __device__ static void rs(float (&d)[16], const uint32_t (&a)[4], uint64_t b, int accumulate) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {" TT_REGS16 "}, "
-                 "{%16, %17, %18, %19}, %20, p, 1, 1, %22;\n}\n"
-                 : TT_ACC16
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate), "n"(kTransB));
-  }
-};
-template <>
-struct Wgmma<64> {
-  template <int kTransB>
-  __device__ static void ss(float (&d)[32], uint64_t a, uint64_t b, int accumulate) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {" TT_REGS32 "}, "
-                 "%32, %33, p, 1, 1, 0, %35;\n}\n"
-                 : TT_ACC32
-                 : "l"(a), "l"(b), "r"(accumulate), "n"(kTransB));
-  }
-  template <int kTransB>
-  __device__ static void rs(float (&d)[32], const uint32_t (&a)[4], uint64_t b, int accumulate) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {" TT_REGS32 "}, "
-                 "{%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
-                 : TT_ACC32
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate), "n"(kTransB));
-  }
-};
-template <>
-struct Wgmma<128> {
-  template <int kTransB>
-  __device__ static void ss(float (&d)[64], uint64_t a, uint64_t b, int accumulate) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" TT_REGS64 "}, "
-                 "%64, %65, p, 1, 1, 0, %67;\n}\n"
-                 : TT_ACC64
-                 : "l"(a), "l"(b), "r"(accumulate), "n"(kTransB));
-  }
-  template <int kTransB>
-  __device__ static void rs(float (&d)[64], const uint32_t (&a)[4], uint64_t b, int accumulate) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" TT_REGS64 "}, "
-                 "{%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n"
-                 : TT_ACC64
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate), "n"(kTransB));
-  }
-};
-#undef TT_ACC8
-#undef TT_ACC16
-#undef TT_ACC32
-#undef TT_ACC64
-#undef TT_REGS16
-#undef TT_REGS32
-#undef TT_REGS64
-
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-// An empty asm that "changes" each accumulator: the compiler cannot move their uses across it.
-template <int N>
-__device__ __forceinline__ void fence_registers(float (&r)[N]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
-}
-// Waits until at most kPending of the warpgroup's committed product groups are still running
-// (the oldest finish first); the accumulators given are then readable.
-template <int kPending, int... N>
-__device__ __forceinline__ void wgmma_wait(float (&... acc)[N]) {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
-  (fence_registers(acc), ...);
 }
 
 // acc = A B^T over the D columns (issued, not waited for): A the 64 rows r0.. of K-major tile
@@ -776,152 +627,6 @@ __global__ void flash_backward_split_sum_kernel(Successor next, bf16_t* dqkv, co
   reinterpret_cast<__nv_bfloat162*>(out)[1] = __floats2bfloat162_rn(acc.z * k, acc.w * k);
 }
 
-// ---- fp32 on the CUDA cores: one warp per row ----------------------------------------------
-// Lane l holds elements l, l + 32, ... of the row's D-vectors (D / 32 of them), so the shared
-// tiles are read without bank conflicts; a dot product is a warp sum.
-
-constexpr int kSimtWarps = 8;   // rows (warps) per block
-constexpr int kSimtTile = 32;   // rows of the shared tiles
-
-// Rows [row0, row0 + kSimtTile) of D columns of a [T, ld] matrix into a shared fp32 tile (zeros past T).
-template <int D>
-__device__ __forceinline__ void load_tile_f32(float (*dst)[D], const float* src, int64_t ld, int row0, int T) {
-  for (int i = threadIdx.x; i < kSimtTile * D; i += blockDim.x) {
-    const int r = i / D, c = i % D;
-    dst[r][c] = row0 + r < T ? src[int64_t(row0 + r) * ld + c] : 0.0f;
-  }
-}
-// The lane's slice of a D-vector in global or shared memory.
-template <int D>
-__device__ __forceinline__ void load_slice(float (&v)[D / 32], const float* row, float scale = 1.0f) {
-#pragma unroll
-  for (int e = 0; e < D / 32; ++e) v[e] = row[threadIdx.x % 32 + 32 * e] * scale;
-}
-template <int D>
-__device__ __forceinline__ float warp_dot(const float (&a)[D / 32], const float* row) {
-  float acc = 0.0f;
-#pragma unroll
-  for (int e = 0; e < D / 32; ++e) acc += a[e] * row[threadIdx.x % 32 + 32 * e];
-  return warp_sum(acc);
-}
-template <int D>
-__device__ __forceinline__ void axpy(float (&y)[D / 32], float a, const float* row) {
-#pragma unroll
-  for (int e = 0; e < D / 32; ++e) y[e] += a * row[threadIdx.x % 32 + 32 * e];
-}
-template <int D>
-__device__ __forceinline__ void store_slice(float* row, const float (&v)[D / 32], float scale) {
-#pragma unroll
-  for (int e = 0; e < D / 32; ++e) row[threadIdx.x % 32 + 32 * e] = v[e] * scale;
-}
-
-template <int D>
-__global__ void __launch_bounds__(32 * kSimtWarps)
-    flash_forward_simt_kernel(Successor next, float* att, float* lse, const float* qkv, AttnShape s, float scale_log2) {
-  await_previous_kernel(next);
-  __shared__ float ks[kSimtTile][D], vs[kSimtTile][D];
-  const int b = blockIdx.y / s.H, h = blockIdx.y % s.H, kvh = h / (s.H / s.KVH);
-  const int64_t ld = int64_t(s.H + 2 * s.KVH) * D;
-  const float* base = qkv + int64_t(b) * s.T * ld;
-  const int row = blockIdx.x * kSimtWarps + threadIdx.x / 32;
-  const int last = min(s.T, (blockIdx.x + 1) * kSimtWarps) - 1;  // the block's last row
-  float q[D / 32], o[D / 32] = {};
-  load_slice<D>(q, base + int64_t(min(row, s.T - 1)) * ld + int64_t(h) * D, scale_log2);
-  float mx = -INFINITY, sum = 0.0f;
-  for (int k0 = 0; k0 <= last; k0 += kSimtTile) {
-    __syncthreads();
-    load_tile_f32<D>(ks, base + int64_t(s.H + kvh) * D, ld, k0, s.T);
-    load_tile_f32<D>(vs, base + int64_t(s.H + s.KVH + kvh) * D, ld, k0, s.T);
-    __syncthreads();
-    const int keys = row < s.T ? min(kSimtTile, row - k0 + 1) : 0;  // keys at or before the row
-    for (int u = 0; u < keys; ++u) {
-      const float x = warp_dot<D>(q, ks[u]);
-      if (x > mx) {  // a new maximum: rescale what was summed so far
-        const float alpha = exp2f(mx - x);
-        sum *= alpha;
-#pragma unroll
-        for (int e = 0; e < D / 32; ++e) o[e] *= alpha;
-        mx = x;
-      }
-      const float p = exp2f(x - mx);
-      sum += p;
-      axpy<D>(o, p, vs[u]);
-    }
-  }
-  if (row >= s.T) return;
-  store_slice<D>(att + (int64_t(b) * s.T + row) * s.H * D + int64_t(h) * D, o, 1.0f / sum);
-  if (threadIdx.x % 32 == 0) lse[(int64_t(b) * s.H + h) * s.T + row] = (mx + log2f(sum)) * kLn2;
-}
-
-template <int D>
-__global__ void __launch_bounds__(32 * kSimtWarps)
-    flash_backward_dq_simt_kernel(Successor next, float* dqkv, float* delta, const float* datt, const float* att,
-                                  const float* qkv, const float* lse, AttnShape s, float scale, float scale_log2) {
-  await_previous_kernel(next);
-  __shared__ float ks[kSimtTile][D], vs[kSimtTile][D];
-  const int b = blockIdx.y / s.H, h = blockIdx.y % s.H, kvh = h / (s.H / s.KVH);
-  const int64_t ld = int64_t(s.H + 2 * s.KVH) * D;
-  const float* base = qkv + int64_t(b) * s.T * ld;
-  const int row = blockIdx.x * kSimtWarps + threadIdx.x / 32, rs = min(row, s.T - 1);
-  const int last = min(s.T, (blockIdx.x + 1) * kSimtWarps) - 1;
-  const int64_t stat = (int64_t(b) * s.H + h) * s.T + rs, at = (int64_t(b) * s.T + rs) * s.H * D + int64_t(h) * D;
-  float q[D / 32], g[D / 32], dq[D / 32] = {};
-  load_slice<D>(q, base + int64_t(rs) * ld + int64_t(h) * D, scale_log2);
-  load_slice<D>(g, datt + at);
-  const float lse2 = lse[stat] * kLog2e, dl = warp_dot<D>(g, att + at);  // delta = rowsum(dO * O)
-  if (row < s.T && threadIdx.x % 32 == 0) delta[stat] = dl;  // for the dK/dV kernel
-  for (int k0 = 0; k0 <= last; k0 += kSimtTile) {
-    __syncthreads();
-    load_tile_f32<D>(ks, base + int64_t(s.H + kvh) * D, ld, k0, s.T);
-    load_tile_f32<D>(vs, base + int64_t(s.H + s.KVH + kvh) * D, ld, k0, s.T);
-    __syncthreads();
-    const int keys = row < s.T ? min(kSimtTile, row - k0 + 1) : 0;
-    for (int u = 0; u < keys; ++u) {
-      const float p = exp2f(warp_dot<D>(q, ks[u]) - lse2);
-      axpy<D>(dq, p * (warp_dot<D>(g, vs[u]) - dl), ks[u]);
-    }
-  }
-  if (row < s.T) store_slice<D>(dqkv + (int64_t(b) * s.T + row) * ld + int64_t(h) * D, dq, scale);
-}
-
-template <int D>
-__global__ void __launch_bounds__(32 * kSimtWarps)
-    flash_backward_dkdv_simt_kernel(Successor next, float* dqkv, const float* datt, const float* qkv, const float* lse,
-                                    const float* delta, AttnShape s, float scale, float scale_log2) {
-  await_previous_kernel(next);
-  __shared__ float qs[kSimtTile][D], gs[kSimtTile][D], lse2s[kSimtTile], deltas[kSimtTile];
-  const int b = blockIdx.y / s.KVH, kvh = blockIdx.y % s.KVH, group = s.H / s.KVH;
-  const int64_t ld = int64_t(s.H + 2 * s.KVH) * D, ld_att = int64_t(s.H) * D;
-  const float* base = qkv + int64_t(b) * s.T * ld;
-  const int key = blockIdx.x * kSimtWarps + threadIdx.x / 32, ks = min(key, s.T - 1);
-  float k[D / 32], v[D / 32], dk[D / 32] = {}, dv[D / 32] = {};
-  load_slice<D>(k, base + int64_t(ks) * ld + int64_t(s.H + kvh) * D, scale_log2);
-  load_slice<D>(v, base + int64_t(ks) * ld + int64_t(s.H + s.KVH + kvh) * D);
-  for (int h = kvh * group; h < (kvh + 1) * group; ++h) {  // the group's query heads, in order
-    const int64_t stats = (int64_t(b) * s.H + h) * s.T;
-    for (int q0 = blockIdx.x * kSimtWarps; q0 < s.T; q0 += kSimtTile) {  // query tiles from the diagonal on
-      __syncthreads();
-      load_tile_f32<D>(qs, base + int64_t(h) * D, ld, q0, s.T);
-      load_tile_f32<D>(gs, datt + int64_t(b) * s.T * ld_att + int64_t(h) * D, ld_att, q0, s.T);
-      for (int r = threadIdx.x; r < kSimtTile; r += blockDim.x) {
-        const int q = min(q0 + r, s.T - 1);
-        lse2s[r] = lse[stats + q] * kLog2e, deltas[r] = delta[stats + q];
-      }
-      __syncthreads();
-      if (key >= s.T) continue;
-      for (int r = max(0, key - q0); r < min(kSimtTile, s.T - q0); ++r) {  // queries at or after the key
-        const float p = exp2f(warp_dot<D>(k, qs[r]) - lse2s[r]);
-        axpy<D>(dv, p, gs[r]);
-        axpy<D>(dk, p * (warp_dot<D>(v, gs[r]) - deltas[r]), qs[r]);
-      }
-    }
-  }
-  if (key >= s.T) return;
-  float* row = dqkv + (int64_t(b) * s.T + key) * ld;
-  store_slice<D>(row + int64_t(s.H + kvh) * D, dk, scale);
-  store_slice<D>(row + int64_t(s.H + s.KVH + kvh) * D, dv, 1.0f);
-}
-
 // ---- launchers ------------------------------------------------------------------------------
 
 // Dynamic shared memory over 48 KiB must be allowed per kernel before its launch.
@@ -930,18 +635,6 @@ void allow_smem(Kernel kernel, size_t bytes) {
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
 }
 
-// Calls f.template operator()<D>() for the head size of the shape.
-template <class F>
-void with_head_dim(int d, F&& f) {
-  switch (d) {
-    case 32: f(std::integral_constant<int, 32>{}); break;
-    case 64: f(std::integral_constant<int, 64>{}); break;
-    case 128: f(std::integral_constant<int, 128>{}); break;
-    default: fail("our flash attention supports head sizes 32, 64 and 128, not " + std::to_string(d));
-  }
-}
-
-int blocks_of(int n, int per) { return (n + per - 1) / per; }
 
 // The tensor-core kernels' grid: the (batch, head) rows in x, the columns (query or key tiles,
 // or chunks of them; the longest first) in y. The hardware starts blocks x first, so every
@@ -1099,9 +792,7 @@ void flash_attention_forward(const Tensor& att, const Tensor& lse, const Tensor&
       });
     } else {
       TT_CHECK(qkv.dtype == DType::F32, "flash attention: fp32 or bf16 only");
-      launch_plainly("flash_forward_simt_kernel", flash_forward_simt_kernel<D>,
-                     dim3(blocks_of(s.T, kSimtWarps), s.B * s.H), 32 * kSimtWarps, 0, st, att.data<float>(),
-                     lse.data<float>(), qkv.data<float>(), s, scale_log2);
+      flash_attention_forward_fp32(att, lse, qkv, s, scale_log2, st);
     }
   });
 }
@@ -1145,13 +836,7 @@ void flash_attention_backward(const Tensor& dqkv, const Tensor& datt, const Tens
       }
     } else {
       TT_CHECK(qkv.dtype == DType::F32, "flash attention: fp32 or bf16 only");
-      const dim3 block(32 * kSimtWarps);
-      launch_plainly("flash_backward_dq_simt_kernel", flash_backward_dq_simt_kernel<D>,
-                     dim3(blocks_of(s.T, kSimtWarps), s.B * s.H), block, 0, st, dqkv.data<float>(), delta,
-                     datt.data<float>(), att.data<float>(), qkv.data<float>(), lse.data<float>(), s, scale, scale_log2);
-      launch_plainly("flash_backward_dkdv_simt_kernel", flash_backward_dkdv_simt_kernel<D>,
-                     dim3(blocks_of(s.T, kSimtWarps), s.B * s.KVH), block, 0, st, dqkv.data<float>(),
-                     datt.data<float>(), qkv.data<float>(), lse.data<float>(), delta, s, scale, scale_log2);
+      flash_attention_backward_fp32(dqkv, delta, datt, qkv, att, lse, s, scale, scale_log2, st);
     }
   });
 }

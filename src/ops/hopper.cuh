@@ -1,0 +1,162 @@
+// Hopper's primitives, shared by the kernels that use them (our flash attention): cp.async
+// copies from global to shared memory and the wait that hands them to the tensor cores, the
+// 1024-byte-aligned dynamic shared memory the swizzled layouts need, and wgmma, the
+// warpgroup's asynchronous matrix product (bf16 in, fp32 accumulators) with its fence, commit
+// and wait. Each is one or a few PTX instructions; the kernels keep their own tile layouts.
+#pragma once
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+namespace tt::cuda {
+
+constexpr int kWarpgroup = 128;  // the threads of one wgmma: 4 warps, 16 of its 64 rows each
+
+// ---- cp.async ---------------------------------------------------------------------------
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+// Copies 16 bytes global -> shared without stopping the thread; bytes past `valid` are zeroed.
+__device__ __forceinline__ void cp_async_16(void* dst, const void* src, int valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(valid));
+}
+__device__ __forceinline__ void cp_async_4(void* dst, const void* src, int valid) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(valid));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+// Waits for this thread's copies, makes them visible to wgmma (which reads shared memory
+// through the async proxy), then waits for the whole block's.
+// `then` runs once this thread's own copies have landed, before the barrier: it may rewrite the
+// chunks the thread copied (rope-in-attention rotates them), and the fence makes what it wrote
+// visible to the tensor cores' reads.
+template <class F>
+__device__ __forceinline__ void tiles_landed(F&& then) {
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+  then();
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  __syncthreads();
+}
+// 2^x in one instruction of the special-function unit; results below 2^-126 flush to zero, as
+// probabilities that small do in any case.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+
+// Dynamic shared memory, aligned to the 1024 bytes over which the swizzle pattern repeats
+// (each launch asks for kSmemAlign bytes more than its tiles).
+constexpr int kSmemAlign = 1024;
+__device__ __forceinline__ unsigned char* aligned_smem() {
+  extern __shared__ unsigned char smem[];
+  return smem + (kSmemAlign - smem_addr(smem) % kSmemAlign) % kSmemAlign;
+}
+
+// ---- wgmma --------------------------------------------------------------------------------
+// d (64 x N fp32, N / 2 per thread) = or += A B for one 16-wide slice of the reduction. A comes
+// from shared memory (ss: a descriptor) or from registers (rs: the A fragments of the thread's
+// warp, 16 rows x 16); B from shared memory, K-major, or MN-major when kTransB. Thread (warp w,
+// g = lane / 4, t = lane % 4) holds d at rows 16 w + g (d[4n], d[4n + 1]) and 16 w + g + 8
+// (d[4n + 2], d[4n + 3]), columns 8 n + 2 t and 8 n + 2 t + 1: per 8 columns, the layout of
+// the 16x8 accumulator of mma.sync.
+template <int N>
+struct Wgmma;
+// The accumulator operands of a wgmma, "+f" for each of d's floats, and their placeholders in the
+// instruction (asm operand lists cannot be built by templates).
+#define TT_ACC8(i)                                                                                            \
+  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), \
+      "+f"(d[i + 7])
+#define TT_ACC16 TT_ACC8(0), TT_ACC8(8)
+#define TT_ACC32 TT_ACC16, TT_ACC8(16), TT_ACC8(24)
+#define TT_ACC64 TT_ACC32, TT_ACC8(32), TT_ACC8(40), TT_ACC8(48), TT_ACC8(56)
+#define TT_REGS16 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+#define TT_REGS32 TT_REGS16 ", %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define TT_REGS64 TT_REGS32 ", %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+                            "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+template <>
+struct Wgmma<32> {
+  template <int kTransB>
+  __device__ static void ss(float (&d)[16], uint64_t a, uint64_t b, int accumulate) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {" TT_REGS16 "}, "
+                 "%16, %17, p, 1, 1, 0, %19;\n}\n"
+                 : TT_ACC16
+                 : "l"(a), "l"(b), "r"(accumulate), "n"(kTransB));
+  }
+  template <int kTransB>
+  __device__ static void rs(float (&d)[16], const uint32_t (&a)[4], uint64_t b, int accumulate) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {" TT_REGS16 "}, "
+                 "{%16, %17, %18, %19}, %20, p, 1, 1, %22;\n}\n"
+                 : TT_ACC16
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate), "n"(kTransB));
+  }
+};
+template <>
+struct Wgmma<64> {
+  template <int kTransB>
+  __device__ static void ss(float (&d)[32], uint64_t a, uint64_t b, int accumulate) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {" TT_REGS32 "}, "
+                 "%32, %33, p, 1, 1, 0, %35;\n}\n"
+                 : TT_ACC32
+                 : "l"(a), "l"(b), "r"(accumulate), "n"(kTransB));
+  }
+  template <int kTransB>
+  __device__ static void rs(float (&d)[32], const uint32_t (&a)[4], uint64_t b, int accumulate) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {" TT_REGS32 "}, "
+                 "{%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
+                 : TT_ACC32
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate), "n"(kTransB));
+  }
+};
+template <>
+struct Wgmma<128> {
+  template <int kTransB>
+  __device__ static void ss(float (&d)[64], uint64_t a, uint64_t b, int accumulate) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" TT_REGS64 "}, "
+                 "%64, %65, p, 1, 1, 0, %67;\n}\n"
+                 : TT_ACC64
+                 : "l"(a), "l"(b), "r"(accumulate), "n"(kTransB));
+  }
+  template <int kTransB>
+  __device__ static void rs(float (&d)[64], const uint32_t (&a)[4], uint64_t b, int accumulate) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" TT_REGS64 "}, "
+                 "{%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n"
+                 : TT_ACC64
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate), "n"(kTransB));
+  }
+};
+#undef TT_ACC8
+#undef TT_ACC16
+#undef TT_ACC32
+#undef TT_ACC64
+#undef TT_REGS16
+#undef TT_REGS32
+#undef TT_REGS64
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+// An empty asm that "changes" each accumulator: the compiler cannot move their uses across it.
+template <int N>
+__device__ __forceinline__ void fence_registers(float (&r)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
+}
+// Waits until at most kPending of the warpgroup's committed product groups are still running
+// (the oldest finish first); the accumulators given are then readable.
+template <int kPending, int... N>
+__device__ __forceinline__ void wgmma_wait(float (&... acc)[N]) {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
+  (fence_registers(acc), ...);
+}
+
+}  // namespace tt::cuda
