@@ -1,6 +1,7 @@
 #include "model/generate.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <numeric>
 
@@ -142,6 +143,41 @@ int32_t choose_token(const std::vector<float>& logits, const SamplingOptions& o,
   for (size_t i = 0; i < keep; ++i)
     if ((u -= p[i]) < 0) return order[i];
   return order[keep - 1];
+}
+
+Decoded decode(const StepFn& step, const std::vector<std::vector<int32_t>>& prompts, int max_new, int eos,
+               const SamplingOptions& sampling, const CounterRng& rng,
+               const std::function<void(int, const std::vector<int32_t>&)>& new_token) {
+  using clock = std::chrono::steady_clock;
+  const size_t B = prompts.size();
+  Decoded d;
+  d.tokens.resize(B);
+  std::vector<bool> done(B, max_new <= 0);
+  const auto start = clock::now();
+  bool any_new = false;
+  uint64_t draw = 0;
+  std::vector<int32_t> tokens(B);
+  for (size_t pos = 0; std::find(done.begin(), done.end(), false) != done.end(); ++pos) {
+    for (size_t b = 0; b < B; ++b) {
+      const std::vector<int32_t>& p = prompts[b];
+      tokens[b] = pos < p.size() ? p[pos] : d.tokens[b].empty() ? p.back() : d.tokens[b].back();
+    }
+    const std::vector<std::vector<float>> logits = step(tokens);
+    for (size_t b = 0; b < B; ++b) {
+      if (done[b] || pos + 1 < prompts[b].size()) continue;
+      const int32_t next = choose_token(logits[b], sampling, rng, draw++);
+      if (!any_new) d.first_token_ms = std::chrono::duration<double, std::milli>(clock::now() - start).count(), any_new = true;
+      if (next == eos) {
+        done[b] = true;
+        continue;
+      }
+      d.tokens[b].push_back(next);
+      done[b] = int(d.tokens[b].size()) == max_new;
+      new_token(int(b), d.tokens[b]);
+    }
+  }
+  d.seconds = std::chrono::duration<double>(clock::now() - start).count();
+  return d;
 }
 
 }  // namespace tt

@@ -6,6 +6,7 @@
 // of the next token from the logits: greedy, or sampled with temperature, top-k, top-p.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -75,5 +76,19 @@ struct SamplingOptions {
 // restricted by top-k and top-p. `draw` numbers the draws of a run: with the same seed and draw
 // the same token, on any machine.
 int32_t choose_token(const std::vector<float>& logits, const SamplingOptions& o, const CounterRng& rng, uint64_t draw);
+
+// Decodes the prompts in step, one position a step, through `step` (a Generator's or a
+// WindowGenerator's): sequence b reads prompts[b] (not empty), then its own tokens; its first
+// new token comes from the logits of its prompt's last position. A sequence ends at `eos` (not
+// kept; -1: none) or after max_new tokens. The draws are numbered in the order the tokens are
+// chosen. new_token(b, tokens) is called after each token sequence b adds.
+struct Decoded {
+  std::vector<std::vector<int32_t>> tokens;  // each sequence's new tokens
+  double first_token_ms = 0, seconds = 0;    // until the first new token; the whole decode
+};
+using StepFn = std::function<std::vector<std::vector<float>>(const std::vector<int32_t>&)>;
+Decoded decode(const StepFn& step, const std::vector<std::vector<int32_t>>& prompts, int max_new, int eos,
+               const SamplingOptions& sampling, const CounterRng& rng,
+               const std::function<void(int, const std::vector<int32_t>&)>& new_token);
 
 }  // namespace tt

@@ -3,9 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
-#include <filesystem>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -106,19 +105,8 @@ std::vector<Generated> run_generate(const GenerateOptions& o, std::ostream& out)
     cached = std::make_unique<Generator>(model, context, B, int(positions));
   else
     window = std::make_unique<WindowGenerator>(model);
-  auto step = [&](const std::vector<int32_t>& tokens) { return cached ? cached->step(tokens) : window->step(tokens); };
+  const StepFn step = [&](const std::vector<int32_t>& tokens) { return cached ? cached->step(tokens) : window->step(tokens); };
 
-  // The sequences go in step, one position a step: sequence b reads its prompt, then its own
-  // tokens. Its first new token comes from the logits of its prompt's last position.
-  const CounterRng rng(o.seed, kStreamSampling);
-  const int eos = tok->eos();
-  std::vector<Generated> results(static_cast<size_t>(B));
-  std::vector<bool> done(static_cast<size_t>(B), false);
-  using clock = std::chrono::steady_clock;
-  const auto start = clock::now();
-  auto first = start;
-  bool any_new = false;
-  std::string printed;
   // Each prompt's tokens after its BOS and their text (decoded once), and what a continuation adds
   // to it: decoded after the prompt, not alone (a SentencePiece piece that begins a word carries
   // its space, which decoding drops at the start).
@@ -136,41 +124,22 @@ std::vector<Generated> run_generate(const GenerateOptions& o, std::ostream& out)
     return text.compare(0, before.size(), before) == 0 ? text.substr(before.size()) : tok->decode(generated);
   };
   if (B == 1) out << prompt_text[0] << std::flush;
-  uint64_t draw = 0;
-  std::vector<int32_t> tokens(static_cast<size_t>(B));
-  for (int pos = 0; std::find(done.begin(), done.end(), false) != done.end(); ++pos) {
-    for (int b = 0; b < B; ++b) {
-      const auto& p = prompts[size_t(b)];
-      const auto& mine = results[size_t(b)].tokens;
-      tokens[size_t(b)] = pos < int(p.size()) ? p[size_t(pos)] : mine.empty() ? p.back() : mine.back();
-    }
-    const std::vector<std::vector<float>> logits = step(tokens);
-    for (int b = 0; b < B; ++b) {
-      Generated& g = results[size_t(b)];
-      if (done[size_t(b)] || pos + 1 < int(prompts[size_t(b)].size())) continue;
-      const int32_t next = choose_token(logits[size_t(b)], o.sampling, rng, draw++);
-      if (!any_new) first = clock::now(), any_new = true;
-      if (next == eos) {
-        done[size_t(b)] = true;
-        continue;
-      }
-      g.tokens.push_back(next);
-      done[size_t(b)] = int(g.tokens.size()) == o.max_new_tokens;
-      if (B == 1) {  // streamed, a whole character at a time
-        const std::string text = continuation(b, g.tokens);
-        const size_t ready = complete_utf8(text);
-        if (ready > printed.size()) {
-          out << text.substr(printed.size(), ready - printed.size()) << std::flush;
-          printed = text.substr(0, ready);
-        }
-      }
-    }
-  }
-  const double total_s = std::chrono::duration<double>(clock::now() - start).count();
-  const double first_ms = std::chrono::duration<double, std::milli>(first - start).count();
+  std::string printed;
+  const Decoded d = decode(step, prompts, o.max_new_tokens, tok->eos(), o.sampling, CounterRng(o.seed, kStreamSampling),
+                           [&](int b, const std::vector<int32_t>& tokens) {
+                             if (B != 1) return;
+                             const std::string text = continuation(b, tokens);  // streamed, a whole character at a time
+                             const size_t ready = complete_utf8(text);
+                             if (ready > printed.size()) {
+                               out << text.substr(printed.size(), ready - printed.size()) << std::flush;
+                               printed = text.substr(0, ready);
+                             }
+                           });
+  std::vector<Generated> results(static_cast<size_t>(B));
   size_t generated = 0;
   for (int b = 0; b < B; ++b) {
     Generated& g = results[size_t(b)];
+    g.tokens = d.tokens[size_t(b)];
     g.text = continuation(b, g.tokens);
     generated += g.tokens.size();
     if (B == 1) {
@@ -179,6 +148,7 @@ std::vector<Generated> run_generate(const GenerateOptions& o, std::ostream& out)
       out << fmt::format("--- {} ---\n", b + 1) << prompt_text[size_t(b)] << g.text << "\n";
     }
   }
+  const double first_ms = d.first_token_ms, total_s = d.seconds;
   const double rate = generated == 0 ? 0 : double(generated) / std::max(1e-9, total_s - first_ms / 1e3);
   for (Generated& g : results) g.first_token_ms = first_ms, g.tokens_per_sec = rate;
   const std::string what = B == 1 ? fmt::format("{} prompt tokens, {} new", prompts[0].size(), generated)
