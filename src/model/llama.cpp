@@ -33,38 +33,21 @@ Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len
       B_(batch),
       T_(seq_len),
       step_(step),
-      comm_(dp.comm),
-      dp_(dp.comm && !dp.comm->solo()),
-      zero_(dp_ ? dp.zero : 0),
-      rank_(dp.comm ? dp.comm->rank() : 0),
-      world_(dp.comm ? dp.comm->size() : 1),
-      reduce_dtype_(dp.reduce),
       Vp_(tt::padded_vocab(config.vocab_size, backend.vocab_padding_multiple())),
       chunk_(classifier_chunk_for(backend.plan(), tokens(), Vp_, dtype_size(backend.act_dtype()))),
       attn_{batch, seq_len, config.heads, config.kv_heads, config.head_dim()},
-      arena_(backend.memory()),
-      table_(param_table(config)) {
-  cfg_.validate();
+      state_(cfg_, backend, dp, step, Vp_),
+      arena_(backend.memory()) {
   TT_CHECK(step.micro_batches >= 1, "Llama: at least one micro-batch a step (TrainOptions::validate refuses it)");
-  TT_CHECK(dp.zero == 0 || dp.zero == 1, "Llama: ZeRO-0 or ZeRO-1 (TrainOptions::validate refuses --zero)");
-  TT_CHECK(reduce_dtype_ == DType::F32 || (reduce_dtype_ == DType::BF16 && backend.act_dtype() == DType::BF16),
-           "Llama: gradients are summed in fp32, or in bf16 in bf16 runs (TrainOptions::validate refuses --reduce-dtype)");
   for (int l = 0; l < cfg_.layers; ++l) layer_names_.push_back("layer." + std::to_string(l));
-  buckets_ = update_ranges();
-  int64_t at = 0;
-  for (const ParamRange& b : buckets_) {
-    bucket_split_.push_back(split_offsets(b.numel, world_));
-    shard_at_.push_back(at);
-    at += bucket_split_.back()[size_t(rank_) + 1] - bucket_split_.back()[size_t(rank_)];
-  }
   arena_.measure([this](Arena& a) { layout(a); });
 }
 
 Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len, DataParallel dp, StepOptions step)
     : Llama(config, backend, batch, seq_len, dp, step, MeasureOnly{}) {
   arena_.build([this](Arena& a) { layout(a); });
-  w_ = weight_views(cfg_, params_act_.empty() ? params_ : params_act_, Vp_);
-  g_ = weight_views(cfg_, grads_, Vp_);
+  w_ = weight_views(cfg_, state_.params_act().empty() ? state_.params() : state_.params_act(), Vp_);
+  g_ = weight_views(cfg_, state_.grads(), Vp_);
   // The padding rows of the head are zero for good: AdamW updates the real parameters only.
   for (const Tensor& t : padding_rows()) be_.zero(t);
   // RoPE's cos/sin table, computed once in double and stored in the acc type.
@@ -86,21 +69,11 @@ std::array<size_t, kNumCategories> Llama::memory_needed(const ModelConfig& confi
 }
 
 void Llama::layout(Arena& a) {
-  const DType M = be_.master_dtype(), A = be_.act_dtype(), S = be_.acc_dtype();
-  const int64_t Pp = padded_param_numel(cfg_, Vp_), N = tokens();
+  const DType A = be_.act_dtype(), S = be_.acc_dtype();
+  const int64_t N = tokens();
   const int64_t C = cfg_.hidden, F = cfg_.intermediate, HD = int64_t(cfg_.heads) * cfg_.head_dim();
   const TensorSpec saved = be_.attention_saved(attn_);
-
-  params_ = a.take(Category::Parameters, M, Pp);
-  params_act_ = A != M ? a.take(Category::Parameters, A, Pp) : Tensor{};
-  grads_ = a.take(Category::Gradients, M, Pp);
-  m_ = a.take(Category::OptimizerState, M, shard_numel());
-  v_ = a.take(Category::OptimizerState, M, shard_numel());
-  if (dp_ && reduce_dtype_ != M) {
-    int64_t largest = 0;
-    for (const ParamRange& b : buckets_) largest = std::max(largest, b.numel);
-    reduce_scratch_ = a.take(Category::Gradients, reduce_dtype_, largest);
-  }
+  state_.layout(a);
 
   auto act = [&](DType d, int64_t n) { return a.take(Category::Activations, d, n); };
   const int64_t inputs = N * step_.micro_batches;
@@ -130,7 +103,6 @@ void Llama::layout(Arena& a) {
 
   auto scratch = [&](DType d, int64_t n) { return a.take(Category::Workspace, d, n); };
   rope_table_ = scratch(S, int64_t(T_) * cfg_.head_dim());
-  if (step_.clip) grad_sumsq_ = scratch(M, 1);
   branch_ = scratch(A, N * C);
   dres_ = scratch(A, N * C);
   d_normed_ = scratch(A, N * C);
@@ -144,10 +116,10 @@ void Llama::layout(Arena& a) {
 }
 
 std::vector<Tensor> Llama::padding_rows() const {
-  const int64_t P = cfg_.param_count(), pad = params_.numel - P;
+  const int64_t P = cfg_.param_count(), pad = state_.params().numel - P;
   std::vector<Tensor> rows;
   if (pad > 0)
-    for (const Tensor* t : {&params_, &params_act_, &grads_})
+    for (const Tensor* t : {&state_.params(), &state_.params_act(), &state_.grads()})
       if (!t->empty()) rows.push_back(t->slice(P, pad));
   return rows;
 }
@@ -156,8 +128,9 @@ std::array<size_t, kNumCategories> Llama::padding_bytes() const {
   const int64_t rows = Vp_ - cfg_.vocab_size;
   const size_t weights = size_t(rows) * size_t(cfg_.hidden);
   std::array<size_t, kNumCategories> b{};
-  b[size_t(Category::Parameters)] = weights * (params_.bytes() + params_act_.bytes()) / size_t(params_.numel);
-  b[size_t(Category::Gradients)] = weights * dtype_size(grads_.dtype);
+  const Tensor &params = state_.params(), &act = state_.params_act();
+  b[size_t(Category::Parameters)] = weights * (params.bytes() + act.bytes()) / size_t(params.numel);
+  b[size_t(Category::Gradients)] = weights * dtype_size(state_.grads().dtype);
   b[size_t(Category::Activations)] = size_t(rows) * size_t(chunk_) * dtype_size(logits_.dtype);
   return b;
 }
@@ -191,10 +164,10 @@ std::vector<Llama::MemoryPoint> Llama::memory_timeline() const {
 }
 
 void Llama::init_weights(uint64_t seed, double std) {
-  for (const ParamEntry& e : table_) write(params_.slice(e.offset, e.numel), initial_values(e, seed, std));
-  be_.zero(grads_);
-  be_.zero(m_);
-  be_.zero(v_);
+  for (const ParamEntry& e : param_table(cfg_)) write(state_.params().slice(e.offset, e.numel), initial_values(e, seed, std));
+  be_.zero(state_.grads());
+  be_.zero(state_.adam_m());
+  be_.zero(state_.adam_v());
 }
 
 void Llama::set_batch(const int32_t* tok, const int32_t* tgt, int micro_batches) {
@@ -398,7 +371,7 @@ void Llama::backward_pass(bool update_behind) {
     ScopedRange r(be_, layer_names_[size_t(l)].c_str());
     backward_ffn(l);
     backward_attention(l);
-    if (last) bucket_complete(size_t(l), update_behind);
+    if (last) state_.bucket_complete(size_t(l), update_behind);
   }
   {
     ScopedRange r(be_, "embedding");
@@ -406,177 +379,10 @@ void Llama::backward_pass(bool update_behind) {
     if (!cfg_.tie_embeddings && !accumulating()) be_.zero(g_.wte);
     be_.embedding_backward(g_.wte, dres_, micro_slice(tokens_), N, C, V);
   }
-  if (last) bucket_complete(buckets_.size() - 1, update_behind);
-  if (pending_gather_ >= 0) {  // ZeRO-1 behind the backward: the last bucket's gathering
-    be_.begin_behind(Backend::Lane::Communication);
-    be_.follow(Backend::Lane::Update);
-    gather_bucket(size_t(pending_gather_));
-    be_.end_behind();
-    pending_gather_ = -1;
+  if (last) {
+    state_.bucket_complete(state_.buckets() - 1, update_behind);
+    state_.finish_behind();
   }
-}
-
-// Behind the backward, while the layers below run theirs (nothing below reads these parameters
-// or gradients, and the step's end waits): the bucket's gradients summed over the ranks on the
-// communication lane; with the update behind the backward, its AdamW on the update lane once the
-// sum is there. With ZeRO-1 the updated parts are gathered on the communication lane after the
-// next bucket's reduction is enqueued, so that no reduction waits for an update.
-void Llama::bucket_complete(size_t b, bool update_behind) {
-  if (dp_) {
-    be_.begin_behind(Backend::Lane::Communication);
-    reduce_bucket(b);
-    if (pending_gather_ >= 0) {
-      be_.follow(Backend::Lane::Update);
-      gather_bucket(size_t(pending_gather_));
-      pending_gather_ = -1;
-    }
-    be_.end_behind();
-  }
-  if (!update_behind) return;
-  be_.begin_behind(Backend::Lane::Update);
-  if (dp_) be_.follow(Backend::Lane::Communication);
-  update_shard(b);
-  be_.end_behind();
-  if (zero_ == 1) pending_gather_ = int(b);
-}
-
-int64_t Llama::shard_numel() const {
-  if (zero_ == 0) return cfg_.param_count();
-  int64_t n = 0;
-  for (const auto& split : bucket_split_) n += split[size_t(rank_) + 1] - split[size_t(rank_)];
-  return n;
-}
-
-// With a bf16 reduction the bucket goes through reduce_scratch_: converted, summed there, and
-// the part this rank keeps (all of it without ZeRO-1) converted back into the fp32 gradients.
-void Llama::reduce_bucket(size_t b) {
-  ScopedRange range(be_, "gradient_reduction");
-  const ParamRange& r = buckets_[b];
-  const Tensor grads = grads_.slice(r.offset, r.numel);
-  const Tensor sum = reduce_scratch_.empty() ? grads : reduce_scratch_.slice(0, r.numel);
-  if (sum.ptr != grads.ptr) be_.convert(sum, grads);
-  if (zero_ == 0)
-    comm_->all_reduce_sum(sum);
-  else
-    comm_->reduce_scatter_sum(sum, bucket_split_[b]);  // this rank's part of the sum, in place
-  if (sum.ptr == grads.ptr) return;
-  const std::vector<int64_t>& split = bucket_split_[b];
-  const int64_t begin = zero_ == 0 ? 0 : split[size_t(rank_)], n = zero_ == 0 ? r.numel : split[size_t(rank_) + 1] - begin;
-  if (n > 0) be_.convert(grads.slice(begin, n), sum.slice(begin, n));
-}
-
-// Every rank updates all of the bucket, the same way; with ZeRO-1 its own part only.
-void Llama::update_shard(size_t b) {
-  const ParamRange& r = buckets_[b];
-  if (zero_ == 0) return update_range(r);
-  ScopedRange range(be_, "optimizer");
-  const std::vector<int64_t>& split = bucket_split_[b];
-  const int64_t begin = r.offset + split[size_t(rank_)], n = split[size_t(rank_) + 1] - split[size_t(rank_)];
-  if (n > 0) adamw_runs(begin, n, shard_at_[b]);
-}
-
-// ZeRO-1: every rank's updated part of the bucket to every rank, and the act-typed copy refreshed.
-void Llama::gather_bucket(size_t b) {
-  if (zero_ == 0) return;
-  ScopedRange range(be_, "parameter_gather");
-  const ParamRange& r = buckets_[b];
-  comm_->all_gather(params_.slice(r.offset, r.numel), bucket_split_[b]);
-  if (!params_act_.empty()) be_.convert(params_act_.slice(r.offset, r.numel), params_.slice(r.offset, r.numel));
-}
-
-Tensor Llama::optimizer_state(int which) {
-  TT_CHECK(which == 1 || which == 2, "optimizer_state: 1 (first moment) or 2 (second)");
-  const Tensor& state = which == 1 ? m_ : v_;
-  if (zero_ == 0) return state;
-  for (size_t b = 0; b < buckets_.size(); ++b) {  // each rank's parts into place, then gathered
-    const std::vector<int64_t>& split = bucket_split_[b];
-    const int64_t n = split[size_t(rank_) + 1] - split[size_t(rank_)];
-    const Tensor bucket = grads_.slice(buckets_[b].offset, buckets_[b].numel);
-    if (n > 0) be_.convert(bucket.slice(split[size_t(rank_)], n), state.slice(shard_at_[b], n));
-    comm_->all_gather(bucket, split);
-  }
-  return grads_.slice(0, cfg_.param_count());
-}
-
-void Llama::load_optimizer_state(int which, int64_t offset, const std::vector<float>& values) {
-  const Tensor& state = which == 1 ? m_ : v_;
-  if (zero_ == 0) return write(state.slice(offset, int64_t(values.size())), values);
-  for (size_t b = 0; b < buckets_.size(); ++b) {  // the overlap of the tensor with this rank's part of each bucket
-    const int64_t part = buckets_[b].offset + bucket_split_[b][size_t(rank_)];
-    const int64_t n = bucket_split_[b][size_t(rank_) + 1] - bucket_split_[b][size_t(rank_)];
-    const int64_t lo = std::max(part, offset), hi = std::min(part + n, offset + int64_t(values.size()));
-    if (lo < hi)
-      write(state.slice(shard_at_[b] + (lo - part), hi - lo),
-            std::vector<float>(values.begin() + (lo - offset), values.begin() + (hi - offset)));
-  }
-}
-
-// The ranges the fused AdamW updates, in the flat buffers' order: each layer's nine tensors
-// (the last layer's with the final norm after them), then the embedding. Contiguous and in
-// order, they cover the real parameters exactly (the padding rows that follow are not updated).
-std::vector<ParamRange> Llama::update_ranges() const {
-  std::vector<ParamRange> ranges;
-  for (int l = 0; l < cfg_.layers; ++l) {
-    const ParamEntry& first = table_[size_t(l) * 9];
-    const ParamEntry& last = table_[size_t(l) * 9 + (l + 1 == cfg_.layers ? 9 : 8)];
-    ranges.push_back({first.offset, last.offset + last.numel - first.offset});
-  }
-  const ParamEntry& embed = table_[embedding_entry(cfg_)];  // and an untied head after it
-  ranges.push_back({embed.offset, table_.back().offset + table_.back().numel - embed.offset});
-  return ranges;
-}
-
-void Llama::update_range(const ParamRange& r) {
-  ScopedRange range(be_, "optimizer");
-  adamw_runs(r.offset, r.numel, r.offset);
-}
-
-bool Llama::decays(const ParamEntry& e) const {
-  if (e.shape.size() == 1) return step_.decay_norms;  // the RMSNorm gains are the 1-D tensors
-  if (&e == &table_[embedding_entry(cfg_)]) return step_.decay_embedding;
-  return true;
-}
-
-void Llama::adamw_runs(int64_t offset, int64_t n, int64_t m_at) {
-  auto entry_at = [&](int64_t i) {  // the tensor that holds element i
-    return std::upper_bound(table_.begin(), table_.end(), i, [](int64_t x, const ParamEntry& e) { return x < e.offset; }) - 1;
-  };
-  for (int64_t at = offset; at < offset + n;) {
-    auto e = entry_at(at);
-    const bool decay = decays(*e);
-    int64_t end = e->offset + e->numel;
-    for (++e; e != table_.end() && end < offset + n && decays(*e) == decay; ++e) end = e->offset + e->numel;
-    end = std::min(end, offset + n);
-    const int64_t k = end - at, mk = m_at + (at - offset);
-    be_.adamw(params_.slice(at, k), grads_.slice(at, k), m_.slice(mk, k), v_.slice(mk, k),
-              params_act_.empty() ? Tensor{} : params_act_.slice(at, k), decay, grad_sumsq_);
-    at = end;
-  }
-}
-
-// After the reductions: every gradient's square summed, on each rank over all of them (each
-// holds the whole sum), or with ZeRO-1 over its own parts, then over the ranks.
-void Llama::measure_grad_norm() {
-  ScopedRange range(be_, "grad_norm");
-  if (zero_ == 0) {
-    be_.sum_squares(grad_sumsq_, grads(), false);
-    return;
-  }
-  bool first = true;
-  for (size_t b = 0; b < buckets_.size(); ++b) {
-    const std::vector<int64_t>& split = bucket_split_[b];
-    const int64_t n = split[size_t(rank_) + 1] - split[size_t(rank_)];
-    if (n == 0) continue;
-    be_.sum_squares(grad_sumsq_, grads_.slice(buckets_[b].offset + split[size_t(rank_)], n), !first);
-    first = false;
-  }
-  if (first) be_.zero(grad_sumsq_);
-  comm_->all_reduce_sum(grad_sumsq_);
-}
-
-double Llama::grad_norm() {
-  TT_CHECK(step_.clip, "grad_norm: measured with StepOptions::clip only");
-  return std::sqrt(read(grad_sumsq_)[0]);
 }
 
 void Llama::backward_ffn(int l) {
@@ -648,25 +454,8 @@ void Llama::backward_attention(int l) {
 void Llama::optimizer_step(const AdamWStep& step) {
   TT_CHECK(!step_.clip || step.max_grad_norm > 0, "optimizer_step: clipping needs a max_grad_norm");
   be_.set_adamw_step(step);
-  if (step_.clip) measure_grad_norm();
-  update_parameters();
-}
-
-void Llama::update_parameters() {
-  if (dp_) {  // bucket by bucket, as they were reduced
-    for (size_t b = 0; b < buckets_.size(); ++b) update_shard(b), gather_bucket(b);
-    return;
-  }
-  if (be_.plan().fused_adamw) {  // one launch over all the real parameters (a run each of decay), not the padding
-    update_range({0, cfg_.param_count()});
-    return;
-  }
-  ScopedRange range(be_, "optimizer");
-  for (const ParamEntry& e : table_) {  // one parameter tensor at a time, like torch's AdamW
-    const Tensor act = params_act_.empty() ? Tensor{} : params_act_.slice(e.offset, e.numel);
-    be_.adamw(params_.slice(e.offset, e.numel), grads_.slice(e.offset, e.numel),
-              m_.slice(e.offset, e.numel), v_.slice(e.offset, e.numel), act, decays(e), grad_sumsq_);
-  }
+  if (step_.clip) state_.measure_grad_norm();
+  state_.update();
 }
 
 void Llama::train_step(const AdamWStep& step) {
@@ -706,15 +495,15 @@ void Llama::enqueue_step() {
     ScopedRange range(be_, "optimizer");
     be_.wait_behind();  // the updates behind the backward, or the gradients' reductions
   }
-  if (step_.clip) measure_grad_norm();
-  if (!behind) update_parameters();
+  if (step_.clip) state_.measure_grad_norm();
+  if (!behind) state_.update();
   be_.mark(3);
 }
 
 double Llama::mean_loss() {
   std::vector<double> sum = {loss_sum(B_ * loaded_)};
-  if (dp_) comm_->all_reduce_sum(sum);  // the mean over every rank's tokens
-  return sum[0] / double(tokens() * loaded_ * world_);
+  if (state_.distributed()) state_.comm()->all_reduce_sum(sum);  // the mean over every rank's tokens
+  return sum[0] / double(tokens() * loaded_ * state_.world_size());
 }
 
 double Llama::loss_sum(int sequences) {
@@ -724,50 +513,6 @@ double Llama::loss_sum(int sequences) {
   double sum = 0;
   for (int64_t i = 0; i < int64_t(sequences) * T_; ++i) sum += losses[size_t(i)];  // in order, in double
   return sum;
-}
-
-std::vector<double> Llama::read(const Tensor& master) {
-  if (master.dtype == DType::F64) {
-    std::vector<double> out(size_t(master.numel));
-    be_.download(out.data(), master);
-    return out;
-  }
-  const std::vector<float> f = read_f32(master);
-  return std::vector<double>(f.begin(), f.end());
-}
-
-std::vector<float> Llama::read_f32(const Tensor& master) {
-  std::vector<float> out(size_t(master.numel));
-  if (master.dtype == DType::F32) {
-    be_.download(out.data(), master);
-  } else if (master.dtype == DType::BF16) {
-    std::vector<bf16> h(size_t(master.numel));
-    be_.download(h.data(), master);
-    for (size_t i = 0; i < h.size(); ++i) out[i] = bf16_to_float(h[i]);
-  } else {
-    std::vector<double> d(size_t(master.numel));
-    be_.download(d.data(), master);
-    for (size_t i = 0; i < d.size(); ++i) out[i] = float(d[i]);
-  }
-  return out;
-}
-
-void Llama::write(const Tensor& master, const std::vector<float>& values) {
-  TT_CHECK(int64_t(values.size()) == master.numel, "write: size mismatch");
-  if (master.dtype == DType::F32) {
-    be_.upload(master, values.data());
-  } else {
-    const std::vector<double> d(values.begin(), values.end());
-    be_.upload(master, d.data());
-  }
-  // A write into the parameters (all of them, or one tensor's range) refreshes that range of
-  // the act-typed copy the products read.
-  const char* base = static_cast<const char*>(params_.ptr);
-  const char* at = static_cast<const char*>(master.ptr);
-  if (!params_act_.empty() && at >= base && at < base + params_.bytes()) {
-    const int64_t offset = (at - base) / int64_t(dtype_size(params_.dtype));
-    be_.convert(params_act_.slice(offset, master.numel), params_.slice(offset, master.numel));
-  }
 }
 
 }  // namespace tt

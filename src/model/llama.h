@@ -12,7 +12,9 @@
 // logits), then that chunk's products of the backward; the logits buffer holds one chunk.
 //
 // All memory (parameters, gradients, Adam moments, activations, scratch) is laid out once in
-// the backend's arena when the model is built; a step allocates nothing.
+// the backend's arena when the model is built; a step allocates nothing. The parameters,
+// gradients and optimizer state, their reductions over the ranks and the updates are the
+// ParamState's (src/model/param_state.h); this class is the network.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -22,37 +24,10 @@
 #include "backend/backend.h"
 #include "dist/comm.h"
 #include "model/config.h"
+#include "model/param_state.h"
 #include "model/params.h"
 
 namespace tt {
-
-// Data parallelism (src/dist/comm.h): each rank trains on its batch, the loss is the mean over
-// every rank's tokens, and each bucket of gradients (a layer's, the last layer's with the final
-// norm's, the embedding's: update_ranges) is summed over the ranks as soon as it is complete.
-// With ZeRO-1 (zero = 1) a rank keeps the Adam moments of its part of each bucket only
-// (split_offsets), updates that part of the weights, and gathers the others' parts. The
-// reductions run on the backend's communication lane, the updates behind the backward on its
-// update lane (Backend::Lane).
-struct DataParallel {
-  Communicator* comm = nullptr;  // none: one process
-  int zero = 0;
-  // The type the gradients are summed in: the master gradients' (fp32), or bf16, half the bytes
-  // (each bucket converted before its reduction and back after; bf16 runs only).
-  DType reduce = DType::F32;
-};
-
-// What a training step does beyond forward, backward and AdamW: the micro-batches whose
-// gradients it sums (gradient accumulation: one update for micro_batches x batch sequences, the
-// gradients of the mean over all of them), clipping by the gradients' global norm, and the
-// tensors exempt from weight decay. The defaults are the original's step.
-struct StepOptions {
-  int micro_batches = 1;
-  // The gradients' global norm is measured every step (sum_squares over every tensor and rank,
-  // after the reductions), and AdamW clips them to AdamWStep::max_grad_norm.
-  bool clip = false;
-  bool decay_norms = true;      // the RMSNorm gains decay (false: exempt, as nanoGPT exempts 1-D tensors)
-  bool decay_embedding = true;  // the embedding (the tied head) decays
-};
 
 class Llama {
  public:
@@ -94,7 +69,7 @@ class Llama {
   // this rank alone (validation on a set number of windows counts only the real rows of a batch).
   double loss_sum(int sequences);
   // With StepOptions::clip: the gradients' global norm of the last step, before clipping.
-  double grad_norm();
+  double grad_norm() { return state_.grad_norm(); }
   // Every micro-batch's forward and backward, and optimizer_step, with time marks 0..3 on the
   // backend (0 at the start, 1 after the last micro-batch's forward, 2 after its backward, 3
   // after the update); with the cuda-graph switch, captured at the first call and replayed after.
@@ -126,25 +101,27 @@ class Llama {
 
   // The master buffers (parameters, gradients, Adam moments), all laid out by param_table:
   // the real parameters only (the padding rows that follow them are the model's own).
-  Tensor params() const { return params_.slice(0, cfg_.param_count()); }
-  Tensor grads() const { return grads_.slice(0, cfg_.param_count()); }
-  Tensor adam_m() const { return m_; }  // with ZeRO-1: this rank's parts only
-  Tensor adam_v() const { return v_; }
+  Tensor params() const { return state_.params().slice(0, cfg_.param_count()); }
+  Tensor grads() const { return state_.grads().slice(0, cfg_.param_count()); }
+  Tensor adam_m() const { return state_.adam_m(); }  // with ZeRO-1: this rank's parts only
+  Tensor adam_v() const { return state_.adam_v(); }
   // For checkpoints, whatever the sharding. optimizer_state(1 or 2): the whole first or second
   // moment in the flat layout; with ZeRO-1 it is gathered from every rank into the gradients'
   // buffer (a collective: every rank calls it; the gradients are rewritten by the next step).
   // load_optimizer_state: the values of one tensor at `offset` of the flat layout, kept where
   // this rank holds them.
-  Tensor optimizer_state(int which);
-  void load_optimizer_state(int which, int64_t offset, const std::vector<float>& values);
-  int rank() const { return rank_; }
-  DType reduce_dtype() const { return reduce_dtype_; }
-  int world_size() const { return world_; }
+  Tensor optimizer_state(int which) { return state_.optimizer_state(which); }
+  void load_optimizer_state(int which, int64_t offset, const std::vector<float>& values) {
+    state_.load_optimizer_state(which, offset, values);
+  }
+  int rank() const { return state_.rank(); }
+  DType reduce_dtype() const { return state_.reduce_dtype(); }
+  int world_size() const { return state_.world_size(); }
   // Host copies of an fp32 or fp64 buffer (or a range of one; read_f32 also takes the act-typed
   // bf16 ones, such as the logits), converted from or to its element type. write() also refreshes the act-typed copy of the weights when it writes parameters.
-  std::vector<double> read(const Tensor& master);
-  std::vector<float> read_f32(const Tensor& master);
-  void write(const Tensor& master, const std::vector<float>& values);
+  std::vector<double> read(const Tensor& master) { return state_.read(master); }
+  std::vector<float> read_f32(const Tensor& master) { return state_.read_f32(master); }
+  void write(const Tensor& master, const std::vector<float>& values) { state_.write(master, values); }
 
  private:
   struct MeasureOnly {};
@@ -166,27 +143,13 @@ class Llama {
   };
 
   void layout(Arena& a);
-  void enqueue_step();       // marks, forward, backward, update_parameters
+  void enqueue_step();  // marks, forward, backward, the update
   void backward_pass(bool update_behind);
-  void update_parameters();  // AdamW with the scalars of the last set_adamw_step
-  std::vector<ParamRange> update_ranges() const;
-  void update_range(const ParamRange& r);
-  // AdamW over elements [offset, offset + n) of the flat buffers, whose moments sit at m_at of
-  // m_ and v_: one launch per run of tensors that all decay or all do not.
-  void adamw_runs(int64_t offset, int64_t n, int64_t m_at);
-  bool decays(const ParamEntry& e) const;
-  void measure_grad_norm();  // clipping: grad_sumsq_, over every tensor and rank
   // The micro-batch being computed, and whether its weight gradients add to the earlier ones'.
   bool accumulating() const { return micro_ > 0; }
   Tensor micro_slice(const Tensor& t) const { return t.slice(int64_t(micro_) * tokens(), tokens()); }
-  void bucket_complete(size_t b, bool update_behind);
-  // Data parallelism: the gradient scale of the mean over every rank's tokens, a bucket's
-  // gradients summed over the ranks, and its update (this rank's part with ZeRO-1, then gathered).
-  double loss_grad_scale() const { return 1.0 / double(tokens() * world_ * step_.micro_batches); }
-  void reduce_bucket(size_t b);
-  void update_shard(size_t b);
-  void gather_bucket(size_t b);
-  int64_t shard_numel() const;  // the Adam moments this rank keeps
+  // The gradient scale of the mean over every rank's tokens and micro-batches.
+  double loss_grad_scale() const { return 1.0 / double(tokens() * state_.world_size() * step_.micro_batches); }
   // The column blocks of the QKV buffer that the unfused products write (q, k, v).
   struct QkvBlock {
     int64_t col;
@@ -220,29 +183,18 @@ class Llama {
   StepOptions step_;
   int micro_ = 0;   // the micro-batch of the last forward
   int loaded_ = 1;  // the micro-batches of the last set_batch
-  Communicator* comm_;
-  bool dp_;  // a communicator that reduces (a world of one under a launcher too)
-  int zero_, rank_, world_;
-  std::vector<ParamRange> buckets_;                 // update_ranges()
-  std::vector<std::vector<int64_t>> bucket_split_;  // per bucket: split_offsets among the ranks
-  std::vector<int64_t> shard_at_;                   // ZeRO-1: where this rank's part of each bucket sits in m_, v_
-  DType reduce_dtype_;                              // the gradients' type in the reductions
-  int pending_gather_ = -1;                         // ZeRO-1 behind the backward: the bucket to gather next
   int Vp_;     // rows of the output head, the vocabulary padded for the backend
   int chunk_;  // tokens per chunk of the head with the fused classifier, else all of them
   AttnShape attn_;
+  ParamState state_;
   Arena arena_;
 
-  Tensor params_, params_act_, grads_, m_, v_;
-  Tensor reduce_scratch_;  // a bucket in reduce_dtype_ when that is not the gradients' type
-  std::vector<ParamEntry> table_;
   std::vector<std::string> layer_names_;  // "layer.0", ...: the names of the layers' ranges
   Weights w_;  // views of the weights the products read (act-typed)
   Weights g_;  // views of the gradients
 
   bool head_backward_done_ = false;  // the fused classifier's training forward did the head's backward
   Tensor tokens_, targets_;  // [micro_batches, B, T]
-  Tensor grad_sumsq_;        // clipping: the gradients' sum of squares (one master element)
   std::vector<LayerActs> acts_;
   Tensor x_out_, xf_, rstd_f_, logits_, losses_;  // logits_: [chunk_, Vp_]; losses_: [micro_batches, B, T]
   Tensor rope_table_;
