@@ -16,11 +16,11 @@
 #include "backend/backend.h"
 #include "bench/bench.h"
 #include "bench/gpu_clocks.h"
+#include "bench/op_table.h"
 #include "core/files.h"
 #include "core/rng.h"
 #include "model/config.h"
 #include "model/params.h"
-#include "ops/rope.h"
 
 namespace tt {
 
@@ -61,145 +61,6 @@ void KernelBenchOptions::validate() const {
 }
 
 namespace {
-
-enum class Op { Attention, RmsNorm, SwiGlu, Rope, ResidualNorm, CrossEntropy };
-const Op kOps[] = {Op::Attention, Op::RmsNorm, Op::SwiGlu, Op::Rope, Op::ResidualNorm, Op::CrossEntropy};
-
-const char* op_name(Op op) {
-  switch (op) {
-    case Op::Attention: return "attention";
-    case Op::RmsNorm: return "rmsnorm";
-    case Op::SwiGlu: return "swiglu";
-    case Op::Rope: return "rope";
-    case Op::ResidualNorm: return "residual_norm";
-    case Op::CrossEntropy: return "cross_entropy";
-  }
-  return "?";
-}
-
-// Version 3's kernels are compared with version 2's, version 4's fusions with version 3's; an
-// operation has no row for a version where it is the same as the one below.
-bool fused_in_v4(Op op) { return op == Op::ResidualNorm || op == Op::CrossEntropy; }
-int base_version(Op op) { return fused_in_v4(op) ? 3 : 2; }
-bool has_row(Op op, int version) { return fused_in_v4(op) ? version >= 3 : version <= 3; }
-constexpr int64_t kMaxClassifierRows = 16384;
-
-// The plan of `version` for timing `op`: the preset in the run's precision with the custom
-// kernels of the other operations off (they do not change this operation), so that a row is
-// refused only when its own kernel is missing. Launched the plain way: a kernel timed on its
-// own, like its v2 counterpart and the copy it is measured against (programmatic launch would
-// overlap each repetition with the end of the one before).
-Plan op_plan(int version, Op op, bool amp) {
-  Plan p = plan_for_version(version);
-  p.amp = amp;
-  p.tf32 = false;
-  p.programmatic_launch = false;
-  if (op != Op::Attention) p.custom_attention = false;
-  // In fp32 the backend keeps v2's materialized attention where its scores fit (it is faster
-  // there); the v3 row times our FMA flash attention all the same.
-  if (op == Op::Attention && version >= 3) p.flash_attention = false;
-  if (op != Op::RmsNorm && op != Op::ResidualNorm) p.custom_rmsnorm = false;  // v3's norm: the residual's base
-  if (op != Op::SwiGlu) p.custom_swiglu = false;
-  if (op != Op::Rope) p.custom_rope = false;
-  if (op != Op::ResidualNorm) p.fused_residual_norm = false;
-  if (op != Op::CrossEntropy) p.fused_classifier = false;
-  p.fused_adamw = p.gemm_epilogues = false;  // not timed here
-  return p;
-}
-
-struct Shape {
-  int B, T;
-  std::string label() const { return fmt::format("B{} T{}", B, T); }
-};
-
-// The operations' tensors of one shape, in the backend's types (see the op headers).
-struct Buffers {
-  Tensor qkv, att, saved, dqkv, datt;     // attention; RoPE rotates the heads of qkv in place
-  Tensor x, w, out, rstd, dout, dx, dw;  // RMSNorm
-  Tensor gateup, h, dh, dgateup;         // SwiGLU
-  Tensor table;                          // RoPE's cos/sin
-  Tensor b, sum, dres;                   // the residual add: x + b, and the residual stream's gradient
-  Tensor logits, targets, losses;        // the cross-entropy, [ce_rows, padded vocab]
-};
-
-// A backend of one plan with its workspace and the buffers of one shape in one arena.
-struct Rig {
-  std::unique_ptr<Backend> be;
-  std::unique_ptr<Arena> arena;  // declared after be: released before it
-  Buffers buf;
-  AttnShape attn;
-  int64_t n = 0;        // tokens
-  int64_t ce_rows = 0;  // the cross-entropy's rows: the tokens, at most kMaxClassifierRows
-  int padded_vocab = 0;
-};
-
-uint64_t g_stream = 0;  // a fresh random stream per filled tensor
-
-// Uniform values in [lo, hi), converted to the tensor's type and uploaded.
-void fill_uniform(Backend& be, const Tensor& t, double lo, double hi, uint64_t seed) {
-  const CounterRng rng(seed, kStreamTest + ++g_stream);
-  std::vector<float> v(size_t(t.numel));
-#pragma omp parallel for
-  for (int64_t i = 0; i < t.numel; ++i) v[size_t(i)] = float(lo + (hi - lo) * rng.uniform(uint64_t(i)));
-  if (t.dtype == DType::F32) return be.upload(t, v.data());
-  TT_CHECK(t.dtype == DType::BF16, std::string("kernel bench: cannot fill ") + dtype_name(t.dtype));
-  std::vector<bf16> b(v.size());
-#pragma omp parallel for
-  for (int64_t i = 0; i < t.numel; ++i) b[size_t(i)] = float_to_bf16(v[size_t(i)]);
-  be.upload(t, b.data());
-}
-
-// The cross-entropy's logits (up to 1.6 GB) only in a rig for that operation.
-std::unique_ptr<Rig> make_rig(const Plan& plan, const KernelBenchOptions& o, const Shape& s, bool logits) {
-  auto r = std::make_unique<Rig>();
-  r->be = make_backend({DeviceKind::Cuda, plan, false});
-  Backend& be = *r->be;
-  r->attn = {s.B, s.T, o.heads, o.kv_heads, o.head_dim};
-  r->n = int64_t(s.B) * s.T;
-  r->ce_rows = logits ? std::min(r->n, kMaxClassifierRows) : 0;
-  r->padded_vocab = padded_vocab(o.vocab, be.vocab_padding_multiple());
-  const int64_t n = r->n, C = o.hidden, F = o.intermediate, HD = int64_t(o.heads) * o.head_dim;
-  const DType A = be.act_dtype(), S = be.acc_dtype(), M = be.master_dtype();
-  const TensorSpec saved = be.attention_saved(r->attn);
-  const ModelShape shape{s.B, s.T, o.hidden, o.heads, o.kv_heads, o.head_dim, o.intermediate, ModelConfig().vocab_size};
-  r->arena = std::make_unique<Arena>(be.memory());
-  Buffers& b = r->buf;
-  r->arena->build([&](Arena& a) {
-    be.layout_workspace(a, shape);
-    auto take = [&](DType d, int64_t numel) { return a.take(Category::Activations, d, numel); };
-    b.qkv = take(A, n * r->attn.ld()), b.att = take(A, n * HD), b.saved = take(saved.dtype, saved.numel);
-    b.dqkv = take(A, n * r->attn.ld()), b.datt = take(A, n * HD);
-    b.x = take(A, n * C), b.w = take(A, C), b.out = take(A, n * C), b.rstd = take(S, n);
-    b.dout = take(A, n * C), b.dx = take(A, n * C), b.dw = take(M, C);
-    b.gateup = take(A, n * 2 * F), b.h = take(A, n * F), b.dh = take(A, n * F), b.dgateup = take(A, n * 2 * F);
-    b.table = take(S, int64_t(s.T) * o.head_dim);
-    b.b = take(A, n * C), b.sum = take(A, n * C), b.dres = take(A, n * C);
-    b.logits = take(A, r->ce_rows * r->padded_vocab), b.targets = take(DType::I32, r->ce_rows);
-    b.losses = take(DType::F32, r->ce_rows);
-  });
-  for (const Tensor* t : {&b.qkv, &b.dqkv, &b.datt, &b.x, &b.dout, &b.gateup, &b.dh, &b.b, &b.dres})
-    fill_uniform(be, *t, -1, 1, o.seed);
-  fill_uniform(be, b.logits, -4, 4, o.seed);
-  std::vector<int32_t> targets(size_t(r->ce_rows));
-  const CounterRng rng(o.seed, kStreamTest);
-  for (size_t i = 0; i < targets.size(); ++i) targets[i] = int32_t(rng.below(i, uint32_t(o.vocab)));
-  be.upload(b.targets, targets.data());
-  fill_uniform(be, b.w, 0.5, 1.5, o.seed);
-  be.zero(b.dw);
-  TT_CHECK(S == DType::F32, "kernel bench: the CUDA backend keeps RoPE's table in fp32");
-  const std::vector<double> table = rope_table(s.T, o.head_dim, 10000.0);
-  const std::vector<float> table_f(table.begin(), table.end());
-  be.upload(b.table, table_f.data());
-  return r;
-}
-
-// The rotations one RoPE operation makes, as the model makes them (src/model/llama.cpp): the
-// query and key heads in one call with the custom-rope switch, else one call each.
-std::vector<RopeShape> rope_calls(const Rig& r) {
-  const AttnShape& s = r.attn;
-  if (r.be->plan().custom_rope) return {{r.n, s.T, s.H + s.KVH, s.D, 0, s.ld()}};
-  return {{r.n, s.T, s.H, s.D, 0, s.ld()}, {r.n, s.T, s.KVH, s.D, s.k_col(), s.ld()}};
-}
 
 size_t gpu_l2_bytes() {
   static const size_t bytes = device_info(true).l2_bytes;
@@ -258,75 +119,13 @@ CallTiming time_call(Backend& be, const std::function<void()>& call, const Kerne
   return t;
 }
 
-double attention_forward_flops(const AttnShape& s) { return 4.0 * s.B * s.H * double(s.T) * s.T * s.D / 2; }
-
 // The rows of one operation on one rig: forward and backward.
-void time_op(Rig& r, Op op, const KernelBenchOptions& o, std::vector<KernelRow>& rows, KernelRow row) {
-  Backend& be = *r.be;
-  const Buffers& b = r.buf;
-  const AttnShape& s = r.attn;
-  const double a = double(dtype_size(be.act_dtype())), n = double(r.n), C = o.hidden, F = o.intermediate;
-  std::function<void()> fwd, bwd;
-  double fwd_amount = 0, bwd_amount = 0;  // FLOPs (attention) or bytes
-  switch (op) {
-    case Op::Attention:
-      fwd = [&] { be.attention_forward(b.att, b.saved, b.qkv, s); };
-      bwd = [&] { be.attention_backward(b.dqkv, b.datt, b.qkv, b.att, b.saved, s); };
-      fwd_amount = attention_forward_flops(s);
-      bwd_amount = 2.5 * fwd_amount;
-      break;
-    case Op::RmsNorm:
-      fwd = [&] { be.rmsnorm_forward(b.out, b.rstd, b.x, b.w, r.n, o.hidden, 1e-5); };
-      bwd = [&] { be.rmsnorm_backward(b.dx, b.dw, b.dout, b.x, b.w, b.rstd, r.n, o.hidden, false); };
-      fwd_amount = a * (2 * n * C + C) + 4 * n;
-      bwd_amount = a * (3 * n * C + C) + 4 * n + 8 * C;
-      break;
-    case Op::SwiGlu:
-      fwd = [&] { be.swiglu_forward(b.h, b.gateup, r.n, o.intermediate); };
-      bwd = [&] { be.swiglu_backward(b.dgateup, b.dh, b.gateup, r.n, o.intermediate); };
-      fwd_amount = a * 3 * n * F;
-      bwd_amount = a * 5 * n * F;
-      break;
-    case Op::ResidualNorm:  // as the model makes it: one kernel each way with the switch, else the add apart
-      if (be.plan().fused_residual_norm) {
-        fwd = [&] { be.add_rmsnorm_forward(b.sum, b.out, b.rstd, b.x, b.b, b.w, r.n, o.hidden, 1e-5); };
-        bwd = [&] { be.rmsnorm_backward_add(b.dres, b.dw, b.dout, b.sum, b.w, b.rstd, r.n, o.hidden, false); };
-      } else {
-        fwd = [&] {
-          be.add(b.sum, b.x, b.b);
-          be.rmsnorm_forward(b.out, b.rstd, b.sum, b.w, r.n, o.hidden, 1e-5);
-        };
-        bwd = [&] {
-          be.rmsnorm_backward(b.dx, b.dw, b.dout, b.sum, b.w, b.rstd, r.n, o.hidden, false);
-          be.add(b.dres, b.dres, b.dx);
-        };
-      }
-      fwd_amount = a * (4 * n * C + C) + 4 * n;
-      bwd_amount = a * (4 * n * C + C) + 4 * n + 8 * C;
-      break;
-    case Op::CrossEntropy: {  // one row, fwd+bwd: the loss and the gradient, over the logits
-      const double scale = 1.0 / double(r.ce_rows);
-      if (be.plan().fused_classifier)
-        bwd = [&, scale] {
-          be.cross_entropy_fused(b.losses, b.logits, b.targets, r.ce_rows, o.vocab, r.padded_vocab, scale);
-        };
-      else
-        bwd = [&, scale] {
-          be.cross_entropy_forward(b.losses, b.logits, b.targets, r.ce_rows, o.vocab, r.padded_vocab);
-          be.cross_entropy_backward(b.logits, b.logits, b.targets, r.ce_rows, o.vocab, r.padded_vocab, scale);
-        };
-      bwd_amount = a * 2 * double(r.ce_rows) * r.padded_vocab + 8.0 * double(r.ce_rows);
-      break;
-    }
-    case Op::Rope: {
-      const std::vector<RopeShape> calls = rope_calls(r);
-      fwd = [&, calls] { for (const RopeShape& c : calls) be.rope_forward(b.qkv, b.table, c); };
-      bwd = [&, calls] { for (const RopeShape& c : calls) be.rope_backward(b.dqkv, b.table, c); };
-      fwd_amount = bwd_amount = 2 * a * n * (s.H + s.KVH) * s.D + 4.0 * s.T * s.D;
-      break;
-    }
-  }
-  const bool flops = op == Op::Attention;
+void time_op(OpRig& r, Op op, const KernelBenchOptions& o, std::vector<KernelRow>& rows, KernelRow row) {
+  Backend& be = r.backend();
+  const OpCalls calls = bind_op(r, op);
+  const std::function<void()>&fwd = calls.fwd, &bwd = calls.bwd;
+  const double fwd_amount = calls.fwd_amount, bwd_amount = calls.bwd_amount;
+  const bool flops = calls.flops;
   for (int backward = 0; backward < 2; ++backward) {
     if (!fwd && !backward) continue;  // an operation timed in one row (the cross-entropy)
     KernelRow x = row;
@@ -356,6 +155,56 @@ void time_op(Rig& r, Op op, const KernelBenchOptions& o, std::vector<KernelRow>&
   }
 }
 
+// The check of one operation on one rig: the same calls on the CPU reference in double, from the
+// same inputs (rounded to the run's precision). Each output's relative error, ||ours - ref|| /
+// ||ref||, against the precision's bound; the outputs each call writes are NaN before it (an
+// element left unwritten fails); and a second run must give the same bits (our kernels, v3 and
+// v4, promise it; cuBLAS and cuDNN are not held to it).
+void check_op(OpRig& gpu, Op op, const KernelBenchOptions& o, std::vector<KernelRow>& rows, KernelRow row) {
+  OpShape shape = gpu.shape();
+  shape.vocab_multiple = gpu.padded_vocab;  // the reference lays the logits out as the GPU does
+  OpRig cpu(make_cpu_backend_f64(gpu.backend().plan()), shape, op == Op::CrossEntropy, o.seed);
+  const OpCalls g = bind_op(gpu, op), c = bind_op(cpu, op);
+  using Outputs = std::vector<std::vector<double>>;
+  auto run = [](OpRig& r, const OpCalls& k, bool poison) {
+    r.fill();
+    if (poison)
+      for (const Tensor& t : k.written) poison_values(r.backend(), t);
+    std::pair<Outputs, Outputs> out;
+    if (k.fwd) {
+      k.fwd();
+      for (const auto& [name, t] : k.fwd_outputs) out.first.push_back(download_values(r.backend(), t));
+    }
+    k.bwd();
+    for (const auto& [name, t] : k.bwd_outputs) out.second.push_back(download_values(r.backend(), t));
+    return out;
+  };
+  const auto ref = run(cpu, c, false), ours = run(gpu, g, true), again = run(gpu, g, true);
+  const double bound = gpu.backend().act_dtype() == DType::BF16 ? 2e-2 : 1e-5;
+  for (int backward = 0; backward < 2; ++backward) {
+    if (!g.fwd && !backward) continue;
+    const auto& names = backward ? g.bwd_outputs : g.fwd_outputs;
+    const Outputs &a = backward ? ours.second : ours.first, &b = backward ? ref.second : ref.first,
+                  &a2 = backward ? again.second : again.first;
+    KernelRow x = row;
+    x.direction = !g.fwd ? "fwd+bwd" : backward ? "bwd" : "fwd";
+    x.bound = bound, x.error = 0;
+    std::string worst;
+    for (size_t i = 0; i < a.size(); ++i) {
+      double err = 0, norm = 0;
+      for (size_t j = 0; j < a[i].size(); ++j) err += (a[i][j] - b[i][j]) * (a[i][j] - b[i][j]), norm += b[i][j] * b[i][j];
+      const double rel = std::sqrt(err / std::max(norm, 1e-300));
+      if (!(rel <= x.error)) x.error = std::isfinite(rel) ? rel : INFINITY, worst = names[i].first;
+      x.repeatable = x.repeatable && a[i] == a2[i];
+    }
+    if (!(x.error <= bound))
+      x.status = fmt::format("{}: relative error {:.2e} over the bound {:.0e}", worst, x.error, bound);
+    else if (!x.repeatable && row.version >= 3)
+      x.status = "a second run gave other bits";
+    rows.push_back(x);
+  }
+}
+
 // A ceiling GEMM: C = A B with square n x n operands of `dtype`, on a v1 backend (cuBLAS).
 double gemm_tflops(DType dtype, int size, const KernelBenchOptions& o) {
   Plan p = plan_for_version(1);
@@ -372,8 +221,8 @@ double gemm_tflops(DType dtype, int size, const KernelBenchOptions& o) {
     g.b = a.take(Category::Workspace, dtype, numel);
     g.c = a.take(Category::Workspace, dtype, numel);
   });
-  fill_uniform(*be, g.a, -1, 1, o.seed);
-  fill_uniform(*be, g.b, -1, 1, o.seed);
+  fill_uniform(*be, g.a, -1, 1, o.seed, 1, dtype == DType::BF16);
+  fill_uniform(*be, g.b, -1, 1, o.seed, 2, dtype == DType::BF16);
   const CallTiming t = time_call(*be, [&] { be->matmul(g); }, o);
   return 2.0 * size * double(size) * size / (t.ms.median * 1e-3) / 1e12;
 }
@@ -442,6 +291,25 @@ void print_table(std::ostream& log, const std::vector<KernelRow>& rows) {
   }
 }
 
+void print_check(std::ostream& log, const std::vector<KernelRow>& rows) {
+  log << fmt::format("{:<14}{:<8}{:<15}{:<5}{:>11}{:>9}{:>7}  {}\n", "op", "dir", "shape", "impl", "error", "bound",
+                     "repeat", "result");
+  int failed = 0;
+  for (const KernelRow& r : rows) {
+    const std::string head = fmt::format("{:<14}{:<8}{:<15}v{:<4}", r.op, r.direction, r.shape, r.version);
+    if (r.error < 0) {  // did not run
+      log << head << "  " << short_status(r.status) << "\n";
+      ++failed;
+      continue;
+    }
+    failed += r.status != "ok";
+    log << head << fmt::format("{:>11.2e}{:>9.0e}{:>7}  {}\n", r.error, r.bound, r.repeatable ? "yes" : "no",
+                               r.status == "ok" ? "ok" : short_status(r.status));
+  }
+  log << fmt::format("\n{} of {} rows match the CPU reference in double{}\n", rows.size() - size_t(failed), rows.size(),
+                     failed ? "" : " (every output written, our kernels' bits repeatable)");
+}
+
 void write_csv(std::ostream& out, const KernelBenchOptions& o, const std::vector<KernelRow>& rows,
                const KernelCeilings& c, const DeviceInfo& d, const std::string& commit) {
   out << "op,direction,shape,version,precision,status,ms_median,ms_min,ms_max,flops,bytes,tflops,gbps,"
@@ -481,7 +349,7 @@ void write_json(std::ostream& out, const KernelBenchOptions& o, const std::vecto
 
 }  // namespace
 
-void run_kernel_bench(const KernelBenchOptions& o, std::ostream& log) {
+std::vector<KernelRow> run_kernel_bench(const KernelBenchOptions& o, std::ostream& log) {
   o.validate();
   std::string why;
   if (!cuda_available(&why)) usage_fail("kernels: the kernel benchmark needs a CUDA GPU: " + why);
@@ -504,17 +372,25 @@ void run_kernel_bench(const KernelBenchOptions& o, std::ostream& log) {
          "power or heat in most of them. Under a long compute-heavy load the GPU reaches its power limit, and a\n"
          "kernel can slow down before the reported clock does: more --warmup calls time a row there.\n"
       << std::flush;
-  const KernelCeilings ceilings = measure_ceilings(o);
-  log << fmt::format("Ceilings: bf16 GEMM {:.1f} TFLOP/s, fp32 GEMM {:.1f} TFLOP/s, device copy {:.0f} GB/s\n\n",
-                     ceilings.gemm_bf16_tflops, ceilings.gemm_fp32_tflops, ceilings.copy_gbps)
-      << std::flush;
+  const KernelCeilings ceilings = o.check ? KernelCeilings{} : measure_ceilings(o);
+  if (!o.check)
+    log << fmt::format("Ceilings: bf16 GEMM {:.1f} TFLOP/s, fp32 GEMM {:.1f} TFLOP/s, device copy {:.0f} GB/s\n\n",
+                       ceilings.gemm_bf16_tflops, ceilings.gemm_fp32_tflops, ceilings.copy_gbps)
+        << std::flush;
 
-  std::vector<Shape> shapes = {{o.batch, o.seq_len}};
-  for (int t : o.seq_lens) shapes.push_back({o.long_batch, t});
+  auto shape_of = [&](int B, int T) {
+    OpShape s;
+    s.B = B, s.T = T, s.hidden = o.hidden, s.heads = o.heads, s.kv_heads = o.kv_heads, s.head_dim = o.head_dim;
+    s.intermediate = o.intermediate, s.vocab = o.vocab, s.bf16_inputs = bf16;
+    return s;
+  };
+  std::vector<OpShape> shapes = {shape_of(o.batch, o.seq_len)};
+  if (!o.check)  // the reference in double is too slow for the long sequences
+    for (int t : o.seq_lens) shapes.push_back(shape_of(o.long_batch, t));
   std::vector<KernelRow> rows;
-  for (const Shape& shape : shapes)
+  for (const OpShape& shape : shapes)
     for (int version : o.versions) {
-      std::unique_ptr<Rig> rig;  // shared by the operations whose plans are the same
+      std::unique_ptr<OpRig> rig;  // shared by the operations whose plans are the same
       std::string rig_plan, refusal;
       for (Op op : kOps) {
         const Plan plan = op_plan(version, op, bf16);
@@ -524,7 +400,8 @@ void run_kernel_bench(const KernelBenchOptions& o, std::ostream& log) {
           refusal.clear();
           rig_plan = key;
           try {
-            rig = make_rig(plan, o, shape, op == Op::CrossEntropy);
+            rig = std::make_unique<OpRig>(make_backend({DeviceKind::Cuda, plan, false}), shape, op == Op::CrossEntropy,
+                                          o.seed);
           } catch (const UsageError& e) {  // a switch not implemented yet, or out of memory
             refusal = e.what();
           }
@@ -539,12 +416,15 @@ void run_kernel_bench(const KernelBenchOptions& o, std::ostream& log) {
           }
           continue;
         }
-        time_op(*rig, op, o, rows, row);
+        if (o.check)
+          check_op(*rig, op, o, rows, row);
+        else
+          time_op(*rig, op, o, rows, row);
       }
     }
   // Side by side: the implementations of one operation, direction and shape.
   std::vector<KernelRow> grouped;
-  for (const Shape& shape : shapes)
+  for (const OpShape& shape : shapes)
     for (Op op : kOps)
       for (const char* dir : {"fwd", "bwd", "fwd+bwd"})
         for (int version : o.versions)
@@ -552,12 +432,21 @@ void run_kernel_bench(const KernelBenchOptions& o, std::ostream& log) {
             if (r.shape == shape.label() && r.op == op_name(op) && r.direction == dir && r.version == version)
               grouped.push_back(r);
   rows = grouped;
-  finish_rows(rows, ceilings, bf16);
-  print_table(log, rows);
+  if (o.check) {
+    print_check(log, rows);
+  } else {
+    finish_rows(rows, ceilings, bf16);
+    print_table(log, rows);
+  }
   if (!o.csv_path.empty())
     write_file_atomic(o.csv_path, [&](std::ostream& out) { write_csv(out, o, rows, ceilings, device, commit); });
   if (!o.json_path.empty())
     write_file_atomic(o.json_path, [&](std::ostream& out) { write_json(out, o, rows, ceilings, device, commit); });
+  return rows;
+}
+
+int kernel_check_failures(const std::vector<KernelRow>& rows) {
+  return int(std::count_if(rows.begin(), rows.end(), [](const KernelRow& r) { return r.status != "ok"; }));
 }
 
 }  // namespace tt

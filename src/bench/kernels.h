@@ -39,6 +39,9 @@ struct KernelBenchOptions {
   int warmup = 3, repeats = 20;
   uint64_t seed = 42;
   std::string csv_path, json_path;
+  // Instead of timing: each row's calls against the CPU reference in double, at the default shape
+  // (op_table.h: the same table); the error, the bound and whether a second run repeats the bits.
+  bool check = false;
 
   void validate() const;  // throws UsageError naming the flag
 };
@@ -56,6 +59,8 @@ struct KernelRow {
   bool in_l2 = false;           // a memory-bound row whose bytes fit in the L2 cache
   int sm_mhz = 0;               // the SM clock while it ran (median of the repetitions; 0: unknown)
   double clock_limited = 0;     // the share of its repetitions with the clock held down for power or heat
+  double error = -1, bound = 0;  // --check: the largest output's relative error against the reference, its bound
+  bool repeatable = true;        // --check: a second run gave the same bits
 };
 
 struct KernelCeilings {
@@ -64,8 +69,11 @@ struct KernelCeilings {
   size_t l2_bytes = 0;                               // the L2 cache
 };
 
-// Runs the benchmark; the table goes to `log`, the files to --csv / --json. Needs a GPU.
-void run_kernel_bench(const KernelBenchOptions& o, std::ostream& log);
+// Runs the benchmark (or the check); the table goes to `log`, the files to --csv / --json, and
+// the rows are returned. Needs a GPU.
+std::vector<KernelRow> run_kernel_bench(const KernelBenchOptions& o, std::ostream& log);
+// The rows that did not run or, checked, did not match.
+int kernel_check_failures(const std::vector<KernelRow>& rows);
 
 // The device-to-device copy rate in GB/s, (read + write) bytes over the median time
 // (src/bench/copy_bandwidth.cpp, CUDA builds only).

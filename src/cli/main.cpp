@@ -68,7 +68,14 @@ int run(std::vector<std::string> args) {
     }
   } else if (command == "kernels") {
     tt::KernelBenchOptions options;
-    if (tt::parse_kernel_options(args, options)) tt::run_kernel_bench(options, std::cout);
+    if (tt::parse_kernel_options(args, options)) {
+      const std::vector<tt::KernelRow> rows = tt::run_kernel_bench(options, std::cout);
+      if (options.check && tt::kernel_check_failures(rows) > 0) {
+        std::cerr << "tiny_llama: kernels --check: " << tt::kernel_check_failures(rows)
+                  << " rows do not match the reference\n";
+        return 1;
+      }
+    }
   } else if (command == "debug") {
     tt::DebugOptions options;
     if (tt::parse_debug_options(args, options)) tt::run_debug(options, std::cout);

@@ -437,6 +437,9 @@ bool parse_kernel_options(const std::vector<std::string>& args, KernelBenchOptio
   app.add_option("--seed", o.seed, "random inputs")->capture_default_str();
   app.add_option("--csv", o.csv_path, "write the rows as CSV");
   app.add_option("--json", o.json_path, "write the rows, the ceilings and the machine as JSON");
+  app.add_flag("--check", o.check,
+               "instead of timing, each row against the CPU reference in double at the default shape (error, bound, "
+               "repeatable bits)");
   if (!parse(app, args)) return false;
   if (!kv->count()) o.kv_heads = o.heads % 2 == 0 ? o.heads / 2 : o.heads;
   if (!ffn->count()) o.intermediate = default_intermediate(o.hidden);
