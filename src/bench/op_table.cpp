@@ -81,7 +81,7 @@ OpRig::OpRig(std::unique_ptr<Backend> backend, const OpShape& s, bool logits, ui
     b.table = take(S, int64_t(s.T) * s.head_dim);
     b.b = take(A, n * C), b.sum = take(A, n * C), b.dres = take(A, n * C);
     b.logits = take(A, ce_rows * padded_vocab), b.targets = take(DType::I32, ce_rows);
-    b.losses = take(DType::F32, ce_rows);
+    b.losses = take(S, ce_rows);
   });
   fill();
 }
