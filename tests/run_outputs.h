@@ -19,14 +19,12 @@
 
 namespace tt::test {
 
-// A fresh directory for the running test, <temp>/tt_<prefix>_<pid>_<test name>: made empty when
-// the object is built, removed with it. Every fixture that writes files keeps one.
+// A fresh directory for the running test, <temp>/tt_<prefix>_<pid>_<test name> (a parametrized
+// test's "/" as "_"): made empty when the object is built, removed with it. Every test that
+// writes files, on the CPU and on the GPU, keeps one.
 class ScratchDir {
  public:
-  explicit ScratchDir(const std::string& prefix)
-      : path_(std::filesystem::temp_directory_path() /
-              ("tt_" + prefix + "_" + std::to_string(::getpid()) + "_" +
-               ::testing::UnitTest::GetInstance()->current_test_info()->name())) {
+  explicit ScratchDir(const std::string& prefix) : path_(std::filesystem::temp_directory_path() / name(prefix)) {
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
   }
@@ -37,8 +35,14 @@ class ScratchDir {
   ScratchDir(const ScratchDir&) = delete;
   ScratchDir& operator=(const ScratchDir&) = delete;
   const std::filesystem::path& path() const { return path_; }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
 
  private:
+  static std::string name(const std::string& prefix) {
+    std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    for (char& c : test) c = c == '/' ? '_' : c;
+    return "tt_" + prefix + "_" + std::to_string(::getpid()) + "_" + test;
+  }
   std::filesystem::path path_;
 };
 

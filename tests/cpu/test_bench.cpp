@@ -11,6 +11,7 @@
 #include "bench/bench.h"
 #include "bench/validate.h"
 #include "cli/options.h"
+#include "run_outputs.h"
 
 namespace tt::test {
 namespace {
@@ -74,10 +75,10 @@ TEST(Bench, JsonAndCsvWriters) {
   ASSERT_EQ(j["points"].size(), 2u);
   EXPECT_EQ(j["points"][1]["status"], "out of GPU memory");
   // The JSON reads back as a baseline.
-  const fs::path p = fs::temp_directory_path() / "tt_bench_writer.json";
+  const ScratchDir scratch("bench_writer");
+  const fs::path p = scratch.path() / "bench.json";
   std::ofstream(p) << js.str();
   const std::vector<BenchPoint> back = read_bench_json(p.string());
-  fs::remove(p);
   ASSERT_EQ(back.size(), 2u);
   EXPECT_DOUBLE_EQ(back[0].ms_median, 9.5);
   std::string header;
@@ -97,8 +98,8 @@ int run(const std::string& args, const fs::path& dir) {
 }
 
 TEST(Bench, SweepEndToEndOnTheCpu) {
-  const fs::path dir = fs::temp_directory_path() / ("tt_bench_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const ScratchDir scratch("bench");
+  const fs::path& dir = scratch.path();
   const std::string out = " --json " + (dir / "b.json").string() + " --csv " + (dir / "b.csv").string();
   ASSERT_EQ(run("--versions v1 --batch-sizes 2,3 --seq-lens 8,9 --precisions fp32" + out, dir), 0);
   std::ifstream f(dir / "b.json");
@@ -124,7 +125,6 @@ TEST(Bench, SweepEndToEndOnTheCpu) {
             1);
   // The batch-size finder answers without running out of memory.
   EXPECT_EQ(run("--find-max-batch --versions v1 --seq-lens 8 --precisions fp32 --memory-budget 20", dir), 0);
-  fs::remove_all(dir);
 }
 
 }  // namespace

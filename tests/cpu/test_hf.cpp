@@ -338,8 +338,8 @@ TEST_F(HfExport, TheDirectoryIsWrittenWholeOrNotAtAll) {
 
 // The reader of untrusted safetensors files: each malformed header refused, none crashes.
 TEST(Safetensors, MalformedFilesAreRefused) {
-  const fs::path dir = fs::temp_directory_path() / ("tt_st_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const ScratchDir scratch("safetensors");
+  const fs::path& dir = scratch.path();
   auto file = [&](const std::string& header, size_t data) {
     std::string s(8, '\0');
     for (int i = 0; i < 8; ++i) s[size_t(i)] = char(uint64_t(header.size()) >> (8 * i));
@@ -365,7 +365,6 @@ TEST(Safetensors, MalformedFilesAreRefused) {
   EXPECT_NE(file(R"({"__metadata__":{"k":1}})", 0).find("not a string"), std::string::npos);
   EXPECT_NE(file("{not json", 0).find("syntax error"), std::string::npos);
   EXPECT_EQ(file(R"({"a":{"dtype":"BF16","shape":[2,1],"data_offsets":[0,4]}})", 4), "");
-  fs::remove_all(dir);
 }
 
 }  // namespace

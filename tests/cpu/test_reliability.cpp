@@ -12,6 +12,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -105,12 +106,16 @@ TEST_F(Reliability, PathsThatAreNotPlainFiles) {
     EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
 }
 
-// SIGINT at some step: the checkpoint of the steps done, exit 130, and resuming to the end
-// gives the same checkpoint as a run that was never interrupted.
+// The bit-exact resume: SIGINT at some step writes the checkpoint of the steps done and exits
+// 130; resuming to the end gives every later step's loss and the final checkpoint, byte for
+// byte, of a run that was never interrupted.
 TEST_F(Reliability, InterruptedRunResumesBitForBit) {
   const int steps = 3000;
   std::string err;
-  ASSERT_EQ(run("--num-steps " + std::to_string(steps) + " --log-every 100000 --save " + p("full.safetensors"), &err), 0)
+  ASSERT_EQ(run("--num-steps " + std::to_string(steps) + " --log-every 100000 --save " + p("full.safetensors") +
+                    " --json " + p("full.json"),
+                &err),
+            0)
       << err;
   const pid_t pid = start("--num-steps " + std::to_string(steps) + " --log-every 1 --save " + p("part.safetensors"),
                           "part.log", "Step  50/");
@@ -124,10 +129,20 @@ TEST_F(Reliability, InterruptedRunResumesBitForBit) {
   EXPECT_NE(log.find("Stopped by signal 2 after step"), std::string::npos) << log;
   ASSERT_TRUE(fs::exists(p("part.safetensors"))) << log;
   ASSERT_EQ(run("--num-steps " + std::to_string(steps) + " --log-every 100000 --resume " + p("part.safetensors") +
-                    " --save " + p("resumed.safetensors"),
+                    " --save " + p("resumed.safetensors") + " --json " + p("resumed.json"),
                 &err),
             0)
       << err;
+  auto losses = [&](const std::string& json) {  // step -> loss
+    const nlohmann::json j = nlohmann::json::parse(slurp(json));
+    std::map<int, double> out;
+    for (const auto& s : j["steps"]) out[s["step"].get<int>()] = s["loss"].get<double>();
+    return out;
+  };
+  const std::map<int, double> full = losses(p("full.json")), resumed = losses(p("resumed.json"));
+  ASSERT_FALSE(resumed.empty());
+  EXPECT_GT(resumed.begin()->first, 1) << "the resumed run starts after the interrupted one's steps";
+  for (const auto& [step, loss] : resumed) EXPECT_EQ(loss, full.at(step)) << "step " << step;
   EXPECT_EQ(slurp(dir / "resumed.safetensors"), slurp(dir / "full.safetensors"));
 }
 

@@ -22,15 +22,7 @@ namespace fs = std::filesystem;
 
 class DistRun : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();  // Name/0 when parametrized
-    for (char& c : test) c = c == '/' ? '_' : c;
-    dir = fs::temp_directory_path() / ("tt_gpu_dist_" + std::to_string(::getpid()) + "_" + test);
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  void TearDown() override { fs::remove_all(dir); }
-  std::string p(const std::string& name) const { return (dir / name).string(); }
+  std::string p(const std::string& name) const { return scratch_.file(name); }
 
   // `prefix` is a launcher (or nothing); the model is the default's shape, smaller. A job that
   // does not end is ended after kJobLimitS (exit code 124). Afterwards, ended() says whether
@@ -85,7 +77,8 @@ class DistRun : public ::testing::Test {
     return 0;
   }
 
-  fs::path dir;
+  ScratchDir scratch_{"gpu_dist"};
+  const fs::path dir = scratch_.path();  // named in every command line of a job: how its processes are found
 
  private:
   // Seconds from the last write of the --json in `args` to now (0 without one, or if none was written).

@@ -7,13 +7,15 @@
 #include <nlohmann/json.hpp>
 
 #include "gpu_harness.h"
+#include "run_outputs.h"
 
 namespace tt::test {
 namespace {
 
 TEST(GpuCli, OutOfMemoryAtStartIsAClearError) {
   REQUIRE_GPU();
-  const std::filesystem::path err = std::filesystem::temp_directory_path() / "tt_oom_stderr";
+  const ScratchDir scratch("gpu_oom");
+  const std::filesystem::path err = scratch.path() / "stderr";
   // v1 keeps the [B, H, T, T] probabilities of every layer: far more than any GPU holds.
   const std::string cmd = std::string(TT_BINARY) +
                           " --device cuda --version v1 --batch-size 64 --seq-len 8192 --num-steps 1 >/dev/null 2>" +
@@ -25,21 +27,15 @@ TEST(GpuCli, OutOfMemoryAtStartIsAClearError) {
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
   for (const char* part : {"out of GPU memory", "activations", "are free", "--batch-size"})
     EXPECT_NE(text.find(part), std::string::npos) << part << " not in: " << text;
-  std::filesystem::remove(err);
 }
 
-// Runs tiny_llama with `args`; returns the exit code, stdout in `out`, stderr in `err`.
+// Runs tiny_llama with `args` in a scratch directory; returns the exit code, stdout in `out`,
+// stderr in `err`.
 int run_binary(const std::string& args, std::string& out, std::string& err) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path();
-  const std::filesystem::path o = dir / "tt_gpu_cli_stdout", e = dir / "tt_gpu_cli_stderr";
-  const int status = std::system((std::string(TT_BINARY) + " " + args + " >" + o.string() + " 2>" + e.string()).c_str());
-  auto slurp = [](const std::filesystem::path& p) {
-    std::ifstream in(p);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  };
-  out = slurp(o), err = slurp(e);
-  std::filesystem::remove(o), std::filesystem::remove(e);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  const ScratchDir scratch("gpu_cli");
+  const Outcome r = tt::test::run_binary(args, scratch.path());
+  out = r.out, err = r.err;
+  return r.exit_code;
 }
 
 TEST(GpuCli, DebugStagesRun) {
@@ -57,13 +53,13 @@ TEST(GpuCli, DebugStagesRun) {
 
 TEST(GpuCli, KernelBenchRunsV2AndWritesJson) {
   REQUIRE_GPU();
-  const std::filesystem::path json = std::filesystem::temp_directory_path() / "tt_gpu_kernels.json";
+  const ScratchDir scratch("gpu_kernels");
+  const std::filesystem::path json = scratch.path() / "kernels.json";
   std::string out, err;
   const int code = run_binary("kernels --impl v1,v2,v3 --seq-lens 1024 --repeats 3 --json " + json.string(), out, err);
   ASSERT_EQ(code, 0) << err << out;
   std::ifstream in(json);
   const nlohmann::json j = nlohmann::json::parse(in);
-  std::filesystem::remove(json);
   EXPECT_GT(j["ceilings"]["gemm_bf16_tflops"].get<double>(), 0);
   EXPECT_GT(j["ceilings"]["copy_gbps"].get<double>(), 0);
   int v2_rows = 0;
@@ -87,8 +83,8 @@ TEST(GpuCli, KernelBenchRunsV2AndWritesJson) {
 // batch of prompts, and without the cache.
 TEST(GpuCli, GenerationGivesTheCpusTokens) {
   REQUIRE_GPU();
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("tt_gpu_gen_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  const ScratchDir scratch("gpu_gen");
+  const std::filesystem::path& dir = scratch.path();
   std::ofstream(dir / "text.txt") << std::string(600, 'a') + "the quick brown fox jumps over the lazy dog. the lazy dog sleeps. ";
   std::ofstream(dir / "prompts.txt") << "the quick\nbrown\nover the la\n";
   const std::string ckpt = (dir / "m.st").string();
@@ -111,7 +107,6 @@ TEST(GpuCli, GenerationGivesTheCpusTokens) {
     EXPECT_EQ(gpu.substr(0, gpu.find("\n[")), cpu.substr(0, cpu.find("\n[")));
     EXPECT_NE(gpu.find("tokens/s on the GPU"), std::string::npos) << gpu;
   }
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -52,12 +52,9 @@ class GpuHf : public ::testing::TestWithParam<HfCase> {
   void SetUp() override {
     REQUIRE_GPU();
     if (!have_transformers()) GTEST_SKIP() << "python3 with torch and transformers is not installed here";
-    dir = fs::temp_directory_path() / ("tt_gpu_hf_" + std::to_string(::getpid()) + "_" + GetParam().name);
-    fs::remove_all(dir);
-    fs::create_directories(dir);
   }
-  void TearDown() override { fs::remove_all(dir); }
-  fs::path dir;
+  ScratchDir scratch_{"gpu_hf"};
+  const fs::path dir = scratch_.path();
 };
 
 TEST_P(GpuHf, TransformersComputesWhatWeCompute) {
@@ -202,9 +199,8 @@ std::vector<std::string> bpe_texts(const std::string& corpus) {
 TEST(HfTokenizers, ByteLevelBpeEncodesAsTheTokenizersLibrary) {
   if (std::system("python3 -c 'import tokenizers' >/dev/null 2>&1") != 0)
     GTEST_SKIP() << "python3 with the tokenizers library is not installed here";
-  const fs::path dir = fs::temp_directory_path() / ("tt_bpe_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const ScratchDir scratch("bpe");
+  const fs::path& dir = scratch.path();
   std::string corpus;
   for (int i = 0; i < 400; ++i)
     corpus += "The quick brown fox's 12 jumps over the lazy dog's 345 naps; she'll say \"it's\" and they'RE off!\n"
@@ -248,7 +244,6 @@ TEST(HfTokenizers, ByteLevelBpeEncodesAsTheTokenizersLibrary) {
               << tokens << " tokens, " << differing << " differing\n";
     EXPECT_EQ(differing, 0u);
   }
-  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "gpu_harness.h"
+#include "run_outputs.h"
 #include "train/trainer.h"
 
 namespace tt::test {
@@ -22,8 +23,8 @@ class GpuProfile : public ::testing::TestWithParam<int> {
 };
 
 TEST_P(GpuProfile, ThreeStepTraceIsCompleteAndConsistent) {
-  const fs::path dir = fs::temp_directory_path() / ("tt_profile_v" + std::to_string(GetParam()));
-  fs::remove_all(dir);
+  const ScratchDir scratch("profile");
+  const fs::path dir = scratch.path() / "trace";
   TrainOptions o;
   o.model.hidden = 128;
   o.model.layers = 2;
@@ -91,7 +92,6 @@ TEST_P(GpuProfile, ThreeStepTraceIsCompleteAndConsistent) {
   EXPECT_NEAR(table_us, busy_total_us, 1e-3 * rows + 1e-6 * busy_total_us) << "kernels.csv against the timeline";
   EXPECT_EQ(attributed, records) << "every kernel belongs to a model range";
   EXPECT_NE(log.str().find("Model FLOPs utilization"), std::string::npos) << log.str();
-  fs::remove_all(dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Versions, GpuProfile, ::testing::Values(1, 2, 3));

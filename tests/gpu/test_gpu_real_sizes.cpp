@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "gpu_harness.h"
+#include "run_outputs.h"
 #include "model/llama.h"
 #include "train/checkpoint.h"
 #include "data/loader.h"
@@ -77,17 +78,6 @@ TEST_P(FusedClassifier, MatchesTheCpuAtEveryVocabularyAndRowCount) {
 INSTANTIATE_TEST_SUITE_P(Types, FusedClassifier, ::testing::Values(DType::F32, DType::BF16),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("tt_gpu_test_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
 
 TrainOptions gpt2_vocab_options(int version) {
   TrainOptions o;
@@ -141,7 +131,7 @@ TEST(VocabPadding, PaddingRowsStayZeroAfterTwentySteps) {
 // reference, which pads nothing, loads it), and resuming it continues bit for bit.
 TEST(VocabPadding, CheckpointsHoldTheRealVocabularyAndResumeBitForBit) {
   REQUIRE_GPU();
-  TempDir dir;
+  ScratchDir dir{"gpu"};
   std::ostringstream log;
   TrainOptions o = gpt2_vocab_options(3);
   o.backend.plan.fused_classifier = true;
