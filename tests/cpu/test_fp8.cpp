@@ -1,0 +1,126 @@
+// The FP8 formats (src/core/fp8.h) and the quantizer reference (src/ops/quantize.h): every code
+// decodes to the value its bits say; a float converts to the nearest code, ties to the even
+// mantissa, as a brute-force search over all 256 codes finds it; saturation, NaN, signed zero
+// and the subnormals; and quantization through a scale recovers a tensor within half a step of
+// the format.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "core/fp8.h"
+#include "ops/quantize.h"
+
+namespace tt::test {
+namespace {
+
+const Fp8Format kFormats[] = {Fp8Format::E4M3, Fp8Format::E5M2};
+
+// The nearest code to x among the finite non-negative codes (ties: the even one), with x's sign;
+// beyond the largest, the largest.
+uint8_t nearest_by_search(float x, Fp8Format f) {
+  const double a = std::fabs(double(x));
+  int best = -1;
+  double best_d = INFINITY;
+  for (int c = 0; c < 0x80; ++c) {
+    const float v = fp8_to_float(uint8_t(c), f);
+    if (!std::isfinite(v)) continue;
+    const double d = std::fabs(double(v) - a);
+    if (d < best_d || (d == best_d && (c & 1) == 0)) best = c, best_d = d;
+  }
+  if (a > fp8_spec(f).max_finite) best = f == Fp8Format::E4M3 ? 0x7E : 0x7B;
+  return uint8_t(best | (std::signbit(x) ? 0x80 : 0));
+}
+
+TEST(Fp8, CodesDecodeToTheirValues) {
+  // E4M3: 0x01 the smallest subnormal 2^-9, 0x08 the smallest normal 2^-6, 0x38 one, 0x7E the
+  // largest 448, 0x7F NaN. E5M2: 0x01 2^-16, 0x3C one, 0x7B 57344, 0x7C infinity.
+  EXPECT_EQ(fp8_to_float(0x01, Fp8Format::E4M3), std::ldexp(1.0f, -9));
+  EXPECT_EQ(fp8_to_float(0x08, Fp8Format::E4M3), std::ldexp(1.0f, -6));
+  EXPECT_EQ(fp8_to_float(0x38, Fp8Format::E4M3), 1.0f);
+  EXPECT_EQ(fp8_to_float(0x7E, Fp8Format::E4M3), 448.0f);
+  EXPECT_EQ(fp8_to_float(0xFE, Fp8Format::E4M3), -448.0f);
+  EXPECT_TRUE(std::isnan(fp8_to_float(0x7F, Fp8Format::E4M3)));
+  EXPECT_EQ(fp8_to_float(0x78, Fp8Format::E4M3), 256.0f) << "S.1111.xxx is finite but for xxx = 111";
+  EXPECT_EQ(fp8_to_float(0x01, Fp8Format::E5M2), std::ldexp(1.0f, -16));
+  EXPECT_EQ(fp8_to_float(0x3C, Fp8Format::E5M2), 1.0f);
+  EXPECT_EQ(fp8_to_float(0x7B, Fp8Format::E5M2), 57344.0f);
+  EXPECT_EQ(fp8_to_float(0x7C, Fp8Format::E5M2), INFINITY);
+  EXPECT_TRUE(std::isnan(fp8_to_float(0x7D, Fp8Format::E5M2)));
+  EXPECT_TRUE(std::signbit(fp8_to_float(0x80, Fp8Format::E4M3)));
+  // Every finite code converts back to itself, and the finite values increase with the code.
+  for (Fp8Format f : kFormats) {
+    SCOPED_TRACE(fp8_name(f));
+    float last = -1;
+    for (int c = 0; c < 0x80; ++c) {
+      const float v = fp8_to_float(uint8_t(c), f);
+      if (!std::isfinite(v)) continue;
+      EXPECT_GT(v, last) << c;
+      last = v;
+      EXPECT_EQ(float_to_fp8(v, f), c);
+      EXPECT_EQ(float_to_fp8(-v, f), c | 0x80);
+    }
+  }
+}
+
+TEST(Fp8, RoundsToTheNearestTiesToEvenAndSaturates) {
+  for (Fp8Format f : kFormats) {
+    SCOPED_TRACE(fp8_name(f));
+    // Midpoints between neighbouring codes go to the even one; just above or below, to the nearer.
+    for (int c = 0; c + 1 < 0x80; ++c) {
+      const float lo = fp8_to_float(uint8_t(c), f), hi = fp8_to_float(uint8_t(c + 1), f);
+      if (!std::isfinite(hi)) continue;
+      const float mid = float((double(lo) + double(hi)) / 2);
+      EXPECT_EQ(float_to_fp8(mid, f), c % 2 == 0 ? c : c + 1) << "between " << lo << " and " << hi;
+      EXPECT_EQ(float_to_fp8(std::nextafter(mid, 0.0f), f), c);
+      EXPECT_EQ(float_to_fp8(std::nextafter(mid, INFINITY), f), c + 1);
+    }
+    const uint8_t largest = f == Fp8Format::E4M3 ? 0x7E : 0x7B;
+    EXPECT_EQ(float_to_fp8(1e9f, f), largest);
+    EXPECT_EQ(float_to_fp8(-1e9f, f), largest | 0x80);
+    EXPECT_EQ(float_to_fp8(INFINITY, f), largest) << "saturating, as __NV_SATFINITE";
+    EXPECT_EQ(float_to_fp8(NAN, f) & 0x7F, 0x7F);
+    EXPECT_EQ(float_to_fp8(-0.0f, f), 0x80);
+    EXPECT_EQ(float_to_fp8(1e-30f, f), 0x00) << "below half the smallest subnormal";
+    // Random floats of every magnitude against the search over all codes.
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<float> mantissa(-1.0f, 1.0f);
+    std::uniform_int_distribution<int> exponent(-24, 20);
+    for (int i = 0; i < 20000; ++i) {
+      const float x = std::ldexp(mantissa(rng), exponent(rng));
+      ASSERT_EQ(float_to_fp8(x, f), nearest_by_search(x, f)) << x;
+    }
+  }
+}
+
+// A tensor through its scale: amax lands on the largest value, and every element comes back
+// within half a step of the format at its magnitude (relative 2^-4 for E4M3, 2^-3 for E5M2, or
+// half the smallest subnormal over the scale near zero).
+TEST(Fp8, QuantizationThroughTheScaleRecoversTheTensor) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  std::vector<float> x(4096);
+  for (float& v : x) v = normal(rng);
+  x[17] = -25.0f;  // the largest magnitude
+  for (Fp8Format f : kFormats) {
+    SCOPED_TRACE(fp8_name(f));
+    const Fp8Spec s = fp8_spec(f);
+    const double amax = ref::amax(x.data(), int64_t(x.size()));
+    EXPECT_EQ(amax, 25.0);
+    const float scale = fp8_scale(float(amax), f);
+    std::vector<uint8_t> q(x.size());
+    std::vector<float> back(x.size());
+    ref::quantize_fp8(q.data(), x.data(), int64_t(x.size()), scale, f);
+    ref::dequantize_fp8(back.data(), q.data(), int64_t(x.size()), scale, f);
+    EXPECT_EQ(fp8_to_float(q[17], f), -float(s.max_finite)) << "amax lands on the largest value";
+    const double step = std::ldexp(1.0, -s.mantissa_bits - 1), floor = std::ldexp(1.0, 1 - s.bias - s.mantissa_bits - 1);
+    for (size_t i = 0; i < x.size(); ++i)
+      ASSERT_LE(std::fabs(double(back[i]) - x[i]), step * std::fabs(x[i]) + floor / scale + 1e-12) << i;
+  }
+  EXPECT_EQ(fp8_scale(0.0f, Fp8Format::E4M3), 1.0f);
+  EXPECT_EQ(fp8_scale(NAN, Fp8Format::E5M2), 1.0f);
+}
+
+}  // namespace
+}  // namespace tt::test
