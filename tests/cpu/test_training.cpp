@@ -46,6 +46,18 @@ TrainOptions small_options() {
   return o;
 }
 
+// The options of a two-step run that resumes from the checkpoint of a one-step run (written in dir).
+TrainOptions resume_after_one_step(const TempDir& dir, std::ostream& log) {
+  TrainOptions o = small_options();
+  o.steps = 1;
+  o.save_path = dir.file("ck.safetensors");
+  train(o, log);
+  o.steps = 2;
+  o.save_path.clear();
+  o.resume_path = dir.file("ck.safetensors");
+  return o;
+}
+
 TEST(Training, ValidationLossFallsOnRepeatedText) {
   TempDir dir;
   const std::string path = dir.file("phrase.txt");
@@ -326,13 +338,7 @@ TEST(Checkpoint, RoundTripRestoresEveryBuffer) {
 TEST(Checkpoint, RefusesAnotherModel) {
   TempDir dir;
   std::ostringstream log;
-  TrainOptions o = small_options();
-  o.steps = 1;
-  o.save_path = dir.file("ck.safetensors");
-  train(o, log);
-  o.steps = 2;
-  o.save_path.clear();
-  o.resume_path = dir.file("ck.safetensors");
+  TrainOptions o = resume_after_one_step(dir, log);
   o.model.hidden = 64;
   try {
     train(o, log);
@@ -470,13 +476,7 @@ namespace {
 TEST(Checkpoint, ResumeSaysWhatItChanges) {
   TempDir dir;
   std::ostringstream log;
-  TrainOptions o = small_options();
-  o.steps = 1;
-  o.save_path = dir.file("ck.safetensors");
-  train(o, log);
-  o.steps = 2;
-  o.save_path.clear();
-  o.resume_path = dir.file("ck.safetensors");
+  TrainOptions o = resume_after_one_step(dir, log);
   o.learning_rate = 1e-3;
   o.batch = 8;
   std::ostringstream resumed;
