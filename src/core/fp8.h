@@ -6,7 +6,8 @@
 //         largest finite 57344, smallest subnormal 2^-16. For gradients: more range.
 // float_to_fp8 rounds to the nearest value, ties to the even mantissa, and saturates: a finite
 // value beyond the largest (and an infinity) becomes the largest, of its sign, as the GPU's
-// conversion does with __NV_SATFINITE; NaN stays NaN. A tensor goes to FP8 through a scale:
+// conversion does with __NV_SATFINITE; NaN stays NaN. All 2^32 floats give the bytes of CUDA's
+// __nv_cvt_float_to_fp8 (tests/cpu/test_fp8.cpp checks a sample of them each run). A tensor goes to FP8 through a scale:
 // q = fp8(x * scale), with scale = the format's largest / amax(x), so that the largest element
 // lands on the largest value; x is read back as q / scale (fp8_scale).
 #pragma once

@@ -1,11 +1,17 @@
 // The FP8 formats (src/core/fp8.h) and the quantizer reference (src/ops/quantize.h): every code
 // decodes to the value its bits say; a float converts to the nearest code, ties to the even
 // mantissa, as a brute-force search over all 256 codes finds it; saturation, NaN, signed zero
-// and the subnormals; and quantization through a scale recovers a tensor within half a step of
-// the format.
+// and the subnormals; the same bytes as CUDA's conversion; and quantization through a scale
+// recovers a tensor within half a step of the format.
 #include <gtest/gtest.h>
 
+#ifdef TT_HAVE_CUDA
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#endif
+
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -93,6 +99,33 @@ TEST(Fp8, RoundsToTheNearestTiesToEvenAndSaturates) {
     }
   }
 }
+
+#ifdef TT_HAVE_CUDA
+// CUDA's own conversions (cuda_fp8.h, whose host code the toolkit provides beside the device
+// instruction's): every code decodes to the same value, and every 251st float of all 2^32 bit
+// patterns (the NaNs and infinities among them) converts to the same byte, saturating as
+// __NV_SATFINITE does. (All 2^32 agree as well: a 50 s run, too long for each test run.)
+TEST(Fp8, ConvertsAsCudasConversion) {
+  for (Fp8Format f : kFormats) {
+    SCOPED_TRACE(fp8_name(f));
+    const __nv_fp8_interpretation_t kind = f == Fp8Format::E4M3 ? __NV_E4M3 : __NV_E5M2;
+    for (int c = 0; c < 256; ++c) {
+      const float theirs = __half2float(__half(__nv_cvt_fp8_to_halfraw(__nv_fp8_storage_t(c), kind)));
+      const float ours = fp8_to_float(uint8_t(c), f);
+      if (std::isnan(theirs)) EXPECT_TRUE(std::isnan(ours)) << c;
+      else EXPECT_EQ(ours, theirs) << c;
+    }
+    int64_t differ = 0;
+    for (uint64_t u = 0; u < (uint64_t(1) << 32); u += 251) {
+      const uint32_t bits = uint32_t(u);
+      float x;
+      std::memcpy(&x, &bits, 4);
+      differ += float_to_fp8(x, f) != __nv_cvt_float_to_fp8(x, __NV_SATFINITE, kind);
+    }
+    EXPECT_EQ(differ, 0);
+  }
+}
+#endif
 
 // A tensor through its scale: amax lands on the largest value, and every element comes back
 // within half a step of the format at its magnitude (relative 2^-4 for E4M3, 2^-3 for E5M2, or
