@@ -195,16 +195,8 @@ class ByteLevelBpe final : public Tokenizer {
     std::string body = text;
     if (add_prefix_space_ && !body.empty() && body[0] != ' ') body.insert(body.begin(), ' ');
     std::vector<int32_t> ids;
-    for (const auto& [begin, end] : split_words(body, pattern_)) {
-      const std::string word = body.substr(begin, end - begin);
-      if (word.size() > 64) {  // long words are rare: not kept
-        const std::vector<int32_t> w = encode_word(word);
-        ids.insert(ids.end(), w.begin(), w.end());
-        continue;
-      }
-      const std::vector<int32_t>& w = cached_word(cache_id_, word, [&](const std::string& s) { return encode_word(s); });
-      ids.insert(ids.end(), w.begin(), w.end());
-    }
+    for (const auto& [begin, end] : split_words(body, pattern_))
+      append_word(cache_id_, body.substr(begin, end - begin), [&](const std::string& w) { return encode_word(w); }, ids);
     return ids;
   }
 

@@ -73,12 +73,11 @@ class SentencePieceTokenizer final : public Tokenizer {
       if (at == 0) {
         ids = encode_whole(word);
       } else {
-        const std::vector<int32_t>& w = cached_word(cache_id_, word, [&](const std::string& s) {
+        append_word(cache_id_, word, [&](const std::string& s) {
           std::vector<int32_t> pieces = encode_whole(s);
           pieces.erase(pieces.begin());  // the dummy space
           return pieces;
-        });
-        ids.insert(ids.end(), w.begin(), w.end());
+        }, ids);
       }
       at = end;
     }
