@@ -105,17 +105,26 @@ class SentencePieceTokenizer final : public Tokenizer {
   const uint64_t cache_id_ = new_tokenizer_id();
 };
 
+// A Hugging Face directory's tokenizer file: its tokenizer.model (SentencePiece) first, else its
+// tokenizer.json; "" for neither.
+std::string tokenizer_file_in(const std::string& dir) {
+  std::error_code ec;
+  for (const char* name : {"tokenizer.model", "tokenizer.json"}) {
+    const std::filesystem::path file = std::filesystem::path(dir) / name;
+    if (std::filesystem::is_regular_file(file, ec)) return file.string();
+  }
+  return "";
+}
+
 }  // namespace
 
 std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& spec, const std::string& flag) {
   if (spec == "bytes") return std::make_unique<ByteTokenizer>();
   std::error_code ec;
-  if (std::filesystem::is_directory(spec, ec)) {  // a Hugging Face directory: SentencePiece's file first
-    for (const char* name : {"tokenizer.model", "tokenizer.json"}) {
-      const std::filesystem::path file = std::filesystem::path(spec) / name;
-      if (std::filesystem::is_regular_file(file, ec)) return load(file.string(), flag);
-    }
-    usage_fail(flag + ": directory '" + spec + "' holds neither tokenizer.model nor tokenizer.json");
+  if (std::filesystem::is_directory(spec, ec)) {
+    const std::string file = tokenizer_file_in(spec);
+    if (file.empty()) usage_fail(flag + ": directory '" + spec + "' holds neither tokenizer.model nor tokenizer.json");
+    return load(file, flag);
   }
   struct stat st {};
   if (::stat(spec.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
@@ -130,10 +139,8 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& spec, const std::s
 }
 
 std::unique_ptr<Tokenizer> model_tokenizer(const std::string& spec, const std::string& hf_dir, int vocab) {
-  std::error_code ec;
-  const bool hf_has_one = !hf_dir.empty() && (std::filesystem::exists(std::filesystem::path(hf_dir) / "tokenizer.model", ec) ||
-                                              std::filesystem::exists(std::filesystem::path(hf_dir) / "tokenizer.json", ec));
-  const std::string chosen = !spec.empty() ? spec : hf_has_one ? hf_dir : vocab == 256 ? "bytes" : "";
+  const std::string in_dir = hf_dir.empty() ? "" : tokenizer_file_in(hf_dir);
+  const std::string chosen = !spec.empty() ? spec : !in_dir.empty() ? in_dir : vocab == 256 ? "bytes" : "";
   if (chosen.empty())
     usage_fail("--tokenizer: the model's vocabulary is " + std::to_string(vocab) +
                ": give the tokenizer it was trained with (a SentencePiece .model or a tokenizer.json)");
