@@ -1,6 +1,6 @@
 // The binary run by the tests, and what it leaves behind: its exit code and output, a file's
 // text, the losses of its --json, the weights of its --save, and the relative difference of two
-// weight sets; and the scratch directory each test works in.
+// weight sets; the scratch directory each test works in; and the message of a refusal.
 #pragma once
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "data/safetensors.h"
 
 namespace tt::test {
@@ -45,6 +46,17 @@ class ScratchDir {
   }
   std::filesystem::path path_;
 };
+
+// The message of the UsageError `f` throws ("" when it throws none).
+template <class F>
+std::string refusal(F&& f) {
+  try {
+    f();
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
 
 inline std::string read_text(const std::filesystem::path& path) {
   std::ifstream in(path);

@@ -48,16 +48,6 @@ class RealData : public ::testing::Test {
     }
     return s;
   }
-  // The message of the UsageError `f` throws ("" when it does not).
-  template <class F>
-  static std::string refusal(F&& f) {
-    try {
-      f();
-    } catch (const UsageError& e) {
-      return e.what();
-    }
-    return "";
-  }
   ScratchDir scratch_{"data"};
   const fs::path dir = scratch_.path();
 };

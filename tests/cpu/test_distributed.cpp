@@ -348,14 +348,6 @@ int unused_port() {
   return ntohs(a.sin_port);
 }
 
-std::string usage_error(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(Rendezvous, BroadcastGatherFinish) {
   for (const std::string init : {"env", "file"}) {
@@ -442,7 +434,7 @@ TEST(Rendezvous, StrayClientsAndFailuresReleaseRankZero) {
     EXPECT_NE(error.find("rank(s) 1 did not join within 2 s"), std::string::npos) << error;
   }
   const std::string file = (fs::temp_directory_path() / ("tt_rdzv_fail_" + std::to_string(::getpid()))).string();
-  EXPECT_NE(usage_error([&] { Rendezvous(world_of(0, 2, 0), "file:" + file, 1); }).find("rank(s) 1 did not join"),
+  EXPECT_NE(refusal([&] { Rendezvous(world_of(0, 2, 0), "file:" + file, 1); }).find("rank(s) 1 did not join"),
             std::string::npos);
   EXPECT_FALSE(fs::exists(file)) << "the rendezvous file outlived a failed rank 0";
 }
@@ -450,12 +442,12 @@ TEST(Rendezvous, StrayClientsAndFailuresReleaseRankZero) {
 TEST(Rendezvous, BadWorldsAreRefused) {
   World w = world_of(1, 2, unused_port());
   w.master_addr = "no such host.invalid";
-  EXPECT_NE(usage_error([&] { Rendezvous(w, "env", 5); }).find("does not resolve"), std::string::npos);
+  EXPECT_NE(refusal([&] { Rendezvous(w, "env", 5); }).find("does not resolve"), std::string::npos);
   w.master_addr = "127.0.0.1";  // nobody listens there
-  EXPECT_NE(usage_error([&] { Rendezvous(w, "env", 1); }).find("was not reachable within 1 s"), std::string::npos);
-  EXPECT_NE(usage_error([&] { Rendezvous(world_of(0, 2, unused_port()), "env", 1); }).find("rank(s) 1 did not join"),
+  EXPECT_NE(refusal([&] { Rendezvous(w, "env", 1); }).find("was not reachable within 1 s"), std::string::npos);
+  EXPECT_NE(refusal([&] { Rendezvous(world_of(0, 2, unused_port()), "env", 1); }).find("rank(s) 1 did not join"),
             std::string::npos);
-  EXPECT_NE(usage_error([&] { Rendezvous(world_of(0, 2, 1), "tcp", 1); }).find("--dist-init"), std::string::npos);
+  EXPECT_NE(refusal([&] { Rendezvous(world_of(0, 2, 1), "tcp", 1); }).find("--dist-init"), std::string::npos);
 }
 
 }  // namespace

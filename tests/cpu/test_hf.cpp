@@ -147,14 +147,6 @@ TEST_F(HfExport, RoundTripIsExact) {
 
 TEST_F(HfExport, OtherModelsAreRefused) {
   const fs::path hf = exported("hf", "fp32", o.save_path);
-  auto refusal = [](auto&& f) -> std::string {
-    try {
-      f();
-    } catch (const UsageError& e) {
-      return e.what();
-    }
-    return "";
-  };
   ModelConfig other = o.model;
   other.hidden = 64;
   EXPECT_NE(refusal([&] { import_hf(hf.string(), other); }).find("--hidden-dim"), std::string::npos);
