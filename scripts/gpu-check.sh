@@ -6,7 +6,8 @@
 #   bash scripts/gpu-check.sh                          the default stages
 #   TT_STAGES="tests timing" bash scripts/gpu-check.sh  choose stages: tests sanitizer profile timing
 #                                                       ablate memory long kernels debug pytorch results ncu
-#                                                       sizes sizes-pytorch multigpu scaling longrun
+#                                                       sizes sizes-pytorch multigpu scaling longrun fp8
+#                                                       fp8-longrun
 #   TT_TIMING="v2:128: v2:128:--use-amp" ...           choose the timed runs (version:seq:flags)
 #   TT_SANITIZE="v3:v3 --use-amp" ...                  choose the sanitized runs (version and flags, ':' between)
 #   TT_CTEST="-R GpuHf" ...                            more ctest arguments for the tests stage (a share of them)
@@ -210,6 +211,36 @@ if stage sizes; then
   done
 fi
 
+if stage fp8; then
+  echo "== version 5 (FP8): its tests, then v4 against v5 at gpt2-small, medium and the default shape (bf16)"
+  (cd "$BUILD" && timeout 400 ctest -R "Fp8" --output-on-failure >"$LOGS/fp8-tests.log" 2>&1) || failures+=("fp8 tests")
+  grep -E "^\[fp8|tests passed|tests failed|Failure|Expected|Which is|error" "$LOGS/fp8-tests.log" | head -40
+  fp8_bench() {  # NAME, then bench flags
+    local name=$1; shift
+    timeout 300 "$TT" bench --device cuda --versions v4,v5 --precisions bf16 --timing-warmup-steps 5 --steps 10 --repeats 3 \
+      --json "$LOGS/fp8_$name.json" "$@" >"$LOGS/fp8_$name.log" 2>&1 || failures+=("fp8 bench $name")
+    grep -E "^v[0-9]" "$LOGS/fp8_$name.log" | sed "s/^/$name: /"
+  }
+  # One run a line, NAME:FLAGS; the variants take one switch of v5 off (or fp8-every-shape on).
+  default_runs="gpt2:--preset gpt2-small
+medium:--preset medium
+default:--batch-sizes 8 --seq-lens 128
+gpt2_current:--preset gpt2-small --disable-fp8-delayed-scaling
+gpt2_e5m2:--preset gpt2-small --enable-fp8-e5m2-gradients
+medium_current:--preset medium --disable-fp8-delayed-scaling
+default_every:--batch-sizes 8 --seq-lens 128 --enable-fp8-every-shape
+b16_t512_every:--batch-sizes 16 --seq-lens 512 --enable-fp8-every-shape
+b32_t512:--batch-sizes 32 --seq-lens 512"
+  while IFS=: read -r name flags; do
+    # shellcheck disable=SC2086  # flags are several arguments
+    fp8_bench "$name" $flags
+  done <<<"${TT_FP8_BENCH:-$default_runs}"
+  timeout 120 "$TT" --device cuda --version v5 --use-amp --preset gpt2-small --num-steps 9 --timing-warmup-steps 6 \
+    --profile-steps 2 --log-every 100 --profile "$LOGS/fp8_profile_gpt2" >"$LOGS/fp8_profile_gpt2.log" 2>&1 ||
+    failures+=("fp8 profile")
+  grep -B2 -A14 "Top 10 kernels" "$LOGS/fp8_profile_gpt2.log" | sed "s/^/profile v5 gpt2: /"
+fi
+
 if stage sizes-pytorch; then
   echo "== real sizes in PyTorch: torch.compile + the whole step in one CUDA graph, bf16"
   for spec in ${TT_PT_SIZES:-"gpt2-small:50257:128" "gpt2-small:50257:1" "gpt2-small:32000:128" "medium:1000:128"}; do
@@ -325,6 +356,49 @@ if all(runs.values()):
 PY
   set +f
   tar czf "$OUT/longrun.tgz" -C "$LOGS" --exclude long.safetensors $(cd "$LOGS" && ls long_* check_*)
+fi
+
+if stage fp8-longrun; then
+  # Version 5 against v4 bf16 on the long run's recipe and data (see the longrun stage): v4 with
+  # seeds 42 and 43 for the spread, v5 with seed 42 and every product in FP8 (the recipe's 2048
+  # tokens of hidden 512 are below the size where v5 takes FP8 by itself).
+  echo "== long run, v5 (FP8) against v4 (bf16), ${TT_LONGRUN_STEPS:-2000} steps"
+  d=${TT_LONGRUN_DATA:-data/corpus}
+  set -f
+  recipe="--data $d/tokens/*.bin --vocab-size 8000 --seq-len 256 --batch-size 8 --grad-accum-steps 2 \
+    --lr-schedule cosine --learning-rate 1e-3 --min-lr 1e-4 --lr-warmup-steps 100 --weight-decay 0.1 \
+    --grad-clip 1 --no-decay-norms --shuffle --val-tokens 65536 --use-amp --log-every 500 --eval-every 100"
+  steps=${TT_LONGRUN_STEPS:-2000}
+  for run in "v4_42:--version v4 --seed 42" "v4_43:--version v4 --seed 43" \
+             "v5_42:--version v5 --enable-fp8-every-shape --seed 42" "v5_43:--version v5 --enable-fp8-every-shape --seed 43"; do
+    IFS=: read -r name flags <<<"$run"
+    # shellcheck disable=SC2086
+    timeout 300 "$TT" --device cuda $flags $recipe --num-steps "$steps" --json "$LOGS/fp8long_$name.json" \
+      >"$LOGS/fp8long_$name.log" 2>&1 || failures+=("fp8 long run $name")
+    grep -E "FP8|fp8|Step .*$steps/" "$LOGS/fp8long_$name.log" | head -3 | sed "s/^/$name: /"
+  done
+  set +f
+  python3 scripts/plot_loss.py --validation "$LOGS/fp8long_validation.svg" "validation loss, fortunes + Brown: FP8 against bf16" \
+    "$LOGS/fp8long_v4_42.json=v4 bf16, seed 42" "$LOGS/fp8long_v4_43.json=v4 bf16, seed 43" \
+    "$LOGS/fp8long_v5_42.json=v5 FP8, seed 42" "$LOGS/fp8long_v5_43.json=v5 FP8, seed 43" || true
+  python3 - "$LOGS" <<'PY' | tee "$LOGS/fp8long_compare.txt"
+import json, sys
+d = sys.argv[1]
+runs = {k: json.load(open(f"{d}/fp8long_{k}.json")) for k in ("v4_42", "v4_43", "v5_42", "v5_43")}
+val = {k: {v["step"]: v["loss"] for v in r["validation"]} for k, r in runs.items()}
+print(f"{'step':>6}{'v4 s42':>9}{'v4 s43':>9}{'v5 s42':>9}{'v5 s43':>9}{'v5-v4 %':>9}{'seeds':>9}")
+worst, outside = 0.0, 0
+for s in sorted(val["v4_42"]):
+    a, b, f, g = val["v4_42"][s], val["v4_43"][s], val["v5_42"][s], val["v5_43"][s]
+    rel = abs(f - a) / a
+    worst = max(worst, rel)
+    outside += abs(f - a) > abs(b - a) and not min(a, b) <= f <= max(a, b)
+    print(f"{s:>6}{a:>9.4f}{b:>9.4f}{f:>9.4f}{g:>9.4f}{100 * (f - a) / a:>+9.3f}{b - a:>+9.4f}")
+print(f"largest |v5 - v4| / v4 (seed 42): {worst:.3%}; evaluations where v5 is farther from v4 than the other "
+      f"bf16 seed: {outside} of {len(val['v4_42'])}")
+for k, r in runs.items():
+    print(f"{k}: {r['summary']['step_ms_median']:.2f} ms a step (median)")
+PY
 fi
 
 if stage timing; then

@@ -155,7 +155,8 @@ void validate(const BenchOptions& o) {
   };
   positive_list(o.versions, "--versions");
   for (int v : o.versions)
-    if (v > 4) usage_fail("--versions: versions are 1 to 4 (got " + std::to_string(v) + ")");
+    if (v > kLatestVersion)
+      usage_fail("--versions: versions are 1 to " + std::to_string(kLatestVersion) + " (got " + std::to_string(v) + ")");
   positive_list(o.batch_sizes, "--batch-sizes");
   positive_list(o.seq_lens, "--seq-lens");
   if (o.precisions.empty()) usage_fail("--precisions: give at least one of fp32, tf32, bf16");

@@ -79,7 +79,7 @@ void compare(ValidationRow& row, const Run& got, const Run& ref, const ModelConf
 bool run_validate(const ValidateOptions& o, std::ostream& log) {
   if (o.steps <= 0) usage_fail("--steps: must be positive");
   for (int v : o.versions)
-    if (v < 1 || v > 4) usage_fail("--versions: versions are 1 to 4");
+    if (v < 1 || v > kLatestVersion) usage_fail("--versions: versions are 1 to " + std::to_string(kLatestVersion));
   for (const std::string& p : o.precisions)
     if (p != "fp32" && p != "tf32" && p != "bf16") usage_fail("--precisions: each must be fp32, tf32 or bf16");
   o.base.validate();

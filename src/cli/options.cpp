@@ -54,7 +54,7 @@ void add_model_flags(CLI::App& app, TrainOptions& o, ModelFlags& f) {
   app.add_option("--seed", o.seed, "initialisation and synthetic data")->capture_default_str();
   app.add_option("--device", f.device, "auto, cpu or cuda")->capture_default_str();
   app.add_option("--level,--version", f.version,
-                 "optimization level: v1, v2, v3 or v4 (--version v4 too; --version alone prints the program's version)")
+                 "optimization level: v1, v2, v3, v4 or v5 (--version v5 too; --version alone prints the program's version)")
       ->capture_default_str();
   app.add_flag("--use-amp", f.amp, "bf16 mixed precision (CUDA; fp32 master weights and optimizer)");
   app.add_flag("--tf32", f.tf32, "allow TF32 tensor-core products in fp32 (default: true fp32)");
@@ -72,8 +72,8 @@ void add_model_flags(CLI::App& app, TrainOptions& o, ModelFlags& f) {
 }
 
 int parse_version(const std::string& v) {
-  if (v.size() != 2 || v[0] != 'v' || v[1] < '1' || v[1] > '4')
-    usage_fail("--level: the optimization level is one of v1, v2, v3, v4 (got '" + v + "')");
+  if (v.size() != 2 || v[0] != 'v' || v[1] < '1' || v[1] > '5')
+    usage_fail("--level: the optimization level is one of v1, v2, v3, v4, v5 (got '" + v + "')");
   return v[1] - '0';
 }
 
@@ -268,7 +268,7 @@ void refuse_expanded_pattern(const std::vector<std::string>& args) {
 
 bool parse_train_options(const std::vector<std::string>& args, TrainOptions& o, bool with_recipe) {
   refuse_expanded_pattern(args);
-  CLI::App app{"Train a Tiny LLaMA from scratch (CPU reference or CUDA, versions v1..v4)", "tiny_llama"};
+  CLI::App app{"Train a Tiny LLaMA from scratch (CPU reference or CUDA, versions v1..v5)", "tiny_llama"};
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // last one wins
   ModelFlags f;
   add_train_flags(app, o, f);
@@ -446,8 +446,7 @@ bool parse_kernel_options(const std::vector<std::string>& args, KernelBenchOptio
   if (!impls.empty()) {
     o.versions.clear();
     for (const std::string& v : impls) {
-      if (v != "v1" && v != "v2" && v != "v3" && v != "v4") usage_fail("--impl: each must be v1, v2, v3 or v4 (got '" + v + "')");
-      o.versions.push_back(v[1] - '0');
+      o.versions.push_back(parse_version(v));
     }
   }
   return true;

@@ -1,5 +1,6 @@
 // Element types of the tensors the backends move around. bf16 is stored as its 16 raw bits
-// on the host; CUDA code reinterprets it as __nv_bfloat16.
+// on the host; CUDA code reinterprets it as __nv_bfloat16. The two FP8 formats (src/core/fp8.h)
+// are bytes, the operands of version 5's matrix products.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -7,7 +8,7 @@
 
 namespace tt {
 
-enum class DType : uint8_t { F32, F64, BF16, I32 };
+enum class DType : uint8_t { F32, F64, BF16, I32, F8E4M3, F8E5M2 };
 
 struct bf16 {
   uint16_t bits;
@@ -19,6 +20,8 @@ inline size_t dtype_size(DType d) {
     case DType::F64: return 8;
     case DType::BF16: return 2;
     case DType::I32: return 4;
+    case DType::F8E4M3:
+    case DType::F8E5M2: return 1;
   }
   return 0;
 }
@@ -29,9 +32,13 @@ inline const char* dtype_name(DType d) {
     case DType::F64: return "fp64";
     case DType::BF16: return "bf16";
     case DType::I32: return "int32";
+    case DType::F8E4M3: return "fp8e4m3";
+    case DType::F8E5M2: return "fp8e5m2";
   }
   return "?";
 }
+
+inline bool is_fp8(DType d) { return d == DType::F8E4M3 || d == DType::F8E5M2; }
 
 template <class T> struct dtype_of;
 template <> struct dtype_of<float> { static constexpr DType value = DType::F32; };

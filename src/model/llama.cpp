@@ -22,6 +22,10 @@ int classifier_chunk_for(const Plan& plan, int64_t tokens, int padded_vocab, siz
   return int((tokens + chunks - 1) / chunks);
 }
 
+// Version 5 keeps the layers' products in bf16 below this many tokens x hidden a micro-batch:
+// there the casts cost more than FP8 saves (docs/versions/v5.md, measured on an H100).
+constexpr int64_t kFp8MinWork = int64_t(1) << 23;
+
 }  // namespace
 
 // Measures the layout without allocating: what memory_needed reports, and the first half of
@@ -36,6 +40,7 @@ Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len
       Vp_(tt::padded_vocab(config.vocab_size, backend.vocab_padding_multiple())),
       chunk_(classifier_chunk_for(backend.plan(), tokens(), Vp_, dtype_size(backend.act_dtype()))),
       attn_{batch, seq_len, config.heads, config.kv_heads, config.head_dim()},
+      fp8_(decide_fp8()),
       state_(cfg_, backend, dp, step, Vp_),
       arena_(backend.memory()) {
   TT_CHECK(step.micro_batches >= 1, "Llama: at least one micro-batch a step (TrainOptions::validate refuses it)");
@@ -58,6 +63,69 @@ Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len
   else
     be_.upload(rope_table_, table_f.data());
   be_.set_attention_rope(rope_table_);
+  if (fp8_) be_.zero(fp8_slots_);
+}
+
+bool Llama::decide_fp8() const {
+  const Plan& plan = be_.plan();
+  if (!plan.fp8 || !plan.amp || !be_.is_cuda()) return false;
+  for (int64_t d : {tokens(), int64_t(cfg_.hidden), int64_t(cfg_.intermediate), int64_t(cfg_.qkv_dim()),
+                    int64_t(cfg_.heads) * cfg_.head_dim()})
+    if (d % 16 != 0) return false;
+  return plan.fp8_every_shape || tokens() * cfg_.hidden >= kFp8MinWork;
+}
+
+std::string Llama::products_kind() const {
+  const Plan& plan = be_.plan();
+  if (!plan.fp8 || !be_.is_cuda()) return "";
+  if (fp8_)
+    return std::string("FP8 in the layers (E4M3 weights and activations, ") +
+           (plan.fp8_e5m2_gradients ? "E5M2" : "E4M3") + " gradients, " +
+           (plan.fp8_delayed_scaling ? "delayed" : "current") + " scaling); bf16 in the head";
+  if (!plan.amp) return "fp32: v5's FP8 products take bf16 activations (--use-amp)";
+  if (tokens() * cfg_.hidden < kFp8MinWork && !plan.fp8_every_shape)
+    return "bf16: FP8 pays from " + std::to_string(kFp8MinWork) + " tokens x hidden a micro-batch (this run: " +
+           std::to_string(tokens() * cfg_.hidden) + "; --enable-fp8-every-shape takes it anyway)";
+  return "bf16: FP8 products need the tokens, hidden, FFN and attention widths to be multiples of 16";
+}
+
+// Delayed scaling needs a history: until a step has filled it, the scales are the current ones.
+Fp8Scaling Llama::fp8_scaling() const {
+  return be_.plan().fp8_delayed_scaling && fp8_calibrated_ ? Fp8Scaling::Delayed : Fp8Scaling::Current;
+}
+
+void Llama::quantize(const Fp8Matrix& out, const Tensor& x, int64_t r, int64_t c) {
+  be_.fp8_quantize(out, x, r, c, fp8_scaling());
+}
+
+void Llama::quantize_weights() {
+  ScopedRange r(be_, "fp8_weights");
+  const int64_t C = cfg_.hidden, F = cfg_.intermediate, HD = int64_t(cfg_.heads) * cfg_.head_dim();
+  for (int l = 0; l < cfg_.layers; ++l) {
+    const LayerWeights& w = w_.layers[size_t(l)];
+    const LayerFp8& f = fp8_layers_[size_t(l)];
+    quantize(f.wqkv, w.wqkv, cfg_.qkv_dim(), C);
+    quantize(f.wo, w.wo, C, HD);
+    quantize(f.wgateup, w.wgateup, 2 * F, C);
+    quantize(f.wdown, w.wdown, C, F);
+  }
+}
+
+Fp8Matrix Llama::quantize_gradient(const Tensor& d, int64_t c, int layer, Fp8Slot which) {
+  const int64_t N = tokens();
+  Fp8Matrix m;
+  m.rows = grad8_rows_.slice(0, N * c);
+  m.cols = grad8_cols_.slice(0, N * c);
+  m.ld = c, m.ld_t = N;
+  m.slot = fp8_slot(layer, which);
+  quantize(m, d, N, c);
+  return m;
+}
+
+void Llama::finish_fp8_step() {
+  if (!fp8_ || !be_.plan().fp8_delayed_scaling) return;
+  be_.fp8_update_scales(fp8_slots_, cfg_.layers * kFp8Slots);
+  fp8_calibrated_ = true;
 }
 
 std::array<size_t, kNumCategories> Llama::memory_needed(const ModelConfig& config, Backend& backend, int batch,
@@ -102,6 +170,30 @@ void Llama::layout(Arena& a) {
   losses_ = act(S, inputs);
 
   auto scratch = [&](DType d, int64_t n) { return a.take(Category::Workspace, d, n); };
+  fp8_layers_.clear();
+  if (fp8_) {
+    fp8_slots_ = scratch(DType::F32, int64_t(cfg_.layers) * kFp8Slots * kFp8SlotFloats);
+    const DType E4 = DType::F8E4M3;
+    // [r, c] in both layouts; the slot is layer l's `which`.
+    auto matrix = [&](Category cat, int64_t r, int64_t c, int l, Fp8Slot which) {
+      Fp8Matrix m;
+      m.rows = a.take(cat, E4, r * c);
+      m.cols = a.take(cat, E4, r * c);
+      m.ld = c, m.ld_t = r;
+      m.slot = fp8_slot(l, which);
+      return m;
+    };
+    for (int l = 0; l < cfg_.layers; ++l) {
+      const Category P = Category::Parameters, A = Category::Activations;
+      fp8_layers_.push_back({matrix(A, N, C, l, kXn1), matrix(A, N, HD, l, kAtt), matrix(A, N, C, l, kXn2),
+                             matrix(A, N, F, l, kH), matrix(P, cfg_.qkv_dim(), C, l, kWqkv),
+                             matrix(P, C, HD, l, kWo), matrix(P, 2 * F, C, l, kWgateup), matrix(P, C, F, l, kWdown)});
+    }
+    const DType G = be_.plan().fp8_e5m2_gradients ? DType::F8E5M2 : E4;
+    const int64_t widest = std::max({int64_t(cfg_.qkv_dim()), 2 * F, C});
+    grad8_rows_ = scratch(G, N * widest);
+    grad8_cols_ = scratch(G, N * widest);
+  }
   rope_table_ = scratch(S, int64_t(T_) * cfg_.head_dim());
   branch_ = scratch(A, N * C);
   dres_ = scratch(A, N * C);
@@ -142,6 +234,10 @@ std::vector<Llama::MemoryPoint> Llama::memory_timeline() const {
     const LayerActs& a = acts_[size_t(l)];
     for (const Tensor* t : {&a.x, &a.xn1, &a.rstd1, &a.qkv, &a.saved, &a.att, &a.x_mid, &a.xn2, &a.rstd2, &a.gateup, &a.h})
       layer[size_t(l)] += bytes(*t);
+    if (fp8_)
+      for (const Fp8Matrix* m : {&fp8_layers_[size_t(l)].xn1, &fp8_layers_[size_t(l)].att, &fp8_layers_[size_t(l)].xn2,
+                                 &fp8_layers_[size_t(l)].h})
+        layer[size_t(l)] += bytes(m->rows) + bytes(m->cols);
   }
   const size_t inputs = bytes(tokens_) + bytes(targets_);
   const size_t final_acts = bytes(x_out_) + bytes(xf_) + bytes(rstd_f_), head = bytes(logits_) + bytes(losses_);
@@ -182,16 +278,29 @@ void Llama::set_batch(const int32_t* tok, const int32_t* tgt, int micro_batches)
   loaded_ = micro_batches;
 }
 
-void Llama::linear(const Tensor& out, int64_t ld_out, const Tensor& x, const Tensor& w, int in_f,
-                   int out_f) {
-  be_.matmul(linear_gemm(out, ld_out, x, in_f, w, int(tokens()), in_f, out_f));
+Gemm Llama::linear_product(const Tensor& out, int64_t ld_out, const Tensor& x, const Tensor& w, int in_f, int out_f,
+                           const Fp8Operands& f8) const {
+  if (!f8.empty()) return fp8_linear_gemm(out, ld_out, f8.x, f8.w, int(tokens()), in_f, out_f);
+  return linear_gemm(out, ld_out, x, in_f, w, int(tokens()), in_f, out_f);
 }
 
-void Llama::linear_backward(const Tensor& dx, float beta_dx, const Tensor& dw, const Tensor& dout,
-                            int64_t ld_dout, const Tensor& x, const Tensor& w, int in_f,
-                            int out_f) {
-  be_.matmul(linear_dx_gemm(dx, in_f, dout, ld_dout, w, int(tokens()), in_f, out_f, beta_dx));
-  Gemm g = linear_dw_gemm(dw, dout, ld_dout, x, in_f, int(tokens()), in_f, out_f);
+void Llama::linear(const Tensor& out, int64_t ld_out, const Tensor& x, const Tensor& w, int in_f, int out_f,
+                   const Fp8Operands& f8) {
+  be_.matmul(linear_product(out, ld_out, x, w, in_f, out_f, f8));
+}
+
+void Llama::linear_backward(const Tensor& dx, float beta_dx, const Tensor& dw, const Tensor& dout, int64_t ld_dout,
+                            const Tensor& x, const Tensor& w, int in_f, int out_f, const Fp8Operands& f8,
+                            const Fp8Matrix& dout8) {
+  const int N = int(tokens());
+  Gemm g;
+  if (f8.empty()) {
+    be_.matmul(linear_dx_gemm(dx, in_f, dout, ld_dout, w, N, in_f, out_f, beta_dx));
+    g = linear_dw_gemm(dw, dout, ld_dout, x, in_f, N, in_f, out_f);
+  } else {
+    be_.matmul(fp8_linear_dx_gemm(dx, in_f, dout8, f8.w, N, in_f, out_f, beta_dx));
+    g = fp8_linear_dw_gemm(dw, dout8, f8.x, N, in_f, out_f);
+  }
   g.beta = accumulating() ? 1.0f : 0.0f;
   be_.matmul(g);
 }
@@ -203,6 +312,7 @@ void Llama::forward(Pass pass, int micro_batch) {
   head_backward_done_ = false;
   const int64_t N = tokens();
   const int C = cfg_.hidden;
+  if (fp8_ && micro_batch == 0) quantize_weights();  // the weights change only at the update
   {
     ScopedRange r(be_, "embedding");
     be_.embedding_forward(acts_[0].x, micro_slice(tokens_), w_.wte, N, C);
@@ -226,17 +336,17 @@ void Llama::forward(Pass pass, int micro_batch) {
 // comes next (the FFN's, the next layer's attention's, or the final one) is made here too;
 // without it, at the start of what comes next.
 void Llama::output_and_residual(const Tensor& sum, const Tensor& residual, const Tensor& x, const Tensor& w,
-                                int in_f, const NormNext& next) {
+                                int in_f, const NormNext& next, const Fp8Operands& f8) {
   const Plan& plan = be_.plan();
   const int64_t N = tokens();
   const int C = cfg_.hidden;
   if (plan.gemm_epilogues) {
-    Gemm g = linear_gemm(sum, C, x, in_f, w, int(N), in_f, C);
+    Gemm g = linear_product(sum, C, x, w, in_f, C, f8);
     g.beta = 1.0f;
     g.c_in = residual;
     be_.matmul(g);
   } else {
-    linear(branch_, C, x, w, in_f, C);
+    linear(branch_, C, x, w, in_f, C, f8);
     if (!plan.fused_residual_norm) be_.add(sum, residual, branch_);
   }
   if (!plan.fused_residual_norm) return;
@@ -302,16 +412,20 @@ void Llama::forward_attention(int l) {
     be_.rmsnorm_forward(a.xn1, a.rstd1, a.x, w.attn_norm, N, C, cfg_.norm_eps);
   }
   ScopedRange r(be_, "attention");
+  if (fp8_) quantize(fp8_layers_[size_t(l)].xn1, a.xn1, N, C);
+  const Fp8Operands qkv8 = operands(l, &LayerFp8::xn1, &LayerFp8::wqkv);
   if (plan.qkv_fusion) {
-    linear(a.qkv, ld, a.xn1, w.wqkv, C, int(ld));
+    linear(a.qkv, ld, a.xn1, w.wqkv, C, int(ld), qkv8);
   } else {  // three products, each writing its columns of the qkv buffer
     for (const QkvBlock& b : qkv_blocks())
       linear(a.qkv.slice(b.col, a.qkv.numel - b.col), ld, a.xn1, w.wqkv.slice(b.col * C, int64_t(b.width) * C), C,
-             b.width);
+             b.width, qkv8.weight_rows(b.col, b.width));
   }
   for (const RopeShape& s : rope_shapes()) be_.rope_forward(a.qkv, rope_table_, s);
   be_.attention_forward(a.att, a.saved, a.qkv, attn_);
-  output_and_residual(a.x_mid, a.x, a.att, w.wo, H * D, {"ffn_norm", a.xn2, a.rstd2, w.ffn_norm});
+  if (fp8_) quantize(fp8_layers_[size_t(l)].att, a.att, N, int64_t(H) * D);
+  output_and_residual(a.x_mid, a.x, a.att, w.wo, H * D, {"ffn_norm", a.xn2, a.rstd2, w.ffn_norm},
+                      operands(l, &LayerFp8::att, &LayerFp8::wo));
 }
 
 void Llama::forward_ffn(int l) {
@@ -327,18 +441,21 @@ void Llama::forward_ffn(int l) {
     be_.rmsnorm_forward(a.xn2, a.rstd2, a.x_mid, w.ffn_norm, N, C, cfg_.norm_eps);
   }
   ScopedRange r(be_, "ffn");
+  if (fp8_) quantize(fp8_layers_[size_t(l)].xn2, a.xn2, N, C);
+  const Fp8Operands gateup8 = operands(l, &LayerFp8::xn2, &LayerFp8::wgateup);
   if (plan.gate_up_fusion) {
-    linear(a.gateup, 2 * F, a.xn2, w.wgateup, C, 2 * F);
+    linear(a.gateup, 2 * F, a.xn2, w.wgateup, C, 2 * F, gateup8);
   } else {  // two products, into the gate and the up half of each row
     for (int half = 0; half < 2; ++half)
       linear(a.gateup.slice(int64_t(half) * F, a.gateup.numel - int64_t(half) * F), 2 * F, a.xn2,
-             w.wgateup.slice(int64_t(half) * F * C, int64_t(F) * C), C, F);
+             w.wgateup.slice(int64_t(half) * F * C, int64_t(F) * C), C, F, gateup8.weight_rows(int64_t(half) * F, F));
   }
   be_.swiglu_forward(a.h, a.gateup, N, F);
+  if (fp8_) quantize(fp8_layers_[size_t(l)].h, a.h, N, F);
   const NormNext next = last ? NormNext{"final_norm", xf_, rstd_f_, w_.final_norm}
                              : NormNext{"attention_norm", acts_[size_t(l) + 1].xn1, acts_[size_t(l) + 1].rstd1,
                                         w_.layers[size_t(l) + 1].attn_norm};
-  output_and_residual(x_next, a.x_mid, a.h, w.wdown, F, next);
+  output_and_residual(x_next, a.x_mid, a.h, w.wdown, F, next, operands(l, &LayerFp8::h, &LayerFp8::wdown));
 }
 
 void Llama::backward() {
@@ -394,16 +511,21 @@ void Llama::backward_ffn(int l) {
   const LayerWeights& g = g_.layers[size_t(l)];
   {
     ScopedRange r(be_, "ffn");
-    linear_backward(dh_, 0.0f, g.wdown, dres_, C, a.h, w.wdown, F, C);
+    const Fp8Matrix ddown8 = fp8_ ? quantize_gradient(dres_, C, l, kDdown) : Fp8Matrix{};
+    linear_backward(dh_, 0.0f, g.wdown, dres_, C, a.h, w.wdown, F, C, operands(l, &LayerFp8::h, &LayerFp8::wdown),
+                    ddown8);
     be_.swiglu_backward(dgateup_, dh_, a.gateup, N, F);
+    const Fp8Matrix dgateup8 = fp8_ ? quantize_gradient(dgateup_, 2 * F, l, kDgateup) : Fp8Matrix{};
+    const Fp8Operands gateup8 = operands(l, &LayerFp8::xn2, &LayerFp8::wgateup);
     if (plan.gate_up_fusion) {
-      linear_backward(d_normed_, 0.0f, g.wgateup, dgateup_, 2 * F, a.xn2, w.wgateup, C, 2 * F);
+      linear_backward(d_normed_, 0.0f, g.wgateup, dgateup_, 2 * F, a.xn2, w.wgateup, C, 2 * F, gateup8, dgateup8);
     } else {
       const int64_t FC = int64_t(F) * C;
       for (int half = 0; half < 2; ++half)
         linear_backward(d_normed_, half ? 1.0f : 0.0f, g.wgateup.slice(half * FC, FC),
                         dgateup_.slice(int64_t(half) * F, dgateup_.numel - int64_t(half) * F), 2 * F, a.xn2,
-                        w.wgateup.slice(half * FC, FC), C, F);
+                        w.wgateup.slice(half * FC, FC), C, F, gateup8.weight_rows(int64_t(half) * F, F),
+                        dgateup8.col_block(int64_t(half) * F, F));
     }
   }
   ScopedRange r(be_, "ffn_norm");
@@ -432,17 +554,22 @@ void Llama::backward_attention(int l) {
   const LayerWeights& g = g_.layers[size_t(l)];
   {
     ScopedRange r(be_, "attention");
-    linear_backward(datt_, 0.0f, g.wo, dres_, C, a.att, w.wo, H * D, C);
+    const Fp8Matrix do8 = fp8_ ? quantize_gradient(dres_, C, l, kDo) : Fp8Matrix{};
+    linear_backward(datt_, 0.0f, g.wo, dres_, C, a.att, w.wo, H * D, C, operands(l, &LayerFp8::att, &LayerFp8::wo),
+                    do8);
     be_.attention_backward(dqkv_, datt_, a.qkv, a.att, a.saved, attn_);
     for (const RopeShape& s : rope_shapes()) be_.rope_backward(dqkv_, rope_table_, s);
+    const Fp8Matrix dqkv8 = fp8_ ? quantize_gradient(dqkv_, QKV, l, kDqkv) : Fp8Matrix{};
+    const Fp8Operands qkv8 = operands(l, &LayerFp8::xn1, &LayerFp8::wqkv);
     if (plan.qkv_fusion) {
-      linear_backward(d_normed_, 0.0f, g.wqkv, dqkv_, QKV, a.xn1, w.wqkv, C, QKV);
+      linear_backward(d_normed_, 0.0f, g.wqkv, dqkv_, QKV, a.xn1, w.wqkv, C, QKV, qkv8, dqkv8);
     } else {  // the first product writes dX, the next two add to it
       float beta = 0.0f;
       for (const QkvBlock& b : qkv_blocks()) {
         const int64_t n = int64_t(b.width) * C;
         linear_backward(d_normed_, beta, g.wqkv.slice(b.col * C, n), dqkv_.slice(b.col, dqkv_.numel - b.col), QKV,
-                        a.xn1, w.wqkv.slice(b.col * C, n), C, b.width);
+                        a.xn1, w.wqkv.slice(b.col * C, n), C, b.width, qkv8.weight_rows(b.col, b.width),
+                        dqkv8.col_block(b.col, b.width));
         beta = 1.0f;
       }
     }
@@ -456,6 +583,7 @@ void Llama::optimizer_step(const AdamWStep& step) {
   be_.set_adamw_step(step);
   if (step_.clip) state_.measure_grad_norm();
   state_.update();
+  finish_fp8_step();
 }
 
 void Llama::train_step(const AdamWStep& step) {
@@ -468,7 +596,9 @@ void Llama::train_step(const AdamWStep& step) {
     ScopedRange range(be_, "inputs");
     be_.set_adamw_step(step);
   }
-  if (be_.plan().cuda_graph && (be_.graph_ready() || be_.graph_capture_begin())) {
+  // Delayed scaling's first step runs outside the graph, with current scaling (fp8_scaling).
+  const bool settled = !fp8_ || !be_.plan().fp8_delayed_scaling || fp8_calibrated_;
+  if (be_.plan().cuda_graph && settled && (be_.graph_ready() || be_.graph_capture_begin())) {
     if (!be_.graph_ready()) {
       enqueue_step();
       be_.graph_capture_end();
@@ -497,6 +627,7 @@ void Llama::enqueue_step() {
   }
   if (step_.clip) state_.measure_grad_norm();
   if (!behind) state_.update();
+  finish_fp8_step();
   be_.mark(3);
 }
 

@@ -15,6 +15,12 @@
 // the backend's arena when the model is built; a step allocates nothing. The parameters,
 // gradients and optimizer state, their reductions over the ranks and the updates are the
 // ParamState's (src/model/param_state.h); this class is the network.
+//
+// Version 5 (the fp8 switch, where uses_fp8()): each layer's four products (QKV, output,
+// gate/up, down) take FP8 operands. Their inputs are quantized as they are made, in both layouts
+// the products read (ops/quantize.h): the weights once a step, before the first forward; each
+// activation after the kernel that makes it; each gradient before the two products it enters.
+// The head, the attention and everything else stay as in v4.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -46,6 +52,12 @@ class Llama {
   int seq_len() const { return T_; }
   int64_t tokens() const { return int64_t(B_) * T_; }  // per micro-batch
   const StepOptions& step_options() const { return step_; }
+  // Whether the layers' products run in FP8 (version 5): the fp8 switch with bf16 activations on
+  // the CUDA backend, every dimension of the products a multiple of 16 (cuBLASLt's rule), and a
+  // shape where FP8 pays (fp8-every-shape: every shape that allows it).
+  bool uses_fp8() const { return fp8_; }
+  // How the layers' products run, and why, for the run's header ("" without the fp8 switch).
+  std::string products_kind() const;
 
   // Parameters from initial_params(config, seed, std), written a tensor at a time; gradients and
   // moments zeroed.
@@ -142,6 +154,36 @@ class Llama {
     Tensor h;       // [N, F] silu(gate) * up
   };
 
+  // Version 5's FP8 operands: per layer, the four products' inputs (activations, kept for the
+  // weight gradients) and weights; one buffer for the gradient entering a product; and the
+  // scale slots, kFp8Slots a layer (FP8Slot).
+  struct LayerFp8 {
+    Fp8Matrix xn1, att, xn2, h;          // [N, C], [N, H D], [N, C], [N, F]
+    Fp8Matrix wqkv, wo, wgateup, wdown;  // as the weights
+  };
+  enum Fp8Slot { kWqkv, kWo, kWgateup, kWdown, kXn1, kAtt, kXn2, kH, kDqkv, kDo, kDgateup, kDdown, kFp8Slots };
+  // The FP8 forms of a product's input and weight; empty: the product runs in the act type.
+  struct Fp8Operands {
+    Fp8Matrix x, w;
+    bool empty() const { return x.slot.empty(); }
+    Fp8Operands weight_rows(int64_t first, int64_t n) const { return {x, w.row_block(first, n)}; }
+  };
+  // Layer l's operands `x` and `w` (empty without FP8).
+  Fp8Operands operands(int l, Fp8Matrix LayerFp8::*x, Fp8Matrix LayerFp8::*w) const {
+    if (!fp8_) return {};
+    return {fp8_layers_[size_t(l)].*x, fp8_layers_[size_t(l)].*w};
+  }
+  bool decide_fp8() const;
+  Fp8Scaling fp8_scaling() const;
+  Tensor fp8_slot(int layer, Fp8Slot which) const {
+    return fp8_slots_.slice((int64_t(layer) * kFp8Slots + which) * kFp8SlotFloats, kFp8SlotFloats);
+  }
+  void quantize(const Fp8Matrix& out, const Tensor& x, int64_t r, int64_t c);
+  void quantize_weights();
+  // The gradient `d` [N, c] entering a layer's products, quantized into grad8_ through its slot.
+  Fp8Matrix quantize_gradient(const Tensor& d, int64_t c, int layer, Fp8Slot which);
+  void finish_fp8_step();  // delayed scaling: this step's amaxes into the history
+
   void layout(Arena& a);
   void enqueue_step();  // marks, forward, backward, the update
   void backward_pass(bool update_behind);
@@ -170,12 +212,17 @@ class Llama {
     Tensor out, rstd, w;
   };
   void output_and_residual(const Tensor& sum, const Tensor& residual, const Tensor& x, const Tensor& w, int in_f,
-                           const NormNext& next);
+                           const NormNext& next, const Fp8Operands& f8);
   void norm_backward_into_residual(const Tensor& dw, const Tensor& x, const Tensor& w, const Tensor& rstd);
-  void linear(const Tensor& out, int64_t ld_out, const Tensor& x, const Tensor& w, int in_f,
-              int out_f);
-  void linear_backward(const Tensor& dx, float beta_dx, const Tensor& dw, const Tensor& dout,
-                       int64_t ld_dout, const Tensor& x, const Tensor& w, int in_f, int out_f);
+  // The forward product out = x w^T (in FP8 when f8 is given), and linear() to run it.
+  Gemm linear_product(const Tensor& out, int64_t ld_out, const Tensor& x, const Tensor& w, int in_f, int out_f,
+                      const Fp8Operands& f8) const;
+  void linear(const Tensor& out, int64_t ld_out, const Tensor& x, const Tensor& w, int in_f, int out_f,
+              const Fp8Operands& f8 = {});
+  // With f8, dout8 is dout's FP8 form.
+  void linear_backward(const Tensor& dx, float beta_dx, const Tensor& dw, const Tensor& dout, int64_t ld_dout,
+                       const Tensor& x, const Tensor& w, int in_f, int out_f, const Fp8Operands& f8 = {},
+                       const Fp8Matrix& dout8 = {});
 
   ModelConfig cfg_;
   Backend& be_;
@@ -186,6 +233,8 @@ class Llama {
   int Vp_;     // rows of the output head, the vocabulary padded for the backend
   int chunk_;  // tokens per chunk of the head with the fused classifier, else all of them
   AttnShape attn_;
+  bool fp8_;  // decide_fp8()
+  bool fp8_calibrated_ = false;  // delayed scaling: a step with current scaling has filled the history
   ParamState state_;
   Arena arena_;
 
@@ -200,6 +249,9 @@ class Llama {
   Tensor rope_table_;
   // Scratch: a branch's output before it joins the residual stream, and activation gradients.
   Tensor branch_, dres_, d_normed_, d_norm_in_, dqkv_, datt_, dgateup_, dh_;
+  std::vector<LayerFp8> fp8_layers_;
+  Tensor grad8_rows_, grad8_cols_;  // the gradient entering a product, [N, widest] and its transpose
+  Tensor fp8_slots_;                // [layers, kFp8Slots, kFp8SlotFloats]
 };
 
 }  // namespace tt

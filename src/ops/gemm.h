@@ -6,6 +6,11 @@
 // c_in set, the matrix beta scales is c_in (same shape and stride as C), not C itself:
 //   C = alpha * op(A) @ op(B) + beta * c_in
 // which is how a product adds the residual stream in its epilogue (gemm-epilogues).
+// FP8 operands (version 5) carry their dequantizing factors: the product is
+//   C = alpha * (a_scale * op(A)) @ (b_scale * op(B)) + beta * c_in
+// with a_scale and b_scale device scalars (1/scale, see ops/quantize.h), and only in the form
+// of linear_gemm (A as is, B transposed: both read along k), the one layout Hopper's FP8
+// tensor cores take.
 // CPU reference: OpenBLAS (cblas), fp32 or fp64.
 #pragma once
 #include <cblas.h>
@@ -17,6 +22,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "ops/quantize.h"
 
 namespace tt {
 
@@ -31,6 +37,8 @@ struct Gemm {
   int64_t ldc = 0;
   float alpha = 1.0f, beta = 0.0f;
   Tensor c_in;  // empty: C itself
+  Tensor a_scale, b_scale;  // FP8 operands: one fp32 each, the factor that dequantizes them
+  bool fast_accumulation = false;  // FP8: accumulate in the tensor cores' own precision (faster, rougher)
 };
 
 namespace ref {
@@ -84,16 +92,51 @@ inline Gemm linear_dw_gemm(Tensor dw, Tensor dout, int64_t ld_dout, Tensor x, in
   return g;
 }
 
+// The same three products with FP8 operands (version 5), each read along k as Hopper's FP8
+// products take them: the forward reads x and W as rows; the input gradient dout as rows and W
+// as columns (W^T's rows); the weight gradient dout and x as columns.
+inline Gemm fp8_linear_gemm(Tensor out, int64_t ld_out, const Fp8Matrix& x, const Fp8Matrix& w, int rows, int in_f,
+                            int out_f) {
+  Gemm g;
+  g.trans_b = true;
+  g.m = rows, g.n = out_f, g.k = in_f;
+  g.a = x.rows, g.lda = x.ld, g.a_scale = x.inverse_scale();
+  g.b = w.rows, g.ldb = w.ld, g.b_scale = w.inverse_scale();
+  g.c = out, g.ldc = ld_out;
+  g.fast_accumulation = true;  // the forward's short sums (k = in_f), as Transformer Engine's recipe
+  return g;
+}
+inline Gemm fp8_linear_dx_gemm(Tensor dx, int64_t ld_dx, const Fp8Matrix& dout, const Fp8Matrix& w, int rows,
+                               int in_f, int out_f, float beta) {
+  Gemm g;
+  g.trans_b = true;
+  g.m = rows, g.n = in_f, g.k = out_f;
+  g.a = dout.rows, g.lda = dout.ld, g.a_scale = dout.inverse_scale();
+  g.b = w.cols, g.ldb = w.ld_t, g.b_scale = w.inverse_scale();
+  g.c = dx, g.ldc = ld_dx;
+  g.beta = beta;
+  return g;
+}
+inline Gemm fp8_linear_dw_gemm(Tensor dw, const Fp8Matrix& dout, const Fp8Matrix& x, int rows, int in_f, int out_f) {
+  Gemm g;
+  g.trans_b = true;
+  g.m = out_f, g.n = in_f, g.k = rows;
+  g.a = dout.cols, g.lda = dout.ld_t, g.a_scale = dout.inverse_scale();
+  g.b = x.cols, g.ldb = x.ld_t, g.b_scale = x.inverse_scale();
+  g.c = dw, g.ldc = in_f;
+  return g;
+}
+
 }  // namespace tt
 
 // CUDA: cuBLAS (src/ops/gemm.cu). Row-major products are handed to column-major cuBLAS as
 // C^T = op(B)^T op(A)^T. fp32 runs true fp32 unless TF32 is allowed; bf16 inputs accumulate
-// in fp32 and may write an fp32 C (the weight gradients). A product with its own c_in goes
-// through cuBLASLt, whose matrix multiply takes C and D apart.
+// in fp32 and may write an fp32 C (the weight gradients). A product with its own c_in, and every
+// FP8 product, goes through cuBLASLt, whose matrix multiply takes C and D apart and scales.
 struct cublasContext;
 struct cublasLtContext;
 namespace tt::cuda {
-// cuBLASLt's plans for the products with a separate c_in, one per shape, chosen once by its
+// cuBLASLt's plans for the products with a separate c_in and the FP8 ones, one per shape, chosen once by its
 // heuristic and kept (the backend owns one). The handle belongs to the GPU that is current when
 // it is made; run() refuses to use it on another.
 class LtProducts {

@@ -2,7 +2,8 @@
 // sets its per-tensor scale, and its values as FP8 bytes through that scale, q = fp8(x * scale),
 // the product taken in fp32 and then converted (round to nearest even, saturating), so that a
 // kernel doing the same two steps gives the same bytes; and the way back, x = q / scale. The CPU
-// reference the quantizing kernels are checked against, byte for byte.
+// reference the quantizing kernels are checked against, byte for byte. Below it, the scaling
+// state and the FP8 matrices of version 5, and the CUDA kernels that make them.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -31,3 +32,69 @@ void dequantize_fp8(T* x, const uint8_t* q, int64_t n, float scale, Fp8Format f)
 }
 
 }  // namespace tt::ref
+
+#include "core/stream.h"
+#include "core/tensor.h"
+
+namespace tt {
+
+// How a tensor's scale is chosen (version 5):
+//   Current  from this tensor's own amax: a pass that reads it first (fp8_amax_partials);
+//   Delayed  from the largest amax of the last kFp8History steps (Transformer Engine's default):
+//            the quantizing pass records this tensor's amax for the steps to come.
+enum class Fp8Scaling : uint8_t { Current, Delayed };
+constexpr int kFp8History = 16;
+
+// The scaling state of one FP8 tensor, kFp8SlotFloats fp32 on the device:
+//   [0] inverse 1 / scale, the factor the products dequantize with (first: cuBLASLt reads it
+//               only from a 16-byte boundary, and slots are 80 bytes)
+//   [1] scale   q = fp8(x * scale)
+//   [2] amax    the largest |x| quantized through this slot since the last fp8_update_scales
+//   [3] the format's largest finite value (448 or 57344)
+//   [4, 4 + kFp8History) the amax of the last steps, newest first
+constexpr int kFp8SlotFloats = 4 + kFp8History;
+
+// An FP8 matrix [r, c] as the products take it: its bytes as rows (row stride ld) and as columns
+// (the transpose [c, r], row stride ld_t); either may be left empty where no product reads it.
+struct Fp8Matrix {
+  Tensor rows, cols;
+  int64_t ld = 0, ld_t = 0;
+  Tensor slot;
+
+  Tensor inverse_scale() const { return slot.slice(0, 1); }
+  // Rows [first, first + n) of the matrix, or its columns: views into the same bytes.
+  Fp8Matrix row_block(int64_t first, int64_t n) const {
+    Fp8Matrix b = *this;
+    if (!rows.empty()) b.rows = rows.slice(first * ld, rows.numel - first * ld);
+    if (!cols.empty()) b.cols = cols.slice(first, cols.numel - first);
+    return b;
+  }
+  Fp8Matrix col_block(int64_t first, int64_t n) const {
+    Fp8Matrix b = *this;
+    if (!rows.empty()) b.rows = rows.slice(first, rows.numel - first);
+    if (!cols.empty()) b.cols = cols.slice(first * ld_t, cols.numel - first * ld_t);
+    return b;
+  }
+};
+
+inline Fp8Format fp8_format(DType d) { return d == DType::F8E5M2 ? Fp8Format::E5M2 : Fp8Format::E4M3; }
+
+}  // namespace tt
+
+// CUDA (src/ops/quantize.cu).
+namespace tt::cuda {
+// Per-block partial maxima of the current-scaling pass.
+constexpr int kAmaxBlocks = 264;
+// Current scaling's first pass: the partial maxima of |x| into `partials` (kAmaxBlocks fp32).
+void fp8_amax_partials(const Tensor& partials, const Tensor& x, Stream s);
+// x [r, c] (bf16, contiguous) into out.rows and/or out.cols (the format of their dtype) through
+// the scale that `scaling` gives, in one pass that reads x once:
+//   Current  scale = largest / amax, the amax reduced from `partials`; the slot gets amax (the
+//            larger of it and the slot's), scale and inverse;
+//   Delayed  the slot's scale; the slot's amax grows to x's.
+void quantize_fp8(const Fp8Matrix& out, const Tensor& x, int64_t r, int64_t c, Fp8Scaling scaling,
+                  const Tensor& partials, Stream s);
+// For `count` consecutive slots: the amax joins the history (the oldest leaves), the scale comes
+// from the history's largest (fp8_scale's rule), and the amax starts again from zero.
+void fp8_update_scales(const Tensor& slots, int count, Stream s);
+}  // namespace tt::cuda

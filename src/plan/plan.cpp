@@ -29,13 +29,22 @@ const std::vector<PlanSwitch>& plan_switches() {
        "RoPE applied inside our bf16 flash attention as Q and K are loaded, its inverse on dQ and dK "
        "(opt-in: slower)",
        false},
+      {"fp8", &Plan::fp8, 5,
+       "the layers' matrix products in FP8 through cuBLASLt (E4M3 weights and activations), where the shape pays"},
+      {"fp8-delayed-scaling", &Plan::fp8_delayed_scaling, 5,
+       "FP8 scales from the last 16 steps' amax, recorded as each tensor is quantized (no amax pass)"},
+      // Measured no faster and less precise than E4M3 (docs/versions/v5.md). Opt-in.
+      {"fp8-e5m2-gradients", &Plan::fp8_e5m2_gradients, 5,
+       "the gradients entering the FP8 products in E5M2 (more range), not E4M3 (opt-in: less precise)", false},
+      {"fp8-every-shape", &Plan::fp8_every_shape, 5, "FP8 products at every shape that allows them, paying or not (opt-in)",
+       false},
   };
   return switches;
 }
 
 Plan plan_for_version(int version) {
-  if (version < 1 || version > 4)
-    usage_fail("--level: the optimization level is one of v1, v2, v3, v4 (got v" + std::to_string(version) + ")");
+  if (version < 1 || version > kLatestVersion)
+    usage_fail("--level: the optimization level is one of v1, v2, v3, v4, v5 (got v" + std::to_string(version) + ")");
   Plan p;
   p.version = version;
   for (const PlanSwitch& s : plan_switches()) p.*s.field = s.preset && s.version <= version;

@@ -38,6 +38,11 @@ struct Plan {
   bool fused_adamw = false;
   bool gemm_epilogues = false;
   bool rope_in_attention = false;  // RoPE applied by our flash attention as it loads Q and K (opt-in)
+  // Version 5: the layers' matrix products in FP8 (bf16 activations only, --use-amp).
+  bool fp8 = false;                 // where the shape pays (Llama::uses_fp8), else bf16 as v4
+  bool fp8_delayed_scaling = false;  // scales from the amax history, not this step's amax
+  bool fp8_e5m2_gradients = false;   // gradients in E5M2 (more range), not E4M3 (more precision)
+  bool fp8_every_shape = false;      // FP8 wherever the products allow it, paying or not (opt-in)
 };
 
 // A switch of the plan, by the name users type in --enable-NAME / --disable-NAME.
@@ -50,9 +55,10 @@ struct PlanSwitch {
 };
 const std::vector<PlanSwitch>& plan_switches();
 
-// Version presets: 1 baseline, 2 fused, 3 custom kernels, 4 ultra-fused. Each turns on its
+// Version presets: 1 baseline, 2 fused, 3 custom kernels, 4 ultra-fused, 5 FP8. Each turns on its
 // own switches and those of the versions below it. Precision is chosen separately.
 Plan plan_for_version(int version);
+constexpr int kLatestVersion = 5;
 
 // Turns the switch named `name` on or off; UsageError (naming `flag`) for an unknown name.
 void set_switch(Plan& plan, const std::string& name, bool on, const std::string& flag);

@@ -134,6 +134,7 @@ json result_json(const TrainOptions& o, const TrainResult& r) {
       {"backend", r.backend},
       {"plan", r.plan},
       {"attention", r.attention},
+      {"products", r.products},
       {"steps", steps},
       {"validation", val},
       {"launches_per_step", r.launches_per_step},

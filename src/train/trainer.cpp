@@ -320,6 +320,7 @@ void print_header(std::ostream& log, const TrainOptions& o, const TrainResult& r
     log << fmt::format("CPU: {} selects CUDA kernels; the CPU computes the same function its one way, so this run "
                        "times the reference, not {}\n", describe(o.backend.plan), describe(o.backend.plan));
   log << fmt::format("Attention: {}\n", r.attention);
+  if (!r.products.empty()) log << fmt::format("Products: {}\n", r.products);
   log << fmt::format("Data: {}\n", r.data);
   log << fmt::format("Batch {} x {} tokens, steps {}..{}, lr {}, weight decay {:g}, seed {}\n", o.batch, o.seq_len,
                      resume.step + 1, o.steps, constant_lr ? fmt::format("{:g}", o.learning_rate) : schedule.describe(),
@@ -439,6 +440,7 @@ TrainResult train(const TrainOptions& o, std::ostream& out) {
   r.backend = backend->name();
   r.plan = backend->is_cuda() ? describe(backend->plan()) : "reference (plan switches apply to the CUDA backend)";
   r.attention = backend->attention_kind();
+  r.products = model.products_kind();
   r.data = data->describe();
   const std::array<size_t, kNumCategories> padding = model.padding_bytes();
   for (int c = 0; c < kNumCategories; ++c) {

@@ -19,6 +19,7 @@
 #include "ops/cross_entropy.h"
 #include "ops/embedding.h"
 #include "ops/gemm.h"
+#include "ops/quantize.h"
 #include "ops/residual.h"
 #include "ops/rmsnorm.h"
 #include "ops/rope.h"
@@ -133,6 +134,7 @@ class CudaBackend final : public Backend {
     cublas_workspace_ = take(DType::F32, kCublasWorkspaceBytes / 4);
     adamw_device_ = take(DType::F32, sizeof(cuda::AdamWScalars) / 4);
     sum_squares_scratch_ = take(DType::F32, cuda::kSumSquaresBlocks);
+    amax_partials_ = plan_.fp8 ? take(DType::F32, cuda::kAmaxBlocks) : Tensor{};
     shape_ = attn;
     use_custom_attention_ = uses_custom_attention(attn);
     use_cudnn_ = uses_cudnn(attn);
@@ -266,6 +268,14 @@ class CudaBackend final : public Backend {
   }
   void swiglu_backward(const Tensor& dgateup, const Tensor& dh, const Tensor& gateup, int64_t n, int f) override {
     cuda::swiglu_backward(dgateup, dh, gateup, n, f, swiglu_kernels(), swiglu_scratch_, kernel_stream());
+  }
+  void fp8_quantize(const Fp8Matrix& out, const Tensor& x, int64_t r, int64_t c, Fp8Scaling scaling) override {
+    TT_CHECK(!amax_partials_.empty(), "fp8_quantize: the plan has no fp8 switch (no scratch for it)");
+    if (scaling == Fp8Scaling::Current) cuda::fp8_amax_partials(amax_partials_, x, kernel_stream());
+    cuda::quantize_fp8(out, x, r, c, scaling, amax_partials_, kernel_stream());
+  }
+  void fp8_update_scales(const Tensor& slots, int count) override {
+    cuda::fp8_update_scales(slots, count, kernel_stream());
   }
   void add(const Tensor& out, const Tensor& a, const Tensor& b) override { cuda::add(out, a, b, kernel_stream()); }
   void cross_entropy_forward(const Tensor& losses, const Tensor& logits, const Tensor& targets, int64_t n, int v,
@@ -408,6 +418,7 @@ class CudaBackend final : public Backend {
   cublasHandle_t cublas_ = nullptr;
   cudaEvent_t marks_[kMaxMarks] = {};
   Tensor cublas_workspace_, rmsnorm_scratch_, swiglu_scratch_, adamw_device_, sum_squares_scratch_;
+  Tensor amax_partials_;  // fp8: current scaling's partial maxima
   cuda::AdamWScalars* adamw_host_ = nullptr;  // pinned
   cudaEvent_t adamw_copied_ = nullptr;         // recorded after each copy of adamw_host_
   cudaStream_t lanes_[2] = {};                 // the work behind the backward, by Lane
