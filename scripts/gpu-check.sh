@@ -213,8 +213,17 @@ fi
 
 if stage fp8; then
   echo "== version 5 (FP8): its tests, then v4 against v5 at gpt2-small, medium and the default shape (bf16)"
-  (cd "$BUILD" && timeout 400 ctest -R "Fp8" --output-on-failure >"$LOGS/fp8-tests.log" 2>&1) || failures+=("fp8 tests")
+  (cd "$BUILD" && timeout 400 ctest -R "Fp8|GpuKernelTable" --output-on-failure >"$LOGS/fp8-tests.log" 2>&1) ||
+    failures+=("fp8 tests")
   grep -E "^\[fp8|tests passed|tests failed|Failure|Expected|Which is|error" "$LOGS/fp8-tests.log" | head -40
+  # The new kernels against their bf16 counterparts: the kernel benchmark's shape, then GPT-2 small's.
+  for spec in "default:" "gpt2:--batch-size 16 --seq-len 1024 --hidden-dim 768 --num-heads 12 --num-kv-heads 12 --head-dim 64"; do
+    IFS=: read -r name flags <<<"$spec"
+    # shellcheck disable=SC2086
+    timeout 300 "$TT" kernels --impl v4,v5 --precision bf16 --seq-lens 1024 $flags --json "$LOGS/fp8_kernels_$name.json" \
+      >"$LOGS/fp8_kernels_$name.log" 2>&1 || failures+=("fp8 kernels $name")
+    grep -E "^Ceilings|^op |^quantize|^linear" "$LOGS/fp8_kernels_$name.log" | sed "s/^/kernels $name: /"
+  done
   fp8_bench() {  # NAME, then bench flags
     local name=$1; shift
     timeout 300 "$TT" bench --device cuda --versions v4,v5 --precisions bf16 --timing-warmup-steps 5 --steps 10 --repeats 3 \

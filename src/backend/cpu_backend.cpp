@@ -9,12 +9,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "backend/backend.h"
 #include "ops/convert.h"
 #include "ops/attention_decode.h"
 #include "ops/cross_entropy.h"
 #include "ops/embedding.h"
+#include "ops/quantize.h"
 #include "ops/residual.h"
 #include "ops/rmsnorm.h"
 #include "ops/swiglu.h"
@@ -79,7 +81,31 @@ class CpuBackend final : public Backend {
     if (!g.c_in.empty() && g.c_in.ptr != g.c.ptr)  // C = ... + beta c_in: start C from c_in
       for (int i = 0; i < g.m; ++i)
         std::copy_n(g.c_in.data<T>() + i * g.ldc, g.n, g.c.data<T>() + i * g.ldc);
+    if (is_fp8(g.a.dtype)) return fp8_matmul(g);
     ref::gemm(g, static_cast<T*>(nullptr), g.a.data<T>(), g.b.data<T>(), g.c.data<T>());
+  }
+  // FP8 operands (linear_gemm's form, see gemm.h): the product of their dequantized values in T.
+  void fp8_matmul(const Gemm& g) {
+    TT_CHECK(is_fp8(g.b.dtype) && !g.trans_a && g.trans_b, "matmul: FP8 products take linear_gemm's form");
+    auto values = [](const Tensor& q, int64_t rows, int64_t cols, int64_t ld, const Tensor& factor) {
+      std::vector<T> v(size_t(rows * cols));
+      const Fp8Format f = fp8_format(q.dtype);
+      const double s = double(factor.data<float>()[0]);
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j)
+          v[size_t(i * cols + j)] = T(double(fp8_to_float(static_cast<const uint8_t*>(q.ptr)[i * ld + j], f)) * s);
+      return v;
+    };
+    std::vector<T> a = values(g.a, g.m, g.k, g.lda, g.a_scale), b = values(g.b, g.n, g.k, g.ldb, g.b_scale);
+    Gemm d = g;
+    d.lda = d.ldb = g.k;
+    ref::gemm(d, static_cast<T*>(nullptr), a.data(), b.data(), g.c.data<T>());
+  }
+  void fp8_quantize(const Fp8Matrix& out, const Tensor& x, int64_t r, int64_t c, Fp8Scaling scaling) override {
+    ref::quantize_fp8(out, x.data<T>(), r, c, scaling);
+  }
+  void fp8_update_scales(const Tensor& slots, int count) override {
+    ref::fp8_update_scales(slots.data<float>(), count);
   }
   void embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& wte, int64_t n,
                          int c) override {

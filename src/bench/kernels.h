@@ -29,7 +29,7 @@
 namespace tt {
 
 struct KernelBenchOptions {
-  std::vector<int> versions = {2, 3, 4};  // implementations, by version preset (1 to 4)
+  std::vector<int> versions = {2, 3, 4, 5};  // implementations, by version preset (1 to 5)
   std::string precision = "bf16";      // bf16 (activations bf16, statistics fp32) or fp32
   int batch = 8, seq_len = 128;        // the default shape (the default training step)
   std::vector<int> seq_lens = {1024, 2048, 4096, 8192};  // the long sequences

@@ -13,7 +13,8 @@
 
 namespace tt {
 
-const std::vector<Op> kOps = {Op::Attention, Op::RmsNorm, Op::SwiGlu, Op::Rope, Op::ResidualNorm, Op::CrossEntropy};
+const std::vector<Op> kOps = {Op::Attention,    Op::RmsNorm,      Op::SwiGlu,   Op::Rope,
+                              Op::ResidualNorm, Op::CrossEntropy, Op::Quantize, Op::Linear};
 
 const char* op_name(Op op) {
   switch (op) {
@@ -23,6 +24,8 @@ const char* op_name(Op op) {
     case Op::Rope: return "rope";
     case Op::ResidualNorm: return "residual_norm";
     case Op::CrossEntropy: return "cross_entropy";
+    case Op::Quantize: return "quantize";
+    case Op::Linear: return "linear";
   }
   return "?";
 }
@@ -31,8 +34,16 @@ namespace {
 bool fused_in_v4(Op op) { return op == Op::ResidualNorm || op == Op::CrossEntropy; }
 }  // namespace
 
-int base_version(Op op) { return fused_in_v4(op) ? 3 : 2; }
-bool has_row(Op op, int version) { return fused_in_v4(op) ? version >= 3 : version <= 3; }
+int base_version(Op op) {
+  if (op == Op::Quantize) return 5;  // new in v5: measured against the copy alone
+  if (op == Op::Linear) return 4;
+  return fused_in_v4(op) ? 3 : 2;
+}
+bool has_row(Op op, int version) {
+  if (op == Op::Quantize) return version == 5;
+  if (op == Op::Linear) return version >= 4;
+  return fused_in_v4(op) ? version == 3 || version == 4 : version <= 3;
+}
 
 // Launched the plain way: a kernel timed on its own, like its v2 counterpart and the copy it is
 // measured against (programmatic launch would overlap each repetition with the end of the one
@@ -52,6 +63,7 @@ Plan op_plan(int version, Op op, bool amp) {
   if (op != Op::ResidualNorm) p.fused_residual_norm = false;
   if (op != Op::CrossEntropy) p.fused_classifier = false;
   p.fused_adamw = p.gemm_epilogues = false;  // not operations of this table
+  if (op != Op::Quantize && op != Op::Linear) p.fp8 = false;
   return p;
 }
 
@@ -82,6 +94,16 @@ OpRig::OpRig(std::unique_ptr<Backend> backend, const OpShape& s, bool logits, ui
     b.b = take(A, n * C), b.sum = take(A, n * C), b.dres = take(A, n * C);
     b.logits = take(A, ce_rows * padded_vocab), b.targets = take(DType::I32, ce_rows);
     b.losses = take(S, ce_rows);
+    b.lw = take(A, 2 * F * C), b.ly = take(A, n * 2 * F), b.ldy = take(A, n * 2 * F), b.ldx = take(A, n * C);
+    b.ldw = take(M, 2 * F * C);
+    if (be.plan().fp8) {
+      b.slots = take(DType::F32, 3 * kFp8SlotFloats);
+      auto fp8 = [&](int64_t r, int64_t c, int slot) {
+        return Fp8Matrix{take(DType::F8E4M3, r * c), take(DType::F8E4M3, r * c), c, r,
+                         b.slots.slice(int64_t(slot) * kFp8SlotFloats, kFp8SlotFloats)};
+      };
+      b.x8 = fp8(n, C, 0), b.w8 = fp8(2 * F, C, 1), b.dy8 = fp8(n, 2 * F, 2);
+    }
   });
   fill();
 }
@@ -96,6 +118,11 @@ void upload_values(Backend& be, const Tensor& t, std::vector<double> values, boo
   if (t.dtype == DType::F32) {
     const std::vector<float> f(values.begin(), values.end());
     return be.upload(t, f.data());
+  }
+  if (is_fp8(t.dtype)) {  // the codes of the values, unscaled (NaN for a poison)
+    std::vector<uint8_t> q(values.size());
+    for (size_t i = 0; i < q.size(); ++i) q[i] = float_to_fp8(float(values[i]), fp8_format(t.dtype));
+    return be.upload(t, q.data());
   }
   TT_CHECK(t.dtype == DType::BF16, std::string("op table: cannot fill ") + dtype_name(t.dtype));
   std::vector<bf16> h(values.size());
@@ -125,6 +152,10 @@ std::vector<double> download_values(Backend& be, const Tensor& t) {
     std::vector<float> f(out.size());
     be.download(f.data(), t);
     std::copy(f.begin(), f.end(), out.begin());
+  } else if (is_fp8(t.dtype)) {  // the codes' values, unscaled
+    std::vector<uint8_t> q(out.size());
+    be.download(q.data(), t);
+    for (size_t i = 0; i < q.size(); ++i) out[i] = fp8_to_float(q[i], fp8_format(t.dtype));
   } else {
     TT_CHECK(t.dtype == DType::BF16, std::string("op table: cannot read ") + dtype_name(t.dtype));
     std::vector<bf16> h(out.size());
@@ -140,8 +171,10 @@ void OpRig::fill() {
   auto uniform = [&](const Tensor& t, double lo, double hi) {
     fill_uniform(be, t, lo, hi, seed_, ++stream, shape_.bf16_inputs);
   };
-  for (const Tensor* t : {&buf.qkv, &buf.dqkv, &buf.datt, &buf.x, &buf.dout, &buf.gateup, &buf.dh, &buf.b, &buf.dres})
+  for (const Tensor* t : {&buf.qkv, &buf.dqkv, &buf.datt, &buf.x, &buf.dout, &buf.gateup, &buf.dh, &buf.b, &buf.dres,
+                          &buf.ldy})
     uniform(*t, -1, 1);
+  uniform(buf.lw, -0.05, 0.05);
   uniform(buf.logits, -4, 4);
   uniform(buf.w, 0.5, 1.5);
   be.zero(buf.dw);
@@ -150,6 +183,20 @@ void OpRig::fill() {
   for (size_t i = 0; i < targets.size(); ++i) targets[i] = int32_t(rng.below(i, uint32_t(shape_.vocab)));
   be.upload(buf.targets, targets.data());
   upload_values(be, buf.table, rope_table(shape_.T, shape_.head_dim, 10000.0), false);  // the GPU's table is fp32
+  if (!be.plan().fp8) return;
+  // Delayed scaling's slots as a history would leave them: each tensor's scale from its range
+  // (x and dy in [-1, 1], W in [-0.05, 0.05]); then the FP8 forms the products read.
+  std::vector<float> slots(3 * kFp8SlotFloats, 0.0f);
+  for (int i = 0; i < 3; ++i) {
+    const float scale = fp8_scale(i == 1 ? 0.05f : 1.0f, Fp8Format::E4M3);
+    slots[size_t(i) * kFp8SlotFloats] = 1.0f / scale, slots[size_t(i) * kFp8SlotFloats + 1] = scale;
+    slots[size_t(i) * kFp8SlotFloats + 3] = float(fp8_spec(Fp8Format::E4M3).max_finite);
+  }
+  be.upload(buf.slots, slots.data());
+  const int64_t C = shape_.hidden, F2 = 2 * int64_t(shape_.intermediate);
+  be.fp8_quantize(buf.x8, buf.x, n, C, Fp8Scaling::Delayed);
+  be.fp8_quantize(buf.w8, buf.lw, F2, C, Fp8Scaling::Delayed);
+  be.fp8_quantize(buf.dy8, buf.ldy, n, F2, Fp8Scaling::Delayed);
 }
 
 OpCalls bind_op(OpRig& r, Op op) {
@@ -220,6 +267,41 @@ OpCalls bind_op(OpRig& r, Op op) {
       c.bwd_amount = a * 2 * double(r.ce_rows) * r.padded_vocab + 8.0 * double(r.ce_rows);
       c.bwd_outputs = {{"losses", b.losses}, {"dlogits", b.logits}};
       c.written = {b.losses};
+      break;
+    }
+    case Op::Quantize: {  // delayed scaling, v5's way: one pass, both layouts
+      const int64_t F2 = 2 * int64_t(o.intermediate);
+      c.fwd = [&be, &b, &r, &o] { be.fp8_quantize(b.x8, b.x, r.n, o.hidden, Fp8Scaling::Delayed); };
+      c.bwd = [&be, &b, &r, F2] { be.fp8_quantize(b.dy8, b.ldy, r.n, F2, Fp8Scaling::Delayed); };
+      c.fwd_amount = (a + 2) * n * C;  // read once, written in two layouts of a byte
+      c.bwd_amount = (a + 2) * n * double(F2);
+      c.fwd_outputs = {{"x8 rows", b.x8.rows}, {"x8 cols", b.x8.cols}};
+      c.bwd_outputs = {{"dy8 rows", b.dy8.rows}, {"dy8 cols", b.dy8.cols}};
+      c.written = {b.x8.rows, b.x8.cols, b.dy8.rows, b.dy8.cols};
+      break;
+    }
+    case Op::Linear: {  // y = x W^T; dx = dy W and dW = dy^T x: bf16 (v4) or FP8 (v5)
+      const int N = int(r.n), in = o.hidden, out = 2 * o.intermediate;
+      if (be.plan().fp8 && (N % 16 != 0 || in % 16 != 0 || out % 16 != 0))
+        usage_fail("linear: FP8 products need the tokens, the hidden size and twice the ffn size to be multiples of 16");
+      if (be.plan().fp8) {
+        c.fwd = [&be, &b, N, in, out] { be.matmul(fp8_linear_gemm(b.ly, out, b.x8, b.w8, N, in, out)); };
+        c.bwd = [&be, &b, N, in, out] {
+          be.matmul(fp8_linear_dx_gemm(b.ldx, in, b.dy8, b.w8, N, in, out, 0.0f));
+          be.matmul(fp8_linear_dw_gemm(b.ldw, b.dy8, b.x8, N, in, out));
+        };
+      } else {
+        c.fwd = [&be, &b, N, in, out] { be.matmul(linear_gemm(b.ly, out, b.x, in, b.lw, N, in, out)); };
+        c.bwd = [&be, &b, N, in, out] {
+          be.matmul(linear_dx_gemm(b.ldx, in, b.ldy, out, b.lw, N, in, out, 0.0f));
+          be.matmul(linear_dw_gemm(b.ldw, b.ldy, out, b.x, in, N, in, out));
+        };
+      }
+      c.flops = true;
+      c.fwd_amount = 2.0 * n * C * 2 * F;
+      c.bwd_amount = 2 * c.fwd_amount;
+      c.fwd_outputs = {{"y", b.ly}}, c.bwd_outputs = {{"dx", b.ldx}, {"dW", b.ldw}};
+      c.written = {b.ly, b.ldx, b.ldw};
       break;
     }
     case Op::Rope: {  // as the model rotates: queries and keys in one call with custom-rope, else one call each

@@ -17,12 +17,16 @@
 
 namespace tt {
 
-enum class Op { Attention, RmsNorm, SwiGlu, Rope, ResidualNorm, CrossEntropy };
+// Version 5's: Quantize (a bf16 matrix into FP8, both layouts: an activation [tokens, hidden]
+// forward, a gradient [tokens, 2 ffn] backward) and Linear (the gate/up projection's three
+// products, [tokens, hidden] x [2 ffn, hidden]: bf16 in v4, FP8 in v5).
+enum class Op { Attention, RmsNorm, SwiGlu, Rope, ResidualNorm, CrossEntropy, Quantize, Linear };
 extern const std::vector<Op> kOps;
 
 const char* op_name(Op op);
-// Version 3's kernels are compared with version 2's, version 4's fusions with version 3's; an
-// operation has no row for a version where it is the same as the one below.
+// Version 3's kernels are compared with version 2's, version 4's fusions with version 3's, v5's
+// FP8 products with v4's bf16 ones; an operation has no row for a version where it is the same as
+// the one below.
 int base_version(Op op);
 bool has_row(Op op, int version);
 // The plan of `version` for `op`: the preset in the run's precision with the custom kernels of
@@ -58,6 +62,9 @@ class OpRig {
     Tensor table;                          // RoPE's cos/sin
     Tensor b, sum, dres;                   // the residual add: x + b, and the residual stream's gradient
     Tensor logits, targets, losses;        // the cross-entropy, [ce_rows, padded vocab]
+    Tensor lw, ly, ldy, ldx, ldw;          // Linear: W [2F, C], y [n, 2F], dy [n, 2F], dx [n, C], dW (master)
+    Tensor slots;                          // FP8 (v5): the scale slots of x8, w8 and dy8
+    Fp8Matrix x8, w8, dy8;                 // the FP8 forms of x, W and dy
   } buf;
   AttnShape attn;
   int64_t n = 0;        // tokens

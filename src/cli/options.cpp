@@ -420,7 +420,7 @@ bool parse_kernel_options(const std::vector<std::string>& args, KernelBenchOptio
   std::vector<std::string> impls;
   CLI::Option* kv = nullptr;
   CLI::Option* ffn = nullptr;
-  app.add_option("--impl", impls, "implementations, by version preset: v1 to v4 (default v2,v3,v4)")->delimiter(',');
+  app.add_option("--impl", impls, "implementations, by version preset: v1 to v5 (default v2,v3,v4,v5)")->delimiter(',');
   app.add_option("--precision", o.precision, "bf16 or fp32")->capture_default_str();
   app.add_option("--batch-size", o.batch, "batch of the default shape")->capture_default_str();
   app.add_option("--seq-len", o.seq_len, "sequence length of the default shape")->capture_default_str();

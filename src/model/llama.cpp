@@ -22,9 +22,13 @@ int classifier_chunk_for(const Plan& plan, int64_t tokens, int padded_vocab, siz
   return int((tokens + chunks - 1) / chunks);
 }
 
-// Version 5 keeps the layers' products in bf16 below this many tokens x hidden a micro-batch:
-// there the casts cost more than FP8 saves (docs/versions/v5.md, measured on an H100).
-constexpr int64_t kFp8MinWork = int64_t(1) << 23;
+// Where version 5 takes FP8 by itself: the casts cost a pass over every element a product reads,
+// FP8 saves time in proportion to each element's multiply-adds, hidden of them. Measured on an
+// H100 (docs/versions/v5.md), v5 against v4 a step: hidden 512 lost at every size tried (16384
+// tokens: 9.61 against 9.24 ms), hidden 768 won at 16384 tokens (29.6 against 30.7 ms), hidden
+// 1024 at 8192 (18.6 against 20.6 ms).
+constexpr int kFp8MinHidden = 768;
+constexpr int64_t kFp8MinTokens = 8192;
 
 }  // namespace
 
@@ -72,7 +76,7 @@ bool Llama::decide_fp8() const {
   for (int64_t d : {tokens(), int64_t(cfg_.hidden), int64_t(cfg_.intermediate), int64_t(cfg_.qkv_dim()),
                     int64_t(cfg_.heads) * cfg_.head_dim()})
     if (d % 16 != 0) return false;
-  return plan.fp8_every_shape || tokens() * cfg_.hidden >= kFp8MinWork;
+  return plan.fp8_every_shape || (cfg_.hidden >= kFp8MinHidden && tokens() >= kFp8MinTokens);
 }
 
 std::string Llama::products_kind() const {
@@ -83,9 +87,9 @@ std::string Llama::products_kind() const {
            (plan.fp8_e5m2_gradients ? "E5M2" : "E4M3") + " gradients, " +
            (plan.fp8_delayed_scaling ? "delayed" : "current") + " scaling); bf16 in the head";
   if (!plan.amp) return "fp32: v5's FP8 products take bf16 activations (--use-amp)";
-  if (tokens() * cfg_.hidden < kFp8MinWork && !plan.fp8_every_shape)
-    return "bf16: FP8 pays from " + std::to_string(kFp8MinWork) + " tokens x hidden a micro-batch (this run: " +
-           std::to_string(tokens() * cfg_.hidden) + "; --enable-fp8-every-shape takes it anyway)";
+  if (!plan.fp8_every_shape && (cfg_.hidden < kFp8MinHidden || tokens() < kFp8MinTokens))
+    return "bf16: FP8 pays from hidden " + std::to_string(kFp8MinHidden) + " and " + std::to_string(kFp8MinTokens) +
+           " tokens a micro-batch (--enable-fp8-every-shape takes it anyway)";
   return "bf16: FP8 products need the tokens, hidden, FFN and attention widths to be multiples of 16";
 }
 
@@ -144,6 +148,12 @@ void Llama::layout(Arena& a) {
   state_.layout(a);
 
   auto act = [&](DType d, int64_t n) { return a.take(Category::Activations, d, n); };
+  auto scratch = [&](DType d, int64_t n) { return a.take(Category::Workspace, d, n); };
+  // With FP8 the products read the inputs' FP8 forms, and the backward only their transposes: the
+  // act-typed norm and SwiGLU outputs and the row-major FP8 forms live until the product after
+  // them, in buffers the layers share.
+  const Tensor norm_out = fp8_ ? scratch(A, N * C) : Tensor{}, swiglu_out = fp8_ ? scratch(A, N * F) : Tensor{};
+  const Tensor rows8 = fp8_ ? scratch(DType::F8E4M3, N * std::max({C, HD, F})) : Tensor{};
   const int64_t inputs = N * step_.micro_batches;
   tokens_ = act(DType::I32, inputs);
   targets_ = act(DType::I32, inputs);
@@ -151,16 +161,16 @@ void Llama::layout(Arena& a) {
   for (int l = 0; l < cfg_.layers; ++l) {
     LayerActs la;
     la.x = act(A, N * C);
-    la.xn1 = act(A, N * C);
+    la.xn1 = fp8_ ? norm_out : act(A, N * C);
     la.rstd1 = act(S, N);
     la.qkv = act(A, N * cfg_.qkv_dim());
     la.saved = act(saved.dtype, saved.numel);
     la.att = act(A, N * HD);
     la.x_mid = act(A, N * C);
-    la.xn2 = act(A, N * C);
+    la.xn2 = fp8_ ? norm_out : act(A, N * C);
     la.rstd2 = act(S, N);
     la.gateup = act(A, N * 2 * F);
-    la.h = act(A, N * F);
+    la.h = fp8_ ? swiglu_out : act(A, N * F);
     acts_.push_back(la);
   }
   x_out_ = act(A, N * C);
@@ -169,26 +179,22 @@ void Llama::layout(Arena& a) {
   logits_ = act(A, int64_t(chunk_) * Vp_);  // becomes dlogits in the backward
   losses_ = act(S, inputs);
 
-  auto scratch = [&](DType d, int64_t n) { return a.take(Category::Workspace, d, n); };
   fp8_layers_.clear();
   if (fp8_) {
     fp8_slots_ = scratch(DType::F32, int64_t(cfg_.layers) * kFp8Slots * kFp8SlotFloats);
     const DType E4 = DType::F8E4M3;
     // [r, c] in both layouts; the slot is layer l's `which`.
-    auto matrix = [&](Category cat, int64_t r, int64_t c, int l, Fp8Slot which) {
-      Fp8Matrix m;
-      m.rows = a.take(cat, E4, r * c);
-      m.cols = a.take(cat, E4, r * c);
-      m.ld = c, m.ld_t = r;
-      m.slot = fp8_slot(l, which);
-      return m;
+    auto weight = [&](int64_t r, int64_t c, int l, Fp8Slot which) {
+      return Fp8Matrix{a.take(Category::Parameters, E4, r * c), a.take(Category::Parameters, E4, r * c), c, r,
+                       fp8_slot(l, which)};
     };
-    for (int l = 0; l < cfg_.layers; ++l) {
-      const Category P = Category::Parameters, A = Category::Activations;
-      fp8_layers_.push_back({matrix(A, N, C, l, kXn1), matrix(A, N, HD, l, kAtt), matrix(A, N, C, l, kXn2),
-                             matrix(A, N, F, l, kH), matrix(P, cfg_.qkv_dim(), C, l, kWqkv),
-                             matrix(P, C, HD, l, kWo), matrix(P, 2 * F, C, l, kWgateup), matrix(P, C, F, l, kWdown)});
-    }
+    auto input = [&](int64_t c, int l, Fp8Slot which) {  // [N, c]: the rows shared, the transpose kept
+      return Fp8Matrix{rows8.slice(0, N * c), a.take(Category::Activations, E4, N * c), c, N, fp8_slot(l, which)};
+    };
+    for (int l = 0; l < cfg_.layers; ++l)
+      fp8_layers_.push_back({input(C, l, kXn1), input(HD, l, kAtt), input(C, l, kXn2), input(F, l, kH),
+                             weight(cfg_.qkv_dim(), C, l, kWqkv), weight(C, HD, l, kWo), weight(2 * F, C, l, kWgateup),
+                             weight(C, F, l, kWdown)});
     const DType G = be_.plan().fp8_e5m2_gradients ? DType::F8E5M2 : E4;
     const int64_t widest = std::max({int64_t(cfg_.qkv_dim()), 2 * F, C});
     grad8_rows_ = scratch(G, N * widest);
@@ -232,12 +238,14 @@ std::vector<Llama::MemoryPoint> Llama::memory_timeline() const {
   std::vector<size_t> layer(size_t(cfg_.layers));
   for (int l = 0; l < cfg_.layers; ++l) {
     const LayerActs& a = acts_[size_t(l)];
-    for (const Tensor* t : {&a.x, &a.xn1, &a.rstd1, &a.qkv, &a.saved, &a.att, &a.x_mid, &a.xn2, &a.rstd2, &a.gateup, &a.h})
+    for (const Tensor* t : {&a.x, &a.rstd1, &a.qkv, &a.saved, &a.att, &a.x_mid, &a.rstd2, &a.gateup})
       layer[size_t(l)] += bytes(*t);
-    if (fp8_)
-      for (const Fp8Matrix* m : {&fp8_layers_[size_t(l)].xn1, &fp8_layers_[size_t(l)].att, &fp8_layers_[size_t(l)].xn2,
-                                 &fp8_layers_[size_t(l)].h})
-        layer[size_t(l)] += bytes(m->rows) + bytes(m->cols);
+    if (fp8_) {  // the norms' and SwiGLU's outputs are shared workspace; the inputs' transposes are kept
+      const LayerFp8& f = fp8_layers_[size_t(l)];
+      for (const Fp8Matrix* m : {&f.xn1, &f.att, &f.xn2, &f.h}) layer[size_t(l)] += bytes(m->cols);
+    } else {
+      for (const Tensor* t : {&a.xn1, &a.xn2, &a.h}) layer[size_t(l)] += bytes(*t);
+    }
   }
   const size_t inputs = bytes(tokens_) + bytes(targets_);
   const size_t final_acts = bytes(x_out_) + bytes(xf_) + bytes(rstd_f_), head = bytes(logits_) + bytes(losses_);

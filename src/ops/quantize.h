@@ -98,3 +98,42 @@ void quantize_fp8(const Fp8Matrix& out, const Tensor& x, int64_t r, int64_t c, F
 // from the history's largest (fp8_scale's rule), and the amax starts again from zero.
 void fp8_update_scales(const Tensor& slots, int count, Stream s);
 }  // namespace tt::cuda
+
+namespace tt::ref {
+
+// The quantizing pass and the scales' update on the CPU (the reference of the kernels above):
+// the same slot, the same bytes. x is [r, c]; out's rows and cols as Fp8Matrix says.
+template <class T>
+void quantize_fp8(const Fp8Matrix& out, const T* x, int64_t r, int64_t c, Fp8Scaling scaling) {
+  const Fp8Format f = fp8_format(out.rows.empty() ? out.cols.dtype : out.rows.dtype);
+  float* slot = out.slot.data<float>();
+  const float amax = float(ref::amax(x, r * c));
+  if (scaling == Fp8Scaling::Current) {
+    const float scale = fp8_scale(amax, f);
+    slot[0] = 1.0f / scale, slot[1] = scale, slot[3] = float(fp8_spec(f).max_finite);
+  }
+  slot[2] = std::fmax(slot[2], amax);
+  const float scale = slot[1];
+  uint8_t *rows = static_cast<uint8_t*>(out.rows.ptr), *cols = static_cast<uint8_t*>(out.cols.ptr);
+#pragma omp parallel for
+  for (int64_t i = 0; i < r; ++i)
+    for (int64_t j = 0; j < c; ++j) {
+      const uint8_t q = float_to_fp8(float(x[i * c + j]) * scale, f);
+      if (rows) rows[i * out.ld + j] = q;
+      if (cols) cols[j * out.ld_t + i] = q;
+    }
+}
+
+inline void fp8_update_scales(float* slots, int count) {
+  for (int i = 0; i < count; ++i) {
+    float* s = slots + int64_t(i) * kFp8SlotFloats;
+    float* history = s + 4;
+    float m = s[2];
+    for (int k = kFp8History - 1; k > 0; --k) history[k] = history[k - 1], m = std::fmax(m, history[k]);
+    history[0] = s[2];
+    const float scale = m > 0.0f && std::isfinite(m) && s[3] > 0.0f ? float(double(s[3]) / double(m)) : 1.0f;
+    s[0] = 1.0f / scale, s[1] = scale, s[2] = 0.0f;
+  }
+}
+
+}  // namespace tt::ref
