@@ -118,6 +118,14 @@ class Backend {
     fail("FP8 products run on the CUDA backend");
   }
   virtual void fp8_update_scales(const Tensor& slots, int count) { fail("FP8 products run on the CUDA backend"); }
+  // SwiGLU's output h [n, F] and input gradient dgateup [n, 2F] made straight in FP8 (ops/swiglu.h).
+  virtual void fp8_swiglu_forward(const Fp8Matrix& h8, const Tensor& gateup, int64_t n, int f, Fp8Scaling scaling) {
+    fail("FP8 products run on the CUDA backend");
+  }
+  virtual void fp8_swiglu_backward(const Fp8Matrix& dgateup8, const Tensor& dh, const Tensor& gateup, int64_t n, int f,
+                                   Fp8Scaling scaling) {
+    fail("FP8 products run on the CUDA backend");
+  }
   virtual void add(const Tensor& out, const Tensor& a, const Tensor& b) = 0;
   virtual void cross_entropy_forward(const Tensor& losses, const Tensor& logits,
                                      const Tensor& targets, int64_t n, int v, int64_t ld) = 0;

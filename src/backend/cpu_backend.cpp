@@ -107,6 +107,17 @@ class CpuBackend final : public Backend {
   void fp8_update_scales(const Tensor& slots, int count) override {
     ref::fp8_update_scales(slots.data<float>(), count);
   }
+  void fp8_swiglu_forward(const Fp8Matrix& h8, const Tensor& gateup, int64_t n, int f, Fp8Scaling scaling) override {
+    std::vector<T> h(size_t(n * f));
+    ref::swiglu_forward(h.data(), gateup.data<T>(), n, f);
+    ref::quantize_fp8(h8, h.data(), n, f, scaling);
+  }
+  void fp8_swiglu_backward(const Fp8Matrix& dgateup8, const Tensor& dh, const Tensor& gateup, int64_t n, int f,
+                           Fp8Scaling scaling) override {
+    std::vector<T> d(size_t(n * 2 * f));
+    ref::swiglu_backward(d.data(), dh.data<T>(), gateup.data<T>(), n, f);
+    ref::quantize_fp8(dgateup8, d.data(), n, 2 * int64_t(f), scaling);
+  }
   void embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& wte, int64_t n,
                          int c) override {
     ref::embedding_forward(out.data<T>(), tokens.data<int32_t>(), wte.data<T>(), n, c);

@@ -34,14 +34,16 @@ namespace {
 bool fused_in_v4(Op op) { return op == Op::ResidualNorm || op == Op::CrossEntropy; }
 }  // namespace
 
-int base_version(Op op) {
+int base_version(Op op, int version) {
   if (op == Op::Quantize) return 5;  // new in v5: measured against the copy alone
   if (op == Op::Linear) return 4;
+  if (op == Op::SwiGlu && version == 5) return 3;
   return fused_in_v4(op) ? 3 : 2;
 }
 bool has_row(Op op, int version) {
   if (op == Op::Quantize) return version == 5;
   if (op == Op::Linear) return version >= 4;
+  if (op == Op::SwiGlu) return version <= 3 || version == 5;
   return fused_in_v4(op) ? version == 3 || version == 4 : version <= 3;
 }
 
@@ -63,7 +65,7 @@ Plan op_plan(int version, Op op, bool amp) {
   if (op != Op::ResidualNorm) p.fused_residual_norm = false;
   if (op != Op::CrossEntropy) p.fused_classifier = false;
   p.fused_adamw = p.gemm_epilogues = false;  // not operations of this table
-  if (op != Op::Quantize && op != Op::Linear) p.fp8 = false;
+  if (op != Op::Quantize && op != Op::Linear && op != Op::SwiGlu) p.fp8 = false;
   return p;
 }
 
@@ -97,12 +99,13 @@ OpRig::OpRig(std::unique_ptr<Backend> backend, const OpShape& s, bool logits, ui
     b.lw = take(A, 2 * F * C), b.ly = take(A, n * 2 * F), b.ldy = take(A, n * 2 * F), b.ldx = take(A, n * C);
     b.ldw = take(M, 2 * F * C);
     if (be.plan().fp8) {
-      b.slots = take(DType::F32, 3 * kFp8SlotFloats);
+      b.slots = take(DType::F32, 5 * kFp8SlotFloats);
       auto fp8 = [&](int64_t r, int64_t c, int slot) {
         return Fp8Matrix{take(DType::F8E4M3, r * c), take(DType::F8E4M3, r * c), c, r,
                          b.slots.slice(int64_t(slot) * kFp8SlotFloats, kFp8SlotFloats)};
       };
       b.x8 = fp8(n, C, 0), b.w8 = fp8(2 * F, C, 1), b.dy8 = fp8(n, 2 * F, 2);
+      b.h8 = fp8(n, F, 3), b.dgateup8 = fp8(n, 2 * F, 4);
     }
   });
   fill();
@@ -186,8 +189,8 @@ void OpRig::fill() {
   if (!be.plan().fp8) return;
   // Delayed scaling's slots as a history would leave them: each tensor's scale from its range
   // (x and dy in [-1, 1], W in [-0.05, 0.05]); then the FP8 forms the products read.
-  std::vector<float> slots(3 * kFp8SlotFloats, 0.0f);
-  for (int i = 0; i < 3; ++i) {
+  std::vector<float> slots(5 * kFp8SlotFloats, 0.0f);
+  for (int i = 0; i < 5; ++i) {  // SwiGLU's h and dgateup: of gate and up in [-1, 1], dh in [-1, 1]
     const float scale = fp8_scale(i == 1 ? 0.05f : 1.0f, Fp8Format::E4M3);
     slots[size_t(i) * kFp8SlotFloats] = 1.0f / scale, slots[size_t(i) * kFp8SlotFloats + 1] = scale;
     slots[size_t(i) * kFp8SlotFloats + 3] = float(fp8_spec(Fp8Format::E4M3).max_finite);
@@ -225,6 +228,18 @@ OpCalls bind_op(OpRig& r, Op op) {
       c.written = {b.out, b.rstd, b.dx, b.dw};
       break;
     case Op::SwiGlu:
+      if (be.plan().fp8 && be.plan().fp8_fused_swiglu) {  // v5: made in FP8, both layouts (delayed scaling)
+        c.fwd = [&be, &b, &r, &o] { be.fp8_swiglu_forward(b.h8, b.gateup, r.n, o.intermediate, Fp8Scaling::Delayed); };
+        c.bwd = [&be, &b, &r, &o] {
+          be.fp8_swiglu_backward(b.dgateup8, b.dh, b.gateup, r.n, o.intermediate, Fp8Scaling::Delayed);
+        };
+        c.fwd_amount = (2 * a + 2) * n * F;
+        c.bwd_amount = 3 * a * n * F + 4 * n * F;  // each gate, up and dh read once at least
+        c.fwd_outputs = {{"h8 rows", b.h8.rows}, {"h8 cols", b.h8.cols}};
+        c.bwd_outputs = {{"dgateup8 rows", b.dgateup8.rows}, {"dgateup8 cols", b.dgateup8.cols}};
+        c.written = {b.h8.rows, b.h8.cols, b.dgateup8.rows, b.dgateup8.cols};
+        break;
+      }
       c.fwd = [&be, &b, &r, &o] { be.swiglu_forward(b.h, b.gateup, r.n, o.intermediate); };
       c.bwd = [&be, &b, &r, &o] { be.swiglu_backward(b.dgateup, b.dh, b.gateup, r.n, o.intermediate); };
       c.fwd_amount = a * 3 * n * F;

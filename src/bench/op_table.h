@@ -25,9 +25,9 @@ extern const std::vector<Op> kOps;
 
 const char* op_name(Op op);
 // Version 3's kernels are compared with version 2's, version 4's fusions with version 3's, v5's
-// FP8 products with v4's bf16 ones; an operation has no row for a version where it is the same as
-// the one below.
-int base_version(Op op);
+// FP8 products with v4's bf16 ones and v5's SwiGLU made in FP8 with v3's stored bf16; an
+// operation has no row for a version where it is the same as the one below.
+int base_version(Op op, int version);
 bool has_row(Op op, int version);
 // The plan of `version` for `op`: the preset in the run's precision with the custom kernels of
 // the other operations off (they do not change this operation), launched the plain way.
@@ -63,8 +63,9 @@ class OpRig {
     Tensor b, sum, dres;                   // the residual add: x + b, and the residual stream's gradient
     Tensor logits, targets, losses;        // the cross-entropy, [ce_rows, padded vocab]
     Tensor lw, ly, ldy, ldx, ldw;          // Linear: W [2F, C], y [n, 2F], dy [n, 2F], dx [n, C], dW (master)
-    Tensor slots;                          // FP8 (v5): the scale slots of x8, w8 and dy8
+    Tensor slots;                          // FP8 (v5): the scale slots of x8, w8, dy8, h8 and dgateup8
     Fp8Matrix x8, w8, dy8;                 // the FP8 forms of x, W and dy
+    Fp8Matrix h8, dgateup8;                // SwiGLU's, made in FP8
   } buf;
   AttnShape attn;
   int64_t n = 0;        // tokens

@@ -115,14 +115,14 @@ void Llama::quantize_weights() {
   }
 }
 
-Fp8Matrix Llama::quantize_gradient(const Tensor& d, int64_t c, int layer, Fp8Slot which) {
+Fp8Matrix Llama::gradient_fp8(int64_t c, int layer, Fp8Slot which) const {
   const int64_t N = tokens();
-  Fp8Matrix m;
-  m.rows = grad8_rows_.slice(0, N * c);
-  m.cols = grad8_cols_.slice(0, N * c);
-  m.ld = c, m.ld_t = N;
-  m.slot = fp8_slot(layer, which);
-  quantize(m, d, N, c);
+  return {grad8_rows_.slice(0, N * c), grad8_cols_.slice(0, N * c), c, N, fp8_slot(layer, which)};
+}
+
+Fp8Matrix Llama::quantize_gradient(const Tensor& d, int64_t c, int layer, Fp8Slot which) {
+  const Fp8Matrix m = gradient_fp8(c, layer, which);
+  quantize(m, d, tokens(), c);
   return m;
 }
 
@@ -458,8 +458,12 @@ void Llama::forward_ffn(int l) {
       linear(a.gateup.slice(int64_t(half) * F, a.gateup.numel - int64_t(half) * F), 2 * F, a.xn2,
              w.wgateup.slice(int64_t(half) * F * C, int64_t(F) * C), C, F, gateup8.weight_rows(int64_t(half) * F, F));
   }
-  be_.swiglu_forward(a.h, a.gateup, N, F);
-  if (fp8_) quantize(fp8_layers_[size_t(l)].h, a.h, N, F);
+  if (fp8_ && plan.fp8_fused_swiglu) {  // h made straight in FP8
+    be_.fp8_swiglu_forward(fp8_layers_[size_t(l)].h, a.gateup, N, F, fp8_scaling());
+  } else {
+    be_.swiglu_forward(a.h, a.gateup, N, F);
+    if (fp8_) quantize(fp8_layers_[size_t(l)].h, a.h, N, F);
+  }
   const NormNext next = last ? NormNext{"final_norm", xf_, rstd_f_, w_.final_norm}
                              : NormNext{"attention_norm", acts_[size_t(l) + 1].xn1, acts_[size_t(l) + 1].rstd1,
                                         w_.layers[size_t(l) + 1].attn_norm};
@@ -522,8 +526,14 @@ void Llama::backward_ffn(int l) {
     const Fp8Matrix ddown8 = fp8_ ? quantize_gradient(dres_, C, l, kDdown) : Fp8Matrix{};
     linear_backward(dh_, 0.0f, g.wdown, dres_, C, a.h, w.wdown, F, C, operands(l, &LayerFp8::h, &LayerFp8::wdown),
                     ddown8);
-    be_.swiglu_backward(dgateup_, dh_, a.gateup, N, F);
-    const Fp8Matrix dgateup8 = fp8_ ? quantize_gradient(dgateup_, 2 * F, l, kDgateup) : Fp8Matrix{};
+    Fp8Matrix dgateup8;
+    if (fp8_ && plan.fp8_fused_swiglu) {  // dgateup made straight in FP8
+      dgateup8 = gradient_fp8(2 * F, l, kDgateup);
+      be_.fp8_swiglu_backward(dgateup8, dh_, a.gateup, N, F, fp8_scaling());
+    } else {
+      be_.swiglu_backward(dgateup_, dh_, a.gateup, N, F);
+      if (fp8_) dgateup8 = quantize_gradient(dgateup_, 2 * F, l, kDgateup);
+    }
     const Fp8Operands gateup8 = operands(l, &LayerFp8::xn2, &LayerFp8::wgateup);
     if (plan.gate_up_fusion) {
       linear_backward(d_normed_, 0.0f, g.wgateup, dgateup_, 2 * F, a.xn2, w.wgateup, C, 2 * F, gateup8, dgateup8);

@@ -180,7 +180,9 @@ class Llama {
   }
   void quantize(const Fp8Matrix& out, const Tensor& x, int64_t r, int64_t c);
   void quantize_weights();
-  // The gradient `d` [N, c] entering a layer's products, quantized into grad8_ through its slot.
+  // The FP8 form of the gradient [N, c] entering a layer's products (grad8_, through its slot), and
+  // that gradient quantized into it.
+  Fp8Matrix gradient_fp8(int64_t c, int layer, Fp8Slot which) const;
   Fp8Matrix quantize_gradient(const Tensor& d, int64_t c, int layer, Fp8Slot which);
   void finish_fp8_step();  // delayed scaling: this step's amaxes into the history
 

@@ -81,16 +81,14 @@ inline Fp8Format fp8_format(DType d) { return d == DType::F8E5M2 ? Fp8Format::E5
 
 }  // namespace tt
 
-// CUDA (src/ops/quantize.cu).
+// CUDA (src/ops/quantize.cu, the pass in quantize.cuh).
 namespace tt::cuda {
-// Per-block partial maxima of the current-scaling pass.
+// Per-block partial maxima of the current-scaling pass (kAmaxBlocks fp32 of scratch).
 constexpr int kAmaxBlocks = 264;
-// Current scaling's first pass: the partial maxima of |x| into `partials` (kAmaxBlocks fp32).
-void fp8_amax_partials(const Tensor& partials, const Tensor& x, Stream s);
-// x [r, c] (bf16, contiguous) into out.rows and/or out.cols (the format of their dtype) through
-// the scale that `scaling` gives, in one pass that reads x once:
-//   Current  scale = largest / amax, the amax reduced from `partials`; the slot gets amax (the
-//            larger of it and the slot's), scale and inverse;
+// x [r, c] (bf16 or fp32, contiguous, c a multiple of 8) into out.rows and/or out.cols (the
+// format of their dtype) through the scale that `scaling` gives, in one pass that reads x once:
+//   Current  scale = largest / amax, from a pass before it that reduces |x| into `partials`; the
+//            slot gets amax (the larger of it and the slot's), scale and inverse;
 //   Delayed  the slot's scale; the slot's amax grows to x's.
 void quantize_fp8(const Fp8Matrix& out, const Tensor& x, int64_t r, int64_t c, Fp8Scaling scaling,
                   const Tensor& partials, Stream s);

@@ -7,8 +7,12 @@
 // thread. Vectorized (custom-swiglu): the same kernels with 16-byte accesses (8 bf16 or 4 fp32
 // per thread) when F and the pointers allow it. Bytes moved, forward: read gate and up, write
 // h, 3*n*F elements; backward: read gate, up and dh, write dgate and dup, 5*n*F elements.
+// With FP8 (version 5) the same values go through quantize.cuh's pass instead of being stored:
+// forward, read gate and up, write h's two FP8 layouts (4 bytes an element of h against 6 for the
+// store and 4 more for a separate cast); backward, each tile of dgateup reads the gate, up and dh
+// columns it needs (its half of the gate and up reads again for the other half).
 
-#include "ops/cuda_common.cuh"
+#include "ops/quantize.cuh"
 #include "ops/swiglu.h"
 
 namespace tt::cuda {
@@ -17,6 +21,13 @@ namespace {
 constexpr int kThreads = 256;
 
 __device__ __forceinline__ float sigmoid(float g) { return 1.0f / (1.0f + expf(-g)); }
+// The element-wise math, shared by the stored and the FP8 ways.
+__device__ __forceinline__ float swiglu_value(float g, float u) { return g * sigmoid(g) * u; }
+__device__ __forceinline__ float swiglu_dgate(float g, float u, float d) {
+  const float s = sigmoid(g);
+  return d * u * s * (1.0f + g * (1.0f - s));
+}
+__device__ __forceinline__ float swiglu_dup(float g, float d) { return d * g * sigmoid(g); }
 
 // Index helpers: element i of an [n, f] view whose rows are `ld` apart.
 struct View2D {
@@ -65,10 +76,7 @@ __global__ void swiglu_forward_kernel(Successor next, T* h, const T* gateup, int
   const V g = V::load(gateup + gi), u = V::load(gateup + gi + v.f);
   V out;
 #pragma unroll
-  for (int e = 0; e < kVec; ++e) {
-    const float ge = to_float(g.v[e]);
-    out.v[e] = from_float<T>(ge * sigmoid(ge) * to_float(u.v[e]));
-  }
+  for (int e = 0; e < kVec; ++e) out.v[e] = from_float<T>(swiglu_value(to_float(g.v[e]), to_float(u.v[e])));
   out.store(h + i);
 }
 
@@ -84,15 +92,63 @@ __global__ void swiglu_backward_kernel(Successor next, T* dgateup, const T* dh, 
   V dg, du;
 #pragma unroll
   for (int e = 0; e < kVec; ++e) {
-    const float ge = to_float(g.v[e]), ue = to_float(u.v[e]), de = to_float(d.v[e]), s = sigmoid(ge);
-    dg.v[e] = from_float<T>(de * ue * s * (1.0f + ge * (1.0f - s)));
-    du.v[e] = from_float<T>(de * ge * s);
+    const float ge = to_float(g.v[e]), ue = to_float(u.v[e]), de = to_float(d.v[e]);
+    dg.v[e] = from_float<T>(swiglu_dgate(ge, ue, de));
+    du.v[e] = from_float<T>(swiglu_dup(ge, de));
   }
   dg.store(dgateup + gi);
   du.store(dgateup + gi + v.f);
 }
 
+// quantize.cuh's sources: h [n, F] and dgateup [n, 2F], element by element as the kernels above
+// compute them, rounded to T as they store them.
+template <class T>
+struct SwiGluOutput {
+  const T* gateup;
+  int f;
+  __device__ __forceinline__ void load(int64_t row, int64_t col, float (&v)[kQuantizeChunk]) const {
+    using V = Vec<T, kQuantizeChunk>;
+    const V g = V::load(gateup + row * 2 * f + col), u = V::load(gateup + row * 2 * f + f + col);
+#pragma unroll
+    for (int k = 0; k < kQuantizeChunk; ++k) v[k] = to_float(from_float<T>(swiglu_value(to_float(g.v[k]), to_float(u.v[k]))));
+  }
+};
+template <class T>
+struct SwiGluInputGradient {
+  const T *gateup, *dh;
+  int f;
+  __device__ __forceinline__ void load(int64_t row, int64_t col, float (&v)[kQuantizeChunk]) const {
+    using V = Vec<T, kQuantizeChunk>;
+    const bool gate = col < f;
+    const int64_t j = gate ? col : col - f;
+    const V g = V::load(gateup + row * 2 * f + j), u = V::load(gateup + row * 2 * f + f + j), d = V::load(dh + row * f + j);
+#pragma unroll
+    for (int k = 0; k < kQuantizeChunk; ++k) {
+      const float ge = to_float(g.v[k]), de = to_float(d.v[k]);
+      v[k] = to_float(from_float<T>(gate ? swiglu_dgate(ge, to_float(u.v[k]), de) : swiglu_dup(ge, de)));
+    }
+  }
+};
+
 }  // namespace
+
+void swiglu_forward_fp8(const Fp8Matrix& h8, const Tensor& gateup, int64_t n, int f, Fp8Scaling scaling,
+                        const Tensor& partials, Stream s) {
+  TT_CHECK(f % kQuantizeChunk == 0 && aligned16(gateup.ptr), "swiglu_forward_fp8: F a multiple of 8, aligned inputs");
+  TT_DISPATCH_ACT(gateup.dtype, {
+    quantize_from(h8, SwiGluOutput<T>{static_cast<const T*>(gateup.ptr), f}, n, f, scaling, partials, s);
+  });
+}
+
+void swiglu_backward_fp8(const Fp8Matrix& dgateup8, const Tensor& dh, const Tensor& gateup, int64_t n, int f,
+                         Fp8Scaling scaling, const Tensor& partials, Stream s) {
+  TT_CHECK(f % kQuantizeChunk == 0 && aligned16(gateup.ptr) && aligned16(dh.ptr),
+           "swiglu_backward_fp8: F a multiple of 8, aligned inputs");
+  TT_DISPATCH_ACT(gateup.dtype, {
+    const SwiGluInputGradient<T> src{static_cast<const T*>(gateup.ptr), static_cast<const T*>(dh.ptr), f};
+    quantize_from(dgateup8, src, n, 2 * int64_t(f), scaling, partials, s);
+  });
+}
 
 void swiglu_forward(const Tensor& h, const Tensor& gateup, int64_t n, int f, SwiGluKernels kernels,
                     const Tensor& scratch, Stream s) {

@@ -7,6 +7,7 @@
 #pragma once
 #include "core/stream.h"
 #include "core/tensor.h"
+#include "ops/quantize.h"
 #include <cmath>
 #include <cstdint>
 
@@ -54,4 +55,11 @@ void swiglu_forward(const Tensor& h, const Tensor& gateup, int64_t n, int f, Swi
                     const Tensor& scratch, Stream s);
 void swiglu_backward(const Tensor& dgateup, const Tensor& dh, const Tensor& gateup, int64_t n, int f,
                      SwiGluKernels kernels, const Tensor& scratch, Stream s);
+// Version 5 (fp8-fused-swiglu): h [n, F] and dgateup [n, 2F] straight into their FP8 forms, as
+// quantize_fp8 would make them from what the vectorized kernels write (the same bytes), without
+// writing the act-typed tensor or reading it back. F a multiple of 8, the pointers on 16 bytes.
+void swiglu_forward_fp8(const Fp8Matrix& h8, const Tensor& gateup, int64_t n, int f, Fp8Scaling scaling,
+                        const Tensor& partials, Stream s);
+void swiglu_backward_fp8(const Fp8Matrix& dgateup8, const Tensor& dh, const Tensor& gateup, int64_t n, int f,
+                         Fp8Scaling scaling, const Tensor& partials, Stream s);
 }  // namespace tt::cuda

@@ -271,11 +271,17 @@ class CudaBackend final : public Backend {
   }
   void fp8_quantize(const Fp8Matrix& out, const Tensor& x, int64_t r, int64_t c, Fp8Scaling scaling) override {
     TT_CHECK(!amax_partials_.empty(), "fp8_quantize: the plan has no fp8 switch (no scratch for it)");
-    if (scaling == Fp8Scaling::Current) cuda::fp8_amax_partials(amax_partials_, x, kernel_stream());
     cuda::quantize_fp8(out, x, r, c, scaling, amax_partials_, kernel_stream());
   }
   void fp8_update_scales(const Tensor& slots, int count) override {
     cuda::fp8_update_scales(slots, count, kernel_stream());
+  }
+  void fp8_swiglu_forward(const Fp8Matrix& h8, const Tensor& gateup, int64_t n, int f, Fp8Scaling scaling) override {
+    cuda::swiglu_forward_fp8(h8, gateup, n, f, scaling, amax_partials_, kernel_stream());
+  }
+  void fp8_swiglu_backward(const Fp8Matrix& dgateup8, const Tensor& dh, const Tensor& gateup, int64_t n, int f,
+                           Fp8Scaling scaling) override {
+    cuda::swiglu_backward_fp8(dgateup8, dh, gateup, n, f, scaling, amax_partials_, kernel_stream());
   }
   void add(const Tensor& out, const Tensor& a, const Tensor& b) override { cuda::add(out, a, b, kernel_stream()); }
   void cross_entropy_forward(const Tensor& losses, const Tensor& logits, const Tensor& targets, int64_t n, int v,

@@ -1,0 +1,151 @@
+// The quantizing pass of version 5 as a template over where the values come from (a Source), so
+// that a kernel that makes a tensor can write it straight in FP8: quantize.cu reads a bf16 matrix;
+// swiglu.cu computes SwiGLU's output or input gradient from its inputs, and never writes the bf16
+// copy. A Source gives the values of 8 consecutive elements of a row (the row's width is a multiple
+// of 8), rounded to the act type as the unfused kernel would store them, so that the bytes are
+// those of quantizing what that kernel writes.
+//
+// Each block takes a 64 x 64 tile: 256 threads load 8 consecutive elements of a row each (two
+// rows apart by 32), convert them with the hardware's saturating round-to-nearest-even (the bytes
+// of src/core/fp8.h), store the 8 bytes to the row-major output, and put them in shared memory,
+// from which each thread then gathers 16 bytes of one tile column: 16 consecutive bytes of a row
+// of the transpose. Making both layouts in the pass that reads x costs one byte more per element
+// written; a transpose of its own would read the FP8 matrix again and write it a second time.
+#pragma once
+#include <cuda_fp8.h>
+
+#include "ops/cuda_common.cuh"
+#include "ops/quantize.h"
+
+namespace tt::cuda {
+
+constexpr int kQuantizeTile = 64, kQuantizeThreads = 256, kQuantizeChunk = 8;
+
+// Current scaling's first pass: each block's largest |value| into partials[blockIdx.x].
+template <class Source>
+__global__ void amax_partials_kernel(Successor next, float* partials, Source src, int64_t r, int64_t c) {
+  __shared__ float scratch[32];
+  await_previous_kernel(next);
+  float m = 0.0f;
+  const int64_t chunks = r * (c / kQuantizeChunk), stride = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < chunks; i += stride) {
+    float v[kQuantizeChunk];
+    src.load(i / (c / kQuantizeChunk), i % (c / kQuantizeChunk) * kQuantizeChunk, v);
+#pragma unroll
+    for (int k = 0; k < kQuantizeChunk; ++k) m = fmaxf(m, fabsf(v[k]));
+  }
+  m = block_max(m, scratch);
+  if (threadIdx.x == 0) partials[blockIdx.x] = m;
+}
+
+template <class Source, bool kRows, bool kCols>
+__global__ void quantize_kernel(Successor next, uint8_t* q, int64_t ld, uint8_t* qt, int64_t ld_t, bool wide_t,
+                                float* slot, Source src, int64_t r, int64_t c, bool current, const float* partials,
+                                __nv_fp8_interpretation_t format, float largest) {
+  __shared__ float scratch[32];
+  __shared__ float block_scale;
+  __shared__ alignas(16) uint8_t tile[kQuantizeTile][kQuantizeTile + 16];
+  await_previous_kernel(next);
+  if (threadIdx.x < 32) {
+    float scale;
+    if (current) {  // this tensor's amax, from the partial maxima (fp8_scale's rule, in double as it)
+      float m = 0.0f;
+      for (int i = int(threadIdx.x); i < kAmaxBlocks; i += 32) m = fmaxf(m, partials[i]);
+      m = warp_max(m);
+      scale = m > 0.0f && isfinite(m) ? float(double(largest) / double(m)) : 1.0f;
+      if (threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0) {
+        slot[0] = 1.0f / scale;
+        slot[1] = scale;
+        slot[2] = fmaxf(slot[2], m);
+        slot[3] = largest;
+      }
+    } else {
+      scale = slot[1];
+    }
+    if (threadIdx.x == 0) block_scale = scale;
+  }
+  __syncthreads();
+  const float scale = block_scale;
+  const int64_t r0 = int64_t(blockIdx.y) * kQuantizeTile, c0 = int64_t(blockIdx.x) * kQuantizeTile;
+  constexpr int kChunksPerRow = kQuantizeTile / kQuantizeChunk;
+  const int row_in_tile = int(threadIdx.x) / kChunksPerRow, col_in_tile = int(threadIdx.x) % kChunksPerRow * kQuantizeChunk;
+  float amax = 0.0f;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int row = row_in_tile + half * (kQuantizeThreads / kChunksPerRow);
+    const int64_t gr = r0 + row, gc = c0 + col_in_tile;
+    uint2 bytes = {0u, 0u};
+    if (gr < r && gc < c) {  // c is a multiple of kQuantizeChunk: the chunk is whole
+      float v[kQuantizeChunk];
+      src.load(gr, gc, v);
+      uint16_t* pairs = reinterpret_cast<uint16_t*>(&bytes);
+#pragma unroll
+      for (int k = 0; k < kQuantizeChunk; k += 2) {
+        amax = fmaxf(amax, fmaxf(fabsf(v[k]), fabsf(v[k + 1])));
+        pairs[k / 2] = __nv_cvt_float2_to_fp8x2(make_float2(v[k] * scale, v[k + 1] * scale), __NV_SATFINITE, format);
+      }
+      if (kRows) *reinterpret_cast<uint2*>(q + gr * ld + gc) = bytes;
+    }
+    if (kCols) *reinterpret_cast<uint2*>(&tile[row][col_in_tile]) = bytes;
+  }
+  if (kCols) {
+    __syncthreads();
+    // Row c0 + j of the transpose, its 16 columns from r0 + i0.
+    const int j = int(threadIdx.x) / 4, i0 = int(threadIdx.x) % 4 * 16;
+    const int64_t gc = c0 + j, gr = r0 + i0;
+    if (gc < c && gr < r) {
+      alignas(16) uint8_t column[16];
+#pragma unroll
+      for (int k = 0; k < 16; ++k) column[k] = tile[i0 + k][j];
+      if (wide_t && gr + 16 <= r) {
+        *reinterpret_cast<uint4*>(qt + gc * ld_t + gr) = *reinterpret_cast<const uint4*>(column);
+      } else {
+        for (int k = 0; k < 16 && gr + k < r; ++k) qt[gc * ld_t + gr + k] = column[k];
+      }
+    }
+  }
+  if (!current) {  // delayed: record this tensor's amax for the steps to come
+    amax = block_max(amax, scratch);
+    if (threadIdx.x == 0) atomicMax(reinterpret_cast<unsigned*>(slot + 2), __float_as_uint(amax));  // >= 0: ordered as bits
+  }
+}
+
+// The matrix [r, c] that `src` gives into out.rows and/or out.cols (see quantize_fp8 in quantize.h;
+// with current scaling, a pass over src for its amax first).
+template <class Source>
+void quantize_from(const Fp8Matrix& out, Source src, int64_t r, int64_t c, Fp8Scaling scaling, const Tensor& partials,
+                   Stream s) {
+  const bool rows = !out.rows.empty(), cols = !out.cols.empty();
+  TT_CHECK(rows || cols, "quantize_fp8: no output");
+  const DType d = rows ? out.rows.dtype : out.cols.dtype;
+  TT_CHECK(is_fp8(d) && (!rows || !cols || out.rows.dtype == out.cols.dtype), "quantize_fp8: outputs must be one FP8 type");
+  TT_CHECK(c % kQuantizeChunk == 0, "quantize_fp8: the rows' width must be a multiple of 8");
+  TT_CHECK(!rows || (out.ld >= c && out.ld % kQuantizeChunk == 0 &&
+                     reinterpret_cast<uintptr_t>(out.rows.ptr) % kQuantizeChunk == 0 && out.rows.numel >= (r - 1) * out.ld + c),
+           "quantize_fp8: the row-major output's stride or size");
+  TT_CHECK(!cols || (out.ld_t >= r && out.cols.numel >= (c - 1) * out.ld_t + r), "quantize_fp8: the transpose's stride or size");
+  TT_CHECK(out.slot.dtype == DType::F32 && out.slot.numel >= kFp8SlotFloats && aligned16(out.slot.ptr),
+           "quantize_fp8: the scale's slot (on a 16-byte boundary)");
+  const bool current = scaling == Fp8Scaling::Current;
+  TT_CHECK(!current || partials.numel >= kAmaxBlocks, "quantize_fp8: current scaling needs the partial maxima");
+  const dim3 grid(unsigned((c + kQuantizeTile - 1) / kQuantizeTile), unsigned((r + kQuantizeTile - 1) / kQuantizeTile));
+  TT_CHECK(grid.y <= 65535, "quantize_fp8: too many rows");
+  float* partial = static_cast<float*>(partials.ptr);
+  if (current)
+    launch("fp8_amax_partials_kernel", amax_partials_kernel<Source>, kAmaxBlocks, kQuantizeThreads, 0, s, partial, src,
+           r, c);
+  const Fp8Format f = fp8_format(d);
+  const __nv_fp8_interpretation_t format = f == Fp8Format::E4M3 ? __NV_E4M3 : __NV_E5M2;
+  const float largest = float(fp8_spec(f).max_finite);
+  const bool wide_t = cols && out.ld_t % 16 == 0 && aligned16(out.cols.ptr);
+  auto run = [&](auto kernel) {
+    launch("quantize_fp8_kernel", kernel, grid, kQuantizeThreads, 0, s, static_cast<uint8_t*>(out.rows.ptr), out.ld,
+           static_cast<uint8_t*>(out.cols.ptr), out.ld_t, wide_t, static_cast<float*>(out.slot.ptr), src, r, c, current,
+           static_cast<const float*>(partial), format, largest);
+  };
+  if (rows && cols) run(quantize_kernel<Source, true, true>);
+  else if (rows) run(quantize_kernel<Source, true, false>);
+  else run(quantize_kernel<Source, false, true>);
+}
+
+}  // namespace tt::cuda
