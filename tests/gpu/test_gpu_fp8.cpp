@@ -349,67 +349,60 @@ TEST(Fp8Model, LossAndGradientsWithinTheBoundOfTheCpuInDouble) {
     }
 }
 
-// SwiGLU made straight in FP8 changes no bit of training: v5 with and without fp8-fused-swiglu,
-// five steps at the default shape with every product in FP8 (the first step fills the history
-// of the delayed scales), the same losses and weights.
-TEST(Fp8Model, FusedSwiGluChangesNoBit) {
-  REQUIRE_GPU();
+// Five training steps at the default shape (B 8 x T 128) under `plan`: each step's loss, then the
+// weights.
+struct FiveSteps {
+  std::vector<double> losses;
+  std::vector<float> params;
+  bool fp8 = false;
+};
+FiveSteps five_steps(const Plan& plan) {
   const ModelConfig c = fp8_model();
   const int B = 8, T = 128;
-  std::vector<std::vector<float>> params;
-  std::vector<std::vector<double>> losses(2);
-  for (int fused = 0; fused < 2; ++fused) {
-    Plan p = fp8_plan(true);
-    p.fp8_every_shape = true;
-    p.fp8_fused_swiglu = fused;
-    auto be = make_backend({DeviceKind::Cuda, p});
-    Llama m(c, *be, B, T);
-    m.init_weights(3);
-    auto data = make_data_source("synthetic", c.vocab_size, B, T, 9);
-    Batch b;
-    AdamWStep s;
-    for (int step = 1; step <= 5; ++step) {
-      data->next_batch(b);
-      m.set_batch(b.tokens.data(), b.targets.data());
-      s.t = step;
-      m.train_step(s);
-      losses[size_t(fused)].push_back(m.mean_loss());
-    }
-    params.push_back(m.read_f32(m.params()));
+  auto be = make_backend({DeviceKind::Cuda, plan});
+  Llama m(c, *be, B, T);
+  m.init_weights(3);
+  auto data = make_data_source("synthetic", c.vocab_size, B, T, 9);
+  Batch b;
+  AdamWStep s;
+  FiveSteps r;
+  r.fp8 = m.uses_fp8();
+  for (int step = 1; step <= 5; ++step) {
+    data->next_batch(b);
+    m.set_batch(b.tokens.data(), b.targets.data());
+    s.t = step;
+    m.train_step(s);
+    r.losses.push_back(m.mean_loss());
   }
-  EXPECT_EQ(losses[0], losses[1]);
-  EXPECT_TRUE(params[0] == params[1]);
+  r.params = m.read_f32(m.params());
+  return r;
+}
+
+// SwiGLU made straight in FP8 changes no bit of training: v5 with and without fp8-fused-swiglu,
+// every product in FP8 (the first step fills the history of the delayed scales), the same losses
+// and weights.
+TEST(Fp8Model, FusedSwiGluChangesNoBit) {
+  REQUIRE_GPU();
+  Plan p = fp8_plan(true);
+  p.fp8_every_shape = true;
+  const FiveSteps fused = five_steps(p);
+  p.fp8_fused_swiglu = false;
+  const FiveSteps stored = five_steps(p);
+  EXPECT_TRUE(fused.fp8);
+  EXPECT_EQ(fused.losses, stored.losses);
+  EXPECT_TRUE(fused.params == stored.params);
 }
 
 // Where FP8 does not pay (the default shape without fp8-every-shape), v5 is v4: the same losses
-// and weights, bit for bit, over five steps.
+// and weights, bit for bit.
 TEST(Fp8Model, WhereFp8DoesNotPayVersion5IsVersion4BitForBit) {
   REQUIRE_GPU();
-  const ModelConfig c = fp8_model();
-  const int B = 8, T = 128;
-  std::vector<std::vector<float>> params;
-  std::vector<std::vector<double>> losses(2);
-  for (int version : {4, 5}) {
-    Plan p = plan_for_version(version);
-    p.amp = true;
-    auto be = make_backend({DeviceKind::Cuda, p});
-    Llama m(c, *be, B, T);
-    EXPECT_FALSE(m.uses_fp8());
-    m.init_weights(3);
-    auto data = make_data_source("synthetic", c.vocab_size, B, T, 9);
-    Batch b;
-    AdamWStep s;
-    for (int step = 1; step <= 5; ++step) {
-      data->next_batch(b);
-      m.set_batch(b.tokens.data(), b.targets.data());
-      s.t = step;
-      m.train_step(s);
-      losses[size_t(version - 4)].push_back(m.mean_loss());
-    }
-    params.push_back(m.read_f32(m.params()));
-  }
-  EXPECT_EQ(losses[0], losses[1]);
-  EXPECT_TRUE(params[0] == params[1]);
+  Plan v4 = plan_for_version(4), v5 = plan_for_version(5);
+  v4.amp = v5.amp = true;
+  const FiveSteps a = five_steps(v4), b = five_steps(v5);
+  EXPECT_FALSE(b.fp8);
+  EXPECT_EQ(a.losses, b.losses);
+  EXPECT_TRUE(a.params == b.params);
 }
 
 // Thirty steps of v5 with every product in FP8, in a CUDA graph, against v4 bf16 from the same
