@@ -2,7 +2,9 @@
 // decodes to the value its bits say; a float converts to the nearest code, ties to the even
 // mantissa, as a brute-force search over all 256 codes finds it; saturation, NaN, signed zero
 // and the subnormals; the same bytes as CUDA's conversion; and quantization through a scale
-// recovers a tensor within half a step of the format.
+// recovers a tensor within half a step of the format. Then the reference of version 5's kernels:
+// a matrix into both layouts through its scale slot (current and delayed scaling, the history's
+// update), and the CPU backend's FP8 product, that of the dequantized operands.
 #include <gtest/gtest.h>
 
 #ifdef TT_HAVE_CUDA
@@ -15,7 +17,9 @@
 #include <random>
 #include <vector>
 
+#include "backend/backend.h"
 #include "core/fp8.h"
+#include "ops/gemm.h"
 #include "ops/quantize.h"
 
 namespace tt::test {
@@ -153,6 +157,92 @@ TEST(Fp8, QuantizationThroughTheScaleRecoversTheTensor) {
   }
   EXPECT_EQ(fp8_scale(0.0f, Fp8Format::E4M3), 1.0f);
   EXPECT_EQ(fp8_scale(NAN, Fp8Format::E5M2), 1.0f);
+}
+
+// [r, c] values in both layouts: the transpose holds the same bytes; current scaling sets the
+// slot from the amax; delayed scaling uses the slot's scale (saturating what it cannot hold) and
+// raises the slot's amax; the update moves the amax into the history and the scale follows it.
+TEST(Fp8Matrix, BothLayoutsThroughTheScaleSlot) {
+  const int64_t r = 37, c = 24;
+  std::mt19937 rng(5);
+  std::normal_distribution<double> normal(0.0, 2.0);
+  std::vector<double> x(size_t(r * c));
+  for (double& v : x) v = normal(rng);
+  std::vector<uint8_t> rows(x.size()), cols(x.size());
+  std::vector<float> slot(kFp8SlotFloats, 0.0f);
+  Fp8Matrix m{{rows.data(), DType::F8E4M3, r * c}, {cols.data(), DType::F8E4M3, r * c}, c, r,
+              {slot.data(), DType::F32, kFp8SlotFloats}};
+  ref::quantize_fp8(m, x.data(), r, c, Fp8Scaling::Current);
+  const float amax = float(ref::amax(x.data(), r * c)), scale = fp8_scale(amax, Fp8Format::E4M3);
+  EXPECT_EQ(slot[0], 1.0f / scale);
+  EXPECT_EQ(slot[1], scale);
+  EXPECT_EQ(slot[2], amax);
+  EXPECT_EQ(slot[3], 448.0f);
+  for (int64_t i = 0; i < r; ++i)
+    for (int64_t j = 0; j < c; ++j) {
+      ASSERT_EQ(rows[size_t(i * c + j)], float_to_fp8(float(x[size_t(i * c + j)]) * scale, Fp8Format::E4M3));
+      ASSERT_EQ(cols[size_t(j * r + i)], rows[size_t(i * c + j)]);
+    }
+  ref::fp8_update_scales(slot.data(), 1);
+  EXPECT_EQ(slot[2], 0.0f);
+  EXPECT_EQ(slot[4], amax);
+  EXPECT_EQ(slot[1], scale);  // the history's largest is this amax
+  slot[1] = 4 * scale;        // a scale too large: the largest values saturate
+  ref::quantize_fp8(m, x.data(), r, c, Fp8Scaling::Delayed);
+  EXPECT_EQ(slot[2], amax);
+  int saturated = 0;
+  for (uint8_t b : rows) saturated += (b & 0x7F) == 0x7E;
+  EXPECT_GT(saturated, 0);
+}
+
+// The CPU backend's FP8 products (the three forms of a linear layer) are the products of the
+// dequantized operands, in double.
+TEST(Fp8Matrix, CpuProductIsTheProductOfTheDequantizedOperands) {
+  auto be = make_cpu_backend_f64();
+  const int n = 16, in = 8, out = 24;
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<double> u(-1, 1);
+  auto values = [&](int64_t count) {
+    std::vector<double> v(static_cast<size_t>(count));
+    for (double& e : v) e = u(rng);
+    return v;
+  };
+  std::vector<double> x = values(n * in), w = values(out * in), dy = values(n * out);
+  struct Q {
+    std::vector<uint8_t> rows, cols;
+    std::vector<float> slot = std::vector<float>(kFp8SlotFloats, 0.0f);
+    Fp8Matrix m;
+    Q(std::vector<double>& v, int64_t r, int64_t c, Backend& be) : rows(size_t(r * c)), cols(size_t(r * c)) {
+      m = {{rows.data(), DType::F8E4M3, r * c}, {cols.data(), DType::F8E4M3, r * c}, c, r,
+           {slot.data(), DType::F32, kFp8SlotFloats}};
+      be.fp8_quantize(m, {v.data(), DType::F64, r * c}, r, c, Fp8Scaling::Current);
+    }
+    double at(bool transposed, int64_t i) const {
+      return double(fp8_to_float((transposed ? cols : rows)[size_t(i)], Fp8Format::E4M3)) * double(slot[0]);
+    }
+  } x8(x, n, in, *be), w8(w, out, in, *be), dy8(dy, n, out, *be);
+  std::vector<double> y(size_t(n * out)), dx(size_t(n * in)), dw(size_t(out * in));
+  be->matmul(fp8_linear_gemm({y.data(), DType::F64, n * out}, out, x8.m, w8.m, n, in, out));
+  be->matmul(fp8_linear_dx_gemm({dx.data(), DType::F64, n * in}, in, dy8.m, w8.m, n, in, out, 0.0f));
+  be->matmul(fp8_linear_dw_gemm({dw.data(), DType::F64, out * in}, dy8.m, x8.m, n, in, out));
+  for (int i = 0; i < n; ++i)
+    for (int o = 0; o < out; ++o) {
+      double s = 0;
+      for (int k = 0; k < in; ++k) s += x8.at(false, i * in + k) * w8.at(false, o * in + k);
+      EXPECT_NEAR(y[size_t(i * out + o)], s, 1e-12);
+    }
+  for (int i = 0; i < n; ++i)
+    for (int k = 0; k < in; ++k) {
+      double s = 0;
+      for (int o = 0; o < out; ++o) s += dy8.at(false, i * out + o) * w8.at(true, k * out + o);
+      EXPECT_NEAR(dx[size_t(i * in + k)], s, 1e-12);
+    }
+  for (int o = 0; o < out; ++o)
+    for (int k = 0; k < in; ++k) {
+      double s = 0;
+      for (int i = 0; i < n; ++i) s += dy8.at(true, o * n + i) * x8.at(true, k * n + i);
+      EXPECT_NEAR(dw[size_t(o * in + k)], s, 1e-12);
+    }
 }
 
 }  // namespace
