@@ -71,9 +71,10 @@ void add_model_flags(CLI::App& app, TrainOptions& o, ModelFlags& f) {
   app.add_flag("--no-nvtx", f.no_nvtx, "leave out the named ranges (only to measure what they cost)");
 }
 
-int parse_version(const std::string& v) {
-  if (v.size() != 2 || v[0] != 'v' || v[1] < '1' || v[1] > '5')
-    usage_fail("--level: the optimization level is one of v1, v2, v3, v4, v5 (got '" + v + "')");
+// "v1" to "v5"; anything else is refused, naming `flag`.
+int parse_version(const std::string& v, const char* flag = "--level") {
+  if (v.size() != 2 || v[0] != 'v' || v[1] < '1' || v[1] > '0' + kLatestVersion)
+    usage_fail(std::string(flag) + ": the optimization level is one of v1, v2, v3, v4, v5 (got '" + v + "')");
   return v[1] - '0';
 }
 
@@ -384,7 +385,7 @@ bool parse_bench_options(const std::vector<std::string>& args, BenchOptions& o) 
   o.disable = f.disable;
   if (!versions.empty()) {
     o.versions.clear();
-    for (const std::string& v : versions) o.versions.push_back(parse_version(v));
+    for (const std::string& v : versions) o.versions.push_back(parse_version(v, "--versions"));
   }
   return true;
 }
@@ -406,7 +407,7 @@ bool parse_validate_options(const std::vector<std::string>& args, ValidateOption
   finish_model_flags(o.base, f);
   if (!versions.empty()) {
     o.versions.clear();
-    for (const std::string& v : versions) o.versions.push_back(parse_version(v));
+    for (const std::string& v : versions) o.versions.push_back(parse_version(v, "--versions"));
   }
   o.selected = !versions.empty() || app.count("--precisions");
   return true;
@@ -446,7 +447,7 @@ bool parse_kernel_options(const std::vector<std::string>& args, KernelBenchOptio
   if (!impls.empty()) {
     o.versions.clear();
     for (const std::string& v : impls) {
-      o.versions.push_back(parse_version(v));
+      o.versions.push_back(parse_version(v, "--impl"));
     }
   }
   return true;

@@ -56,7 +56,7 @@ TEST(Bench, ListFlags) {
   EXPECT_EQ(o.seq_lens, (std::vector<int>{128, 256}));
   EXPECT_EQ(o.precisions, (std::vector<std::string>{"fp32", "bf16"}));
   EXPECT_EQ(o.disable, (std::vector<std::string>{"cuda-graph"}));
-  EXPECT_THROW(parse_bench_options({"--versions", "v5"}, o), UsageError);
+  EXPECT_THROW(parse_bench_options({"--versions", "v6"}, o), UsageError);
 }
 
 TEST(Bench, JsonAndCsvWriters) {
