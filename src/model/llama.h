@@ -17,10 +17,11 @@
 // ParamState's (src/model/param_state.h); this class is the network.
 //
 // Version 5 (the fp8 switch, where uses_fp8()): each layer's four products (QKV, output,
-// gate/up, down) take FP8 operands. Their inputs are quantized as they are made, in both layouts
-// the products read (ops/quantize.h): the weights once a step, before the first forward; each
-// activation after the kernel that makes it; each gradient before the two products it enters.
-// The head, the attention and everything else stay as in v4.
+// gate/up, down) take FP8 operands, in both layouts the products read (ops/quantize.h): the
+// weights cast once a step, before the first forward; each activation and each gradient cast
+// after the kernel that makes it, in one pass, except SwiGLU's output and input gradient, which
+// SwiGLU's kernels write in FP8 themselves (fp8-fused-swiglu). The head, the attention and
+// everything else stay as in v4.
 #pragma once
 #include <array>
 #include <cstdint>
