@@ -78,7 +78,6 @@ void LtProducts::run(const Gemm& g, bool tf32, const Tensor& workspace, Stream s
     if (fp8) {
       const int8_t fast = g.fast_accumulation;
       CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast));
-      set_scales(plan->op, g);
     }
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->a, cuda_type(g.b.dtype), g.trans_b ? g.k : g.n,
                                             g.trans_b ? g.n : g.k, g.ldb));
