@@ -12,6 +12,7 @@
 // lands on the largest value; x is read back as q / scale (fp8_scale).
 #pragma once
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 
@@ -65,10 +66,16 @@ inline uint8_t float_to_fp8(float x, Fp8Format f) {
 }
 
 // The per-tensor scale for a tensor whose largest magnitude is amax: the format's largest over
-// amax (1 for an all-zero or non-finite amax, which then leaves the values as they are).
-inline float fp8_scale(float amax, Fp8Format f) {
-  if (!(amax > 0) || !std::isfinite(amax)) return 1.0f;
-  return float(fp8_spec(f).max_finite / double(amax));
+// amax, divided in double (1 for an all-zero or non-finite amax, which then leaves the values as
+// they are). One rule for the CPU reference and the GPU's kernels, which call fp8_scale_of.
+#ifdef __CUDACC__
+#define TT_HOST_DEVICE __host__ __device__
+#else
+#define TT_HOST_DEVICE
+#endif
+TT_HOST_DEVICE inline float fp8_scale_of(float amax, float largest) {
+  return amax > 0.0f && amax <= FLT_MAX ? float(double(largest) / double(amax)) : 1.0f;
 }
+inline float fp8_scale(float amax, Fp8Format f) { return fp8_scale_of(amax, float(fp8_spec(f).max_finite)); }
 
 }  // namespace tt

@@ -20,19 +20,7 @@ struct StoredMatrix {
 __global__ void update_scales_kernel(Successor next, float* slots, int count) {
   await_previous_kernel(next);
   const int i = int(blockIdx.x * blockDim.x + threadIdx.x);
-  if (i >= count) return;
-  float* s = slots + int64_t(i) * kFp8SlotFloats;
-  float* history = s + 4;
-  float m = s[2];
-  for (int k = kFp8History - 1; k > 0; --k) {
-    history[k] = history[k - 1];
-    m = fmaxf(m, history[k]);
-  }
-  history[0] = s[2];
-  const float scale = m > 0.0f && isfinite(m) && s[3] > 0.0f ? float(double(s[3]) / double(m)) : 1.0f;
-  s[0] = 1.0f / scale;
-  s[1] = scale;
-  s[2] = 0.0f;
+  if (i < count) fp8_roll_slot(slots + int64_t(i) * kFp8SlotFloats);
 }
 
 }  // namespace

@@ -48,11 +48,11 @@ __global__ void quantize_kernel(Successor next, uint8_t* q, int64_t ld, uint8_t*
   await_previous_kernel(next);
   if (threadIdx.x < 32) {
     float scale;
-    if (current) {  // this tensor's amax, from the partial maxima (fp8_scale's rule, in double as it)
+    if (current) {  // this tensor's amax, from the partial maxima
       float m = 0.0f;
       for (int i = int(threadIdx.x); i < kAmaxBlocks; i += 32) m = fmaxf(m, partials[i]);
       m = warp_max(m);
-      scale = m > 0.0f && isfinite(m) ? float(double(largest) / double(m)) : 1.0f;
+      scale = fp8_scale_of(m, largest);
       if (threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0) {
         slot[0] = 1.0f / scale;
         slot[1] = scale;

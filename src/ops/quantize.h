@@ -79,6 +79,22 @@ struct Fp8Matrix {
 
 inline Fp8Format fp8_format(DType d) { return d == DType::F8E5M2 ? Fp8Format::E5M2 : Fp8Format::E4M3; }
 
+// One slot's step of delayed scaling (fp8_update_scales, on the CPU and the GPU): its amax joins
+// the history (the oldest leaves), the scale follows the history's largest, the amax restarts.
+TT_HOST_DEVICE inline void fp8_roll_slot(float* s) {
+  float* history = s + 4;
+  float m = s[2];
+  for (int k = kFp8History - 1; k > 0; --k) {
+    history[k] = history[k - 1];
+    m = fmaxf(m, history[k]);
+  }
+  history[0] = s[2];
+  const float scale = s[3] > 0.0f ? fp8_scale_of(m, s[3]) : 1.0f;
+  s[0] = 1.0f / scale;
+  s[1] = scale;
+  s[2] = 0.0f;
+}
+
 }  // namespace tt
 
 // CUDA (src/ops/quantize.cu, the pass in quantize.cuh).
@@ -123,15 +139,7 @@ void quantize_fp8(const Fp8Matrix& out, const T* x, int64_t r, int64_t c, Fp8Sca
 }
 
 inline void fp8_update_scales(float* slots, int count) {
-  for (int i = 0; i < count; ++i) {
-    float* s = slots + int64_t(i) * kFp8SlotFloats;
-    float* history = s + 4;
-    float m = s[2];
-    for (int k = kFp8History - 1; k > 0; --k) history[k] = history[k - 1], m = std::fmax(m, history[k]);
-    history[0] = s[2];
-    const float scale = m > 0.0f && std::isfinite(m) && s[3] > 0.0f ? float(double(s[3]) / double(m)) : 1.0f;
-    s[0] = 1.0f / scale, s[1] = scale, s[2] = 0.0f;
-  }
+  for (int i = 0; i < count; ++i) fp8_roll_slot(slots + int64_t(i) * kFp8SlotFloats);
 }
 
 }  // namespace tt::ref
