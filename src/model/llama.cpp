@@ -70,13 +70,20 @@ Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len
   if (fp8_) be_.zero(fp8_slots_);
 }
 
-bool Llama::decide_fp8() const {
-  const Plan& plan = be_.plan();
-  if (!plan.fp8 || !plan.amp || !be_.is_cuda()) return false;
+bool Llama::fp8_fits() const {
   for (int64_t d : {tokens(), int64_t(cfg_.hidden), int64_t(cfg_.intermediate), int64_t(cfg_.qkv_dim()),
                     int64_t(cfg_.heads) * cfg_.head_dim()})
     if (d % 16 != 0) return false;
-  return plan.fp8_every_shape || (cfg_.hidden >= kFp8MinHidden && tokens() >= kFp8MinTokens);
+  return true;
+}
+
+bool Llama::fp8_pays() const {
+  return be_.plan().fp8_every_shape || (cfg_.hidden >= kFp8MinHidden && tokens() >= kFp8MinTokens);
+}
+
+bool Llama::decide_fp8() const {
+  const Plan& plan = be_.plan();
+  return plan.fp8 && plan.amp && be_.is_cuda() && fp8_fits() && fp8_pays();
 }
 
 std::string Llama::products_kind() const {
@@ -87,7 +94,7 @@ std::string Llama::products_kind() const {
            (plan.fp8_e5m2_gradients ? "E5M2" : "E4M3") + " gradients, " +
            (plan.fp8_delayed_scaling ? "delayed" : "current") + " scaling); bf16 in the head";
   if (!plan.amp) return "fp32: v5's FP8 products take bf16 activations (--use-amp)";
-  if (!plan.fp8_every_shape && (cfg_.hidden < kFp8MinHidden || tokens() < kFp8MinTokens))
+  if (!fp8_pays())
     return "bf16: FP8 pays from hidden " + std::to_string(kFp8MinHidden) + " and " + std::to_string(kFp8MinTokens) +
            " tokens a micro-batch (--enable-fp8-every-shape takes it anyway)";
   return "bf16: FP8 products need the tokens, hidden, FFN and attention widths to be multiples of 16";

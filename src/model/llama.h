@@ -174,6 +174,11 @@ class Llama {
     if (!fp8_) return {};
     return {fp8_layers_[size_t(l)].*x, fp8_layers_[size_t(l)].*w};
   }
+  // FP8 for the layers' products: whether cuBLASLt takes this shape (every dimension a multiple of
+  // 16), whether it pays here (kFp8MinHidden, kFp8MinTokens, or fp8-every-shape), and both with
+  // the plan, the precision and the backend (fp8_ is decide_fp8()).
+  bool fp8_fits() const;
+  bool fp8_pays() const;
   bool decide_fp8() const;
   Fp8Scaling fp8_scaling() const;
   Tensor fp8_slot(int layer, Fp8Slot which) const {
