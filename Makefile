@@ -38,11 +38,11 @@ test-gpu: build
 gpu-check:
 	bash scripts/gpu-check.sh
 
-# gnuplot and numpy for the charts of bench/plot_results.py (PyTorch is needed only for
-# bench/pytorch_reference.py, on a GPU machine).
+# gnuplot and numpy for the charts of tools/plot_results.py (PyTorch is needed only for
+# tools/pytorch_reference.py, on a GPU machine).
 plots:
 	@bash scripts/install-deps.sh plots
-	@echo "Charts: python3 bench/plot_results.py --help"
+	@echo "Charts: python3 tools/plot_results.py --help"
 
 # Every relative link and image of the docs resolves; the workshop's CPU commands run.
 docs-check: build

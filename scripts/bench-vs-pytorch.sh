@@ -16,7 +16,7 @@ MODES=${MODES:-eager,graph,compile,compile+graph}
 
 "$TT" bench --device cuda --versions "$VERSIONS" --precisions "$PRECISIONS" --batch-sizes "$BATCHES" --seq-lens "$SEQS" \
   --json "$out/ours.json" --csv "$out/ours.csv" "$@" | tee "$out/ours.log" | grep -vE "^\[#*\.*\]"
-PYTHONUNBUFFERED=1 python3 bench/pytorch_reference.py --modes "$MODES" --precisions "$PRECISIONS" \
+PYTHONUNBUFFERED=1 python3 tools/pytorch_reference.py --modes "$MODES" --precisions "$PRECISIONS" \
   --batch-sizes "$BATCHES" --seq-lens "$SEQS" --json "$out/pytorch.json" | tee "$out/pytorch.log"
 python3 - "$out/ours.json" "$out/pytorch.json" <<'PY'
 import json, sys

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every #include in src/ points down the layers, never up (CI runs this):
-#   core -> data, plan, trace -> ops -> backend -> dist -> model -> profile -> train -> bench -> cli
+#   core -> data, plan, trace -> ops -> backend -> parallel -> model -> train -> bench -> cli
 # A folder may include its own and those to its left. A folder of src/ missing from the list is
 # an error too: a new one is placed in it here. Prints each include that points up; exit 1 if any.
 #   bash scripts/check-includes.sh [DIR]      (DIR: the tree to check, default src)
@@ -8,7 +8,7 @@ if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then sed -n '2,/^[^#]/s/^# \{0,1\
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=${1:-src}
-declare -A rank=([core]=0 [data]=1 [plan]=1 [trace]=1 [ops]=2 [backend]=3 [dist]=4 [model]=5 [profile]=6 [train]=7
+declare -A rank=([core]=0 [data]=1 [plan]=1 [trace]=1 [ops]=2 [backend]=3 [parallel]=4 [model]=5 [train]=7
                  [bench]=8 [cli]=9)
 bad=0
 for dir in "$root"/*/; do

@@ -151,7 +151,7 @@ if stage pytorch; then
   # The default shape (batch 8, sequence 128), then batch 1 at sequence 4096 in bf16.
   for shape in 8:128:fp32,bf16 1:4096:bf16; do
     IFS=: read -r batch seq precisions <<<"$shape"
-    PYTHONUNBUFFERED=1 python3 bench/pytorch_reference.py --modes "${TT_PT_MODES:-eager,graph,compile,compile+graph}" \
+    PYTHONUNBUFFERED=1 python3 tools/pytorch_reference.py --modes "${TT_PT_MODES:-eager,graph,compile,compile+graph}" \
       --precisions "$precisions" --batch-sizes "$batch" --seq-lens "$seq" --json "$LOGS/pytorch_b${batch}_t$seq.json" 2>&1 |
       tee "$LOGS/pytorch_b${batch}_t$seq.log" | grep -E "^pytorch|Error" || failures+=("pytorch reference B$batch T$seq")
     "$TT" bench --device cuda --versions v1,v2,v3 --precisions "$precisions" --batch-sizes "$batch" --seq-lens "$seq" \
@@ -269,7 +269,7 @@ if stage sizes-pytorch; then
   for spec in ${TT_PT_SIZES:-"gpt2-small:50257:128" "gpt2-small:50257:1" "gpt2-small:32000:128" "medium:1000:128"}; do
     IFS=: read -r preset vocab multiple <<<"$spec"
     name="pytorch_${preset}_v${vocab}_m${multiple}"
-    PYTHONUNBUFFERED=1 python3 bench/pytorch_reference.py --preset "$preset" --vocab-size "$vocab" --vocab-multiple "$multiple" \
+    PYTHONUNBUFFERED=1 python3 tools/pytorch_reference.py --preset "$preset" --vocab-size "$vocab" --vocab-multiple "$multiple" \
       --modes compile+graph --precisions bf16 --steps 10 --repeats 3 --json "$LOGS/$name.json" >"$LOGS/$name.log" 2>&1 ||
       failures+=("$name")
     grep -E "^pytorch|Error" "$LOGS/$name.log" | sed "s/^/$name: /"
@@ -326,7 +326,7 @@ fi
 if stage longrun; then
   # The long run of docs/train-on-text.md: the default model, v4 bf16, the practitioner's recipe on
   # the token files in TT_LONGRUN_DATA (fortunes and Brown, made by the commands of that page, with
-  # its tokenizer.model), against bench/pytorch_train.py from the same weights and token order
+  # its tokenizer.model), against tools/pytorch_train.py from the same weights and token order
   # (seeds 42 and 43, for the spread); first a 20-step fp32 check that both read the same tokens.
   echo "== long run (tiny_llama and PyTorch, ${TT_LONGRUN_STEPS:-2000} steps)"
   d=${TT_LONGRUN_DATA:-data/corpus}
@@ -338,13 +338,13 @@ if stage longrun; then
   # shellcheck disable=SC2086
   timeout 120 "$TT" --device cuda --version v4 $recipe --num-steps 20 --lr-schedule-steps "$steps" --log-every 1 --eval-every 10 \
     --json "$LOGS/check_ours.json" >"$LOGS/check_ours.log" 2>&1 || failures+=("long run check, ours")
-  timeout 300 python3 bench/pytorch_train.py $recipe --precision fp32 --num-steps 20 --lr-schedule-steps "$steps" --log-every 1 --eval-every 10 \
+  timeout 300 python3 tools/pytorch_train.py $recipe --precision fp32 --num-steps 20 --lr-schedule-steps "$steps" --log-every 1 --eval-every 10 \
     --json "$LOGS/check_pytorch.json" >"$LOGS/check_pytorch.log" 2>&1 || failures+=("long run check, PyTorch")
   timeout 300 "$TT" --device cuda --version v4 --use-amp $recipe --num-steps "$steps" --log-every 100 --eval-every 100 \
     --json "$LOGS/long_ours.json" --metrics "$LOGS/long_ours.jsonl" --save "$LOGS/long.safetensors" \
     >"$LOGS/long_ours.log" 2>&1 || failures+=("long run, ours")
   for seed in 42 43; do
-    timeout 900 python3 bench/pytorch_train.py $recipe --precision bf16 --seed "$seed" --num-steps "$steps" \
+    timeout 900 python3 tools/pytorch_train.py $recipe --precision bf16 --seed "$seed" --num-steps "$steps" \
       --eval-every 100 --json "$LOGS/long_pytorch_$seed.json" >"$LOGS/long_pytorch_$seed.log" 2>&1 ||
       failures+=("long run, PyTorch seed $seed")
   done
@@ -352,7 +352,7 @@ if stage longrun; then
     timeout 60 "$TT" generate "$LOGS/long.safetensors" --tokenizer "$d/tokenizer.model" --prompt "$prompt" \
       --max-new-tokens 60 --seed 1 --temperature 0.7 --top-p 0.9 --device cuda >>"$LOGS/long_samples.txt" 2>&1
   done
-  python3 scripts/plot_loss.py --validation "$LOGS/long_validation.svg" "validation loss, fortunes + Brown" \
+  python3 tools/plot_loss.py --validation "$LOGS/long_validation.svg" "validation loss, fortunes + Brown" \
     "$LOGS/long_ours.json=tiny_llama v4 bf16" "$LOGS/long_pytorch_42.json=PyTorch, same seed" \
     "$LOGS/long_pytorch_43.json=PyTorch, seed 43" || true
   python3 - "$LOGS" <<'PY' | tee "$LOGS/long_compare.txt"
@@ -401,7 +401,7 @@ if stage fp8-longrun; then
     grep -E "FP8|fp8|Step .*$steps/" "$LOGS/fp8long_$name.log" | head -3 | sed "s/^/$name: /"
   done
   set +f
-  python3 scripts/plot_loss.py --validation "$LOGS/fp8long_validation.svg" "validation loss, fortunes + Brown: FP8 against bf16" \
+  python3 tools/plot_loss.py --validation "$LOGS/fp8long_validation.svg" "validation loss, fortunes + Brown: FP8 against bf16" \
     "$LOGS/fp8long_v4_42.json=v4 bf16, seed 42" "$LOGS/fp8long_v4_43.json=v4 bf16, seed 43" \
     "$LOGS/fp8long_v5_42.json=v5 FP8, seed 42" "$LOGS/fp8long_v5_43.json=v5 FP8, seed 43" || true
   python3 - "$LOGS" <<'PY' | tee "$LOGS/fp8long_compare.txt"

@@ -6,8 +6,8 @@
 # on a machine without one (the GPU machine here) their absence is reported and the tests that
 # read the fortunes skip. TT_SKIP_OPTIONAL=1 leaves them out at once.
 #   scripts/install-deps.sh          what the build and the tests need
-#   scripts/install-deps.sh plots    and gnuplot and numpy for bench/plot_results.py (make plots)
-# PyTorch is needed only for the PyTorch comparison (bench/pytorch_reference.py), on the GPU
+#   scripts/install-deps.sh plots    and gnuplot and numpy for tools/plot_results.py (make plots)
+# PyTorch is needed only for the PyTorch comparison (tools/pytorch_reference.py), on the GPU
 # machine; it is not installed here.
 if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0" | sed '$d'; exit 0; fi  # the header above
 set -euo pipefail

@@ -167,7 +167,7 @@ class Backend {
   // without graphs returns false from graph_capture_begin() and the caller runs eagerly.
   // graph_ready(): a captured graph is there to replay. graph_release() waits for the work
   // enqueued so far and destroys the graph (NCCL's teardown waits until every graph holding
-  // its collectives is gone: src/dist/comm_nccl.cpp); the next step captures anew.
+  // its collectives is gone: src/parallel/comm_nccl.cpp); the next step captures anew.
   virtual bool graph_capture_begin() { return false; }
   virtual void graph_capture_end() {}
   virtual void graph_replay() {}

@@ -16,7 +16,7 @@
 
 #include "core/files.h"
 #include "model/llama.h"
-#include "profile/flops.h"
+#include "train/flops.h"
 
 namespace tt {
 
@@ -248,7 +248,7 @@ void print_table(std::ostream& log, const std::vector<BenchPoint>& points) {
   }
 }
 
-// PyTorch's strongest mode (compile + graph) of a bench/pytorch_reference.py --json file, by
+// PyTorch's strongest mode (compile + graph) of a tools/pytorch_reference.py --json file, by
 // precision, batch and sequence length.
 std::map<std::tuple<std::string, int, int>, double> read_pytorch_json(const std::string& path) {
   std::ifstream in(path);
@@ -261,7 +261,7 @@ std::map<std::tuple<std::string, int, int>, double> read_pytorch_json(const std:
         ms[{p.at("precision").get<std::string>(), p.at("batch_size").get<int>(), p.at("seq_len").get<int>()}] =
             p.at("ms_median").get<double>();
   } catch (const json::exception&) {
-    usage_fail("--pytorch: '" + path + "' is not a JSON file of bench/pytorch_reference.py --json");
+    usage_fail("--pytorch: '" + path + "' is not a JSON file of tools/pytorch_reference.py --json");
   }
   return ms;
 }

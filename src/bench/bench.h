@@ -23,7 +23,7 @@ struct BenchOptions {
   std::vector<std::string> precisions = {"fp32", "bf16"};
   int timing_warmup = 5, steps = 10, repeats = 5;  // each repetition times `steps` steps
   std::string csv_path, json_path, baseline_path;
-  std::string pytorch_path;  // bench/pytorch_reference.py --json: its strongest mode beside the ladder
+  std::string pytorch_path;  // tools/pytorch_reference.py --json: its strongest mode beside the ladder
   double min_speedup = 0;  // with a baseline: fail when current/baseline speed is below this
   bool find_max_batch = false;
   double memory_budget_mb = 0;  // 0: the GPU's free memory (host memory on the CPU)

@@ -12,7 +12,7 @@
 #include "bench/bench.h"
 #include "core/error.h"
 #include "core/files.h"
-#include "dist/launch.h"
+#include "parallel/launch.h"
 
 namespace tt {
 

@@ -375,7 +375,7 @@ bool parse_bench_options(const std::vector<std::string>& args, BenchOptions& o) 
   app.add_option("--json", o.json_path, "write the points and the machine as JSON");
   app.add_option("--baseline", o.baseline_path, "a bench JSON to compare against");
   app.add_option("--pytorch", o.pytorch_path,
-                 "bench/pytorch_reference.py --json output: its strongest mode beside the ladder of versions");
+                 "tools/pytorch_reference.py --json output: its strongest mode beside the ladder of versions");
   app.add_option("--min-speedup", o.min_speedup, "fail when a point's speed is below this times the baseline's");
   app.add_flag("--find-max-batch", o.find_max_batch, "the largest batch that fits the memory budget");
   app.add_option("--memory-budget", o.memory_budget_mb, "MB for --find-max-batch (default: free memory)");

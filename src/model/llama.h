@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "dist/comm.h"
+#include "parallel/comm.h"
 #include "model/config.h"
 #include "model/param_state.h"
 #include "model/params.h"

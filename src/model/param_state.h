@@ -9,13 +9,13 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "dist/comm.h"
+#include "parallel/comm.h"
 #include "model/config.h"
 #include "model/params.h"
 
 namespace tt {
 
-// Data parallelism (src/dist/comm.h): each rank trains on its batch, the loss is the mean over
+// Data parallelism (src/parallel/comm.h): each rank trains on its batch, the loss is the mean over
 // every rank's tokens, and each bucket of gradients (a layer's, the last layer's with the final
 // norm's, the embedding's: buckets()) is summed over the ranks as soon as it is complete.
 // With ZeRO-1 (zero = 1) a rank keeps the Adam moments of its part of each bucket only

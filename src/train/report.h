@@ -4,7 +4,7 @@
 #include <ostream>
 #include <string>
 
-#include "profile/flops.h"
+#include "train/flops.h"
 #include "trace/trace.h"
 #include "train/trainer.h"
 

@@ -46,9 +46,9 @@ struct TrainOptions {
   int keep_last = 0;      // with save_dir: the newest N step files kept (0: all)
   int zero = 0;           // data parallelism: 1 shards the Adam moments over the ranks (ZeRO-1)
   std::string reduce_dtype = "fp32";  // the gradients' type in the sums over GPU ranks: fp32, or bf16 in bf16 runs
-  std::string dist_init;  // GPU ranks: where they find rank 0 (src/dist/rendezvous.h); empty: env, or mpi under mpirun
+  std::string dist_init;  // GPU ranks: where they find rank 0 (src/parallel/rendezvous.h); empty: env, or mpi under mpirun
   int dist_timeout = 60;  // seconds the ranks wait for each other to start
-  int nproc_per_node = 0;  // the built-in launcher: start this many local ranks (src/dist/launch.h)
+  int nproc_per_node = 0;  // the built-in launcher: start this many local ranks (src/parallel/launch.h)
   // Profiling (CUDA): a kernel trace of profile_steps steps after the warm-up.
   std::string profile_dir;
   int profile_steps = 3;
@@ -104,7 +104,7 @@ std::vector<std::string> recipe_args(const TrainOptions& o);
 
 // Runs the training the options describe, printing progress and the summary to `log` (rank 0
 // of a data-parallel run; the others print nothing). The world comes from the launcher's
-// environment (src/dist/world.h).
+// environment (src/parallel/world.h).
 // Throws UsageError for bad input (before any work or output) and Error for failures.
 TrainResult train(const TrainOptions& options, std::ostream& log);
 

@@ -21,9 +21,9 @@
 
 #include "core/error.h"
 #include "run_outputs.h"
-#include "dist/comm.h"
-#include "dist/rendezvous.h"
-#include "dist/world.h"
+#include "parallel/comm.h"
+#include "parallel/rendezvous.h"
+#include "parallel/world.h"
 
 namespace tt::test {
 namespace {
@@ -322,7 +322,7 @@ TEST_F(Distributed, CtrlCToCpuRanksExits130WithACheckpoint) {
 }
 
 
-// The GPU ranks' rendezvous (src/dist/rendezvous.h), ranks as threads of this process: rank 0's
+// The GPU ranks' rendezvous (src/parallel/rendezvous.h), ranks as threads of this process: rank 0's
 // bytes reach everyone, everyone's reach rank 0, and a rank that goes away without finishing is
 // named by the others' watchdogs; a bad address or a missing rank is refused.
 World world_of(int rank, int size, int port) {

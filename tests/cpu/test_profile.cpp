@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "profile/flops.h"
+#include "train/flops.h"
 #include "trace/trace.h"
 
 namespace tt::test {

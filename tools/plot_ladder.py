@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """The ladder of versions as an SVG chart, with no plotting library.
 
-  python3 scripts/plot_ladder.py OUT.svg "TITLE" PANEL...
+  python3 tools/plot_ladder.py OUT.svg "TITLE" PANEL...
 
 Each PANEL is NAME=BENCH.json[,PYTORCH.json]: a `tiny_llama bench --json` file (its points
-v1..v4 in fp32 and bf16, one shape) and optionally bench/pytorch_reference.py's --json file of
+v1..v4 in fp32 and bf16, one shape) and optionally tools/pytorch_reference.py's --json file of
 the same shape; PyTorch's strongest run (the fastest of its modes) is drawn as a line per
 precision. Bars are ms per step, lower is faster, one panel per shape side by side."""
 import json

@@ -12,8 +12,8 @@
 #include <cstring>
 
 #include "core/error.h"
-#include "dist/comm.h"
-#include "dist/rendezvous.h"
+#include "parallel/comm.h"
+#include "parallel/rendezvous.h"
 
 namespace tt {
 

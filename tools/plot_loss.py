@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """The training and validation loss of a run as an SVG chart, with no plotting library.
 
-  python3 scripts/plot_loss.py RUN.json OUT.svg [TITLE]
-  python3 scripts/plot_loss.py --validation OUT.svg TITLE RUN.json=LABEL ...
+  python3 tools/plot_loss.py RUN.json OUT.svg [TITLE]
+  python3 tools/plot_loss.py --validation OUT.svg TITLE RUN.json=LABEL ...
 
-RUN.json is what `tiny_llama ... --json RUN.json` (or bench/pytorch_train.py --json) writes: the
+RUN.json is what `tiny_llama ... --json RUN.json` (or tools/pytorch_train.py --json) writes: the
 per-step training loss (drawn as a mean over 50 steps) and the validation losses (--eval-every).
 --validation draws the validation curves of several runs on one chart, its scale fitted to them."""
 import json

@@ -1,4 +1,4 @@
-#include "dist/rendezvous.h"
+#include "parallel/rendezvous.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

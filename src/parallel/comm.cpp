@@ -1,4 +1,4 @@
-#include "dist/comm.h"
+#include "parallel/comm.h"
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
-// Collectives over the ranks of a data-parallel world (src/dist/world.h), on the memory of the
+// Collectives over the ranks of a data-parallel world (src/parallel/world.h), on the memory of the
 // backend the model runs on. One interface, an implementation per engine: Open MPI for the CPU
-// backend's host memory (src/dist/comm_mpi.cpp), NCCL for GPUs (src/dist/comm_nccl.cpp, its
-// ranks found through src/dist/rendezvous.h); and a world of one process without a launcher,
+// backend's host memory (src/parallel/comm_mpi.cpp), NCCL for GPUs (src/parallel/comm_nccl.cpp, its
+// ranks found through src/parallel/rendezvous.h); and a world of one process without a launcher,
 // where every collective is the identity. Every rank calls the same collectives in the same
 // order. On the GPU the tensor collectives are enqueued on the backend's current stream (the
 // stream behind the backward pass, while the model finishes a bucket there) and return at once.
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "dist/world.h"
+#include "parallel/world.h"
 
 namespace tt {
 
@@ -45,7 +45,7 @@ class Communicator {
 // The communicator of `world` for `backend`: GPU ranks talk through NCCL (a world of one GPU
 // process that a launcher started too, so that one GPU runs the whole path), the CPU backend's
 // ranks through MPI (launched by mpirun or srun), and a world of one otherwise gets the
-// identity. `init` says where NCCL's ranks find rank 0 (see src/dist/rendezvous.h), `timeout_s`
+// identity. `init` says where NCCL's ranks find rank 0 (see src/parallel/rendezvous.h), `timeout_s`
 // how long they wait for each other. UsageError for a world or combination that cannot be.
 std::unique_ptr<Communicator> make_communicator(const World& world, Backend& backend, const std::string& init = "env",
                                                 int timeout_s = 60);

@@ -1,4 +1,4 @@
-#include "dist/world.h"
+#include "parallel/world.h"
 
 #include <unistd.h>
 

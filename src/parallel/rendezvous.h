@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "dist/world.h"
+#include "parallel/world.h"
 
 namespace tt {
 
@@ -75,7 +75,7 @@ class Rendezvous {
   std::thread thread_;
 };
 
-// Rank 0's string to every rank through MPI (src/dist/comm_mpi.cpp): MPI initialized on first use.
+// Rank 0's string to every rank through MPI (src/parallel/comm_mpi.cpp): MPI initialized on first use.
 std::string mpi_broadcast_from_rank0(const World& world, const std::string& bytes);
 
 }  // namespace tt

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """The training recipe of `tiny_llama train` in PyTorch, for a long run to compare against.
 
-  python3 bench/pytorch_train.py --data 'tokens/*.bin' --vocab-size 8000 --num-steps 2000 ... --json run.json
+  python3 tools/pytorch_train.py --data 'tokens/*.bin' --vocab-size 8000 --num-steps 2000 ... --json run.json
 
 The model, its initial weights (the project's counter-based random numbers) and the step are
-bench/pytorch_reference.py's; this script adds what a run around the step needs, each as the
+tools/pytorch_reference.py's; this script adds what a run around the step needs, each as the
 project computes it, so that both train on the same tokens in the same order from the same
 weights:
   data        token files (llm.c's format); files with "val" in the name validate; windows of
@@ -16,7 +16,7 @@ weights:
   validation  the mean loss over the first ceil(--val-tokens / T) validation windows, at step 0,
               every --eval-every steps and at the end.
 Writes the per-step losses and the validation losses as JSON (--json), in the shape of
-`tiny_llama --json` (steps, validation), which scripts/plot_loss.py reads.
+`tiny_llama --json` (steps, validation), which tools/plot_loss.py reads.
 """
 import argparse
 import glob

@@ -1,4 +1,4 @@
-#include "profile/flops.h"
+#include "train/flops.h"
 
 namespace tt {
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Charts of a benchmark run, as PNG files drawn by gnuplot (Debian's gnuplot-nox).
 
-  bench/plot_results.py --ours ours.json --pytorch pytorch.json --memory memory.json --out docs/img
+  tools/plot_results.py --ours ours.json --pytorch pytorch.json --memory memory.json --out docs/img
 
 ours.json and memory.json come from `tiny_llama bench --json`, pytorch.json from
-bench/pytorch_reference.py --json. Charts (each only when its data is there):
+tools/pytorch_reference.py --json. Charts (each only when its data is there):
   throughput.png  samples/s of each version and PyTorch mode, by precision, at one batch and length
   speedup.png     each of our versions over each PyTorch mode, by precision
   split.png       forward / backward / optimizer ms of each version, by precision

@@ -1,4 +1,4 @@
-// The GPU ranks' collectives through NCCL. The ranks meet through src/dist/rendezvous.h (rank
+// The GPU ranks' collectives through NCCL. The ranks meet through src/parallel/rendezvous.h (rank
 // 0's unique id goes out over it, each rank's GPU comes in: two ranks on one GPU are refused),
 // then build a non-blocking communicator: every NCCL call returns at once, and await() polls
 // ncclCommGetAsyncError until the call is enqueued, with a time limit. The tensor collectives
@@ -27,8 +27,8 @@
 #include "backend/backend.h"
 #include "core/cuda_check.h"
 #include "core/error.h"
-#include "dist/comm.h"
-#include "dist/rendezvous.h"
+#include "parallel/comm.h"
+#include "parallel/rendezvous.h"
 
 namespace tt {
 
