@@ -14,7 +14,7 @@ TT=${TT:-build/tiny_llama}
 VERSIONS=${VERSIONS:-v1,v2} PRECISIONS=${PRECISIONS:-fp32,bf16} BATCHES=${BATCHES:-8} SEQS=${SEQS:-128}
 MODES=${MODES:-eager,graph,compile,compile+graph}
 
-"$TT" bench --device cuda --versions "$VERSIONS" --precisions "$PRECISIONS" --batch-sizes "$BATCHES" --seq-lens "$SEQS" \
+"$TT" bench --device cuda --levels "$VERSIONS" --precisions "$PRECISIONS" --batch-sizes "$BATCHES" --seq-lens "$SEQS" \
   --json "$out/ours.json" --csv "$out/ours.csv" "$@" | tee "$out/ours.log" | grep -vE "^\[#*\.*\]"
 PYTHONUNBUFFERED=1 python3 tools/pytorch_reference.py --modes "$MODES" --precisions "$PRECISIONS" \
   --batch-sizes "$BATCHES" --seq-lens "$SEQS" --json "$out/pytorch.json" | tee "$out/pytorch.log"

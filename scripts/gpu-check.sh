@@ -110,7 +110,7 @@ fi
 
 if stage memory; then
   echo "== memory and time against sequence length (batch 1, bf16)"
-  "$TT" bench --device cuda --versions v1,v2,v3 --precisions bf16 --batch-sizes 1 --seq-lens 256,512,1024,2048,4096,8192 \
+  "$TT" bench --device cuda --levels v1,v2,v3 --precisions bf16 --batch-sizes 1 --seq-lens 256,512,1024,2048,4096,8192 \
     --timing-warmup-steps 3 --steps 5 --repeats 3 --json "$LOGS/memory.json" --csv "$LOGS/memory.csv" >"$LOGS/memory.log" 2>&1 ||
     failures+=("memory sweep")
   grep -E "^v[0-9]|^ver" "$LOGS/memory.log"
@@ -154,7 +154,7 @@ if stage pytorch; then
     PYTHONUNBUFFERED=1 python3 tools/pytorch_reference.py --modes "${TT_PT_MODES:-eager,graph,compile,compile+graph}" \
       --precisions "$precisions" --batch-sizes "$batch" --seq-lens "$seq" --json "$LOGS/pytorch_b${batch}_t$seq.json" 2>&1 |
       tee "$LOGS/pytorch_b${batch}_t$seq.log" | grep -E "^pytorch|Error" || failures+=("pytorch reference B$batch T$seq")
-    "$TT" bench --device cuda --versions v1,v2,v3 --precisions "$precisions" --batch-sizes "$batch" --seq-lens "$seq" \
+    "$TT" bench --device cuda --levels v1,v2,v3 --precisions "$precisions" --batch-sizes "$batch" --seq-lens "$seq" \
       --json "$LOGS/ours_b${batch}_t$seq.json" >"$LOGS/ours_b${batch}_t$seq.log" 2>&1 || failures+=("bench B$batch T$seq")
     grep -E "^v[0-9]|^ver" "$LOGS/ours_b${batch}_t$seq.log"
   done
@@ -165,14 +165,14 @@ if stage results; then
   TT="$TT" VERSIONS=v1,v2,v3 BATCHES=8 SEQS=128 bash scripts/bench-vs-pytorch.sh "$LOGS/results" >"$LOGS/results.log" 2>&1 ||
     failures+=("bench vs pytorch")
   sed -n '/^Speed-up/,$p' "$LOGS/results.log"
-  "$TT" bench --device cuda --versions v1,v2,v3 --precisions fp32,bf16 --batch-sizes 4,8,16,32 --seq-lens 128,512 \
+  "$TT" bench --device cuda --levels v1,v2,v3 --precisions fp32,bf16 --batch-sizes 4,8,16,32 --seq-lens 128,512 \
     --steps 10 --repeats 3 --json "$LOGS/results/sweep.json" --csv "$LOGS/results/sweep.csv" >"$LOGS/sweep.log" 2>&1 ||
     failures+=("sweep")
   grep -E "^v[0-9]|^ver" "$LOGS/sweep.log"
-  "$TT" bench --device cuda --versions v1,v2,v3 --precisions bf16 --batch-sizes 1 --seq-lens 256,512,1024,2048,4096,8192 \
+  "$TT" bench --device cuda --levels v1,v2,v3 --precisions bf16 --batch-sizes 1 --seq-lens 256,512,1024,2048,4096,8192 \
     --json "$LOGS/results/memory.json" >"$LOGS/results-memory.log" 2>&1 || failures+=("results memory")
   grep -E "^v[0-9]|^ver" "$LOGS/results-memory.log"
-  "$TT" bench --device cuda --find-max-batch --versions v1,v2 --precisions bf16 --seq-lens 512,4096 \
+  "$TT" bench --device cuda --find-max-batch --levels v1,v2 --precisions bf16 --seq-lens 512,4096 \
     >"$LOGS/maxbatch.log" 2>&1 || failures+=("find-max-batch")
   tail -5 "$LOGS/maxbatch.log"
   "$TT" validate --device cuda --steps 10 --json "$LOGS/results/validate.json" >"$LOGS/validate.log" 2>&1 ||
@@ -186,7 +186,7 @@ if stage sizes; then
   # then one profiled step of each way (kernels.csv: no unaligned products, the classifier's pass).
   sizes_bench() {  # NAME, then bench flags
     local name=$1; shift
-    "$TT" bench --device cuda --versions v3 --precisions bf16 --timing-warmup-steps 5 --steps 10 --repeats 3 \
+    "$TT" bench --device cuda --levels v3 --precisions bf16 --timing-warmup-steps 5 --steps 10 --repeats 3 \
       --json "$LOGS/sizes_$name.json" "$@" >"$LOGS/sizes_$name.log" 2>&1 || failures+=("sizes $name")
     grep -E "^v[0-9]" "$LOGS/sizes_$name.log" | sed "s/^/$name: /"
   }
@@ -220,13 +220,13 @@ if stage fp8; then
   for spec in "default:" "gpt2:--batch-size 16 --seq-len 1024 --hidden-dim 768 --num-heads 12 --num-kv-heads 12 --head-dim 64"; do
     IFS=: read -r name flags <<<"$spec"
     # shellcheck disable=SC2086
-    timeout 300 "$TT" kernels --impl v4,v5 --precision bf16 --seq-lens 1024 $flags --json "$LOGS/fp8_kernels_$name.json" \
+    timeout 300 "$TT" kernels --levels v4,v5 --precision bf16 --seq-lens 1024 $flags --json "$LOGS/fp8_kernels_$name.json" \
       >"$LOGS/fp8_kernels_$name.log" 2>&1 || failures+=("fp8 kernels $name")
     grep -E "^Ceilings|^op |^quantize|^linear" "$LOGS/fp8_kernels_$name.log" | sed "s/^/kernels $name: /"
   done
   fp8_bench() {  # NAME, then bench flags
     local name=$1; shift
-    timeout 300 "$TT" bench --device cuda --versions v4,v5 --precisions bf16 --timing-warmup-steps 5 --steps 10 --repeats 3 \
+    timeout 300 "$TT" bench --device cuda --levels v4,v5 --precisions bf16 --timing-warmup-steps 5 --steps 10 --repeats 3 \
       --json "$LOGS/fp8_$name.json" "$@" >"$LOGS/fp8_$name.log" 2>&1 || failures+=("fp8 bench $name")
     grep -E "^v[0-9]" "$LOGS/fp8_$name.log" | sed "s/^/$name: /"
   }

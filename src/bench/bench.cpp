@@ -153,10 +153,10 @@ void validate(const BenchOptions& o) {
     for (int x : v)
       if (x <= 0) usage_fail(std::string(flag) + ": values must be positive (got " + std::to_string(x) + ")");
   };
-  positive_list(o.versions, "--versions");
+  positive_list(o.versions, "--levels");
   for (int v : o.versions)
     if (v > kLatestVersion)
-      usage_fail("--versions: versions are 1 to " + std::to_string(kLatestVersion) + " (got " + std::to_string(v) + ")");
+      usage_fail("--levels: levels are 1 to " + std::to_string(kLatestVersion) + " (got " + std::to_string(v) + ")");
   positive_list(o.batch_sizes, "--batch-sizes");
   positive_list(o.seq_lens, "--seq-lens");
   if (o.precisions.empty()) usage_fail("--precisions: give at least one of fp32, tf32, bf16");
@@ -371,13 +371,12 @@ bool run_bench(const BenchOptions& options, std::ostream& log) {
   if (!cuda) {
     // The CPU computes every version the same way, in fp32: one row per shape, never look-alike
     // rows named after CUDA plans.
-    const bool asked = o.versions != std::vector<int>{1, 2} || o.precisions != std::vector<std::string>{"fp32", "bf16"};
     const bool cuda_only = std::any_of(o.versions.begin(), o.versions.end(), [](int v) { return v != 1; }) ||
                            std::any_of(o.precisions.begin(), o.precisions.end(), [](const std::string& p) { return p != "fp32"; }) ||
                            !o.enable.empty() || !o.disable.empty();
-    if (asked && cuda_only)
+    if (o.selected && cuda_only)
       usage_fail("bench on the CPU: versions above v1, bf16, tf32 and plan switches select CUDA kernels; the CPU backend "
-                 "is the fp32 reference (give --versions v1 --precisions fp32, or run on a GPU)");
+                 "is the fp32 reference (give --levels v1 --precisions fp32, or run on a GPU)");
     if (cuda_only)
       log << "CPU: one row per shape, the fp32 reference (versions and precisions select CUDA kernels)\n";
     o.versions = {1};

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "plan/plan.h"
+
 #include "train/trainer.h"
 
 namespace tt {
@@ -17,7 +19,8 @@ namespace tt {
 struct BenchOptions {
   TrainOptions base;  // model shape, device, seed, data; its plan carries the user's switches
   std::vector<std::string> enable, disable;  // switches applied to every point's version preset
-  std::vector<int> versions = {1, 2};
+  std::vector<int> versions = versions_from(1);
+  bool selected = false;  // --levels or --precisions given: on the CPU, only v1 fp32 may be asked for
   std::vector<int> batch_sizes = {8};
   std::vector<int> seq_lens = {128};
   std::vector<std::string> precisions = {"fp32", "bf16"};

@@ -28,10 +28,10 @@ void KernelBenchOptions::validate() const {
   auto positive = [](int v, const char* flag) {
     if (v <= 0) usage_fail(std::string(flag) + ": must be a positive integer (got " + std::to_string(v) + ")");
   };
-  if (versions.empty()) usage_fail("--impl: give at least one of v1 to v" + std::to_string(kLatestVersion));
+  if (versions.empty()) usage_fail("--levels: give at least one of v1 to v" + std::to_string(kLatestVersion));
   for (int v : versions)
     if (v < 1 || v > kLatestVersion)
-      usage_fail("--impl: implementations are v1 to v" + std::to_string(kLatestVersion) + " (got v" +
+      usage_fail("--levels: implementations are v1 to v" + std::to_string(kLatestVersion) + " (got v" +
                  std::to_string(v) + ")");
   if (precision != "bf16" && precision != "fp32") usage_fail("--precision: must be bf16 or fp32 (got '" + precision + "')");
   positive(batch, "--batch-size");

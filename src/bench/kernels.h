@@ -26,10 +26,12 @@
 #include <string>
 #include <vector>
 
+#include "plan/plan.h"
+
 namespace tt {
 
 struct KernelBenchOptions {
-  std::vector<int> versions = {2, 3, 4, 5};  // implementations, by version preset (1 to 5)
+  std::vector<int> versions = versions_from(2);  // implementations, by level (v1 too when asked)
   std::string precision = "bf16";      // bf16 (activations bf16, statistics fp32) or fp32
   int batch = 8, seq_len = 128;        // the default shape (the default training step)
   std::vector<int> seq_lens = {1024, 2048, 4096, 8192};  // the long sequences

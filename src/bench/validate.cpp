@@ -79,7 +79,7 @@ void compare(ValidationRow& row, const Run& got, const Run& ref, const ModelConf
 bool run_validate(const ValidateOptions& o, std::ostream& log) {
   if (o.steps <= 0) usage_fail("--steps: must be positive");
   for (int v : o.versions)
-    if (v < 1 || v > kLatestVersion) usage_fail("--versions: versions are 1 to " + std::to_string(kLatestVersion));
+    if (v < 1 || v > kLatestVersion) usage_fail("--levels: levels are 1 to " + std::to_string(kLatestVersion));
   for (const std::string& p : o.precisions)
     if (p != "fp32" && p != "tf32" && p != "bf16") usage_fail("--precisions: each must be fp32, tf32 or bf16");
   o.base.validate();
@@ -91,7 +91,7 @@ bool run_validate(const ValidateOptions& o, std::ostream& log) {
     for (int v : o.versions)
       for (const std::string& p : o.precisions)
         if (v != 1 || p != "fp32")
-          usage_fail("--versions, --precisions: v" + std::to_string(v) + " " + p + " runs on the CUDA backend; on the "
+          usage_fail("--levels, --precisions: v" + std::to_string(v) + " " + p + " runs on the CUDA backend; on the "
                      "CPU validate checks v1 fp32 against fp64 (" + (why.empty() ? "--device cpu" : why) + ")");
 
   std::vector<ValidationRow> rows;

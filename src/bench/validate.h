@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "plan/plan.h"
+
 #include "train/trainer.h"
 
 namespace tt {
@@ -14,9 +16,9 @@ namespace tt {
 struct ValidateOptions {
   TrainOptions base;  // the model and batch for the comparison against v1; the device
   int steps = 10;
-  std::vector<int> versions = {1, 2, 3, 4};
+  std::vector<int> versions = versions_from(1);
   std::vector<std::string> precisions = {"fp32", "bf16"};
-  bool selected = false;  // --versions or --precisions given: on the CPU, only v1 fp32 may be asked for
+  bool selected = false;  // --levels or --precisions given: on the CPU, only v1 fp32 may be asked for
   std::string json_path;
 };
 

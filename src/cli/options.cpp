@@ -1,13 +1,18 @@
 #include "cli/options.h"
-#include "train/checkpoint.h"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
+#include <set>
 
+#include "cli/commands.h"
 #include "core/error.h"
+#include "core/files.h"
 #include "data/loader.h"
+#include "train/checkpoint.h"
 #include "train/hf.h"
+#include "train/train_flags.h"
 
 namespace tt {
 
@@ -20,41 +25,54 @@ std::string one_line(std::string s) {
   return s;
 }
 
-// Flags shared by every subcommand that builds a model: its shape, the device, the version
-// preset, the precision and the plan switches.
+// Binds a row of the training options' table (src/train/train_flags.h) to the command line; its
+// default is shown unless it is derived, and a path is never read from a --config file.
+CLI::Option* add_row(CLI::App& app, TrainOptions& o, const TrainFlag& row) {
+  CLI::Option* opt = std::visit(
+      [&](auto get) {
+        auto& value = get(o);
+        if constexpr (std::is_same_v<std::decay_t<decltype(value)>, bool>) return app.add_flag(row.names, value, row.help);
+        else return app.add_option(row.names, value, row.help);
+      },
+      row.field);
+  if (!(row.use & kDerived) && !row.is_switch()) opt->capture_default_str();
+  if (row.use & kPath) opt->configurable(false);
+  return opt;
+}
+
+void add_rows(CLI::App& app, TrainOptions& o, FlagGroup group) {
+  for (const TrainFlag& row : train_flags())
+    if (row.group == group) add_row(app, o, row);
+}
+
+// Flags shared by every subcommand that builds a model: its shape and seed (the table's Model
+// rows), the device, the version preset, the precision and the plan switches.
 struct ModelFlags {
+  CLI::App* app = nullptr;
   std::string device = "auto", version = "v1", preset;
   bool amp = false, tf32 = false, no_nvtx = false;
   int classifier_chunk = 0;
   std::vector<std::string> enable, disable;
-  CLI::Option *hidden = nullptr, *layers = nullptr, *heads = nullptr, *kv = nullptr, *ffn = nullptr, *vocab = nullptr,
-              *eps = nullptr, *theta = nullptr, *tie = nullptr;
+  std::set<std::string> restored;  // flags a resumed checkpoint's recipe set
   // The subcommand's batch and sequence-length flags, which a preset also sets: one value each
   // (train, ablate, validate, debug) or a list (bench).
   CLI::Option *batch = nullptr, *seq = nullptr;
   std::vector<int>*batch_list = nullptr, *seq_list = nullptr;
+  // Whether the user gave the flag (on the command line or in --config), or a recipe restored it.
+  bool given(const std::string& name) const { return app->count(name) > 0 || restored.count(name) > 0; }
 };
 
 void add_model_flags(CLI::App& app, TrainOptions& o, ModelFlags& f) {
-  ModelConfig& m = o.model;
+  f.app = &app;
   std::string names;
   for (const Preset& p : presets()) names += std::string(names.empty() ? "" : ", ") + p.name;
   app.add_option("--preset", f.preset,
                  "a named model and batch (" + names + "); flags given explicitly override it");
-  f.hidden = app.add_option("--hidden-dim", m.hidden, "model width")->capture_default_str();
-  f.layers = app.add_option("--num-layers", m.layers, "transformer blocks")->capture_default_str();
-  f.heads = app.add_option("--num-heads", m.heads, "attention heads")->capture_default_str();
-  f.kv = app.add_option("--num-kv-heads", m.kv_heads, "key/value heads (default: heads/2)");
-  f.ffn = app.add_option("--intermediate-size", m.intermediate, "SwiGLU width (default: 4 x hidden)");
-  f.vocab = app.add_option("--vocab-size", m.vocab_size, "vocabulary (256 for a text file)")->capture_default_str();
-  f.eps = app.add_option("--norm-eps", m.norm_eps, "RMSNorm epsilon")->capture_default_str();
-  f.theta = app.add_option("--rope-theta", m.rope_theta, "RoPE base")->capture_default_str();
-  f.tie = app.add_flag("--tie-embeddings,!--no-tie-embeddings", m.tie_embeddings,
-                       "the output head is the embedding (default), or a matrix of its own (lm_head)");
-  app.add_option("--seed", o.seed, "initialisation and synthetic data")->capture_default_str();
+  add_rows(app, o, FlagGroup::Model);
   app.add_option("--device", f.device, "auto, cpu or cuda")->capture_default_str();
   app.add_option("--level,--version", f.version,
-                 "optimization level: v1, v2, v3, v4 or v5 (--version v5 too; --version alone prints the program's version)")
+                 "optimization level: " + version_list() + " (--version vN too; --version alone prints the program's "
+                 "version)")
       ->capture_default_str();
   app.add_flag("--use-amp", f.amp, "bf16 mixed precision (CUDA; fp32 master weights and optimizer)");
   app.add_flag("--tf32", f.tf32, "allow TF32 tensor-core products in fp32 (default: true fp32)");
@@ -69,13 +87,6 @@ void add_model_flags(CLI::App& app, TrainOptions& o, ModelFlags& f) {
       ->delimiter(',')
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_flag("--no-nvtx", f.no_nvtx, "leave out the named ranges (only to measure what they cost)");
-}
-
-// "v1" to "v5"; anything else is refused, naming `flag`.
-int parse_version(const std::string& v, const char* flag = "--level") {
-  if (v.size() != 2 || v[0] != 'v' || v[1] < '1' || v[1] > '0' + kLatestVersion)
-    usage_fail(std::string(flag) + ": the optimization level is one of v1, v2, v3, v4, v5 (got '" + v + "')");
-  return v[1] - '0';
 }
 
 // The plan of a version with the user's switches applied.
@@ -94,20 +105,20 @@ Plan make_plan(int version, const ModelFlags& f) {
 void apply_preset(TrainOptions& o, const ModelFlags& f) {
   const Preset& p = find_preset(f.preset);
   std::string set;
-  auto fill = [&](CLI::Option* opt, auto& field, auto value) {
-    if (!opt || opt->count()) return;
+  auto fill = [&](const std::string& flag, auto& field, auto value) {
+    if (f.given(flag)) return;
     field = value;
-    set += " " + opt->get_name() + " " + std::to_string(value);
+    set += " " + flag + " " + std::to_string(value);
   };
   ModelConfig& m = o.model;
-  if (o.data == "synthetic") fill(f.vocab, m.vocab_size, p.model.vocab_size);  // a text file's bytes: 256
-  fill(f.hidden, m.hidden, p.model.hidden);
-  fill(f.layers, m.layers, p.model.layers);
-  fill(f.heads, m.heads, p.model.heads);
-  fill(f.kv, m.kv_heads, p.model.kv_heads);
-  fill(f.ffn, m.intermediate, p.model.intermediate);
-  fill(f.batch, o.batch, p.batch);
-  fill(f.seq, o.seq_len, p.seq_len);
+  if (o.data == "synthetic") fill("--vocab-size", m.vocab_size, p.model.vocab_size);  // a text file's bytes: 256
+  fill("--hidden-dim", m.hidden, p.model.hidden);
+  fill("--num-layers", m.layers, p.model.layers);
+  fill("--num-heads", m.heads, p.model.heads);
+  fill("--num-kv-heads", m.kv_heads, p.model.kv_heads);
+  fill("--intermediate-size", m.intermediate, p.model.intermediate);
+  if (f.batch && !f.batch_list) fill(f.batch->get_name(), o.batch, p.batch);
+  if (f.seq && !f.seq_list) fill(f.seq->get_name(), o.seq_len, p.seq_len);
   if (f.batch_list && !f.batch->count()) *f.batch_list = {p.batch};
   if (f.seq_list && !f.seq->count()) *f.seq_list = {p.seq_len};
   std::cout << "Preset " << p.name << ":" << (set.empty() ? " nothing (every value given explicitly)" : set) << "\n";
@@ -121,18 +132,16 @@ void finish_model_flags(TrainOptions& o, const ModelFlags& f, const ModelConfig*
   ModelConfig& m = o.model;
   if (!f.preset.empty()) apply_preset(o, f);
   if (from) {
-    for (auto [opt, field, value] : {std::tuple{f.hidden, &m.hidden, from->hidden}, {f.layers, &m.layers, from->layers},
-                                     {f.heads, &m.heads, from->heads}, {f.kv, &m.kv_heads, from->kv_heads},
-                                     {f.ffn, &m.intermediate, from->intermediate}, {f.vocab, &m.vocab_size, from->vocab_size}})
-      if (!opt->count()) *field = value;
-    if (!f.eps->count()) m.norm_eps = from->norm_eps;
-    if (!f.tie->count()) m.tie_embeddings = from->tie_embeddings;
-    if (!f.theta->count()) m.rope_theta = from->rope_theta;
+    TrainOptions shape;
+    shape.model = *from;
+    for (const TrainFlag& row : train_flags())
+      if (row.group == FlagGroup::Model && row.name() != "--seed" && !f.given(row.name()))
+        row.restore(o, row.value(shape), "--init-from");
   }
   const bool preset_shape = !f.preset.empty() || from;
-  if (!f.kv->count() && !preset_shape) m.kv_heads = m.heads % 2 == 0 ? m.heads / 2 : m.heads;
-  if (!f.ffn->count() && !preset_shape) m.intermediate = default_intermediate(m.hidden);
-  if (o.data != "synthetic" && !f.vocab->count() && !from) {
+  if (!f.given("--num-kv-heads") && !preset_shape) m.kv_heads = m.heads % 2 == 0 ? m.heads / 2 : m.heads;
+  if (!f.given("--intermediate-size") && !preset_shape) m.intermediate = default_intermediate(m.hidden);
+  if (o.data != "synthetic" && !f.given("--vocab-size") && !from) {
     if (names_token_files(o.data))
       usage_fail("--vocab-size: token files do not record their vocabulary: give the tokenizer's (for example "
                  "--vocab-size 8000)");
@@ -142,7 +151,7 @@ void finish_model_flags(TrainOptions& o, const ModelFlags& f, const ModelConfig*
   else if (f.device == "cpu") o.backend.device = DeviceKind::Cpu;
   else if (f.device == "cuda") o.backend.device = DeviceKind::Cuda;
   else usage_fail("--device: must be auto, cpu or cuda (got '" + f.device + "')");
-  o.backend.plan = make_plan(parse_version(f.version), f);
+  o.backend.plan = make_plan(parse_version(f.version, "--level"), f);
   o.backend.nvtx = !f.no_nvtx;
 }
 
@@ -164,15 +173,75 @@ std::vector<std::string> expand_switch_flags(const std::vector<std::string>& arg
   return out;
 }
 
+// Other programs' names for our flags (nanoGPT, llm.c, Hugging Face), for "did you mean".
+const std::pair<const char*, const char*> kOtherNames[] = {
+    {"max-steps", "--num-steps"},          {"max-iters", "--num-steps"},         {"max_iters", "--num-steps"},
+    {"num-iterations", "--num-steps"},     {"warmup-iters", "--lr-warmup-steps"}, {"warmup_iters", "--lr-warmup-steps"},
+    {"lr-warmup", "--lr-warmup-steps"},    {"warmup-ratio", "--lr-warmup-steps"}, {"lr", "--learning-rate"},
+    {"block-size", "--seq-len"},           {"block_size", "--seq-len"},          {"n-layer", "--num-layers"},
+    {"n_layer", "--num-layers"},           {"n-head", "--num-heads"},            {"n_head", "--num-heads"},
+    {"n-embd", "--hidden-dim"},            {"n_embd", "--hidden-dim"},           {"out-dir", "--save-dir"},
+    {"out_dir", "--save-dir"},             {"eval-interval", "--eval-every"},    {"eval_interval", "--eval-every"},
+    {"log-interval", "--log-every"},       {"gradient-accumulation-steps", "--grad-accum-steps"},
+    {"max-grad-norm", "--grad-clip"},      {"dtype", "--use-amp"},
+};
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// An argument that looks like a flag the command does not have is refused with the nearest name
+// it has (or the one another program's name stands for).
+void refuse_unknown_flags(const CLI::App& app, const std::vector<std::string>& args) {
+  std::vector<std::string> known;
+  for (const CLI::Option* opt : app.get_options())
+    for (const std::string& n : opt->get_lnames()) known.push_back(n);
+  for (const std::string& arg : args) {
+    if (arg.rfind("--", 0) != 0 || arg.size() == 2) continue;
+    const std::string name = arg.substr(2, arg.find('=') == std::string::npos ? std::string::npos : arg.find('=') - 2);
+    if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+    std::string best;
+    for (const auto& [other, ours] : kOtherNames)
+      if (name == other) best = ours;
+    if (best.empty()) {
+      size_t nearest = std::max<size_t>(2, name.size() / 3) + 1;  // farther off is no suggestion
+      for (const std::string& n : known)  // the nearest; among equals the first in --help's order
+        if (const size_t d = edit_distance(name, n); d < nearest) nearest = d, best = "--" + n;
+    }
+    usage_fail("--" + name + ": no such flag" + (best.empty() ? "" : "; did you mean " + best + "?") + " (see --help)");
+  }
+}
+
 // Parses; false when help was printed.
 bool parse(CLI::App& app, const std::vector<std::string>& args) {
   std::vector<std::string> reversed = expand_switch_flags(args);
+  refuse_unknown_flags(app, reversed);
   std::reverse(reversed.begin(), reversed.end());  // CLI11 consumes from the back
   try {
     app.parse(reversed);
   } catch (const CLI::CallForHelp&) {
     std::cout << app.help();
     return false;
+  } catch (const CLI::ConfigError& e) {
+    const std::string what = one_line(e.what());
+    if (what.find("not allowed in a configuration file") != std::string::npos)
+      usage_fail("--config: " + what.substr(0, what.find(':')) +
+                 " names a path: a recipe file holds numbers and choices; give it on the command line");
+    const std::string unknown = "INI was not able to parse ";
+    if (what.rfind(unknown, 0) == 0)
+      usage_fail("--config: '" + what.substr(unknown.size()) + "' is not a flag of this command (see --help)");
+    usage_fail("--config: " + what);
   } catch (const CLI::ParseError& e) {
     usage_fail(one_line(e.what()) + " (see --help)");
   }
@@ -182,6 +251,17 @@ bool parse(CLI::App& app, const std::vector<std::string>& args) {
       if (r.empty() && opt->get_type_size() != 0 && opt->get_name() != "--prompt")  // "" starts from BOS
         usage_fail(opt->get_name() + ": empty value");
   return true;
+}
+
+// The levels a sweep runs (bench, validate, kernels): v1 to the latest, a comma list.
+void add_levels_flag(CLI::App& app, const std::string& names, std::vector<std::string>& out, const std::string& help) {
+  app.add_option(names, out, help + ": " + version_list())->delimiter(',');
+}
+
+std::vector<int> parse_levels(const std::vector<std::string>& texts) {
+  std::vector<int> levels;
+  for (const std::string& t : texts) levels.push_back(parse_version(t, "--levels"));
+  return levels;
 }
 
 // --warmup-steps was the steps left out of the timing, and was read as the learning rate's
@@ -198,58 +278,14 @@ void add_renamed_warmup_flag(CLI::App& app) {
 }
 
 void add_train_flags(CLI::App& app, TrainOptions& o, ModelFlags& f) {
-  f.batch = app.add_option("--batch-size", o.batch, "sequences per step")->capture_default_str();
-  f.seq = app.add_option("--seq-len", o.seq_len, "tokens per sequence")->capture_default_str();
-  app.add_option("--num-steps", o.steps, "optimizer steps (total, also when resuming)")->capture_default_str();
-  app.add_option("--learning-rate", o.learning_rate, "AdamW learning rate (a schedule's peak)")->capture_default_str();
-  app.add_option("--lr-schedule", o.lr_schedule, "constant, cosine, linear or wsd (warmup-stable-decay)")->capture_default_str();
-  app.add_option("--lr-warmup-steps", o.lr_warmup, "steps of the learning rate's linear warmup")->capture_default_str();
-  app.add_option("--min-lr", o.min_lr, "where cosine, linear and wsd decay to at the last step")->capture_default_str();
-  app.add_option("--lr-decay-steps", o.lr_decay, "wsd: steps of the final decay (default: a fifth of the schedule)");
-  app.add_option("--lr-schedule-steps", o.lr_schedule_steps,
-                 "the schedule's length, when a run stops before its end (default: --num-steps); the minimum after it");
-  app.add_option("--weight-decay", o.weight_decay, "AdamW decoupled weight decay")->capture_default_str();
-  app.add_option("--init-std", o.init_std, "std of the normal weight initialisation (1 shows a broken init)")
-      ->capture_default_str();
-  app.add_option("--timing-warmup-steps", o.timing_warmup, "steps left out of the timing")->capture_default_str();
+  add_rows(app, o, FlagGroup::Training);
+  f.batch = app.get_option("--batch-size");
+  f.seq = app.get_option("--seq-len");
   add_renamed_warmup_flag(app);
-  app.add_option("--log-every", o.log_every, "print a line (and validation loss) every N steps")->capture_default_str();
-  app.add_option("--eval-every", o.eval_every, "validation loss every N steps (default: with every log line)");
-  app.add_option("--data", o.data,
-                 "synthetic, a text file whose bytes are the tokens, or token files (a file or a quoted glob "
-                 "pattern of shards; names with \"val\" validate)")->capture_default_str();
-  app.add_option("--json", o.json_path, "write the summary and per-step losses as JSON");
-  app.add_option("--val-tokens", o.val_tokens,
-                 "validate on the first N tokens of the validation split (windows of --seq-len), the same for any "
-                 "--batch-size and number of ranks (default: the first 4 batches)");
-  app.add_flag("--shuffle,!--no-shuffle", o.shuffle,
-               "the training windows in an order drawn from --seed, anew each pass over the data");
-  app.add_option("--metrics", o.metrics_path,
-                 "JSON lines as the run goes, one at every log step (step, tokens, loss, lr, tokens/s, MFU, validation)");
-  app.add_option("--beta1", o.beta1, "AdamW's first-moment decay")->capture_default_str();
-  app.add_option("--beta2", o.beta2, "AdamW's second-moment decay")->capture_default_str();
-  app.add_option("--adam-eps", o.adam_eps, "AdamW's epsilon")->capture_default_str();
-  app.add_option("--grad-accum-steps", o.grad_accum,
-                 "micro-batches of --batch-size whose gradients are summed into one update (gradient accumulation)")
-      ->capture_default_str();
-  app.add_option("--grad-clip", o.grad_clip,
-                 "clip the gradients to this global norm (fp32, over all ranks), logged each step; 0: no clipping")
-      ->capture_default_str();
-  app.add_flag("--decay-norms,!--no-decay-norms", o.decay_norms, "weight decay on the RMSNorm gains (default: on)");
-  app.add_flag("--decay-embedding,!--no-decay-embedding", o.decay_embedding,
-               "weight decay on the embedding, which is the tied output head (default: on)");
 }
 
 }  // namespace
 
-bool parse_train_options(const std::vector<std::string>& args, TrainOptions& o, bool with_recipe);
-
-bool parse_train_options(const std::vector<std::string>& args, TrainOptions& o) {
-  return parse_train_options(args, o, true);
-}
-
-// With --resume, the checkpoint's recipe (src/train/trainer.h) goes before the flags given, which
-// win (the last of a flag is taken): a resume needs only what changes.
 namespace {
 
 // An unquoted pattern (--data tokens/*.bin) reaches the program as the files the shell matched:
@@ -265,65 +301,75 @@ void refuse_expanded_pattern(const std::vector<std::string>& args) {
   }
 }
 
+// --resume: a directory means its latest step checkpoint, and the run goes on saving there unless
+// told otherwise (the one path a resume takes without --save or --save-dir: the directory the user
+// named). The checkpoint's recipe then fills every stored flag not given, as typed values that
+// TrainOptions::validate checks like the user's own; never a path (src/train/train_flags.h).
+void restore_recipe(TrainOptions& o, ModelFlags& f) {
+  if (std::filesystem::is_directory(o.resume_path)) {
+    const std::string dir = o.resume_path;
+    o.resume_path = latest_step_checkpoint(dir);
+    if (o.save_path.empty() && o.save_dir.empty()) o.save_dir = dir;
+  }
+  const CheckpointInfo info = read_checkpoint_info(o.resume_path);
+  for (const TrainFlag* row : train_flags_with(kStored)) {
+    if (row->use & kPath || f.given(row->name()) || !info.recipe.contains(row->name())) continue;
+    row->restore(o, info.recipe[row->name()], "--resume: '" + o.resume_path + "'");
+    f.restored.insert(row->name());
+  }
+  if (o.save_path.empty() && o.save_dir.empty())  // the stored cadence applies where the run saves
+    for (auto [flag, field] : {std::pair{"--save-every", &o.save_every}, {"--keep-last", &o.keep_last}})
+      if (f.restored.erase(flag)) *field = 0;
+  const nlohmann::json data = info.recipe.value("--data", nlohmann::json("synthetic"));
+  if (!f.given("--data") && data != "synthetic")
+    usage_fail("--resume: the checkpoint trained on --data " + data.dump() +
+               ": give --data (a checkpoint restores numbers and choices, never the files a run reads)");
+}
+
+// The recipe of a run as a --config file (TOML): every row but the paths and the run's own
+// outputs and ranks, and the plan's flags.
+void write_config(const std::string& path, const TrainOptions& o, const ModelFlags& f) {
+  static const TrainOptions defaults;
+  write_file_atomic(path, [&](std::ostream& out) {
+    out << "# A recipe of tiny_llama: tiny_llama --config FILE, with paths (--data, --save-dir, ...) on the command\n"
+           "# line, whose flags win over the file's.\n";
+    out << "level = \"v" << o.backend.plan.version << "\"\n";
+    if (f.amp) out << "use-amp = true\n";
+    if (f.tf32) out << "tf32 = true\n";
+    if (f.classifier_chunk) out << "classifier-chunk = " << f.classifier_chunk << "\n";
+    for (auto [key, names] : {std::pair{"enable", &f.enable}, {"disable", &f.disable}}) {
+      if (names->empty()) continue;
+      out << key << " = [";
+      for (size_t i = 0; i < names->size(); ++i) out << (i ? ", " : "") << nlohmann::json((*names)[i]).dump();
+      out << "]\n";
+    }
+    for (const TrainFlag& row : train_flags()) {
+      const bool recipe = (row.use & kStored) && !(row.use & kPath);
+      if (row.use & kPath || (!recipe && row.text(o) == row.text(defaults))) continue;
+      const nlohmann::json v = row.value(o);
+      out << row.name().substr(2) << " = " << (v.is_number_float() ? row.text(o) : v.dump()) << "\n";
+    }
+  });
+}
+
 }  // namespace
 
-bool parse_train_options(const std::vector<std::string>& args, TrainOptions& o, bool with_recipe) {
+bool parse_train_options(const std::vector<std::string>& args, TrainOptions& o) {
   refuse_expanded_pattern(args);
-  CLI::App app{"Train a Tiny LLaMA from scratch (CPU reference or CUDA, versions v1..v5)", "tiny_llama"};
+  CLI::App app{"Train a Tiny LLaMA from scratch (CPU reference or CUDA, levels " + version_list() + ")", "tiny_llama"};
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // last one wins
   ModelFlags f;
   add_train_flags(app, o, f);
   add_model_flags(app, o, f);
-  app.add_option("--save", o.save_path, "write a checkpoint (safetensors) at the end, and when stopped by a signal");
-  app.add_option("--save-every", o.save_every, "with --save or --save-dir: a checkpoint every N steps too");
-  app.add_option("--save-dir", o.save_dir,
-                 "step-numbered checkpoints in DIR (step_00000100.safetensors) at --save-every and at the end");
-  app.add_option("--keep-last", o.keep_last, "with --save-dir: keep the newest N step checkpoints (default: all)");
-  app.add_option("--zero", o.zero, "data parallel: 0 keeps the optimizer state on every rank, 1 shards it (ZeRO-1)")
-      ->capture_default_str();
-  app.add_option("--reduce-dtype", o.reduce_dtype,
-                 "GPU ranks: the type gradients are summed in: fp32, or bf16 (bf16 runs only: half the bytes sent, "
-                 "measured slower on NVLink: docs/multi-gpu.md)")
-      ->capture_default_str();
-  app.add_option("--dist-init", o.dist_init,
-                 "GPU ranks: how they find rank 0: env (MASTER_ADDR, MASTER_PORT), mpi, or file:PATH on a shared path "
-                 "(default: env, or mpi under mpirun without MASTER_ADDR)");
-  app.add_option("--dist-timeout", o.dist_timeout, "seconds the ranks wait for each other to start")->capture_default_str();
-  app.add_option("--nproc-per-node", o.nproc_per_node,
-                 "start this many local processes, one rank each (CPU: through mpirun); under torchrun, srun or "
-                 "mpirun the launcher starts them");
-  app.add_option("--resume", o.resume_path, "continue from a checkpoint written by --save, or the latest in a --save-dir");
-  app.add_option("--init-from", o.init_from,
-                 "start from a model: a Hugging Face LLaMA directory or a checkpoint of --save (its weights alone: a new "
-                 "run); its shape is the model's unless flags say otherwise");
-  app.add_option("--profile", o.profile_dir, "kernel trace (CUPTI) into DIR: trace.json, kernels.csv, regions.csv");
-  app.add_option("--profile-steps", o.profile_steps, "steps traced after the warm-up")->capture_default_str();
-  app.add_flag("--flops-profile", o.flops_profile, "per-module FLOPs, time, TFLOP/s and MFU (traces like --profile)");
-  app.add_flag("--profile-memory", o.profile_memory, "the arena's live bytes by category over one step: DIR/memory.csv");
-  app.footer("Other commands (each takes --help):\n"
-             "  generate CKPT|DIR      text from a checkpoint or a Hugging Face directory\n"
-             "  export CKPT --hf DIR   a checkpoint as a Hugging Face transformers directory\n"
-             "  tokenizer-train        a SentencePiece tokenizer from text files\n"
-             "  tokenize               text files to token-file shards\n"
-             "  bench                  versions x batch sizes x sequence lengths x precisions, timed\n"
-             "  ablate                 the plan's switches taken away one at a time, timed\n"
-             "  validate               every version against the CPU reference\n"
-             "  kernels                each custom kernel against its v2 counterpart and the GPU's ceilings\n"
-             "  debug STAGE            the performance-debugging stages");
+  add_rows(app, o, FlagGroup::Run);
+  app.set_config("--config", "", "a recipe file (TOML or INI: numbers and choices, no paths); flags given win");
+  app.allow_config_extras(CLI::config_extras_mode::error);
+  std::string config_out;
+  app.add_option("--write-config", config_out, "write this run's recipe as a --config file, and exit")
+      ->configurable(false);
+  app.footer(command_list());
   if (!parse(app, args)) return false;
-  if (!o.resume_path.empty() && std::filesystem::is_directory(o.resume_path)) {  // --save-dir's latest
-    const std::string latest = latest_step_checkpoint(o.resume_path);
-    if (latest.empty()) usage_fail("--resume: '" + o.resume_path + "' holds no step checkpoint (step_*.safetensors)");
-    o.resume_path = latest;
-  }
-  if (with_recipe && !o.resume_path.empty()) {
-    std::vector<std::string> recipe = read_checkpoint_info(o.resume_path).train_args;
-    if (!recipe.empty()) {
-      recipe.insert(recipe.end(), args.begin(), args.end());
-      o = TrainOptions{};
-      return parse_train_options(recipe, o, false);
-    }
-  }
+  if (!o.resume_path.empty()) restore_recipe(o, f);
   if (app.count("--nproc-per-node") && (o.nproc_per_node < 1 || o.nproc_per_node > 64))
     usage_fail("--nproc-per-node: a count of 1 to 64 processes (got " + std::to_string(o.nproc_per_node) + ")");
   if (!o.init_from.empty()) {  // its shape, where the flags do not give one (a flag that differs is refused later)
@@ -335,7 +381,14 @@ bool parse_train_options(const std::vector<std::string>& args, TrainOptions& o, 
   } else {
     finish_model_flags(o, f);
   }
-  return true;
+  if (o.metrics_path.empty() && !o.save_dir.empty())  // the save directory keeps its run's metrics
+    o.metrics_path = (std::filesystem::path(o.save_dir) / "metrics.jsonl").string();
+  if (config_out.empty()) return true;
+  o.validate();
+  check_writable(config_out, "--write-config");
+  write_config(config_out, o, f);
+  std::cout << "Wrote the recipe to " << config_out << " (use it with --config " << config_out << ")\n";
+  return false;
 }
 
 bool parse_ablate_options(const std::vector<std::string>& args, AblateOptions& o) {
@@ -360,8 +413,8 @@ bool parse_bench_options(const std::vector<std::string>& args, BenchOptions& o) 
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   ModelFlags f;
   add_model_flags(app, o.base, f);
-  std::vector<std::string> versions;
-  app.add_option("--versions", versions, "versions to run, e.g. v1,v2 (default v1,v2)")->delimiter(',');
+  std::vector<std::string> levels;
+  add_levels_flag(app, "--levels,--versions", levels, "levels to run, e.g. v1,v4 (default: every one)");
   f.batch = app.add_option("--batch-sizes", o.batch_sizes, "batch sizes, e.g. 4,8,16 (default 8)")->delimiter(',');
   f.seq = app.add_option("--seq-lens", o.seq_lens, "sequence lengths, e.g. 128,256 (default 128)")->delimiter(',');
   f.batch_list = &o.batch_sizes;
@@ -383,10 +436,8 @@ bool parse_bench_options(const std::vector<std::string>& args, BenchOptions& o) 
   finish_model_flags(o.base, f);
   o.enable = f.enable;
   o.disable = f.disable;
-  if (!versions.empty()) {
-    o.versions.clear();
-    for (const std::string& v : versions) o.versions.push_back(parse_version(v, "--versions"));
-  }
+  if (!levels.empty()) o.versions = parse_levels(levels);
+  o.selected = !levels.empty() || app.count("--precisions");
   return true;
 }
 
@@ -399,17 +450,14 @@ bool parse_validate_options(const std::vector<std::string>& args, ValidateOption
   f.batch = app.add_option("--batch-size", o.base.batch, "batch of the comparison against v1")->capture_default_str();
   f.seq = app.add_option("--seq-len", o.base.seq_len, "sequence length of the comparison against v1")->capture_default_str();
   app.add_option("--steps", o.steps, "training steps compared")->capture_default_str();
-  std::vector<std::string> versions;
-  app.add_option("--versions", versions, "versions to validate (default v1,v2,v3,v4)")->delimiter(',');
+  std::vector<std::string> levels;
+  add_levels_flag(app, "--levels,--versions", levels, "levels to validate (default: every one)");
   app.add_option("--precisions", o.precisions, "fp32, tf32, bf16 (default fp32,bf16)")->delimiter(',');
   app.add_option("--json", o.json_path, "write the results as JSON");
   if (!parse(app, args)) return false;
   finish_model_flags(o.base, f);
-  if (!versions.empty()) {
-    o.versions.clear();
-    for (const std::string& v : versions) o.versions.push_back(parse_version(v, "--versions"));
-  }
-  o.selected = !versions.empty() || app.count("--precisions");
+  if (!levels.empty()) o.versions = parse_levels(levels);
+  o.selected = !levels.empty() || app.count("--precisions");
   return true;
 }
 
@@ -418,10 +466,10 @@ bool parse_kernel_options(const std::vector<std::string>& args, KernelBenchOptio
   CLI::App app{"Each custom kernel against its v2 counterpart, against the GEMM and copy ceilings measured in the same run",
                "tiny_llama kernels"};
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  std::vector<std::string> impls;
+  std::vector<std::string> levels;
   CLI::Option* kv = nullptr;
   CLI::Option* ffn = nullptr;
-  app.add_option("--impl", impls, "implementations, by version preset: v1 to v5 (default v2,v3,v4,v5)")->delimiter(',');
+  add_levels_flag(app, "--levels,--impl", levels, "implementations, by level (default: every one from v2; v1 too)");
   app.add_option("--precision", o.precision, "bf16 or fp32")->capture_default_str();
   app.add_option("--batch-size", o.batch, "batch of the default shape")->capture_default_str();
   app.add_option("--seq-len", o.seq_len, "sequence length of the default shape")->capture_default_str();
@@ -444,12 +492,7 @@ bool parse_kernel_options(const std::vector<std::string>& args, KernelBenchOptio
   if (!parse(app, args)) return false;
   if (!kv->count()) o.kv_heads = o.heads % 2 == 0 ? o.heads / 2 : o.heads;
   if (!ffn->count()) o.intermediate = default_intermediate(o.hidden);
-  if (!impls.empty()) {
-    o.versions.clear();
-    for (const std::string& v : impls) {
-      o.versions.push_back(parse_version(v, "--impl"));
-    }
-  }
+  if (!levels.empty()) o.versions = parse_levels(levels);
   return true;
 }
 

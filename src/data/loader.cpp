@@ -39,9 +39,14 @@ void DataSource::next_batch(Batch& b) {
   position_ = (position_ + advance % count) % count;  // both terms below count
 }
 
-void DataSource::validation_batch(int i, Batch& b) const {
-  const int64_t count = validation_windows();
-  fill(b, true, [&](int j) { return (int64_t(i) * B_ % count + j) % count; });
+void DataSource::next_batches(int n, Batch& b) {
+  Batch one;
+  b.tokens.clear(), b.targets.clear();
+  for (int i = 0; i < n; ++i) {
+    next_batch(one);
+    b.tokens.insert(b.tokens.end(), one.tokens.begin(), one.tokens.end());
+    b.targets.insert(b.targets.end(), one.targets.begin(), one.targets.end());
+  }
 }
 
 void DataSource::validation_windows_batch(int64_t first, int rows, Batch& b) const {

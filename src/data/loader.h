@@ -20,7 +20,9 @@
 
 namespace tt {
 
-constexpr int kMaxValidationBatches = 4;
+// The validation without --val-tokens: the first windows of the split, as many at any batch
+// size and number of ranks.
+constexpr int64_t kDefaultValidationWindows = 32;
 
 struct Batch {
   std::vector<int32_t> tokens, targets;  // B*T each
@@ -49,22 +51,17 @@ class DataSource {
   // the rank-th; the position counts the global batch's sequences.
   void set_shard(int rank, int count) { shard_rank_ = rank, shard_count_ = count; }
   void next_batch(Batch& b);
-  // Validation: a fixed list of batches (none for synthetic data): the first windows of the
-  // split, kMaxValidationBatches batches at most (so their number depends on the batch size).
-  int validation_batches() const { return int((validation_windows() + B_ - 1) / B_); }
-  void validation_batch(int i, Batch& b) const;
-  // Validation on a set number of windows (--val-tokens): the split's windows, and a batch of
-  // `rows` of them from `first` (rows <= batch; the batch's other rows repeat the last one, for
-  // the caller not to count).
+  // n consecutive batches in one (a step's micro-batches): batch i is rows [i B, (i + 1) B).
+  void next_batches(int n, Batch& b);
+  // Validation on a set number of windows: the split's windows (none for synthetic data), and a
+  // batch of `rows` of them from `first` (rows <= batch; the batch's other rows repeat the last
+  // one, for the caller not to count).
   virtual int64_t all_validation_windows() const { return 0; }
   void validation_windows_batch(int64_t first, int rows, Batch& b) const;
 
  protected:
   DataSource(int batch, int seq_len) : B_(batch), T_(seq_len) {}
   virtual int64_t train_windows() const = 0;
-  int64_t validation_windows() const {
-    return std::min<int64_t>(all_validation_windows(), int64_t(kMaxValidationBatches) * B_);
-  }
   // Writes the T+1 tokens of window w of the split.
   virtual void window(bool validation, int64_t w, int32_t* out) const = 0;
   // A batch of the split's windows window_of(0) .. window_of(B - 1).

@@ -606,12 +606,12 @@ void Llama::backward_attention(int l) {
 void Llama::optimizer_step(const AdamWStep& step) {
   TT_CHECK(!step_.clip || step.max_grad_norm > 0, "optimizer_step: clipping needs a max_grad_norm");
   be_.set_adamw_step(step);
-  if (step_.clip) state_.measure_grad_norm();
+  if (step_.norm_measured()) state_.measure_grad_norm();
   state_.update();
   finish_fp8_step();
 }
 
-void Llama::train_step(const AdamWStep& step) {
+bool Llama::train_step(const AdamWStep& step, const std::function<bool()>& stop) {
   TT_CHECK(loaded_ == step_.micro_batches, "train_step: set_batch gives every micro-batch of the step");
   TT_CHECK(!step_.clip || step.max_grad_norm > 0, "train_step: clipping needs a max_grad_norm");
   {
@@ -629,31 +629,33 @@ void Llama::train_step(const AdamWStep& step) {
       be_.graph_capture_end();
     }
     be_.graph_replay();
-    return;
+    return true;
   }
-  enqueue_step();
+  return enqueue_step(stop);
 }
 
 // With fused-adamw the updates run behind the backward pass (backward_pass), and what is left of
 // the optimizer after the backward, between marks 2 and 3, is the wait for the last of them.
 // Clipping needs every gradient before any update: the updates then follow the norm.
-void Llama::enqueue_step() {
+bool Llama::enqueue_step(const std::function<bool()>& stop) {
   const bool behind = be_.plan().fused_adamw && !step_.clip;
   be_.mark(0);
   for (int i = 0; i < step_.micro_batches; ++i) {
     forward(Pass::Train, i);
     if (i + 1 == step_.micro_batches) be_.mark(1);
     backward_pass(behind);
+    if (stop && i + 1 < step_.micro_batches && stop()) return false;
   }
   be_.mark(2);
   {
     ScopedRange range(be_, "optimizer");
     be_.wait_behind();  // the updates behind the backward, or the gradients' reductions
   }
-  if (step_.clip) state_.measure_grad_norm();
+  if (step_.norm_measured()) state_.measure_grad_norm();
   if (!behind) state_.update();
   finish_fp8_step();
   be_.mark(3);
+  return true;
 }
 
 double Llama::mean_loss() {

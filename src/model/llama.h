@@ -25,6 +25,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -81,12 +82,15 @@ class Llama {
   // The sum of the token losses over the first `sequences` sequences of the last set_batch, on
   // this rank alone (validation on a set number of windows counts only the real rows of a batch).
   double loss_sum(int sequences);
-  // With StepOptions::clip: the gradients' global norm of the last step, before clipping.
+  // With StepOptions::clip or measure_norm: the gradients' global norm of the last step, before clipping.
   double grad_norm() { return state_.grad_norm(); }
   // Every micro-batch's forward and backward, and optimizer_step, with time marks 0..3 on the
   // backend (0 at the start, 1 after the last micro-batch's forward, 2 after its backward, 3
   // after the update); with the cuda-graph switch, captured at the first call and replayed after.
-  void train_step(const AdamWStep& step);
+  // `stop`, when given and the step is not replayed from a graph, is asked after each micro-batch
+  // but the last: true abandons the step there, before its update (the weights and moments stay
+  // as they were). Returns whether the step was taken.
+  bool train_step(const AdamWStep& step, const std::function<bool()>& stop = {});
 
   // The arena's use over one step: after each region (in execution order), the bytes that
   // hold data still needed, by category. Parameters, gradients, optimizer state and the
@@ -193,7 +197,7 @@ class Llama {
   void finish_fp8_step();  // delayed scaling: this step's amaxes into the history
 
   void layout(Arena& a);
-  void enqueue_step();  // marks, forward, backward, the update
+  bool enqueue_step(const std::function<bool()>& stop = {});  // marks, forward, backward, the update
   void backward_pass(bool update_behind);
   // The micro-batch being computed, and whether its weight gradients add to the earlier ones'.
   bool accumulating() const { return micro_ > 0; }

@@ -43,7 +43,7 @@ void ParamState::layout(Arena& a) {
     for (const ParamRange& b : buckets_) largest = std::max(largest, b.numel);
     reduce_scratch_ = a.take(Category::Gradients, reduce_dtype_, largest);
   }
-  if (step_.clip) grad_sumsq_ = a.take(Category::Workspace, M, 1);
+  if (step_.norm_measured()) grad_sumsq_ = a.take(Category::Workspace, M, 1);
 }
 
 // The buckets, in the flat buffers' order: each layer's nine tensors (the last layer's with the
@@ -149,7 +149,7 @@ void ParamState::update() {
   for (const ParamEntry& e : table_) {  // one parameter tensor at a time, like torch's AdamW
     const Tensor act = params_act_.empty() ? Tensor{} : params_act_.slice(e.offset, e.numel);
     be_.adamw(params_.slice(e.offset, e.numel), grads_.slice(e.offset, e.numel), m_.slice(e.offset, e.numel),
-              v_.slice(e.offset, e.numel), act, decays(e), grad_sumsq_);
+              v_.slice(e.offset, e.numel), act, decays(e), clip_sumsq());
   }
 }
 
@@ -171,7 +171,7 @@ void ParamState::adamw_runs(int64_t offset, int64_t n, int64_t m_at) {
     end = std::min(end, offset + n);
     const int64_t k = end - at, mk = m_at + (at - offset);
     be_.adamw(params_.slice(at, k), grads_.slice(at, k), m_.slice(mk, k), v_.slice(mk, k),
-              params_act_.empty() ? Tensor{} : params_act_.slice(at, k), decay, grad_sumsq_);
+              params_act_.empty() ? Tensor{} : params_act_.slice(at, k), decay, clip_sumsq());
     at = end;
   }
 }
@@ -197,7 +197,7 @@ void ParamState::measure_grad_norm() {
 }
 
 double ParamState::grad_norm() {
-  TT_CHECK(step_.clip, "grad_norm: measured with StepOptions::clip only");
+  TT_CHECK(step_.norm_measured(), "grad_norm: measured with StepOptions::clip or measure_norm only");
   return std::sqrt(read(grad_sumsq_)[0]);
 }
 

@@ -41,6 +41,10 @@ struct StepOptions {
   bool clip = false;
   bool decay_norms = true;      // the RMSNorm gains decay (false: exempt, as nanoGPT exempts 1-D tensors)
   bool decay_embedding = true;  // the embedding (the tied head) decays
+  // The norm measured every step for the log alone, without clipping (clip measures it anyway):
+  // one more pass over the gradients and a read of one number.
+  bool measure_norm = false;
+  bool norm_measured() const { return clip || measure_norm; }
 };
 
 class ParamState {
@@ -118,7 +122,8 @@ class ParamState {
   int pending_gather_ = -1;                         // ZeRO-1 behind the backward: the bucket to gather next
   Tensor params_, params_act_, grads_, m_, v_;
   Tensor reduce_scratch_;  // a bucket in reduce_dtype_ when that is not the gradients' type
-  Tensor grad_sumsq_;      // clipping: the gradients' sum of squares (one master element)
+  Tensor clip_sumsq() const { return step_.clip ? grad_sumsq_ : Tensor{}; }  // what AdamW clips by (none: no clipping)
+  Tensor grad_sumsq_;      // the gradients' sum of squares (one master element), when measured
 };
 
 }  // namespace tt

@@ -49,16 +49,27 @@ std::unique_ptr<Communicator> make_communicator(const World& world, Backend& bac
 #endif
 }
 
-void check_same_on_every_rank(Communicator& comm, const std::string& what, const std::string& description) {
-  std::string root = what;
+void check_same_on_every_rank(Communicator& comm, const std::vector<std::string>& settings) {
+  std::string mine;
+  for (const std::string& s : settings) mine += s + "\n";
+  std::string root = mine;
   comm.broadcast(root, 0);
+  // Each rank's first differing setting, counted from 1 (0: none), summed into its own slot.
   std::vector<double> differs(size_t(comm.size()), 0.0);
-  differs[size_t(comm.rank())] = root == what ? 0.0 : 1.0;
+  std::vector<std::string> root_settings;
+  for (size_t at = 0, end; (end = root.find('\n', at)) != std::string::npos; at = end + 1)
+    root_settings.push_back(root.substr(at, end - at));
+  for (size_t i = 0; i < std::max(settings.size(), root_settings.size()) && differs[size_t(comm.rank())] == 0; ++i)
+    if (i >= settings.size() || i >= root_settings.size() || settings[i] != root_settings[i])
+      differs[size_t(comm.rank())] = double(i + 1);
   comm.all_reduce_sum(differs);
-  for (int r = 0; r < comm.size(); ++r)
-    if (differs[size_t(r)] != 0)
-      usage_fail("rank " + std::to_string(r) + " runs another " + description + " than rank 0 (every rank must be given "
-                 "the same flags)");
+  for (int r = 0; r < comm.size(); ++r) {
+    if (differs[size_t(r)] == 0) continue;
+    const size_t i = size_t(differs[size_t(r)]) - 1;
+    const std::string setting = i < root_settings.size() ? root_settings[i] : "(a setting rank 0 lacks)";
+    usage_fail("rank " + std::to_string(r) + " differs from rank 0 in " + setting.substr(0, setting.find('=')) +
+               " (rank 0: " + setting.substr(setting.find('=') + 1) + "): every rank must be given the same flags");
+  }
 }
 
 std::vector<int64_t> split_offsets(int64_t n, int ranks) {

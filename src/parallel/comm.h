@@ -50,9 +50,10 @@ class Communicator {
 std::unique_ptr<Communicator> make_communicator(const World& world, Backend& backend, const std::string& init = "env",
                                                 int timeout_s = 60);
 
-// Every rank's `what` must equal rank 0's (the model, the batch, the plan): else every rank
-// stops with one line naming the first rank that differs and what differs.
-void check_same_on_every_rank(Communicator& comm, const std::string& what, const std::string& description);
+// Every rank's settings ("--batch-size=8", "plan=v4 bf16", ...: the same names in the same order
+// on every rank) must equal rank 0's: else every rank stops with one line naming the first rank
+// that differs, the setting, and rank 0's value.
+void check_same_on_every_rank(Communicator& comm, const std::vector<std::string>& settings);
 
 // Bucket [0, n) split among `ranks`: rank r holds [offsets[r], offsets[r + 1]), chunks of
 // ceil(n / ranks), the last ones shorter or empty.

@@ -44,9 +44,27 @@ const std::vector<PlanSwitch>& plan_switches() {
   return switches;
 }
 
+std::vector<int> versions_from(int first) {
+  std::vector<int> v;
+  for (int level = first; level <= kLatestVersion; ++level) v.push_back(level);
+  return v;
+}
+
+std::string version_list() {
+  std::string s;
+  for (int v : versions_from(1)) s += (s.empty() ? "v" : ", v") + std::to_string(v);
+  return s;
+}
+
+int parse_version(const std::string& text, const std::string& flag) {
+  for (int v : versions_from(1))
+    if (text == "v" + std::to_string(v)) return v;
+  usage_fail(flag + ": the optimization level is one of " + version_list() + " (got '" + text + "')");
+}
+
 Plan plan_for_version(int version) {
   if (version < 1 || version > kLatestVersion)
-    usage_fail("--level: the optimization level is one of v1, v2, v3, v4, v5 (got v" + std::to_string(version) + ")");
+    usage_fail("--level: the optimization level is one of " + version_list() + " (got v" + std::to_string(version) + ")");
   Plan p;
   p.version = version;
   for (const PlanSwitch& s : plan_switches()) p.*s.field = s.preset && s.version <= version;

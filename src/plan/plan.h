@@ -1,5 +1,5 @@
 // The optimization plan: named switches that choose how the CUDA backend computes each
-// operation, and the four versions of the workshop as four presets. Reading the difference
+// operation, and the versions of the workshop as presets. Reading the difference
 // between two presets tells exactly what a version changes; flipping one switch of a preset
 // is the ablation study.
 //
@@ -60,6 +60,13 @@ const std::vector<PlanSwitch>& plan_switches();
 // own switches and those of the versions below it. Precision is chosen separately.
 Plan plan_for_version(int version);
 constexpr int kLatestVersion = 5;
+
+// The levels, written once: every version from `first` to the latest (the defaults of bench,
+// validate and kernels), "v1, v2, v3, v4, v5" for messages, and the one parser of "vN", whose
+// errors name `flag`.
+std::vector<int> versions_from(int first = 1);
+std::string version_list();
+int parse_version(const std::string& text, const std::string& flag);
 
 // Turns the switch named `name` on or off; UsageError (naming `flag`) for an unknown name.
 void set_switch(Plan& plan, const std::string& name, bool on, const std::string& flag);

@@ -12,11 +12,14 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
 
 #include "core/error.h"
 #include "core/files.h"
 #include "data/safetensors.h"
 #include "model/params.h"
+#include "train/train_flags.h"
 
 namespace tt {
 
@@ -110,16 +113,26 @@ Header read_header(const std::string& path, const std::string& flag) {
   } else if (const size_t at = h.info.data_identity.find("seq_len="); at != std::string::npos) {
     h.info.seq_len = int(std::min<long>(INT32_MAX, std::max(0L, std::strtol(h.info.data_identity.c_str() + at + 8, nullptr, 10))));
   }
-  for (auto [key, field] : {std::pair{"learning_rate", &h.info.learning_rate}, {"weight_decay", &h.info.weight_decay},
-                            {"batch_size", &h.info.batch_size}, {"lr_schedule", &h.info.lr_schedule}})
-    if (const auto it = meta.find(key); it != meta.end()) *field = it->second.substr(0, 128);
-  if (const auto it = meta.find("train_args"); it != meta.end()) {
-    try {
-      const json args = json::parse(it->second);
-      for (const json& a : args) h.info.train_args.push_back(a.get<std::string>());
+  if (const auto it = meta.find("run"); it != meta.end()) {
+    if (it->second.size() > 64 || it->second.find_first_not_of("0123456789abcdef") != std::string::npos)
+      bad(flag, path, "metadata 'run' is not a run identity");
+    h.info.run_id = it->second;
+  }
+  if (const auto it = meta.find("recipe"); it != meta.end()) {
+    try {  // an object of flags to numbers, texts and switches, checked against the table
+      h.info.recipe = json::parse(it->second, [](int depth, json::parse_event_t, json&) {
+        if (depth > 2) throw json::other_error::create(501, "nested too deep", static_cast<const json*>(nullptr));
+        return true;
+      });
     } catch (const json::exception&) {
-      bad(flag, path, "metadata 'train_args' is not a list of strings");
+      bad(flag, path, "metadata 'recipe' is not JSON of flags and values");
     }
+    if (!h.info.recipe.is_object()) bad(flag, path, "metadata 'recipe' is not an object of flags and values");
+    const std::vector<const TrainFlag*> stored = train_flags_with(kStored);
+    for (const auto& [name, value] : h.info.recipe.items())
+      if (value.is_structured() ||
+          std::none_of(stored.begin(), stored.end(), [&](const TrainFlag* f) { return f->name() == name; }))
+        bad(flag, path, "its recipe holds '" + name.substr(0, 64) + "', not a stored flag of this build");
   }
   const std::vector<Expected> expected = expected_tensors(h.info.config);
   if (h.file.tensors.size() != expected.size())
@@ -156,11 +169,8 @@ void save_checkpoint(const std::string& path, Llama& model, const CheckpointInfo
                             {"config", c.to_json().dump()},
                             {"seed", std::to_string(info.seed)},
                             {"seq_len", std::to_string(info.seq_len)},
-                            {"learning_rate", info.learning_rate},
-                            {"weight_decay", info.weight_decay},
-                            {"batch_size", info.batch_size},
-                            {"lr_schedule", info.lr_schedule},
-                            {"train_args", json(info.train_args).dump()}};
+                            {"run", info.run_id},
+                            {"recipe", info.recipe.dump()}};
   std::string text = header.dump();
   text.resize((text.size() + 7) / 8 * 8, ' ');  // data starts 8-byte aligned
   // Tensor by tensor: the host holds one tensor at a time, not three copies of the model. Every
@@ -194,19 +204,33 @@ void save_checkpoint(const std::string& path, Llama& model, const CheckpointInfo
 
 namespace {
 
-// The steps of DIR's step files, ascending.
-std::vector<std::pair<int64_t, std::string>> step_checkpoints(const std::string& dir) {
+// DIR's step files, by step: step_ and eight or more digits, .safetensors.
+std::vector<std::pair<int64_t, std::string>> step_files(const std::string& dir) {
   std::vector<std::pair<int64_t, std::string>> found;
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
-    if (name.size() != 4 + 1 + 8 + 12 || name.rfind("step_", 0) != 0 || name.substr(13) != ".safetensors") continue;
-    const std::string digits = name.substr(5, 8);
+    const size_t end = name.size() - std::min(name.size(), std::string(".safetensors").size());
+    if (name.rfind("step_", 0) != 0 || name.substr(end) != ".safetensors" || end < 13 || end > 5 + 18) continue;
+    const std::string digits = name.substr(5, end - 5);
     if (digits.find_first_not_of("0123456789") != std::string::npos) continue;
     found.emplace_back(std::stoll(digits), e.path().string());
   }
   std::sort(found.begin(), found.end());
   return found;
+}
+
+// The run that wrote a step file; nullopt when it is no checkpoint this build reads.
+std::optional<std::string> run_of(const std::string& path) {
+  try {
+    return read_header(path, "--save-dir").info.run_id;
+  } catch (const UsageError&) {
+    return std::nullopt;
+  }
+}
+
+std::string describe_run(const std::optional<std::string>& run) {
+  return !run ? "not a checkpoint of this build" : run->empty() ? "a run without identity" : "run " + *run;
 }
 
 }  // namespace
@@ -215,16 +239,38 @@ std::string step_checkpoint_path(const std::string& dir, int64_t step) {
   return (std::filesystem::path(dir) / fmt::format("step_{:08d}.safetensors", step)).string();
 }
 
-std::string latest_step_checkpoint(const std::string& dir) {
-  const auto found = step_checkpoints(dir);
-  return found.empty() ? std::string() : found.back().second;
+std::string latest_step_checkpoint(const std::string& dir, const std::string& flag) {
+  const auto found = step_files(dir);
+  if (found.empty()) usage_fail(flag + ": '" + dir + "' holds no step checkpoint (step_*.safetensors)");
+  const std::optional<std::string> latest = run_of(found.back().second);
+  const std::vector<std::string> others = other_runs_step_files(dir, latest.value_or("?"));
+  if (!latest || !others.empty())
+    usage_fail(flag + ": '" + dir + "' holds the step files of more than one run or files that are not checkpoints (" +
+               found.back().second + ": " + describe_run(latest) + "; " + others.front() +
+               "): give the checkpoint to resume, or keep each run in a directory of its own");
+  return found.back().second;
 }
 
-void remove_older_step_checkpoints(const std::string& dir, int keep) {
+std::vector<std::string> other_runs_step_files(const std::string& dir, const std::string& run_id) {
+  std::vector<std::string> others;
+  for (const auto& [step, path] : step_files(dir))
+    if (const std::optional<std::string> run = run_of(path); run != run_id)
+      others.push_back(std::filesystem::path(path).filename().string() + " (" + describe_run(run) + ")");
+  return others;
+}
+
+void remove_older_step_checkpoints(const std::string& dir, int keep, const std::string& run_id) {
   if (keep <= 0) return;
-  const auto found = step_checkpoints(dir);
+  std::vector<std::string> ours;
+  for (const auto& [step, path] : step_files(dir))
+    if (run_of(path) == run_id) ours.push_back(path);
   std::error_code ec;
-  for (size_t i = 0; i + size_t(keep) < found.size(); ++i) std::filesystem::remove(found[i].second, ec);
+  for (size_t i = 0; i + size_t(keep) < ours.size(); ++i) std::filesystem::remove(ours[i], ec);
+}
+
+std::string new_run_id() {
+  std::random_device entropy;
+  return fmt::format("{:08x}{:08x}", entropy(), entropy());
 }
 
 std::vector<float> read_checkpoint_params(const std::string& path, const ModelConfig& config, const std::string& flag) {

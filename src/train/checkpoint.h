@@ -8,10 +8,14 @@
 //   optimizer.exp_avg_sq.<name>     Adam's second moment
 // __metadata__ (strings): format "tiny_llama", format_version "1", step (optimizer steps
 // taken), data_position (sequences consumed), data (which data and windows), config (the
-// model configuration as JSON), seed, seq_len, learning_rate, weight_decay, batch_size.
+// model configuration as JSON), seed, seq_len, run (the run's identity: a fresh run draws one, a
+// resumed run keeps its checkpoint's), recipe (the run's stored flags as a JSON object of typed
+// values, src/train/train_flags.h).
 #pragma once
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "model/config.h"
 #include "model/llama.h"
@@ -25,12 +29,12 @@ struct CheckpointInfo {
   std::string data_identity;
   uint64_t seed = 0;
   int seq_len = 0;  // the sequence length it was trained at (0: not recorded): the context for generation
-  // The settings it was trained with (empty: not recorded, in checkpoints older than them), so
-  // that a resume can say what it changes.
-  std::string learning_rate, weight_decay, batch_size, lr_schedule;
-  // The run's recipe as flags (--batch-size 8 --learning-rate 0.0003 ...): a resume takes those it
-  // is not given (empty in checkpoints older than them).
-  std::vector<std::string> train_args;
+  // The run that wrote it ("" in checkpoints older than run identities): a save directory's step
+  // files of another run are never removed by this one.
+  std::string run_id;
+  // The recipe it was trained with, {"--batch-size": 8, ...} (empty in checkpoints older than it):
+  // a resume restores the values it is not given, checked like the user's.
+  nlohmann::json recipe = nlohmann::json::object();
 };
 
 // Writes atomically (temporary file, then rename).
@@ -41,12 +45,19 @@ void save_checkpoint(const std::string& path, Llama& model, const CheckpointInfo
 // is wrong. Reads no tensor data.
 CheckpointInfo read_checkpoint_info(const std::string& path, const std::string& flag = "--resume");
 
-// Checkpoints of a long run in a directory (--save-dir): DIR/step_00000100.safetensors. The path
-// of step `step`; the latest in DIR (empty when it holds none); and, after a write, the step
-// files beyond the newest `keep` removed (keep 0: all kept).
+// Checkpoints of a long run in a directory (--save-dir): DIR/step_00000100.safetensors (more
+// digits past step 99,999,999). The path of step `step`; the latest in DIR (empty when it holds
+// none; UsageError naming `flag` when its step files are of more than one run, or not
+// checkpoints); and, after a write, run `run_id`'s step files beyond its newest `keep` removed
+// (keep 0: all kept). A file that is not a checkpoint of the run is never touched.
 std::string step_checkpoint_path(const std::string& dir, int64_t step);
-std::string latest_step_checkpoint(const std::string& dir);
-void remove_older_step_checkpoints(const std::string& dir, int keep);
+std::string latest_step_checkpoint(const std::string& dir, const std::string& flag = "--resume");
+void remove_older_step_checkpoints(const std::string& dir, int keep, const std::string& run_id);
+// The step files in DIR that are not run `run_id`'s: "step_00000020.safetensors (run 3f2a...)".
+std::vector<std::string> other_runs_step_files(const std::string& dir, const std::string& run_id);
+
+// A new run's identity: 16 hexadecimal digits drawn from the system's entropy.
+std::string new_run_id();
 
 // Loads parameters and moments into the model (whose config must equal the checkpoint's).
 void load_checkpoint(const std::string& path, Llama& model, const std::string& flag = "--resume");

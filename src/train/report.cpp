@@ -2,10 +2,16 @@
 
 #include <fmt/format.h>
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 
 #include "core/arena.h"
+#include "core/files.h"
+#include "train/train_flags.h"
 
 namespace tt {
 
@@ -112,9 +118,16 @@ void print_flops_profile(std::ostream& log, const std::vector<ModuleFlops>& modu
 
 json result_json(const TrainOptions& o, const TrainResult& r) {
   json steps = json::array(), val = json::array(), mem = json::object();
+  const int64_t step_tokens = o.step_sequences(r.world_size) * o.seq_len;
   for (const StepRecord& s : r.steps)
-    steps.push_back({{"step", s.step}, {"loss", s.loss}, {"lr", s.lr}, {"ms", s.step_ms}, {"forward_ms", s.forward_ms},
+    steps.push_back({{"step", s.step}, {"tokens", s.step * step_tokens}, {"loss", s.loss}, {"lr", s.lr},
+                     {"grad_norm", std::isfinite(s.grad_norm) ? json(s.grad_norm) : json()}, {"ms", s.step_ms},
+                     {"tokens_per_sec", double(step_tokens) / (s.step_ms / 1e3)}, {"forward_ms", s.forward_ms},
                      {"backward_ms", s.backward_ms}, {"optimizer_ms", s.optimizer_ms}});
+  // The run's settings: the flag table's agreed rows beyond the model's (in "model").
+  json training = {{"data", r.data}};
+  for (const TrainFlag* f : train_flags_with(kAgreed))
+    if (f->group != FlagGroup::Model || f->name() == "--seed") training[f->key()] = f->value(o);
   for (const auto& [step, loss] : r.validation) val.push_back({{"step", step}, {"loss", loss}});
   json padding = json::object();
   for (int c = 0; c < kNumCategories; ++c) {
@@ -127,9 +140,7 @@ json result_json(const TrainOptions& o, const TrainResult& r) {
       {"parameters", o.model.param_count()},
       {"padded_vocab", r.padded_vocab},
       {"classifier_chunk", r.classifier_chunk},
-      {"training", {{"batch_size", o.batch}, {"grad_accum_steps", o.grad_accum}, {"seq_len", o.seq_len}, {"num_steps", o.steps},
-                    {"learning_rate", o.learning_rate}, {"weight_decay", o.weight_decay}, {"seed", o.seed},
-                    {"timing_warmup_steps", o.timing_warmup}, {"data", r.data}}},
+      {"training", training},
       {"device", r.device},
       {"backend", r.backend},
       {"plan", r.plan},
@@ -156,6 +167,123 @@ json result_json(const TrainOptions& o, const TrainResult& r) {
         {"memory_bytes", mem},
         {"vocab_padding_bytes", padding}}},
   };
+}
+
+// Where the run's checkpoints go, or that none is written.
+std::string checkpoints_note(const TrainOptions& o) {
+  std::string where;
+  if (!o.save_dir.empty())
+    where = fmt::format("step files in {}{}", o.save_dir,
+                        o.keep_last > 0 ? fmt::format(" (this run's newest {} kept)", o.keep_last) : "");
+  if (!o.save_path.empty()) where += (where.empty() ? "" : " and ") + o.save_path;
+  if (where.empty()) return "none (no --save or --save-dir: this run saves nothing)";
+  return (o.save_every > 0 ? fmt::format("every {} steps and at the end, ", o.save_every) : "at the end, ") + where;
+}
+
+// The OpenMP threads of the CPU backend and how they wait (src/cli/main.cpp chooses passive).
+std::string cpu_threads_note() {
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  if (!policy) return fmt::format("{}, waiting as the OpenMP runtime does by default", omp_get_max_threads());
+  return fmt::format("{}, OMP_WAIT_POLICY={}{}", omp_get_max_threads(), policy,
+                     std::getenv("TT_WAIT_POLICY_CHOSEN") ? " (chosen for you: spinning threads slow down a busy "
+                                                            "machine; set OMP_WAIT_POLICY to choose)"
+                                                          : "");
+}
+
+// The precision of the products, as peak_flops names it.
+std::string precision_name(const Plan& plan) { return plan.amp ? "bf16" : plan.tf32 ? "tf32" : "fp32"; }
+
+// The run's header: the model, backend, data, recipe, memory, checkpoints and where it starts.
+void print_header(std::ostream& log, const HeaderFacts& h) {
+  const TrainOptions& o = h.options;
+  const TrainResult& r = h.result;
+  const Backend& backend = h.backend;
+  const LrSchedule schedule = o.schedule();
+  const bool constant_lr = schedule.kind == "constant" && schedule.warmup == 0;  // printed as before schedules
+  const ModelConfig& m = o.model;
+  log << fmt::format("Tiny LLaMA: {} parameters (vocab {}, hidden {}, {} layers, {} heads / {} kv heads of {}, ffn {})\n",
+                     m.param_count(), m.vocab_size, m.hidden, m.layers, m.heads, m.kv_heads, m.head_dim(),
+                     m.intermediate);
+  log << fmt::format("Backend: {} | plan: {}\n", r.backend, r.plan);
+  if (!backend.is_cuda() && describe(o.backend.plan) != describe(plan_for_version(1)))
+    log << fmt::format("CPU: {} selects CUDA kernels; the CPU computes the same function its one way, so this run "
+                       "times the reference, not {}\n", describe(o.backend.plan), describe(o.backend.plan));
+  if (!backend.is_cuda()) log << "CPU threads: " << cpu_threads_note() << "\n";
+  log << fmt::format("Attention: {}\n", r.attention);
+  if (!r.products.empty()) log << fmt::format("Products: {}\n", r.products);
+  log << fmt::format("Data: {}\n", r.data);
+  log << fmt::format("Batch {} x {} tokens, steps {}..{}, lr {}, weight decay {:g}, seed {}\n", o.batch, o.seq_len,
+                     h.resume.step + 1, o.steps, constant_lr ? fmt::format("{:g}", o.learning_rate) : schedule.describe(),
+                     o.weight_decay, o.seed);
+  const int64_t step_tokens = o.step_sequences(r.world_size) * o.seq_len;
+  log << fmt::format("Tokens: {} a step{}, {} by step {}\n", step_tokens, r.world_size > 1 ? " over all processes" : "",
+                     step_tokens * o.steps, o.steps);
+  if (o.grad_accum > 1)
+    log << fmt::format("Gradient accumulation: {} micro-batches of {} a step, {} sequences per update{}\n", o.grad_accum,
+                       o.batch, o.step_sequences(r.world_size), r.world_size == 1 ? "" : " over all processes");
+  if (const std::string settings = settings_line(o); !settings.empty()) log << "Settings: " << settings << "\n";
+  log << fmt::format("Memory: {} reserved at start\n", format_mb(r.memory.total()));
+  if (r.world_size > 1)
+    log << fmt::format("Data parallel: {} processes ({}, {}), ZeRO-{}, gradients summed in {}: batch {} per process, {} in "
+                       "all\n", r.world_size, h.launcher, h.communicator, o.zero, dtype_name(h.reduce_dtype), o.batch,
+                       o.batch * r.world_size);
+  if (r.padded_vocab != m.vocab_size)
+    log << fmt::format("Output head: {} rows, the vocabulary padded to a multiple of {} for aligned products "
+                       "(zero rows, not counted as parameters or FLOPs; {} of the memory)\n",
+                       r.padded_vocab, backend.vocab_padding_multiple(), format_mb(r.memory.total_padding()));
+  if (backend.plan().fused_classifier && backend.is_cuda())
+    log << fmt::format("Fused classifier: {} tokens per chunk ({} of logits)\n", r.classifier_chunk,
+                       format_mb(size_t(r.classifier_chunk) * size_t(r.padded_vocab) * dtype_size(backend.act_dtype())));
+  log << "Checkpoints: " << checkpoints_note(o) << "\n";
+  if (!o.metrics_path.empty())
+    log << "Metrics: " << o.metrics_path << (h.resume.step > 0 ? fmt::format(" (after step {})", h.resume.step) : "") << "\n";
+  if (!o.resume_path.empty()) {
+    log << fmt::format("Resumed from {} at step {}\n", o.resume_path, h.resume.step);
+    if (const std::string changed = changed_settings(h.resume.recipe, o); !changed.empty())
+      log << "Resuming with changed settings: " << changed << "\n";
+  }
+  if (!o.init_from.empty()) log << fmt::format("Initialized from {}\n", o.init_from);
+}
+
+void report_profile(std::ostream& log, const TrainOptions& o, TrainResult& r, const TraceData& t,
+                    const std::string& device) {
+  r.launches_per_step = launches_per_step(t);
+  const std::vector<HotspotRow> hot = hotspots(t);
+  const std::vector<RegionRow> regions = region_times(t);
+  if (!o.profile_dir.empty()) {
+    const std::filesystem::path dir(o.profile_dir);
+    write_file_atomic((dir / "trace.json").string(), [&](std::ostream& out) { write_chrome_trace(out, t); });
+    write_file_atomic((dir / "kernels.csv").string(), [&](std::ostream& out) { write_kernels_csv(out, hot); });
+    write_file_atomic((dir / "regions.csv").string(), [&](std::ostream& out) { write_regions_csv(out, regions); });
+    log << fmt::format("Profile of {} steps written to {}: trace.json, kernels.csv, regions.csv\n", t.steps, o.profile_dir);
+  }
+  print_profile(log, t, hot);
+  if (o.flops_profile) {
+    std::vector<ModuleFlops> modules = module_flops(o.model, o.batch, o.seq_len);
+    add_measured_times(modules, t);
+    const std::string precision = precision_name(o.backend.plan);
+    print_flops_profile(log, modules, r.steps.back().step_ms, peak_flops(device, precision), precision);
+  }
+}
+
+void report_memory(std::ostream& log, const std::string& path, const Llama& model) {
+  const std::vector<Llama::MemoryPoint> points = model.memory_timeline();
+  size_t peak = 0;
+  std::string peak_region;
+  write_file_atomic(path, [&](std::ostream& out) {
+    out << "region";
+    for (int c = 0; c < kNumCategories; ++c) out << "," << category_name(Category(c));
+    out << ",total\n";
+    for (const Llama::MemoryPoint& p : points) {
+      size_t total = 0;
+      out << p.region;
+      for (size_t b : p.live) out << "," << b, total += b;
+      out << "," << total << "\n";
+      if (total > peak) peak = total, peak_region = p.region;
+    }
+  });
+  log << fmt::format("Memory over one step written to {}: live data peaks at {} after {} (the arena reserves {})\n",
+                     path, format_mb(peak), peak_region, format_mb(model.arena().total_bytes()));
 }
 
 }  // namespace tt

@@ -4,8 +4,11 @@
 #include <ostream>
 #include <string>
 
-#include "train/flops.h"
+#include "backend/backend.h"
+#include "model/llama.h"
 #include "trace/trace.h"
+#include "train/checkpoint.h"
+#include "train/flops.h"
 #include "train/trainer.h"
 
 namespace tt {
@@ -21,5 +24,28 @@ void print_profile(std::ostream& log, const TraceData& t, const std::vector<Hots
 void print_flops_profile(std::ostream& log, const std::vector<ModuleFlops>& modules, double step_ms, double peak,
                          const std::string& precision);
 nlohmann::json result_json(const TrainOptions& o, const TrainResult& r);
+
+// The precision of the products, as peak_flops names it.
+std::string precision_name(const Plan& plan);
+
+// What the run's header tells (src/train/trainer.cpp gathers it).
+struct HeaderFacts {
+  const TrainOptions& options;
+  const TrainResult& result;
+  const Backend& backend;
+  const CheckpointInfo& resume;  // step 0 and no recipe for a new run
+  std::string launcher, communicator;
+  DType reduce_dtype;
+};
+void print_header(std::ostream& log, const HeaderFacts& facts);
+// "every 100 steps and at the end, step files in DIR", or that the run saves nothing.
+std::string checkpoints_note(const TrainOptions& o);
+std::string cpu_threads_note();
+
+// After the profiled steps: the trace's files in --profile DIR, the hotspots, the FLOP profile.
+void report_profile(std::ostream& log, const TrainOptions& o, TrainResult& r, const TraceData& t,
+                    const std::string& device);
+// --profile-memory: the arena's live bytes by category over one step, into `path`.
+void report_memory(std::ostream& log, const std::string& path, const Llama& model);
 
 }  // namespace tt

@@ -24,32 +24,18 @@
 #include "train/checkpoint.h"
 #include "data/loader.h"
 #include "train/hf.h"
+#include "train/metrics.h"
 #include "train/report.h"
+#include "train/train_flags.h"
 
 namespace tt {
 
 void TrainOptions::validate() const {
-  auto positive = [](int v, const char* flag) {
-    if (v <= 0) usage_fail(std::string(flag) + ": must be a positive integer (got " + std::to_string(v) + ")");
-  };
-  positive(batch, "--batch-size");
-  positive(seq_len, "--seq-len");
-  positive(steps, "--num-steps");
-  positive(log_every, "--log-every");
-  if (save_every < 0) usage_fail("--save-every: must not be negative (got " + std::to_string(save_every) + ")");
+  for (const TrainFlag& row : train_flags()) row.check(*this);  // each value's own rule
   if (save_every > 0 && save_path.empty() && save_dir.empty())
     usage_fail("--save-every: needs --save PATH or --save-dir DIR, where the checkpoints go");
-  if (keep_last < 0) usage_fail("--keep-last: must not be negative");
   if (keep_last > 0 && save_dir.empty()) usage_fail("--keep-last: the step checkpoints of --save-dir to keep");
-  if (eval_every < 0) usage_fail("--eval-every: must not be negative (got " + std::to_string(eval_every) + ")");
-  positive(profile_steps, "--profile-steps");
-  if (timing_warmup < 0)
-    usage_fail("--timing-warmup-steps: must not be negative (got " + std::to_string(timing_warmup) + ")");
-  if (!(std::isfinite(learning_rate) && learning_rate > 0))
-    usage_fail("--learning-rate: must be a positive finite number");
-  if (lr_schedule_steps < 0) usage_fail("--lr-schedule-steps: must not be negative");
   if (zero != 0 && zero != 1) usage_fail("--zero: must be 0 or 1 (got " + std::to_string(zero) + ")");
-  if (val_tokens < 0) usage_fail("--val-tokens: must not be negative");
   if (reduce_dtype != "fp32" && reduce_dtype != "bf16")
     usage_fail("--reduce-dtype: fp32 or bf16 (got '" + reduce_dtype + "')");
   if (reduce_dtype == "bf16" && !backend.plan.amp)
@@ -63,16 +49,8 @@ void TrainOptions::validate() const {
     if (file && std::filesystem::is_directory(dist_init.substr(5)))
       usage_fail("--dist-init: '" + dist_init.substr(5) + "' is a directory: give the path of a file to meet through");
   }
-  for (const auto& [flag, beta] : {std::pair{"--beta1", beta1}, {"--beta2", beta2}})
-    if (!(std::isfinite(beta) && beta >= 0 && beta < 1)) usage_fail(std::string(flag) + ": must be in [0, 1)");
-  if (!(std::isfinite(adam_eps) && adam_eps > 0)) usage_fail("--adam-eps: must be a positive finite number");
-  if (grad_accum < 1 || grad_accum > 65536) usage_fail("--grad-accum-steps: 1 to 65536 micro-batches a step");
-  if (!(std::isfinite(grad_clip) && grad_clip >= 0))
-    usage_fail("--grad-clip: the largest global norm of the gradients, a finite number (0: no clipping)");
+  if (grad_accum > 65536) usage_fail("--grad-accum-steps: 1 to 65536 micro-batches a step");
   schedule().validate();
-  if (!(std::isfinite(init_std) && init_std > 0)) usage_fail("--init-std: must be a positive finite number");
-  if (!(std::isfinite(weight_decay) && weight_decay >= 0))
-    usage_fail("--weight-decay: must be a finite number, zero or more");
   if (seed > uint64_t(INT64_MAX))  // so that a checkpoint holds it as written (--seed -1 parses as 2^64 - 1)
     usage_fail("--seed: must be in [0, 9223372036854775807] (got " + std::to_string(seed) + ")");
   if (int64_t(batch) * seq_len * grad_accum > INT_MAX / 8)
@@ -132,20 +110,15 @@ double validation_loss_on(Llama& model, const DataSource& data, int64_t windows,
   return sum[0] / double(windows * model.seq_len());
 }
 
-// The precision of the products, as peak_flops names it.
-std::string precision_name(const Plan& plan) { return plan.amp ? "bf16" : plan.tf32 ? "tf32" : "fp32"; }
-
-double validation_loss(Llama& model, const DataSource& data) {
-  Batch b;
-  double sum = 0;
-  const int n = data.validation_batches();
-  for (int i = 0; i < n; ++i) {
-    data.validation_batch(i, b);
-    model.set_batch(b.tokens.data(), b.targets.data());
-    model.forward(Llama::Pass::Eval);
-    sum += model.mean_loss();
-  }
-  return sum / n;
+// The validation's windows: --val-tokens' (checked against the split), else the split's first
+// kDefaultValidationWindows; 0 for data without a validation split.
+int64_t validation_windows(const TrainOptions& o, const DataSource& data) {
+  if (o.val_tokens == 0) return std::min(kDefaultValidationWindows, data.all_validation_windows());
+  const int64_t windows = (o.val_tokens + o.seq_len - 1) / o.seq_len;
+  if (windows > data.all_validation_windows())
+    usage_fail(fmt::format("--val-tokens: {} tokens are {} windows of --seq-len {}; the validation split holds {}",
+                           o.val_tokens, windows, o.seq_len, data.all_validation_windows()));
+  return windows;
 }
 
 void prepare_directory(const std::string& dir, const char* flag) {
@@ -153,27 +126,6 @@ void prepare_directory(const std::string& dir, const char* flag) {
   std::filesystem::create_directories(dir, ec);
   if (ec || !std::filesystem::is_directory(dir)) usage_fail(std::string(flag) + ": cannot create directory '" + dir + "'");
   check_writable((std::filesystem::path(dir) / "trace.json").string(), flag);
-}
-
-void report_profile(std::ostream& log, const TrainOptions& o, TrainResult& r, const TraceData& t,
-                    const std::string& device) {
-  r.launches_per_step = launches_per_step(t);
-  const std::vector<HotspotRow> hot = hotspots(t);
-  const std::vector<RegionRow> regions = region_times(t);
-  if (!o.profile_dir.empty()) {
-    const std::filesystem::path dir(o.profile_dir);
-    write_file_atomic((dir / "trace.json").string(), [&](std::ostream& out) { write_chrome_trace(out, t); });
-    write_file_atomic((dir / "kernels.csv").string(), [&](std::ostream& out) { write_kernels_csv(out, hot); });
-    write_file_atomic((dir / "regions.csv").string(), [&](std::ostream& out) { write_regions_csv(out, regions); });
-    log << fmt::format("Profile of {} steps written to {}: trace.json, kernels.csv, regions.csv\n", t.steps, o.profile_dir);
-  }
-  print_profile(log, t, hot);
-  if (o.flops_profile) {
-    std::vector<ModuleFlops> modules = module_flops(o.model, o.batch, o.seq_len);
-    add_measured_times(modules, t);
-    const std::string precision = precision_name(o.backend.plan);
-    print_flops_profile(log, modules, r.steps.back().step_ms, peak_flops(device, precision), precision);
-  }
 }
 
 // What a non-finite loss or gradient norm says, and which setting to look at: the initial weights
@@ -195,50 +147,7 @@ std::string divergence(const TrainOptions& o, const char* quantity, double value
   return what + fmt::format(" after {} update(s): try a lower --learning-rate than {:g}", updates, o.learning_rate);
 }
 
-void report_memory(std::ostream& log, const std::string& path, const Llama& model) {
-  const std::vector<Llama::MemoryPoint> points = model.memory_timeline();
-  size_t peak = 0;
-  std::string peak_region;
-  write_file_atomic(path, [&](std::ostream& out) {
-    out << "region";
-    for (int c = 0; c < kNumCategories; ++c) out << "," << category_name(Category(c));
-    out << ",total\n";
-    for (const Llama::MemoryPoint& p : points) {
-      size_t total = 0;
-      out << p.region;
-      for (size_t b : p.live) out << "," << b, total += b;
-      out << "," << total << "\n";
-      if (total > peak) peak = total, peak_region = p.region;
-    }
-  });
-  log << fmt::format("Memory over one step written to {}: live data peaks at {} after {} (the arena reserves {})\n",
-                     path, format_mb(peak), peak_region, format_mb(model.arena().total_bytes()));
-}
-
 }  // namespace
-
-std::vector<std::string> recipe_args(const TrainOptions& o) {
-  auto number = [](double x) { return fmt::format("{}", x); };  // the shortest form that reads back exactly
-  const ModelConfig& m = o.model;
-  std::error_code ec;
-  const std::string data = o.data == "synthetic" ? o.data : std::filesystem::absolute(o.data, ec).string();
-  std::vector<std::string> args = {
-      "--num-steps", std::to_string(o.steps), "--batch-size", std::to_string(o.batch), "--seq-len", std::to_string(o.seq_len),
-      "--data", data, "--vocab-size", std::to_string(m.vocab_size), "--hidden-dim", std::to_string(m.hidden),
-      "--num-layers", std::to_string(m.layers), "--num-heads", std::to_string(m.heads), "--num-kv-heads",
-      std::to_string(m.kv_heads), "--intermediate-size", std::to_string(m.intermediate), "--norm-eps", number(m.norm_eps),
-      "--rope-theta", number(m.rope_theta), m.tie_embeddings ? "--tie-embeddings" : "--no-tie-embeddings",
-      "--seed", std::to_string(o.seed), "--learning-rate", number(o.learning_rate),
-      "--lr-schedule", o.lr_schedule, "--lr-warmup-steps", std::to_string(o.lr_warmup), "--min-lr", number(o.min_lr),
-      "--weight-decay", number(o.weight_decay), "--beta1", number(o.beta1), "--beta2", number(o.beta2), "--adam-eps",
-      number(o.adam_eps), "--val-tokens", std::to_string(o.val_tokens), o.shuffle ? "--shuffle" : "--no-shuffle",
-      "--grad-accum-steps", std::to_string(o.grad_accum), "--grad-clip", number(o.grad_clip),
-      o.decay_norms ? "--decay-norms" : "--no-decay-norms", o.decay_embedding ? "--decay-embedding" : "--no-decay-embedding",
-      "--log-every", std::to_string(o.log_every), "--eval-every", std::to_string(o.eval_every)};
-  if (o.lr_decay > 0) args.insert(args.end(), {"--lr-decay-steps", std::to_string(o.lr_decay)});
-  if (o.lr_schedule_steps > 0) args.insert(args.end(), {"--lr-schedule-steps", std::to_string(o.lr_schedule_steps)});
-  return args;
-}
 
 namespace {
 
@@ -249,6 +158,7 @@ struct CheckedRun {
   std::unique_ptr<DataSource> data;
   CheckpointInfo resume;
   std::vector<float> initial;  // --init-from's weights (none: drawn from the seed)
+  std::string run_id;          // stored in its checkpoints: a new run's own, or the resumed one's
   bool on_gpu = false, wants_profile = false;
 };
 
@@ -279,9 +189,16 @@ CheckedRun check_run(const TrainOptions& o) {
   for (const std::string& f : data_files(o.data)) inputs.emplace_back("--data", f);
   check_distinct_paths({{"--json", o.json_path}, {"--save", o.save_path}, {"--metrics", o.metrics_path}}, inputs);
   if (!o.json_path.empty()) check_writable(o.json_path, "--json");
-  if (!o.metrics_path.empty()) check_writable(o.metrics_path, "--metrics");
+  const bool metrics_in_save_dir = !o.save_dir.empty() && std::filesystem::path(o.metrics_path).parent_path() == o.save_dir;
+  if (!o.metrics_path.empty() && !metrics_in_save_dir) check_writable(o.metrics_path, "--metrics");
   if (!o.save_path.empty()) check_writable(o.save_path, "--save");
   if (!o.save_dir.empty()) check_writable_directory(o.save_dir, "--save-dir");
+  c.run_id = o.resume_path.empty() ? new_run_id() : resume.run_id;
+  if (!o.save_dir.empty() && std::filesystem::is_directory(o.save_dir))
+    if (const std::vector<std::string> others = other_runs_step_files(o.save_dir, c.run_id); !others.empty())
+      usage_fail("--save-dir: '" + o.save_dir + "' holds step files that are not this run's (" + others.front() +
+                 (others.size() > 1 ? fmt::format(" and {} more", others.size() - 1) : "") +
+                 "): continue that run with --resume " + o.save_dir + ", or give each run a directory of its own");
   c.wants_profile = !o.profile_dir.empty() || o.flops_profile;
   // What applies on the GPU only is refused on the CPU here, before any file or directory is made.
   std::string no_gpu;
@@ -306,65 +223,6 @@ CheckedRun check_run(const TrainOptions& o) {
   return c;
 }
 
-// The run's header: the model, backend, data, recipe, memory and where it starts.
-void print_header(std::ostream& log, const TrainOptions& o, const TrainResult& r, const Llama& model, const Backend& backend,
-                  const Communicator& comm, const World& world, const CheckpointInfo& resume) {
-  const LrSchedule schedule = o.schedule();
-  const bool constant_lr = schedule.kind == "constant" && schedule.warmup == 0;  // printed as before schedules
-  const ModelConfig& m = o.model;
-  log << fmt::format("Tiny LLaMA: {} parameters (vocab {}, hidden {}, {} layers, {} heads / {} kv heads of {}, ffn {})\n",
-                     m.param_count(), m.vocab_size, m.hidden, m.layers, m.heads, m.kv_heads, m.head_dim(),
-                     m.intermediate);
-  log << fmt::format("Backend: {} | plan: {}\n", r.backend, r.plan);
-  if (!backend.is_cuda() && describe(o.backend.plan) != describe(plan_for_version(1)))
-    log << fmt::format("CPU: {} selects CUDA kernels; the CPU computes the same function its one way, so this run "
-                       "times the reference, not {}\n", describe(o.backend.plan), describe(o.backend.plan));
-  log << fmt::format("Attention: {}\n", r.attention);
-  if (!r.products.empty()) log << fmt::format("Products: {}\n", r.products);
-  log << fmt::format("Data: {}\n", r.data);
-  log << fmt::format("Batch {} x {} tokens, steps {}..{}, lr {}, weight decay {:g}, seed {}\n", o.batch, o.seq_len,
-                     resume.step + 1, o.steps, constant_lr ? fmt::format("{:g}", o.learning_rate) : schedule.describe(),
-                     o.weight_decay, o.seed);
-  if (o.grad_accum > 1)
-    log << fmt::format("Gradient accumulation: {} micro-batches of {} a step, {} sequences per update{}\n", o.grad_accum,
-                       o.batch, o.step_sequences(comm.size()), comm.solo() ? "" : " over all processes");
-  if (o.grad_clip > 0 || !o.decay_norms || !o.decay_embedding) {
-    std::string exempt = !o.decay_norms && !o.decay_embedding ? "norms and embedding"
-                         : !o.decay_norms                     ? "norms"
-                         : !o.decay_embedding                 ? "embedding"
-                                                              : "";
-    log << fmt::format("Optimizer: AdamW betas {:g}, {:g}, eps {:g}{}{}\n", o.beta1, o.beta2, o.adam_eps,
-                       o.grad_clip > 0 ? fmt::format(", gradients clipped to global norm {:g}", o.grad_clip) : "",
-                       exempt.empty() ? "" : ", no weight decay on the " + exempt);
-  }
-  log << fmt::format("Memory: {} reserved at start\n", format_mb(r.memory.total()));
-  if (!comm.solo())
-    log << fmt::format("Data parallel: {} processes ({}, {}), ZeRO-{}, gradients summed in {}: batch {} per process, {} in "
-                       "all\n", comm.size(), world.launcher, comm.name(), o.zero,
-                       dtype_name(model.reduce_dtype()), o.batch, o.batch * comm.size());
-  if (r.padded_vocab != m.vocab_size)
-    log << fmt::format("Output head: {} rows, the vocabulary padded to a multiple of {} for aligned products "
-                       "(zero rows, not counted as parameters or FLOPs; {} of the memory)\n",
-                       r.padded_vocab, backend.vocab_padding_multiple(), format_mb(r.memory.total_padding()));
-  if (backend.plan().fused_classifier && backend.is_cuda())
-    log << fmt::format("Fused classifier: {} tokens per chunk ({} of logits)\n", r.classifier_chunk,
-                       format_mb(size_t(r.classifier_chunk) * size_t(r.padded_vocab) * dtype_size(backend.act_dtype())));
-  if (!o.resume_path.empty()) {
-    log << fmt::format("Resumed from {} at step {}\n", o.resume_path, resume.step);
-    std::string changed;
-    for (auto [flag, was, now] : {std::tuple{"--learning-rate", resume.learning_rate, fmt::format("{}", o.learning_rate)},
-                                  {"--lr-schedule", resume.lr_schedule, schedule.describe()},
-                                  {"--weight-decay", resume.weight_decay, fmt::format("{}", o.weight_decay)},
-                                  {"--batch-size", resume.batch_size, std::to_string(o.batch)}})
-      if (!was.empty() && was != now && !(was.rfind("constant", 0) == 0 && now.rfind("constant", 0) == 0))  // a
-        changed += fmt::format("{}{} {} -> {}", changed.empty() ? "" : ", ", flag, was, now);  // constant's is the lr
-    if (!changed.empty()) log << "Resuming with changed settings: " << changed << "\n";
-  }
-  if (!o.init_from.empty()) log << fmt::format("Initialized from {}\n", o.init_from);
-  if (o.profile_memory && world.rank == 0) report_memory(log, (std::filesystem::path(o.profile_dir) / "memory.csv").string(), model);
-  log.flush();
-}
-
 // The timed steps' means (and the step's median) into r, and the rates they give.
 void summarize_timing(TrainResult& r, const TrainOptions& o, const std::vector<double>& step_ms,
                       const std::vector<double>& fwd_ms, const std::vector<double>& bwd_ms, const std::vector<double>& opt_ms) {
@@ -381,231 +239,288 @@ void summarize_timing(TrainResult& r, const TrainOptions& o, const std::vector<d
   }
 }
 
+// One training run: set up (the checks, the backend, the ranks, the model, the header, the first
+// validation), then a step at a time (train, record, evaluate, log, save), then finish (the
+// summary, the last checkpoint, the report).
+class TrainingRun {
+ public:
+  TrainingRun(const TrainOptions& o, std::ostream& out);
+  int64_t first_step() const { return c_.resume.step + 1; }
+  bool step(int64_t step);  // false: stopped by a signal before it
+  TrainResult finish();
+
+ private:
+  void agree_between_ranks();
+  void describe_run();
+  bool train_one(int64_t step);  // false: abandoned between micro-batches by a signal
+  void evaluate_and_log(int64_t step, const StepRecord& s, bool in_profile);
+  nlohmann::json metrics_line(const StepRecord* s, std::optional<double> validation) const;
+  void save(int64_t step);
+  void make_save_dir() const;
+  bool stop_asked();
+
+  const TrainOptions& o_;
+  CheckedRun c_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Communicator> comm_;
+  std::ostringstream quiet_;  // the other ranks' log
+  std::ostream& log_;
+  std::unique_ptr<KernelTrace> trace_;
+  std::unique_ptr<Llama> model_;
+  TrainResult r_;
+  LrSchedule schedule_;
+  AdamWStep adam_;
+  int64_t val_windows_ = 0;  // the validation's windows (0: none)
+  MetricsLog metrics_;
+  double peak_ = 0;          // the GPU's peak rate in this precision (0: unknown)
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::vector<double> step_ms_, fwd_ms_, bwd_ms_, opt_ms_;
+  int64_t last_step_ = 0, first_profiled_ = 0, last_profiled_ = 0;
+  int stopped_by_ = 0;
+  int64_t abandoned_step_ = 0;  // the step a signal stopped between its micro-batches (0: none)
+};
+
+TrainingRun::TrainingRun(const TrainOptions& o, std::ostream& out)
+    : o_(o), c_(check_run(o)), log_(out), schedule_(o.schedule()) {
+  BackendOptions backend_options = o.backend;
+  if (c_.world.launcher != "none" && c_.on_gpu) {  // one GPU per rank, the local rank's
+    const int gpus = cuda_device_count();
+    if (c_.world.local_size > gpus)
+      usage_fail(fmt::format("{} processes on this node, but it has {} GPU(s): one GPU per process", c_.world.local_size, gpus));
+    backend_options.gpu = c_.world.local_rank;
+  }
+  backend_ = make_backend(backend_options);
+  const std::string dist_init = !o.dist_init.empty()                                              ? o.dist_init
+                                : c_.world.launcher == "mpirun" && c_.world.master_addr.empty() ? "mpi"
+                                                                                                : "env";
+  comm_ = make_communicator(c_.world, *backend_, dist_init, o.dist_timeout);
+  agree_between_ranks();
+  if (c_.wants_profile && c_.world.rank == 0) trace_ = KernelTrace::create();  // before the first step: graphs are seen
+  const DType reduce = comm_->size() == 1 || o.reduce_dtype != "bf16" ? DType::F32 : DType::BF16;
+  model_ = std::make_unique<Llama>(o.model, *backend_, o.batch, o.seq_len, DataParallel{comm_.get(), o.zero, reduce},
+                                   StepOptions{o.grad_accum, o.grad_clip > 0, o.decay_norms, o.decay_embedding, !c_.on_gpu});
+  c_.data->set_shard(comm_->rank(), comm_->size());
+  if (o.shuffle) c_.data->set_shuffle(o.seed);
+  if (o.resume_path.empty()) {
+    model_->init_weights(o.seed, o.init_std);
+    if (!c_.initial.empty()) model_->write(model_->params(), c_.initial);
+  } else {
+    load_checkpoint(o.resume_path, *model_);
+    c_.data->set_position(c_.resume.data_position, c_.resume.data_epoch);
+  }
+  adam_ = {o.learning_rate, o.beta1, o.beta2, o.adam_eps, o.weight_decay, o.grad_clip};
+  last_step_ = c_.resume.step;
+  first_profiled_ = c_.resume.step + o.timing_warmup + 1, last_profiled_ = first_profiled_ + o.profile_steps - 1;
+  describe_run();
+}
+
+// Everything that decides which collectives a rank calls, and with what: the agreed rows of the
+// flag table, and what the rank found (its data, plan, checkpoint step, whether it saves).
+void TrainingRun::agree_between_ranks() {
+  if (comm_->solo()) return;
+  std::vector<std::string> values = agreed_values(o_);
+  for (const auto& [name, value] :
+       {std::pair{"data", c_.data->identity()}, {"plan", describe(o_.backend.plan)},
+        {"resumed step", std::to_string(c_.resume.step)},
+        {"saving", o_.save_path.empty() && o_.save_dir.empty() ? "no" : "yes"},
+        {"profiling", c_.wants_profile ? "yes" : "no"}})
+    values.push_back(std::string(name) + "=" + value);
+  check_same_on_every_rank(*comm_, values);
+}
+
+// The result's facts, the header, the validation's windows, the first validation and --metrics.
+void TrainingRun::describe_run() {
+  std::ostream& log = comm_->rank() == 0 ? log_ : quiet_;
+  r_.device = backend_->is_cuda() ? "cuda" : "cpu";
+  r_.backend = backend_->name();
+  r_.plan = backend_->is_cuda() ? describe(backend_->plan()) : "reference (plan switches apply to the CUDA backend)";
+  r_.attention = backend_->attention_kind();
+  r_.products = model_->products_kind();
+  r_.data = c_.data->describe();
+  const std::array<size_t, kNumCategories> padding = model_->padding_bytes();
+  for (int c = 0; c < kNumCategories; ++c) {
+    r_.memory.bytes[c] = model_->arena().bytes(Category(c));
+    r_.memory.padding[c] = padding[size_t(c)];
+  }
+  r_.padded_vocab = model_->padded_vocab();
+  r_.classifier_chunk = model_->classifier_chunk();
+  r_.world_size = comm_->size();
+  r_.flops_per_step = training_flops(o_.model, o_.step_sequences(comm_->size()), o_.seq_len);
+  print_header(log, {o_, r_, *backend_, c_.resume, c_.world.launcher, comm_->name(), model_->reduce_dtype()});
+  if (o_.profile_memory && comm_->rank() == 0)
+    report_memory(log, (std::filesystem::path(o_.profile_dir) / "memory.csv").string(), *model_);
+  peak_ = backend_->is_cuda() ? peak_flops(backend_->name(), precision_name(o_.backend.plan)) : 0;
+  val_windows_ = validation_windows(o_, *c_.data);
+  if (!o_.metrics_path.empty() && comm_->rank() == 0) {
+    if (!o_.save_dir.empty()) make_save_dir();  // which may hold the metrics
+    metrics_ = MetricsLog(o_.metrics_path, c_.resume.step);
+  }
+  if (val_windows_ > 0) {
+    r_.validation.emplace_back(c_.resume.step, validation_loss_on(*model_, *c_.data, val_windows_, *comm_));
+    log << fmt::format("Validation loss at step {}: {:.4f}\n", c_.resume.step, r_.validation.back().second);
+  }
+  if (val_windows_ > 0 && metrics_.last_step() < c_.resume.step)  // the series starts at the run's first validation
+    metrics_.write(metrics_line(nullptr, r_.validation.back().second), log);
+  log.flush();
+}
+
+// A signal to any rank stops every rank after the same step (they agree on it each step).
+bool TrainingRun::stop_asked() {
+  std::vector<double> signal = {double(stop_requested())};
+  if (!comm_->solo()) comm_->all_reduce_sum(signal);
+  if (signal[0] > 0 && !stopped_by_) stopped_by_ = stop_requested() ? stop_requested() : SIGTERM;
+  return signal[0] > 0;
+}
+
+bool TrainingRun::step(int64_t step) {
+  if (stop_asked()) return false;  // the previous step is whole: stop after it
+  // The profiled steps skip the evaluation on every rank (rank 0 alone traces them).
+  const bool in_profile = c_.wants_profile && step >= first_profiled_ && step <= last_profiled_;
+  if (trace_ && step == first_profiled_) trace_->begin();
+  if (!train_one(step)) return false;
+  last_step_ = step;
+  const StepRecord& s = r_.steps.back();
+  if (trace_ && in_profile) {
+    trace_->end_step();
+    if (step == last_profiled_) report_profile(comm_->rank() == 0 ? log_ : quiet_, o_, r_, trace_->finish(), backend_->name());
+  }
+  if (int64_t(r_.steps.size()) > o_.timing_warmup) {
+    step_ms_.push_back(s.step_ms);
+    fwd_ms_.push_back(s.forward_ms);
+    bwd_ms_.push_back(s.backward_ms);
+    opt_ms_.push_back(s.optimizer_ms);
+  }
+  evaluate_and_log(step, s, in_profile);
+  if (o_.save_every > 0 && step % o_.save_every == 0 && step < o_.steps) save(step);
+  return true;
+}
+
+// The step's micro-batches from the data, the update, and its record. One process without a
+// step graph checks for a signal between micro-batches too: a step abandoned there leaves the
+// model as the last step left it, and the data where that step's ended.
+bool TrainingRun::train_one(int64_t step) {
+  const int64_t position = c_.data->position(), epoch = c_.data->epoch();
+  Batch batch;
+  c_.data->next_batches(o_.grad_accum, batch);
+  model_->set_batch(batch.tokens.data(), batch.targets.data(), o_.grad_accum);
+  adam_.t = step;
+  adam_.lr = schedule_.at(step);
+  std::function<bool()> between_micro_batches;
+  if (comm_->solo())
+    between_micro_batches = [&] {
+      if (stop_requested()) stopped_by_ = stop_requested();
+      return stopped_by_ != 0;
+    };
+  if (!model_->train_step(adam_, between_micro_batches)) {
+    c_.data->set_position(position, epoch);
+    abandoned_step_ = step;
+    return false;
+  }
+  StepRecord s{step, model_->mean_loss(), adam_.lr, backend_->elapsed_ms(0, 3), backend_->elapsed_ms(0, 1),
+               backend_->elapsed_ms(1, 2), backend_->elapsed_ms(2, 3)};
+  if (model_->step_options().norm_measured()) s.grad_norm = model_->grad_norm();
+  // A non-finite loss or norm stops the run here: no checkpoint of this step is written, and the
+  // last one (--save-every) is the last good state.
+  if (!std::isfinite(s.loss)) fail(divergence(o_, "the loss", s.loss, step, step - 1 - c_.resume.step));
+  if (o_.grad_clip > 0 && !std::isfinite(s.grad_norm))
+    fail(divergence(o_, "the gradients' norm", s.grad_norm, step, step - 1 - c_.resume.step));
+  r_.steps.push_back(s);
+  return true;
+}
+
+void TrainingRun::evaluate_and_log(int64_t step, const StepRecord& s, bool in_profile) {
+  std::ostream& log = comm_->rank() == 0 ? log_ : quiet_;
+  const bool log_step = step % o_.log_every == 0 || step == o_.steps;
+  const bool eval_step = val_windows_ > 0 && !in_profile &&
+                         ((o_.eval_every > 0 ? step % o_.eval_every == 0 : log_step) || step == o_.steps);
+  if (eval_step) r_.validation.emplace_back(step, validation_loss_on(*model_, *c_.data, val_windows_, *comm_));
+  const std::optional<double> validation = eval_step ? std::optional(r_.validation.back().second) : std::nullopt;
+  if (log_step) {
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    std::string line = step_line(o_, s, r_.memory, comm_->size());
+    if (schedule_.kind != "constant" || schedule_.warmup != 0) line += fmt::format(" | LR: {:.3e}", s.lr);
+    if (std::isfinite(s.grad_norm)) line += fmt::format(" | Norm: {:.3f}", s.grad_norm);
+    if (step < o_.steps) line += " | ETA: " + format_duration(elapsed / double(step - c_.resume.step) * double(o_.steps - step));
+    if (validation) line += fmt::format(" | Val: {:.4f}", *validation);
+    log << line << "\n";
+    metrics_.write(metrics_line(&s, validation), log);
+  } else if (validation) {
+    log << fmt::format("Validation loss at step {}: {:.4f}\n", step, *validation);
+  }
+  if (log_step || eval_step) log.flush();
+}
+
+// A --metrics line: a step's record (none: the validation before the first step).
+nlohmann::json TrainingRun::metrics_line(const StepRecord* s, std::optional<double> validation) const {
+  using json = nlohmann::json;
+  const int64_t step = s ? s->step : c_.resume.step, sequences = o_.step_sequences(comm_->size());
+  auto number = [](double v) { return std::isfinite(v) ? json(v) : json(); };
+  const double per_sec = s ? double(sequences) * o_.seq_len / (s->step_ms / 1e3) : std::nan("");
+  return {{"step", step},
+          {"tokens", step * sequences * o_.seq_len},
+          {"loss", s ? number(s->loss) : json()},
+          {"lr", s ? number(s->lr) : json()},
+          {"grad_norm", s ? number(s->grad_norm) : json()},
+          {"step_ms", s ? number(s->step_ms) : json()},
+          {"tokens_per_sec", number(per_sec)},
+          {"mfu", s && peak_ > 0 ? json(r_.flops_per_step / (s->step_ms / 1e3) / peak_) : json()},
+          {"elapsed_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count()},
+          {"validation_loss", validation ? json(*validation) : json()}};
+}
+
+// --save's file, and --save-dir's step file (the run's older ones beyond --keep-last removed after).
+void TrainingRun::save(int64_t step) {
+  CheckpointInfo info{o_.model, step, c_.data->position(), c_.data->epoch(), c_.data->identity(), o_.seed, o_.seq_len,
+                      c_.run_id, recipe_of(o_)};
+  if (!o_.save_path.empty()) save_checkpoint(o_.save_path, *model_, info);
+  if (o_.save_dir.empty()) return;
+  if (comm_->rank() == 0) make_save_dir();
+  save_checkpoint(step_checkpoint_path(o_.save_dir, step), *model_, info);
+  if (comm_->rank() == 0) remove_older_step_checkpoints(o_.save_dir, o_.keep_last, c_.run_id);
+}
+
+void TrainingRun::make_save_dir() const {
+  std::error_code ec;
+  std::filesystem::create_directories(o_.save_dir, ec);
+  if (ec) fail("--save-dir: cannot create '" + o_.save_dir + "': " + ec.message());
+}
+
+TrainResult TrainingRun::finish() {
+  std::ostream& log = comm_->rank() == 0 ? log_ : quiet_;
+  const bool stopped = stopped_by_ && last_step_ < o_.steps;
+  summarize_timing(r_, o_, step_ms_, fwd_ms_, bwd_ms_, opt_ms_);
+  r_.final_loss = r_.steps.empty() ? std::nan("") : r_.steps.back().loss;
+  const bool saves = !o_.save_path.empty() || !o_.save_dir.empty();
+  if (stopped) {
+    r_.stopped_by = stopped_by_;
+    log << fmt::format("Stopped by signal {} {}after step {}{}\n", r_.stopped_by,
+                       abandoned_step_ ? fmt::format("during step {}, between its micro-batches (not taken), ",
+                                                     abandoned_step_)
+                                       : "",
+                       last_step_, saves ? ": writing the checkpoint" : " (no --save: no checkpoint)");
+  } else {
+    print_summary(log, o_, r_);
+  }
+  // The model first: a report that cannot be written (a full disk) must not cost the model.
+  if (saves && last_step_ > c_.resume.step) {
+    save(last_step_);
+    const std::string where = o_.save_path.empty() ? step_checkpoint_path(o_.save_dir, last_step_) : o_.save_path;
+    log << "Saved checkpoint: " << where << (stopped ? fmt::format(" at step {} (resume with --resume)", last_step_) : "")
+        << "\n";
+  }
+  if (!o_.json_path.empty() && comm_->rank() == 0)
+    write_file_atomic(o_.json_path, [&](std::ostream& out) { out << result_json(o_, r_).dump(2) << "\n"; });
+  comm_->finish();
+  return r_;
+}
+
 }  // namespace
 
 TrainResult train(const TrainOptions& o, std::ostream& out) {
-  const CheckedRun checked = check_run(o);
-  const World& world = checked.world;
-  const std::unique_ptr<DataSource>& data = checked.data;
-  const CheckpointInfo& resume = checked.resume;
-  const bool on_gpu = checked.on_gpu, wants_profile = checked.wants_profile;
-  const bool profiling = wants_profile && world.rank == 0;  // rank 0 traces its GPU
-  const DType reduce_dtype = o.reduce_dtype == "bf16" ? DType::BF16 : DType::F32;
-  BackendOptions backend_options = o.backend;
-  if (world.launcher != "none" && on_gpu) {
-    // One GPU per rank, the local rank's.
-    const int gpus = cuda_device_count();
-    if (world.local_size > gpus)
-      usage_fail(fmt::format("{} processes on this node, but it has {} GPU(s): one GPU per process", world.local_size, gpus));
-    backend_options.gpu = world.local_rank;
-  }
-  std::unique_ptr<Backend> backend = make_backend(backend_options);
-  const std::string dist_init =
-      !o.dist_init.empty() ? o.dist_init : world.launcher == "mpirun" && world.master_addr.empty() ? "mpi" : "env";
-  const std::unique_ptr<Communicator> comm = make_communicator(world, *backend, dist_init, o.dist_timeout);
-  std::ostringstream quiet;  // the other ranks' log
-  std::ostream& log = comm->rank() == 0 ? out : quiet;
-  if (!comm->solo())
-    // Everything that decides which collectives a rank calls, and with what.
-    check_same_on_every_rank(*comm,
-                             fmt::format("{} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}", o.model.to_json().dump(),
-                                         o.batch, o.seq_len, o.steps,
-                                         fmt::format("{} {} {} {} {} {} {} {} {} {}", o.schedule().describe(),
-                                                     o.weight_decay, o.beta1, o.beta2, o.adam_eps, o.shuffle, o.grad_accum,
-                                                     o.grad_clip, o.decay_norms, o.decay_embedding),
-                                         o.seed,
-                                         data->identity(), describe(o.backend.plan), o.zero, dtype_name(reduce_dtype),
-                                         resume.step, o.log_every, o.eval_every, o.save_path.empty() && o.save_dir.empty(),
-                                         o.save_every,
-                                         fmt::format("{} {} {}", wants_profile, o.timing_warmup, o.profile_steps)),
-                             "model, batch, data, plan, optimizer or schedule of logs, evaluations and checkpoints");
-  std::unique_ptr<KernelTrace> trace;
-  if (profiling) {
-    trace = KernelTrace::create();  // before the first step, so that graph captures are seen
-  }
-  Llama model(o.model, *backend, o.batch, o.seq_len, {comm.get(), o.zero, comm->size() == 1 ? DType::F32 : reduce_dtype},
-              {o.grad_accum, o.grad_clip > 0, o.decay_norms, o.decay_embedding});
-  data->set_shard(comm->rank(), comm->size());
-  if (o.shuffle) data->set_shuffle(o.seed);
-  if (o.resume_path.empty()) {
-    model.init_weights(o.seed, o.init_std);
-    if (!checked.initial.empty()) model.write(model.params(), checked.initial);
-  } else {
-    load_checkpoint(o.resume_path, model);
-    data->set_position(resume.data_position, resume.data_epoch);
-  }
-
-  TrainResult r;
-  r.device = backend->is_cuda() ? "cuda" : "cpu";
-  r.backend = backend->name();
-  r.plan = backend->is_cuda() ? describe(backend->plan()) : "reference (plan switches apply to the CUDA backend)";
-  r.attention = backend->attention_kind();
-  r.products = model.products_kind();
-  r.data = data->describe();
-  const std::array<size_t, kNumCategories> padding = model.padding_bytes();
-  for (int c = 0; c < kNumCategories; ++c) {
-    r.memory.bytes[c] = model.arena().bytes(Category(c));
-    r.memory.padding[c] = padding[size_t(c)];
-  }
-  r.padded_vocab = model.padded_vocab();
-  r.classifier_chunk = model.classifier_chunk();
-  r.world_size = comm->size();
-  r.flops_per_step = training_flops(o.model, o.step_sequences(comm->size()), o.seq_len);
-
-  const LrSchedule schedule = o.schedule();
-  const bool constant_lr = schedule.kind == "constant" && schedule.warmup == 0;  // printed as before schedules
-  print_header(log, o, r, model, *backend, *comm, world, resume);
-
-  // The validation of this run: --val-tokens' windows, or the first batches of the split.
-  int64_t val_windows = 0;
-  if (o.val_tokens > 0) {
-    val_windows = (o.val_tokens + o.seq_len - 1) / o.seq_len;
-    if (val_windows > data->all_validation_windows())
-      usage_fail(fmt::format("--val-tokens: {} tokens are {} windows of --seq-len {}; the validation split holds {}",
-                             o.val_tokens, val_windows, o.seq_len, data->all_validation_windows()));
-  }
-  auto validate = [&] {
-    return val_windows > 0 ? validation_loss_on(model, *data, val_windows, *comm) : validation_loss(model, *data);
-  };
-  if (data->validation_batches() > 0) {
-    r.validation.emplace_back(resume.step, validate());
-    log << fmt::format("Validation loss at step {}: {:.4f}\n", resume.step, r.validation.back().second);
-  }
-
-  AdamWStep adam;
-  adam.lr = o.learning_rate;
-  adam.weight_decay = o.weight_decay;
-  adam.beta1 = o.beta1, adam.beta2 = o.beta2, adam.eps = o.adam_eps;
-  adam.max_grad_norm = o.grad_clip;
-  // --metrics: a JSON line at every log step, each written whole and flushed, so that a run that
-  // stops early (a signal, an error) leaves every line up to its last log.
-  std::ofstream metrics;
-  if (!o.metrics_path.empty() && comm->rank() == 0) {
-    metrics.open(o.metrics_path, std::ios::trunc);
-    if (!metrics) usage_fail("--metrics: cannot write '" + o.metrics_path + "'");
-  }
-  const double peak = backend->is_cuda() ? peak_flops(backend->name(), precision_name(o.backend.plan)) : 0;
-  const auto run_start = std::chrono::steady_clock::now();
-  auto write_metrics = [&](const StepRecord& s, const std::optional<double>& validation) {
-    if (!metrics.is_open()) return;
-    const double tokens_per_sec = double(o.step_sequences(comm->size())) * o.seq_len / (s.step_ms / 1e3);
-    nlohmann::json line = {{"step", s.step},
-                           {"tokens", s.step * o.step_sequences(comm->size()) * o.seq_len},
-                           {"loss", s.loss},
-                           {"lr", s.lr},
-                           {"grad_norm", std::isfinite(s.grad_norm) ? nlohmann::json(s.grad_norm) : nlohmann::json()},
-                           {"step_ms", s.step_ms},
-                           {"tokens_per_sec", tokens_per_sec},
-                           {"mfu", peak > 0 ? nlohmann::json(r.flops_per_step / (s.step_ms / 1e3) / peak) : nlohmann::json()},
-                           {"elapsed_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count()},
-                           {"validation_loss", validation ? nlohmann::json(*validation) : nlohmann::json()}};
-    metrics << line.dump() + "\n" << std::flush;
-    if (!metrics) fail("--metrics: error while writing '" + o.metrics_path + "' (disk full?)");
-  };
-  Batch batch, micro;
-  std::vector<double> step_ms, fwd_ms, bwd_ms, opt_ms;
-  const int64_t first_profiled = resume.step + o.timing_warmup + 1, last_profiled = first_profiled + o.profile_steps - 1;
-  // --save's file, and --save-dir's step file (the older ones beyond --keep-last removed after).
-  auto save = [&](int64_t step) {
-    const CheckpointInfo info{o.model, step, data->position(), data->epoch(), data->identity(), o.seed, o.seq_len,
-                              fmt::format("{}", o.learning_rate), fmt::format("{}", o.weight_decay),
-                              std::to_string(o.batch), schedule.describe(), recipe_args(o)};
-    if (!o.save_path.empty()) save_checkpoint(o.save_path, model, info);
-    if (o.save_dir.empty()) return;
-    if (comm->rank() == 0) {
-      std::error_code ec;
-      std::filesystem::create_directories(o.save_dir, ec);
-      if (ec) fail("--save-dir: cannot create '" + o.save_dir + "': " + ec.message());
-    }
-    save_checkpoint(step_checkpoint_path(o.save_dir, step), model, info);
-    if (comm->rank() == 0) remove_older_step_checkpoints(o.save_dir, o.keep_last);
-  };
-  const bool saves = !o.save_path.empty() || !o.save_dir.empty();
-  // A signal to any rank stops every rank after the same step (they agree on it each step).
-  int stopped_by = 0;
-  auto should_stop = [&] {
-    std::vector<double> signal = {double(stop_requested())};
-    if (!comm->solo()) comm->all_reduce_sum(signal);
-    if (signal[0] > 0 && !stopped_by) stopped_by = stop_requested() ? stop_requested() : SIGTERM;
-    return signal[0] > 0;
-  };
-  int64_t last_step = resume.step;
-  for (int64_t step = resume.step + 1; step <= o.steps; ++step) {
-    if (should_stop()) break;  // the previous step is whole: stop after it
-    last_step = step;
-    // The profiled steps skip the evaluation on every rank (rank 0 alone traces them).
-    const bool in_profile = wants_profile && step >= first_profiled && step <= last_profiled;
-    const bool profiled = trace && in_profile;
-    if (profiled && step == first_profiled) trace->begin();
-    for (int i = 0; i < o.grad_accum; ++i) {  // the micro-batches, as consecutive batches of the data
-      data->next_batch(micro);
-      if (i == 0) batch.tokens.clear(), batch.targets.clear();
-      batch.tokens.insert(batch.tokens.end(), micro.tokens.begin(), micro.tokens.end());
-      batch.targets.insert(batch.targets.end(), micro.targets.begin(), micro.targets.end());
-    }
-    model.set_batch(batch.tokens.data(), batch.targets.data(), o.grad_accum);
-    adam.t = step;
-    adam.lr = schedule.at(step);
-    model.train_step(adam);
-    StepRecord s{step, model.mean_loss(), adam.lr, backend->elapsed_ms(0, 3), backend->elapsed_ms(0, 1),
-                 backend->elapsed_ms(1, 2), backend->elapsed_ms(2, 3)};
-    if (o.grad_clip > 0) s.grad_norm = model.grad_norm();
-    // A non-finite loss or norm stops the run here: no checkpoint of this step is written, and
-    // the last one (--save-every) is the last good state.
-    if (!std::isfinite(s.loss)) fail(divergence(o, "the loss", s.loss, step, step - 1 - resume.step));
-    if (o.grad_clip > 0 && !std::isfinite(s.grad_norm))
-      fail(divergence(o, "the gradients' norm", s.grad_norm, step, step - 1 - resume.step));
-    r.steps.push_back(s);
-    if (profiled) {
-      trace->end_step();
-      if (step == last_profiled) report_profile(log, o, r, trace->finish(), backend->name());
-    }
-    if (int64_t(r.steps.size()) > o.timing_warmup) {
-      step_ms.push_back(s.step_ms);
-      fwd_ms.push_back(s.forward_ms);
-      bwd_ms.push_back(s.backward_ms);
-      opt_ms.push_back(s.optimizer_ms);
-    }
-    const bool log_step = step % o.log_every == 0 || step == o.steps;
-    const bool eval_step = data->validation_batches() > 0 && !in_profile &&
-                           ((o.eval_every > 0 ? step % o.eval_every == 0 : log_step) || step == o.steps);
-    if (eval_step) r.validation.emplace_back(step, validate());
-    if (log_step) {
-      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
-      std::string line = step_line(o, s, r.memory, comm->size());
-      if (!constant_lr) line += fmt::format(" | LR: {:.3e}", s.lr);
-      if (o.grad_clip > 0) line += fmt::format(" | Norm: {:.3f}", s.grad_norm);
-      if (step < o.steps) line += " | ETA: " + format_duration(elapsed / double(step - resume.step) * double(o.steps - step));
-      if (eval_step) line += fmt::format(" | Val: {:.4f}", r.validation.back().second);
-      log << line << "\n";
-    } else if (eval_step) {
-      log << fmt::format("Validation loss at step {}: {:.4f}\n", step, r.validation.back().second);
-    }
-    if (log_step || eval_step) log.flush();
-    if (log_step) write_metrics(s, eval_step ? std::optional<double>(r.validation.back().second) : std::nullopt);
-    if (o.save_every > 0 && step % o.save_every == 0 && step < o.steps) save(step);
-  }
-  const bool stopped = stopped_by && last_step < o.steps;
-  summarize_timing(r, o, step_ms, fwd_ms, bwd_ms, opt_ms);
-  r.final_loss = r.steps.empty() ? std::nan("") : r.steps.back().loss;
-  if (stopped) {
-    r.stopped_by = stopped_by;
-    log << fmt::format("Stopped by signal {} after step {}{}\n", r.stopped_by, last_step,
-                       saves ? ": writing the checkpoint" : " (no --save: no checkpoint)");
-  } else {
-    print_summary(log, o, r);
-  }
-  // The model first: a report that cannot be written (a full disk) must not cost the model.
-  if (saves && last_step > resume.step) {
-    save(last_step);
-    const std::string where = o.save_path.empty() ? step_checkpoint_path(o.save_dir, last_step) : o.save_path;
-    log << "Saved checkpoint: " << where << (stopped ? fmt::format(" at step {} (resume with --resume)", last_step) : "")
-        << "\n";
-  }
-  if (!o.json_path.empty() && comm->rank() == 0)
-    write_file_atomic(o.json_path, [&](std::ostream& out) { out << result_json(o, r).dump(2) << "\n"; });
-  comm->finish();
-  return r;
+  TrainingRun run(o, out);
+  for (int64_t step = run.first_step(); step <= o.steps; ++step)
+    if (!run.step(step)) break;
+  return run.finish();
 }
 
 }  // namespace tt

@@ -48,7 +48,7 @@ TEST(Bench, RegressionsAgainstABaseline) {
 
 TEST(Bench, ListFlags) {
   BenchOptions o;
-  ASSERT_TRUE(parse_bench_options({"--versions", "v1,v3", "--batch-sizes", "4,8,16,32", "--seq-lens", "128,256",
+  ASSERT_TRUE(parse_bench_options({"--levels", "v1,v3", "--batch-sizes", "4,8,16,32", "--seq-lens", "128,256",
                                    "--precisions", "fp32,bf16", "--disable-cuda-graph", "--device", "cpu"},
                                   o));
   EXPECT_EQ(o.versions, (std::vector<int>{1, 3}));
@@ -56,7 +56,7 @@ TEST(Bench, ListFlags) {
   EXPECT_EQ(o.seq_lens, (std::vector<int>{128, 256}));
   EXPECT_EQ(o.precisions, (std::vector<std::string>{"fp32", "bf16"}));
   EXPECT_EQ(o.disable, (std::vector<std::string>{"cuda-graph"}));
-  EXPECT_THROW(parse_bench_options({"--versions", "v6"}, o), UsageError);
+  EXPECT_THROW(parse_bench_options({"--levels", "v6"}, o), UsageError);
 }
 
 TEST(Bench, JsonAndCsvWriters) {
@@ -101,7 +101,7 @@ TEST(Bench, SweepEndToEndOnTheCpu) {
   const ScratchDir scratch("bench");
   const fs::path& dir = scratch.path();
   const std::string out = " --json " + (dir / "b.json").string() + " --csv " + (dir / "b.csv").string();
-  ASSERT_EQ(run("--versions v1 --batch-sizes 2,3 --seq-lens 8,9 --precisions fp32" + out, dir), 0);
+  ASSERT_EQ(run("--levels v1 --batch-sizes 2,3 --seq-lens 8,9 --precisions fp32" + out, dir), 0);
   std::ifstream f(dir / "b.json");
   const nlohmann::json j = nlohmann::json::parse(f);
   ASSERT_EQ(j["points"].size(), 4u);
@@ -112,19 +112,19 @@ TEST(Bench, SweepEndToEndOnTheCpu) {
   }
   // The same sweep against itself passes; against a baseline of a nanosecond a step it fails.
   // (The bounds are far apart: on a loaded CPU the same point can run hundreds of times slower.)
-  EXPECT_EQ(run("--versions v1 --batch-sizes 2 --seq-lens 8 --precisions fp32 --baseline " + (dir / "b.json").string() +
+  EXPECT_EQ(run("--levels v1 --batch-sizes 2 --seq-lens 8 --precisions fp32 --baseline " + (dir / "b.json").string() +
                     " --min-speedup 0.000001",
                 dir),
             0);
   nlohmann::json fast = j;
   for (auto& p : fast["points"]) p["ms_median"] = 1e-6;
   std::ofstream(dir / "fast.json") << fast.dump();
-  EXPECT_EQ(run("--versions v1 --batch-sizes 2 --seq-lens 8 --precisions fp32 --baseline " + (dir / "fast.json").string() +
+  EXPECT_EQ(run("--levels v1 --batch-sizes 2 --seq-lens 8 --precisions fp32 --baseline " + (dir / "fast.json").string() +
                     " --min-speedup 0.9",
                 dir),
             1);
   // The batch-size finder answers without running out of memory.
-  EXPECT_EQ(run("--find-max-batch --versions v1 --seq-lens 8 --precisions fp32 --memory-budget 20", dir), 0);
+  EXPECT_EQ(run("--find-max-batch --levels v1 --seq-lens 8 --precisions fp32 --memory-budget 20", dir), 0);
 }
 
 }  // namespace

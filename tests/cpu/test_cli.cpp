@@ -68,9 +68,9 @@ TEST_F(Cli, CpuOnlyWhatAppliesThere) {
   expect_usage_error("--profile " + (dir / "prof").string(), "they need a GPU");
   EXPECT_FALSE(fs::exists(dir / "prof"));
   expect_command_error("ablate --device cpu --hidden-dim 32 --num-layers 1 --num-heads 2 --num-steps 2", "ablate");
-  expect_command_error("bench --device cpu --versions v1,v2 --precisions fp32 --seq-lens 8 --hidden-dim 32 "
+  expect_command_error("bench --device cpu --levels v1,v2 --precisions fp32 --seq-lens 8 --hidden-dim 32 "
                        "--num-layers 1 --num-heads 2", "bench on the CPU");
-  expect_command_error("bench --device cpu --versions v1 --precisions bf16 --seq-lens 8 --hidden-dim 32 "
+  expect_command_error("bench --device cpu --levels v1 --precisions bf16 --seq-lens 8 --hidden-dim 32 "
                        "--num-layers 1 --num-heads 2", "bench on the CPU");
   const Outcome marked = run("--version v3");
   EXPECT_EQ(marked.exit_code, 0) << marked.err;
@@ -128,7 +128,7 @@ TEST_F(Cli, DistInitIsChecked) {
   expect_usage_error("--dist-init env", "CPU ranks meet through MPI");
 }
 TEST_F(Cli, ValidateAsksTheCpuForWhatItCanCheck) {
-  expect_command_error("validate --device cpu --versions v3 --precisions bf16", "v3 bf16 runs on the CUDA backend");
+  expect_command_error("validate --device cpu --levels v3 --precisions bf16", "v3 bf16 runs on the CUDA backend");
 }
 TEST_F(Cli, TokenizeRefusesNothingToTokenizeAndAnUnwritableOutput) {
   expect_command_error("tokenize --out " + (dir / "o").string() + " " + file("empty.txt", ""), "hold no text");
@@ -219,7 +219,7 @@ TEST_F(Cli, KernelBenchWithoutGpu) {
 TEST_F(Cli, KernelBenchBadFlags) {
   expect_command_error("kernels --precision fp16", "--precision");
   expect_command_error("bench --pytorch " + (dir / "no/such.json").string(), "--pytorch");
-  expect_command_error("kernels --impl v2,v9", "--impl");
+  expect_command_error("kernels --levels v2,v9", "--levels");
   expect_command_error("kernels --seq-lens 1024,-1", "--seq-lens");
   expect_command_error("kernels --num-heads 8 --num-kv-heads 3", "--num-kv-heads");
   expect_command_error("kernels --head-dim 63", "--head-dim");

@@ -128,14 +128,14 @@ TEST_F(RealData, ShardsAndTheirValidationSplit) {
   EXPECT_EQ(firsts[11], 200);  // window 11: the second file's first, not a window across the two
   EXPECT_EQ(firsts[15], 236);
   EXPECT_EQ(firsts[0], 0);     // 16 windows in all: the 17th is the first again
-  EXPECT_EQ(data->validation_batches(), 2);  // (30 - 1) / 9 = 3 windows, in batches of 2
-  data->validation_batch(0, b);
+  EXPECT_EQ(data->all_validation_windows(), 3);  // (30 - 1) / 9
+  data->validation_windows_batch(0, 2, b);
   EXPECT_EQ(b.tokens[0], 300);
   // Without a "val" file, the last 10% of the training tokens validate.
   fs::remove(path("val_000000.bin"));
   auto no_val = make_data_source(path("train_*.bin"), 400, 1, 4, 1);
   EXPECT_NE(no_val->describe().find("the last 10%"), std::string::npos) << no_val->describe();
-  no_val->validation_batch(0, b);
+  no_val->validation_windows_batch(0, 1, b);
   EXPECT_EQ(b.tokens[0], 235);  // 150 tokens, the last 15: tokens 35.. of the second file
   // A vocabulary too small for the tokens names the file and the position.
   const std::string why = refusal([&] { make_data_source(path("*.bin"), 240, 1, 4, 1); });

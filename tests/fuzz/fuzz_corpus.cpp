@@ -41,7 +41,7 @@ std::vector<std::string> seeds(const fs::path& dir) {
   auto be = make_backend({DeviceKind::Cpu, plan_for_version(1)});
   Llama m(c, *be, 1, 4);
   m.init_weights(1);
-  save_checkpoint((dir / "ck").string(), m, CheckpointInfo{c, 3, 17, 0, "text bytes=100 fnv1a=1 seq_len=4", 42, 4, "0.0003", "0.01", "1"});
+  save_checkpoint((dir / "ck").string(), m, CheckpointInfo{c, 3, 17, 0, "text bytes=100 fnv1a=1 seq_len=4", 42, 4, "0123456789abcdef", {{"--learning-rate", 0.0003}, {"--shuffle", true}}});
   out.push_back(slurp(dir / "ck"));
   write_token_file((dir / "t16").string(), {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20});
   out.push_back(slurp(dir / "t16"));

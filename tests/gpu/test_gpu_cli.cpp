@@ -56,7 +56,7 @@ TEST(GpuCli, KernelBenchRunsV2AndWritesJson) {
   const ScratchDir scratch("gpu_kernels");
   const std::filesystem::path json = scratch.path() / "kernels.json";
   std::string out, err;
-  const int code = run_binary("kernels --impl v1,v2,v3 --seq-lens 1024 --repeats 3 --json " + json.string(), out, err);
+  const int code = run_binary("kernels --levels v1,v2,v3 --seq-lens 1024 --repeats 3 --json " + json.string(), out, err);
   ASSERT_EQ(code, 0) << err << out;
   std::ifstream in(json);
   const nlohmann::json j = nlohmann::json::parse(in);
