@@ -1,5 +1,7 @@
 #include "bench/op_table.h"
 
+#include "model/fp8_state.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -297,7 +299,7 @@ OpCalls bind_op(OpRig& r, Op op) {
     }
     case Op::Linear: {  // y = x W^T; dx = dy W and dW = dy^T x: bf16 (v4) or FP8 (v5)
       const int N = int(r.n), in = o.hidden, out = 2 * o.intermediate;
-      if (be.plan().fp8 && (N % 16 != 0 || in % 16 != 0 || out % 16 != 0))
+      if (be.plan().fp8 && !fp8_dims_fit({N, in, out}))
         usage_fail("linear: FP8 products need the tokens, the hidden size and twice the ffn size to be multiples of 16");
       if (be.plan().fp8) {
         c.fwd = [&be, &b, N, in, out] { be.matmul(fp8_linear_gemm(b.ly, out, b.x8, b.w8, N, in, out)); };

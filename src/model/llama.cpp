@@ -22,14 +22,6 @@ int classifier_chunk_for(const Plan& plan, int64_t tokens, int padded_vocab, siz
   return int((tokens + chunks - 1) / chunks);
 }
 
-// Where version 5 takes FP8 by itself: the casts cost a pass over every element a product reads,
-// FP8 saves time in proportion to each element's multiply-adds, hidden of them. Measured on an
-// H100 (docs/versions/v5.md), v5 against v4 a step: hidden 512 lost at every size tried (16384
-// tokens: 9.61 against 9.24 ms), hidden 768 won at 16384 tokens (29.6 against 30.7 ms), hidden
-// 1024 at 8192 (18.6 against 20.6 ms).
-constexpr int kFp8MinHidden = 768;
-constexpr int64_t kFp8MinTokens = 8192;
-
 }  // namespace
 
 // Measures the layout without allocating: what memory_needed reports, and the first half of
@@ -44,7 +36,7 @@ Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len
       Vp_(tt::padded_vocab(config.vocab_size, backend.vocab_padding_multiple())),
       chunk_(classifier_chunk_for(backend.plan(), tokens(), Vp_, dtype_size(backend.act_dtype()))),
       attn_{batch, seq_len, config.heads, config.kv_heads, config.head_dim()},
-      fp8_(decide_fp8()),
+      fp8_(config, backend, tokens()),
       state_(cfg_, backend, dp, step, Vp_),
       arena_(backend.memory()) {
   TT_CHECK(step.micro_batches >= 1, "Llama: at least one micro-batch a step (TrainOptions::validate refuses it)");
@@ -67,76 +59,7 @@ Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len
   else
     be_.upload(rope_table_, table_f.data());
   be_.set_attention_rope(rope_table_);
-  if (fp8_) be_.zero(fp8_slots_);
-}
-
-bool Llama::fp8_fits() const {
-  for (int64_t d : {tokens(), int64_t(cfg_.hidden), int64_t(cfg_.intermediate), int64_t(cfg_.qkv_dim()),
-                    int64_t(cfg_.heads) * cfg_.head_dim()})
-    if (d % 16 != 0) return false;
-  return true;
-}
-
-bool Llama::fp8_pays() const {
-  return be_.plan().fp8_every_shape || (cfg_.hidden >= kFp8MinHidden && tokens() >= kFp8MinTokens);
-}
-
-bool Llama::decide_fp8() const {
-  const Plan& plan = be_.plan();
-  return plan.fp8 && plan.amp && be_.is_cuda() && fp8_fits() && fp8_pays();
-}
-
-std::string Llama::products_kind() const {
-  const Plan& plan = be_.plan();
-  if (!plan.fp8 || !be_.is_cuda()) return "";
-  if (fp8_)
-    return std::string("FP8 in the layers (E4M3 weights and activations, ") +
-           (plan.fp8_e5m2_gradients ? "E5M2" : "E4M3") + " gradients, " +
-           (plan.fp8_delayed_scaling ? "delayed" : "current") + " scaling); bf16 in the head";
-  if (!plan.amp) return "fp32: v5's FP8 products take bf16 activations (--use-amp)";
-  if (!fp8_pays())
-    return "bf16: FP8 pays from hidden " + std::to_string(kFp8MinHidden) + " and " + std::to_string(kFp8MinTokens) +
-           " tokens a micro-batch (--enable-fp8-every-shape takes it anyway)";
-  return "bf16: FP8 products need the tokens, hidden, FFN and attention widths to be multiples of 16";
-}
-
-// Delayed scaling needs a history: until a step has filled it, the scales are the current ones.
-Fp8Scaling Llama::fp8_scaling() const {
-  return be_.plan().fp8_delayed_scaling && fp8_calibrated_ ? Fp8Scaling::Delayed : Fp8Scaling::Current;
-}
-
-void Llama::quantize(const Fp8Matrix& out, const Tensor& x, int64_t r, int64_t c) {
-  be_.fp8_quantize(out, x, r, c, fp8_scaling());
-}
-
-void Llama::quantize_weights() {
-  ScopedRange r(be_, "fp8_weights");
-  const int64_t C = cfg_.hidden, F = cfg_.intermediate, HD = int64_t(cfg_.heads) * cfg_.head_dim();
-  for (int l = 0; l < cfg_.layers; ++l) {
-    const LayerWeights& w = w_.layers[size_t(l)];
-    const LayerFp8& f = fp8_layers_[size_t(l)];
-    quantize(f.wqkv, w.wqkv, cfg_.qkv_dim(), C);
-    quantize(f.wo, w.wo, C, HD);
-    quantize(f.wgateup, w.wgateup, 2 * F, C);
-    quantize(f.wdown, w.wdown, C, F);
-  }
-}
-
-Fp8Matrix Llama::gradient_fp8(int64_t c, int layer, Fp8Slot which) const {
-  const int64_t N = tokens();
-  return {grad8_rows_.slice(0, N * c), grad8_cols_.slice(0, N * c), c, N, fp8_slot(layer, which)};
-}
-
-Fp8Matrix Llama::quantize_gradient(const Tensor& d, int64_t c, int layer, Fp8Slot which) {
-  const Fp8Matrix m = gradient_fp8(c, layer, which);
-  quantize(m, d, tokens(), c);
-  return m;
-}
-
-void Llama::finish_fp8_step() {
-  if (!fp8_ || !be_.plan().fp8_delayed_scaling) return;
-  be_.fp8_update_scales(fp8_slots_, cfg_.layers * kFp8Slots);
-  fp8_calibrated_ = true;
+  fp8_.zero_slots();
 }
 
 std::array<size_t, kNumCategories> Llama::memory_needed(const ModelConfig& config, Backend& backend, int batch,
@@ -157,10 +80,10 @@ void Llama::layout(Arena& a) {
   auto act = [&](DType d, int64_t n) { return a.take(Category::Activations, d, n); };
   auto scratch = [&](DType d, int64_t n) { return a.take(Category::Workspace, d, n); };
   // With FP8 the products read the inputs' FP8 forms, and the backward only their transposes: the
-  // act-typed norm and SwiGLU outputs and the row-major FP8 forms live until the product after
-  // them, in buffers the layers share.
-  const Tensor norm_out = fp8_ ? scratch(A, N * C) : Tensor{}, swiglu_out = fp8_ ? scratch(A, N * F) : Tensor{};
-  const Tensor rows8 = fp8_ ? scratch(DType::F8E4M3, N * std::max({C, HD, F})) : Tensor{};
+  // act-typed norm and SwiGLU outputs live until the product after them, in buffers the layers share.
+  const bool fp8 = fp8_.on();
+  const Tensor norm_out = fp8 ? scratch(A, N * C) : Tensor{}, swiglu_out = fp8 ? scratch(A, N * F) : Tensor{};
+  fp8_.layout(a);
   const int64_t inputs = N * step_.micro_batches;
   tokens_ = act(DType::I32, inputs);
   targets_ = act(DType::I32, inputs);
@@ -168,16 +91,16 @@ void Llama::layout(Arena& a) {
   for (int l = 0; l < cfg_.layers; ++l) {
     LayerActs la;
     la.x = act(A, N * C);
-    la.xn1 = fp8_ ? norm_out : act(A, N * C);
+    la.xn1 = fp8 ? norm_out : act(A, N * C);
     la.rstd1 = act(S, N);
     la.qkv = act(A, N * cfg_.qkv_dim());
     la.saved = act(saved.dtype, saved.numel);
     la.att = act(A, N * HD);
     la.x_mid = act(A, N * C);
-    la.xn2 = fp8_ ? norm_out : act(A, N * C);
+    la.xn2 = fp8 ? norm_out : act(A, N * C);
     la.rstd2 = act(S, N);
     la.gateup = act(A, N * 2 * F);
-    la.h = fp8_ ? swiglu_out : act(A, N * F);
+    la.h = fp8 ? swiglu_out : act(A, N * F);
     acts_.push_back(la);
   }
   x_out_ = act(A, N * C);
@@ -186,27 +109,6 @@ void Llama::layout(Arena& a) {
   logits_ = act(A, int64_t(chunk_) * Vp_);  // becomes dlogits in the backward
   losses_ = act(S, inputs);
 
-  fp8_layers_.clear();
-  if (fp8_) {
-    fp8_slots_ = scratch(DType::F32, int64_t(cfg_.layers) * kFp8Slots * kFp8SlotFloats);
-    const DType E4 = DType::F8E4M3;
-    // [r, c] in both layouts; the slot is layer l's `which`.
-    auto weight = [&](int64_t r, int64_t c, int l, Fp8Slot which) {
-      return Fp8Matrix{a.take(Category::Parameters, E4, r * c), a.take(Category::Parameters, E4, r * c), c, r,
-                       fp8_slot(l, which)};
-    };
-    auto input = [&](int64_t c, int l, Fp8Slot which) {  // [N, c]: the rows shared, the transpose kept
-      return Fp8Matrix{rows8.slice(0, N * c), a.take(Category::Activations, E4, N * c), c, N, fp8_slot(l, which)};
-    };
-    for (int l = 0; l < cfg_.layers; ++l)
-      fp8_layers_.push_back({input(C, l, kXn1), input(HD, l, kAtt), input(C, l, kXn2), input(F, l, kH),
-                             weight(cfg_.qkv_dim(), C, l, kWqkv), weight(C, HD, l, kWo), weight(2 * F, C, l, kWgateup),
-                             weight(C, F, l, kWdown)});
-    const DType G = be_.plan().fp8_e5m2_gradients ? DType::F8E5M2 : E4;
-    const int64_t widest = std::max({int64_t(cfg_.qkv_dim()), 2 * F, C});
-    grad8_rows_ = scratch(G, N * widest);
-    grad8_cols_ = scratch(G, N * widest);
-  }
   rope_table_ = scratch(S, int64_t(T_) * cfg_.head_dim());
   branch_ = scratch(A, N * C);
   dres_ = scratch(A, N * C);
@@ -241,15 +143,14 @@ std::array<size_t, kNumCategories> Llama::padding_bytes() const {
 }
 
 std::vector<Llama::MemoryPoint> Llama::memory_timeline() const {
-  auto bytes = [](const Tensor& t) { return (t.bytes() + Arena::kAlignment - 1) / Arena::kAlignment * Arena::kAlignment; };
+  auto bytes = +[](const Tensor& t) { return (t.bytes() + Arena::kAlignment - 1) / Arena::kAlignment * Arena::kAlignment; };
   std::vector<size_t> layer(size_t(cfg_.layers));
   for (int l = 0; l < cfg_.layers; ++l) {
     const LayerActs& a = acts_[size_t(l)];
     for (const Tensor* t : {&a.x, &a.rstd1, &a.qkv, &a.saved, &a.att, &a.x_mid, &a.rstd2, &a.gateup})
       layer[size_t(l)] += bytes(*t);
-    if (fp8_) {  // the norms' and SwiGLU's outputs are shared workspace; the inputs' transposes are kept
-      const LayerFp8& f = fp8_layers_[size_t(l)];
-      for (const Fp8Matrix* m : {&f.xn1, &f.att, &f.xn2, &f.h}) layer[size_t(l)] += bytes(m->cols);
+    if (fp8_.on()) {  // the norms' and SwiGLU's outputs are shared workspace; the inputs' transposes are kept
+      layer[size_t(l)] += fp8_.kept_bytes(l, bytes);
     } else {
       for (const Tensor* t : {&a.xn1, &a.xn2, &a.h}) layer[size_t(l)] += bytes(*t);
     }
@@ -293,15 +194,48 @@ void Llama::set_batch(const int32_t* tok, const int32_t* tgt, int micro_batches)
   loaded_ = micro_batches;
 }
 
-Gemm Llama::linear_product(const Tensor& out, int64_t ld_out, const Tensor& x, const Tensor& w, int in_f, int out_f,
-                           const Fp8Operands& f8) const {
+std::vector<Llama::Block> Llama::blocks(Proj p) const {
+  const Plan& plan = be_.plan();
+  const int D = cfg_.head_dim(), F = cfg_.intermediate;
+  if (p == Proj::Qkv && !plan.qkv_fusion)  // q, k and v
+    return {{0, cfg_.heads * D}, {attn_.k_col(), cfg_.kv_heads * D}, {attn_.v_col(), cfg_.kv_heads * D}};
+  if (p == Proj::GateUp && !plan.gate_up_fusion) return {{0, F}, {F, F}};  // gate and up
+  return {{0, out_features(p)}};
+}
+
+Gemm Llama::product(const Tensor& out, int64_t ld_out, const Tensor& x, const Tensor& w, int in_f, int out_f,
+                    const Fp8Operands& f8) const {
   if (!f8.empty()) return fp8_linear_gemm(out, ld_out, f8.x, f8.w, int(tokens()), in_f, out_f);
   return linear_gemm(out, ld_out, x, in_f, w, int(tokens()), in_f, out_f);
 }
 
-void Llama::linear(const Tensor& out, int64_t ld_out, const Tensor& x, const Tensor& w, int in_f, int out_f,
-                   const Fp8Operands& f8) {
-  be_.matmul(linear_product(out, ld_out, x, w, in_f, out_f, f8));
+Fp8Operands Llama::cast_input(int l, Proj p, const Tensor& x, bool x_cast) {
+  const Fp8Operands f8 = fp8_.operands(l, p);
+  if (!f8.empty() && !x_cast) fp8_.cast(f8.x, x, tokens(), in_features(p));
+  return f8;
+}
+
+void Llama::project(int l, Proj p, const Tensor& out, const Tensor& x, const Tensor& w, bool x_cast) {
+  const int in_f = in_features(p), ld = out_features(p);
+  const Fp8Operands f8 = cast_input(l, p, x, x_cast);
+  for (const Block& b : blocks(p))
+    be_.matmul(product(out.slice(b.col, out.numel - b.col), ld, x, w.slice(b.col * in_f, int64_t(b.width) * in_f), in_f,
+                       b.width, f8.weight_rows(b.col, b.width)));
+}
+
+void Llama::project_backward(int l, Proj p, const Tensor& dx, const Tensor& dw, const Tensor& dout, const Tensor& x,
+                             const Tensor& w, bool dout_cast) {
+  const int in_f = in_features(p), ld = out_features(p);
+  const Fp8Operands f8 = fp8_.operands(l, p);
+  const Fp8Matrix dout8 = fp8_.gradient(l, p);
+  if (fp8_.on() && !dout_cast) fp8_.cast(dout8, dout, tokens(), ld);
+  float beta = 0.0f;  // the first block writes dx, the others add to it
+  for (const Block& b : blocks(p)) {
+    const int64_t rows = int64_t(b.width) * in_f;
+    linear_backward(dx, beta, dw.slice(b.col * in_f, rows), dout.slice(b.col, dout.numel - b.col), ld, x,
+                    w.slice(b.col * in_f, rows), in_f, b.width, f8.weight_rows(b.col, b.width), dout8.col_block(b.col, b.width));
+    beta = 1.0f;
+  }
 }
 
 void Llama::linear_backward(const Tensor& dx, float beta_dx, const Tensor& dw, const Tensor& dout, int64_t ld_dout,
@@ -327,7 +261,7 @@ void Llama::forward(Pass pass, int micro_batch) {
   head_backward_done_ = false;
   const int64_t N = tokens();
   const int C = cfg_.hidden;
-  if (fp8_ && micro_batch == 0) quantize_weights();  // the weights change only at the update
+  if (micro_batch == 0) fp8_.cast_weights(w_);  // the weights change only at the update
   {
     ScopedRange r(be_, "embedding");
     be_.embedding_forward(acts_[0].x, micro_slice(tokens_), w_.wte, N, C);
@@ -350,18 +284,19 @@ void Llama::forward(Pass pass, int micro_batch) {
 // RMSNorm's kernel with fused-residual-norm. With fused-residual-norm the RMSNorm of sum that
 // comes next (the FFN's, the next layer's attention's, or the final one) is made here too;
 // without it, at the start of what comes next.
-void Llama::output_and_residual(const Tensor& sum, const Tensor& residual, const Tensor& x, const Tensor& w,
-                                int in_f, const NormNext& next, const Fp8Operands& f8) {
+void Llama::output_and_residual(int l, Proj p, const Tensor& sum, const Tensor& residual, const Tensor& x,
+                                const Tensor& w, const NormNext& next, bool x_cast) {
   const Plan& plan = be_.plan();
   const int64_t N = tokens();
-  const int C = cfg_.hidden;
+  const int C = cfg_.hidden, in_f = in_features(p);
+  const Fp8Operands f8 = cast_input(l, p, x, x_cast);
   if (plan.gemm_epilogues) {
-    Gemm g = linear_product(sum, C, x, w, in_f, C, f8);
+    Gemm g = product(sum, C, x, w, in_f, C, f8);
     g.beta = 1.0f;
     g.c_in = residual;
     be_.matmul(g);
   } else {
-    linear(branch_, C, x, w, in_f, C, f8);
+    be_.matmul(product(branch_, C, x, w, in_f, C, f8));
     if (!plan.fused_residual_norm) be_.add(sum, residual, branch_);
   }
   if (!plan.fused_residual_norm) return;
@@ -402,11 +337,6 @@ void Llama::forward_head(Pass pass) {
   head_backward_done_ = fused_training;
 }
 
-std::vector<Llama::QkvBlock> Llama::qkv_blocks() const {
-  const int D = cfg_.head_dim(), H = cfg_.heads, KVH = cfg_.kv_heads;
-  return {{0, H * D}, {attn_.k_col(), KVH * D}, {attn_.v_col(), KVH * D}};
-}
-
 std::vector<RopeShape> Llama::rope_shapes() const {
   const int64_t N = tokens(), ld = cfg_.qkv_dim();
   const int D = cfg_.head_dim(), H = cfg_.heads, KVH = cfg_.kv_heads;
@@ -418,8 +348,7 @@ std::vector<RopeShape> Llama::rope_shapes() const {
 void Llama::forward_attention(int l) {
   const Plan& plan = be_.plan();
   const int64_t N = tokens();
-  const int C = cfg_.hidden, D = cfg_.head_dim(), H = cfg_.heads;
-  const int64_t ld = cfg_.qkv_dim();
+  const int C = cfg_.hidden;
   const LayerActs& a = acts_[size_t(l)];
   const LayerWeights& w = w_.layers[size_t(l)];
   if (l == 0 || !plan.fused_residual_norm) {  // else the previous layer's residual add did it
@@ -427,20 +356,10 @@ void Llama::forward_attention(int l) {
     be_.rmsnorm_forward(a.xn1, a.rstd1, a.x, w.attn_norm, N, C, cfg_.norm_eps);
   }
   ScopedRange r(be_, "attention");
-  if (fp8_) quantize(fp8_layers_[size_t(l)].xn1, a.xn1, N, C);
-  const Fp8Operands qkv8 = operands(l, &LayerFp8::xn1, &LayerFp8::wqkv);
-  if (plan.qkv_fusion) {
-    linear(a.qkv, ld, a.xn1, w.wqkv, C, int(ld), qkv8);
-  } else {  // three products, each writing its columns of the qkv buffer
-    for (const QkvBlock& b : qkv_blocks())
-      linear(a.qkv.slice(b.col, a.qkv.numel - b.col), ld, a.xn1, w.wqkv.slice(b.col * C, int64_t(b.width) * C), C,
-             b.width, qkv8.weight_rows(b.col, b.width));
-  }
+  project(l, Proj::Qkv, a.qkv, a.xn1, w.wqkv);
   for (const RopeShape& s : rope_shapes()) be_.rope_forward(a.qkv, rope_table_, s);
   be_.attention_forward(a.att, a.saved, a.qkv, attn_);
-  if (fp8_) quantize(fp8_layers_[size_t(l)].att, a.att, N, int64_t(H) * D);
-  output_and_residual(a.x_mid, a.x, a.att, w.wo, H * D, {"ffn_norm", a.xn2, a.rstd2, w.ffn_norm},
-                      operands(l, &LayerFp8::att, &LayerFp8::wo));
+  output_and_residual(l, Proj::Out, a.x_mid, a.x, a.att, w.wo, {"ffn_norm", a.xn2, a.rstd2, w.ffn_norm});
 }
 
 void Llama::forward_ffn(int l) {
@@ -456,25 +375,16 @@ void Llama::forward_ffn(int l) {
     be_.rmsnorm_forward(a.xn2, a.rstd2, a.x_mid, w.ffn_norm, N, C, cfg_.norm_eps);
   }
   ScopedRange r(be_, "ffn");
-  if (fp8_) quantize(fp8_layers_[size_t(l)].xn2, a.xn2, N, C);
-  const Fp8Operands gateup8 = operands(l, &LayerFp8::xn2, &LayerFp8::wgateup);
-  if (plan.gate_up_fusion) {
-    linear(a.gateup, 2 * F, a.xn2, w.wgateup, C, 2 * F, gateup8);
-  } else {  // two products, into the gate and the up half of each row
-    for (int half = 0; half < 2; ++half)
-      linear(a.gateup.slice(int64_t(half) * F, a.gateup.numel - int64_t(half) * F), 2 * F, a.xn2,
-             w.wgateup.slice(int64_t(half) * F * C, int64_t(F) * C), C, F, gateup8.weight_rows(int64_t(half) * F, F));
-  }
-  if (fp8_ && plan.fp8_fused_swiglu) {  // h made straight in FP8
-    be_.fp8_swiglu_forward(fp8_layers_[size_t(l)].h, a.gateup, N, F, fp8_scaling());
-  } else {
+  project(l, Proj::GateUp, a.gateup, a.xn2, w.wgateup);
+  const bool h_in_fp8 = fp8_.on() && plan.fp8_fused_swiglu;  // SwiGLU writes h straight in FP8
+  if (h_in_fp8)
+    be_.fp8_swiglu_forward(fp8_.operands(l, Proj::Down).x, a.gateup, N, F, fp8_.scaling());
+  else
     be_.swiglu_forward(a.h, a.gateup, N, F);
-    if (fp8_) quantize(fp8_layers_[size_t(l)].h, a.h, N, F);
-  }
   const NormNext next = last ? NormNext{"final_norm", xf_, rstd_f_, w_.final_norm}
                              : NormNext{"attention_norm", acts_[size_t(l) + 1].xn1, acts_[size_t(l) + 1].rstd1,
                                         w_.layers[size_t(l) + 1].attn_norm};
-  output_and_residual(x_next, a.x_mid, a.h, w.wdown, F, next, operands(l, &LayerFp8::h, &LayerFp8::wdown));
+  output_and_residual(l, Proj::Down, x_next, a.x_mid, a.h, w.wdown, next, h_in_fp8);
 }
 
 void Llama::backward() {
@@ -524,34 +434,19 @@ void Llama::backward_pass(bool update_behind) {
 void Llama::backward_ffn(int l) {
   const Plan& plan = be_.plan();
   const int64_t N = tokens();
-  const int C = cfg_.hidden, F = cfg_.intermediate;
+  const int F = cfg_.intermediate;
   const LayerActs& a = acts_[size_t(l)];
   const LayerWeights& w = w_.layers[size_t(l)];
   const LayerWeights& g = g_.layers[size_t(l)];
   {
     ScopedRange r(be_, "ffn");
-    const Fp8Matrix ddown8 = fp8_ ? quantize_gradient(dres_, C, l, kDdown) : Fp8Matrix{};
-    linear_backward(dh_, 0.0f, g.wdown, dres_, C, a.h, w.wdown, F, C, operands(l, &LayerFp8::h, &LayerFp8::wdown),
-                    ddown8);
-    Fp8Matrix dgateup8;
-    if (fp8_ && plan.fp8_fused_swiglu) {  // dgateup made straight in FP8
-      dgateup8 = gradient_fp8(2 * F, l, kDgateup);
-      be_.fp8_swiglu_backward(dgateup8, dh_, a.gateup, N, F, fp8_scaling());
-    } else {
+    project_backward(l, Proj::Down, dh_, g.wdown, dres_, a.h, w.wdown);
+    const bool dgateup_in_fp8 = fp8_.on() && plan.fp8_fused_swiglu;  // SwiGLU writes it straight in FP8
+    if (dgateup_in_fp8)
+      be_.fp8_swiglu_backward(fp8_.gradient(l, Proj::GateUp), dh_, a.gateup, N, F, fp8_.scaling());
+    else
       be_.swiglu_backward(dgateup_, dh_, a.gateup, N, F);
-      if (fp8_) dgateup8 = quantize_gradient(dgateup_, 2 * F, l, kDgateup);
-    }
-    const Fp8Operands gateup8 = operands(l, &LayerFp8::xn2, &LayerFp8::wgateup);
-    if (plan.gate_up_fusion) {
-      linear_backward(d_normed_, 0.0f, g.wgateup, dgateup_, 2 * F, a.xn2, w.wgateup, C, 2 * F, gateup8, dgateup8);
-    } else {
-      const int64_t FC = int64_t(F) * C;
-      for (int half = 0; half < 2; ++half)
-        linear_backward(d_normed_, half ? 1.0f : 0.0f, g.wgateup.slice(half * FC, FC),
-                        dgateup_.slice(int64_t(half) * F, dgateup_.numel - int64_t(half) * F), 2 * F, a.xn2,
-                        w.wgateup.slice(half * FC, FC), C, F, gateup8.weight_rows(int64_t(half) * F, F),
-                        dgateup8.col_block(int64_t(half) * F, F));
-    }
+    project_backward(l, Proj::GateUp, d_normed_, g.wgateup, dgateup_, a.xn2, w.wgateup, dgateup_in_fp8);
   }
   ScopedRange r(be_, "ffn_norm");
   norm_backward_into_residual(g.ffn_norm, a.x_mid, w.ffn_norm, a.rstd2);  // dres: now the gradient of x_mid
@@ -571,33 +466,15 @@ void Llama::norm_backward_into_residual(const Tensor& dw, const Tensor& x, const
 }
 
 void Llama::backward_attention(int l) {
-  const Plan& plan = be_.plan();
-  const int C = cfg_.hidden, D = cfg_.head_dim(), H = cfg_.heads;
-  const int QKV = cfg_.qkv_dim();
   const LayerActs& a = acts_[size_t(l)];
   const LayerWeights& w = w_.layers[size_t(l)];
   const LayerWeights& g = g_.layers[size_t(l)];
   {
     ScopedRange r(be_, "attention");
-    const Fp8Matrix do8 = fp8_ ? quantize_gradient(dres_, C, l, kDo) : Fp8Matrix{};
-    linear_backward(datt_, 0.0f, g.wo, dres_, C, a.att, w.wo, H * D, C, operands(l, &LayerFp8::att, &LayerFp8::wo),
-                    do8);
+    project_backward(l, Proj::Out, datt_, g.wo, dres_, a.att, w.wo);
     be_.attention_backward(dqkv_, datt_, a.qkv, a.att, a.saved, attn_);
     for (const RopeShape& s : rope_shapes()) be_.rope_backward(dqkv_, rope_table_, s);
-    const Fp8Matrix dqkv8 = fp8_ ? quantize_gradient(dqkv_, QKV, l, kDqkv) : Fp8Matrix{};
-    const Fp8Operands qkv8 = operands(l, &LayerFp8::xn1, &LayerFp8::wqkv);
-    if (plan.qkv_fusion) {
-      linear_backward(d_normed_, 0.0f, g.wqkv, dqkv_, QKV, a.xn1, w.wqkv, C, QKV, qkv8, dqkv8);
-    } else {  // the first product writes dX, the next two add to it
-      float beta = 0.0f;
-      for (const QkvBlock& b : qkv_blocks()) {
-        const int64_t n = int64_t(b.width) * C;
-        linear_backward(d_normed_, beta, g.wqkv.slice(b.col * C, n), dqkv_.slice(b.col, dqkv_.numel - b.col), QKV,
-                        a.xn1, w.wqkv.slice(b.col * C, n), C, b.width, qkv8.weight_rows(b.col, b.width),
-                        dqkv8.col_block(b.col, b.width));
-        beta = 1.0f;
-      }
-    }
+    project_backward(l, Proj::Qkv, d_normed_, g.wqkv, dqkv_, a.xn1, w.wqkv);
   }
   ScopedRange r(be_, "attention_norm");
   norm_backward_into_residual(g.attn_norm, a.x, w.attn_norm, a.rstd1);  // dres: now the gradient of the layer's input
@@ -608,7 +485,7 @@ void Llama::optimizer_step(const AdamWStep& step) {
   be_.set_adamw_step(step);
   if (step_.norm_measured()) state_.measure_grad_norm();
   state_.update();
-  finish_fp8_step();
+  fp8_.finish_step();
 }
 
 bool Llama::train_step(const AdamWStep& step, const std::function<bool()>& stop) {
@@ -621,8 +498,8 @@ bool Llama::train_step(const AdamWStep& step, const std::function<bool()>& stop)
     ScopedRange range(be_, "inputs");
     be_.set_adamw_step(step);
   }
-  // Delayed scaling's first step runs outside the graph, with current scaling (fp8_scaling).
-  const bool settled = !fp8_ || !be_.plan().fp8_delayed_scaling || fp8_calibrated_;
+  // Delayed scaling's first step runs outside the graph, with current scaling (Fp8State::settled).
+  const bool settled = fp8_.settled();
   if (be_.plan().cuda_graph && settled && (be_.graph_ready() || be_.graph_capture_begin())) {
     if (!be_.graph_ready()) {
       enqueue_step();
@@ -653,7 +530,7 @@ bool Llama::enqueue_step(const std::function<bool()>& stop) {
   }
   if (step_.norm_measured()) state_.measure_grad_norm();
   if (!behind) state_.update();
-  finish_fp8_step();
+  fp8_.finish_step();
   be_.mark(3);
   return true;
 }

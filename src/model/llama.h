@@ -17,11 +17,10 @@
 // ParamState's (src/model/param_state.h); this class is the network.
 //
 // Version 5 (the fp8 switch, where uses_fp8()): each layer's four products (QKV, output,
-// gate/up, down) take FP8 operands, in both layouts the products read (ops/quantize.h): the
-// weights cast once a step, before the first forward; each activation and each gradient cast
-// after the kernel that makes it, in one pass, except SwiGLU's output and input gradient, which
-// SwiGLU's kernels write in FP8 themselves (fp8-fused-swiglu). The head, the attention and
-// everything else stay as in v4.
+// gate/up, down) take FP8 operands (src/model/fp8_state.h): the weights cast once a step, before
+// the first forward; each product casts its input (and in the backward the gradient entering it)
+// as it runs, except SwiGLU's output and input gradient, which SwiGLU's kernels write in FP8
+// themselves (fp8-fused-swiglu). The head, the attention and everything else stay as in v4.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -32,6 +31,7 @@
 #include "backend/backend.h"
 #include "parallel/comm.h"
 #include "model/config.h"
+#include "model/fp8_state.h"
 #include "model/param_state.h"
 #include "model/params.h"
 
@@ -54,12 +54,10 @@ class Llama {
   int seq_len() const { return T_; }
   int64_t tokens() const { return int64_t(B_) * T_; }  // per micro-batch
   const StepOptions& step_options() const { return step_; }
-  // Whether the layers' products run in FP8 (version 5): the fp8 switch with bf16 activations on
-  // the CUDA backend, every dimension of the products a multiple of 16 (cuBLASLt's rule), and a
-  // shape where FP8 pays (fp8-every-shape: every shape that allows it).
-  bool uses_fp8() const { return fp8_; }
-  // How the layers' products run, and why, for the run's header ("" without the fp8 switch).
-  std::string products_kind() const;
+  // Whether the layers' products run in FP8 (version 5: decide_fp8, the shape rule), and how they
+  // run and why, for the run's header ("" without the fp8 switch).
+  bool uses_fp8() const { return fp8_.on(); }
+  const std::string& products_kind() const { return fp8_.description(); }
 
   // Parameters from initial_params(config, seed, std), written a tensor at a time; gradients and
   // moments zeroed.
@@ -159,43 +157,6 @@ class Llama {
     Tensor h;       // [N, F] silu(gate) * up
   };
 
-  // Version 5's FP8 operands: per layer, the four products' inputs (activations, kept for the
-  // weight gradients) and weights; one buffer for the gradient entering a product; and the
-  // scale slots, kFp8Slots a layer (FP8Slot).
-  struct LayerFp8 {
-    Fp8Matrix xn1, att, xn2, h;          // [N, C], [N, H D], [N, C], [N, F]
-    Fp8Matrix wqkv, wo, wgateup, wdown;  // as the weights
-  };
-  enum Fp8Slot { kWqkv, kWo, kWgateup, kWdown, kXn1, kAtt, kXn2, kH, kDqkv, kDo, kDgateup, kDdown, kFp8Slots };
-  // The FP8 forms of a product's input and weight; empty: the product runs in the act type.
-  struct Fp8Operands {
-    Fp8Matrix x, w;
-    bool empty() const { return x.slot.empty(); }
-    Fp8Operands weight_rows(int64_t first, int64_t n) const { return {x, w.row_block(first, n)}; }
-  };
-  // Layer l's operands `x` and `w` (empty without FP8).
-  Fp8Operands operands(int l, Fp8Matrix LayerFp8::*x, Fp8Matrix LayerFp8::*w) const {
-    if (!fp8_) return {};
-    return {fp8_layers_[size_t(l)].*x, fp8_layers_[size_t(l)].*w};
-  }
-  // FP8 for the layers' products: whether cuBLASLt takes this shape (every dimension a multiple of
-  // 16), whether it pays here (kFp8MinHidden, kFp8MinTokens, or fp8-every-shape), and both with
-  // the plan, the precision and the backend (fp8_ is decide_fp8()).
-  bool fp8_fits() const;
-  bool fp8_pays() const;
-  bool decide_fp8() const;
-  Fp8Scaling fp8_scaling() const;
-  Tensor fp8_slot(int layer, Fp8Slot which) const {
-    return fp8_slots_.slice((int64_t(layer) * kFp8Slots + which) * kFp8SlotFloats, kFp8SlotFloats);
-  }
-  void quantize(const Fp8Matrix& out, const Tensor& x, int64_t r, int64_t c);
-  void quantize_weights();
-  // The FP8 form of the gradient [N, c] entering a layer's products (grad8_, through its slot), and
-  // that gradient quantized into it.
-  Fp8Matrix gradient_fp8(int64_t c, int layer, Fp8Slot which) const;
-  Fp8Matrix quantize_gradient(const Tensor& d, int64_t c, int layer, Fp8Slot which);
-  void finish_fp8_step();  // delayed scaling: this step's amaxes into the history
-
   void layout(Arena& a);
   bool enqueue_step(const std::function<bool()>& stop = {});  // marks, forward, backward, the update
   void backward_pass(bool update_behind);
@@ -204,12 +165,6 @@ class Llama {
   Tensor micro_slice(const Tensor& t) const { return t.slice(int64_t(micro_) * tokens(), tokens()); }
   // The gradient scale of the mean over every rank's tokens and micro-batches.
   double loss_grad_scale() const { return 1.0 / double(tokens() * state_.world_size() * step_.micro_batches); }
-  // The column blocks of the QKV buffer that the unfused products write (q, k, v).
-  struct QkvBlock {
-    int64_t col;
-    int width;
-  };
-  std::vector<QkvBlock> qkv_blocks() const;
   // What RoPE rotates: queries and keys in one call with custom-rope (they are adjacent
   // heads), otherwise one call each.
   std::vector<RopeShape> rope_shapes() const;
@@ -223,15 +178,37 @@ class Llama {
     const char* range;
     Tensor out, rstd, w;
   };
-  void output_and_residual(const Tensor& sum, const Tensor& residual, const Tensor& x, const Tensor& w, int in_f,
-                           const NormNext& next, const Fp8Operands& f8);
+  // Layer l's product p: its output columns [col, col + width), made by the weight's rows of the
+  // same numbers; one block for the whole product, or the unfused products of QKV (q, k, v) and
+  // gate/up (gate, up) without qkv-fusion and gate-up-fusion.
+  struct Block {
+    int64_t col;
+    int width;
+  };
+  std::vector<Block> blocks(Proj p) const;
+  int in_features(Proj p) const {
+    return p == Proj::Out ? cfg_.heads * cfg_.head_dim() : p == Proj::Down ? cfg_.intermediate : cfg_.hidden;
+  }
+  int out_features(Proj p) const {
+    return p == Proj::Qkv ? cfg_.qkv_dim() : p == Proj::GateUp ? 2 * cfg_.intermediate : cfg_.hidden;
+  }
+  // A forward product out = x w^T (in FP8 when f8 is given).
+  Gemm product(const Tensor& out, int64_t ld_out, const Tensor& x, const Tensor& w, int in_f, int out_f,
+               const Fp8Operands& f8) const;
+  // Layer l's product p's FP8 operands (none without FP8), its input x cast into them first unless
+  // its producer wrote them (x_cast).
+  Fp8Operands cast_input(int l, Proj p, const Tensor& x, bool x_cast);
+  // out = x w^T block by block, and its backward: dx (the first block writes it, the others add)
+  // and dw (written, or added to after the first micro-batch); in FP8, dout cast first unless its
+  // producer wrote its FP8 form (dout_cast).
+  void project(int l, Proj p, const Tensor& out, const Tensor& x, const Tensor& w, bool x_cast = false);
+  void project_backward(int l, Proj p, const Tensor& dx, const Tensor& dw, const Tensor& dout, const Tensor& x,
+                        const Tensor& w, bool dout_cast = false);
+  // A layer's output product (p: Out or Down) and the residual add after it, with the RMSNorm next.
+  void output_and_residual(int l, Proj p, const Tensor& sum, const Tensor& residual, const Tensor& x, const Tensor& w,
+                           const NormNext& next, bool x_cast = false);
   void norm_backward_into_residual(const Tensor& dw, const Tensor& x, const Tensor& w, const Tensor& rstd);
-  // The forward product out = x w^T (in FP8 when f8 is given), and linear() to run it.
-  Gemm linear_product(const Tensor& out, int64_t ld_out, const Tensor& x, const Tensor& w, int in_f, int out_f,
-                      const Fp8Operands& f8) const;
-  void linear(const Tensor& out, int64_t ld_out, const Tensor& x, const Tensor& w, int in_f, int out_f,
-              const Fp8Operands& f8 = {});
-  // With f8, dout8 is dout's FP8 form.
+  // One backward product pair, dx and dw (in FP8 with f8 and dout's FP8 form dout8).
   void linear_backward(const Tensor& dx, float beta_dx, const Tensor& dw, const Tensor& dout, int64_t ld_dout,
                        const Tensor& x, const Tensor& w, int in_f, int out_f, const Fp8Operands& f8 = {},
                        const Fp8Matrix& dout8 = {});
@@ -245,8 +222,7 @@ class Llama {
   int Vp_;     // rows of the output head, the vocabulary padded for the backend
   int chunk_;  // tokens per chunk of the head with the fused classifier, else all of them
   AttnShape attn_;
-  bool fp8_;  // decide_fp8()
-  bool fp8_calibrated_ = false;  // delayed scaling: a step with current scaling has filled the history
+  Fp8State fp8_;
   ParamState state_;
   Arena arena_;
 
@@ -261,9 +237,6 @@ class Llama {
   Tensor rope_table_;
   // Scratch: a branch's output before it joins the residual stream, and activation gradients.
   Tensor branch_, dres_, d_normed_, d_norm_in_, dqkv_, datt_, dgateup_, dh_;
-  std::vector<LayerFp8> fp8_layers_;
-  Tensor grad8_rows_, grad8_cols_;  // the gradient entering a product, [N, widest] and its transpose
-  Tensor fp8_slots_;                // [layers, kFp8Slots, kFp8SlotFloats]
 };
 
 }  // namespace tt
