@@ -85,6 +85,16 @@ inline std::vector<double> run_losses(const std::string& json) {
   return out;
 }
 
+// A checkpoint's bytes with its run identity blanked: the same training resumed or run at once
+// writes the same bytes but for it (a resumed run keeps the identity of the run it continues).
+inline std::string checkpoint_bytes_without_run(const std::filesystem::path& path) {
+  std::string bytes = read_text(path);
+  const std::string key = "\"run\":\"";
+  const size_t at = bytes.find(key);
+  if (at != std::string::npos && at < 65536) bytes.replace(at + key.size(), 16, 16, '-');
+  return bytes;
+}
+
 // Every tensor of a checkpoint but the optimizer's, in file order.
 inline std::vector<float> run_weights(const std::string& ckpt) {
   const SafetensorsFile f = read_safetensors(ckpt, "test");

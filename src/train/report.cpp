@@ -223,7 +223,7 @@ void print_header(std::ostream& log, const HeaderFacts& h) {
                        o.batch, o.step_sequences(r.world_size), r.world_size == 1 ? "" : " over all processes");
   if (const std::string settings = settings_line(o); !settings.empty()) log << "Settings: " << settings << "\n";
   log << fmt::format("Memory: {} reserved at start\n", format_mb(r.memory.total()));
-  if (r.world_size > 1)
+  if (h.data_parallel)
     log << fmt::format("Data parallel: {} processes ({}, {}), ZeRO-{}, gradients summed in {}: batch {} per process, {} in "
                        "all\n", r.world_size, h.launcher, h.communicator, o.zero, dtype_name(h.reduce_dtype), o.batch,
                        o.batch * r.world_size);

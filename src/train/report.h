@@ -34,6 +34,7 @@ struct HeaderFacts {
   const TrainResult& result;
   const Backend& backend;
   const CheckpointInfo& resume;  // step 0 and no recipe for a new run
+  bool data_parallel;  // a communicator of ranks, even of one
   std::string launcher, communicator;
   DType reduce_dtype;
 };
