@@ -35,6 +35,7 @@ need libgtest-dev  "test -f /usr/include/gtest/gtest.h"
 need libsentencepiece-dev "test -f /usr/include/sentencepiece_processor.h"
 need libopenmpi-dev "command -v mpicc" "ls /usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h"
 need openmpi-bin   "command -v mpirun"
+need python3       "command -v python3"  # tools/plot_loss.py, tested with the CPU tests
 need libopenblas-dev "ls /usr/include/x86_64-linux-gnu/openblas*/cblas.h" "test -f /usr/include/openblas/cblas.h" \
                      "ls /usr/include/*/openblas*/cblas.h"
 [ "${TT_SKIP_OPTIONAL:-0}" = 1 ] || want fortunes "test -d /usr/share/games/fortunes" "test -d /usr/share/fortunes"

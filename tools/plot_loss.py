@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """The training and validation loss of a run as an SVG chart, with no plotting library.
 
-  python3 tools/plot_loss.py RUN.json OUT.svg [TITLE]
+  python3 tools/plot_loss.py RUN[,RUN...] OUT.svg [TITLE]
   python3 tools/plot_loss.py --validation OUT.svg TITLE RUN.json=LABEL ...
 
-RUN.json is what `tiny_llama ... --json RUN.json` (or tools/pytorch_train.py --json) writes: the
-per-step training loss (drawn as a mean over 50 steps) and the validation losses (--eval-every).
+RUN is what `tiny_llama ... --json RUN.json` (or tools/pytorch_train.py --json) writes, or the JSON
+lines of `--metrics` (a --save-dir's metrics.jsonl): the per-step training loss (drawn as a mean over
+up to 50 steps) and the validation losses. Several RUNs between commas are the legs of one run
+(an interrupted run and its resumes): one curve, a later leg's steps replacing an earlier one's.
 --validation draws the validation curves of several runs on one chart, its scale fitted to them."""
 import json
 import math
@@ -22,12 +24,12 @@ def chart(dst, title, ylabel, x1, y0, y1, ystep, curves, legend_width):
            f'<rect width="{W}" height="{H}" fill="white"/>',
            f'<text x="{W / 2}" y="22" text-anchor="middle" font-size="14">{title}</text>']
     k = y0
-    while k <= y1 + 1e-9:
+    while k <= y1 + ystep * 1e-6:
         out.append(f'<line x1="{L}" y1="{py(k):.1f}" x2="{W - R}" y2="{py(k):.1f}" stroke="#eee"/>')
         out.append(f'<text x="{L - 8}" y="{py(k) + 4:.1f}" text-anchor="end">{k:g}</text>')
         k += ystep
-    tick = max(1, round(x1 / 6, -2))
-    for x in range(0, int(x1) + 1, int(tick)):
+    tick = nice_step(x1, 6)
+    for x in range(0, int(x1) + 1, max(1, int(tick))):
         out.append(f'<text x="{px(x):.1f}" y="{H - B + 18}" text-anchor="middle">{x}</text>')
     out.append(f'<text x="{(L + W - R) / 2}" y="{H - 10}" text-anchor="middle">step</text>')
     out.append(f'<text x="16" y="{(T + H - B) / 2}" transform="rotate(-90 16 {(T + H - B) / 2})" '
@@ -48,18 +50,52 @@ def chart(dst, title, ylabel, x1, y0, y1, ystep, curves, legend_width):
     open(dst, "w").write("\n".join(out) + "\n")
 
 
-def main(src, dst, title):
-    run = json.load(open(src))
-    steps = [(s["step"], s["loss"]) for s in run["steps"]]
-    val = [(v["step"], v["loss"]) for v in run.get("validation", [])]
-    window = 50
+def nice_step(span, most):
+    """The grid step of 1, 2 or 5 times a power of ten that cuts `span` into at most `most` parts."""
+    step = 10 ** math.floor(math.log10(span / most)) if span > 0 else 1
+    for factor in (1, 2, 5, 10):
+        if span / (step * factor) <= most:
+            return step * factor
+    return step * 10
+
+
+def read_run(path):
+    """(steps, validation) of a --json report or a --metrics file: [(step, loss)] each, by step."""
+    text = open(path).read()
+    try:
+        run = json.loads(text)
+        steps = {s["step"]: s["loss"] for s in run["steps"]}
+        val = {v["step"]: v["loss"] for v in run.get("validation", [])}
+    except json.JSONDecodeError:  # JSON lines: one record a log step
+        steps, val = {}, {}
+        for line in text.splitlines():
+            if line.strip():
+                r = json.loads(line)
+                if r.get("loss") is not None:
+                    steps[r["step"]] = r["loss"]
+                if r.get("validation_loss") is not None:
+                    val[r["step"]] = r["validation_loss"]
+    return steps, val
+
+
+def main(srcs, dst, title):
+    steps, val = {}, {}
+    for src in srcs.split(","):  # the legs of one run, a later one's steps winning
+        s, v = read_run(src)
+        steps.update(s)
+        val.update(v)
+    steps, val = sorted(steps.items()), sorted(val.items())
+    window = max(1, min(50, len(steps) // 10))
     train = []
-    for i in range(window - 1, len(steps), window // 2):
+    for i in range(window - 1, len(steps), max(1, window // 2)):
         chunk = steps[i - window + 1:i + 1]
         train.append((chunk[-1][0], sum(l for _, l in chunk) / len(chunk)))
     xs = [s for s, _ in steps] + [s for s, _ in val]
     ys = [l for _, l in train] + [l for _, l in val]
-    chart(dst, title, "loss", max(xs), 0, max(ys) * 1.05, 1,
+    if not xs:
+        sys.exit(f"plot_loss: {srcs} holds no losses")
+    top = max(ys) * 1.05
+    chart(dst, title, "loss", max(max(xs), 1), 0, top, nice_step(top, 10),
           [(f"training (mean of {window} steps)", train, "#1f77b4", False), ("validation", val, "#d62728", False)], 210)
 
 

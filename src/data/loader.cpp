@@ -255,7 +255,12 @@ std::unique_ptr<DataSource> make_data_source(const std::string& spec, int vocab_
   if (paths.size() > 1 || is_token_file(paths.front())) return make_token_data(paths, vocab_size, batch, seq_len);
 
   const std::string path = paths.front();  // a pattern's one match, or the file itself
-  std::string bytes = read_input_file(path, "--data", size_t(1) << 40);
+  std::error_code ec;
+  if (const uintmax_t size = std::filesystem::file_size(path, ec); !ec && size > kMaxTextBytes)
+    usage_fail("--data: '" + path + "' holds " + std::to_string(size >> 20) + " MiB of text; a text file is read whole " +
+               "into memory (at most " + std::to_string(kMaxTextBytes >> 20) + " MiB): convert it once, tiny_llama " +
+               "tokenize '" + path + "' --tokenizer bytes --out DIR, and train on --data 'DIR/*.bin', read as it goes");
+  std::string bytes = read_input_file(path, "--data", kMaxTextBytes);
   if (bytes.empty()) usage_fail("--data: '" + path + "' is empty");
   // Text has no NUL byte; nanoGPT's prepare.py writes its uint16 tokens as a headerless .bin,
   // which read as text would train on the bytes of the numbers.

@@ -86,6 +86,9 @@ std::vector<std::string> data_files(const std::string& spec);
 bool names_token_files(const std::string& spec);
 
 constexpr int kSyntheticSequences = 1000;
+// A text file given to --data is held whole in memory, up to this size; larger text is refused
+// with the tokenize command that turns it into token files, which are read as training goes.
+constexpr size_t kMaxTextBytes = size_t(256) << 20;
 constexpr int kTextVocab = 256;
 
 }  // namespace tt

@@ -9,6 +9,7 @@
 // curve. The trainer hands each step's value to the optimizer with its other scalars, which the
 // CUDA backend copies to device memory before the step: a replayed CUDA graph reads it there.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -19,6 +20,9 @@ struct LrSchedule {
   double peak = 3e-4, min = 0.0;
   int64_t warmup = 0;      // steps of the linear warmup
   int64_t decay = 0;       // wsd: steps of the final decay (0: a fifth of the run)
+  // wsd's decay: `decay`, else a fifth of the schedule and at least its last step, so that even a
+  // short run ends at `min`.
+  int64_t wsd_decay() const { return decay ? decay : std::max<int64_t>(1, total / 5); }
   int64_t total = 50;      // the schedule's last step (--lr-schedule-steps, else --num-steps); the minimum after it
 
   // UsageError naming the flag for a schedule that cannot be.

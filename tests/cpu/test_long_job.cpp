@@ -59,6 +59,14 @@ TEST(LongJob, AResumedSaveDirectoryKeepsSavingAndItsMetricsGoOn) {
   std::vector<int64_t> expected;
   for (int64_t s = 1; s <= 20; ++s) expected.push_back(s);
   EXPECT_EQ(metric_steps(dir.file("ck/metrics.jsonl")), expected) << "one increasing series, steps 11 and 12 the resumed run's";
+  // tools/plot_loss.py draws it: one training curve over the 20 steps, axes labelled 0 to 20.
+  const std::string plot = "python3 " + std::string(TT_SOURCE_DIR) + "/tools/plot_loss.py " + dir.file("ck/metrics.jsonl") +
+                           " " + dir.file("loss.svg") + " >" + dir.file("plot.log") + " 2>&1";
+  ASSERT_EQ(std::system(plot.c_str()), 0) << read_text(dir.file("plot.log"));
+  const std::string svg = read_text(dir.file("loss.svg"));
+  EXPECT_NE(svg.find("<polyline"), std::string::npos) << svg;
+  EXPECT_NE(svg.find(">20</text>"), std::string::npos) << svg;
+  EXPECT_NE(svg.find("training (mean of 2 steps)"), std::string::npos) << svg;
   // A run that saves nothing says so at its start.
   r = run_binary(kModel + "--num-steps 1", dir.path());
   EXPECT_NE(r.out.find("Checkpoints: none (no --save or --save-dir: this run saves nothing)"), std::string::npos) << r.out;
@@ -210,6 +218,19 @@ TEST(LongJob, AStopSignalEndsAnAccumulatedStepBetweenMicroBatches) {
   r = run_binary(model + "--num-steps 2 --json " + dir.file("full.json"), dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(run_losses(dir.file("rest.json")).back(), run_losses(dir.file("full.json")).back());
+}
+
+// A text file for --data is held whole in memory: above the limit it is refused, naming the
+// tokenize command that turns it into token files (read as training goes).
+TEST(LongJob, ALargeTextFileIsRefusedWithItsRemedy) {
+  ScratchDir dir("long");
+  std::ofstream(dir.file("big.txt")) << "text";
+  fs::resize_file(dir.file("big.txt"), (size_t(300) << 20));  // sparse: no disk used
+  const Outcome r = run_binary("--device cpu --data " + dir.file("big.txt"), dir.path());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("holds 300 MiB of text; a text file is read whole into memory (at most 256 MiB): convert it once, "
+                       "tiny_llama tokenize '" + dir.file("big.txt") + "' --tokenizer bytes --out DIR"),
+            std::string::npos) << r.err;
 }
 
 // A --metrics file that cannot be written (a full disk: here the file-size limit, which the

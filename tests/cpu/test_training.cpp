@@ -240,6 +240,9 @@ TEST(LrSchedule, EachKindAgainstAHandComputation) {
   EXPECT_DOUBLE_EQ(s.at(80), 1e-3);
   EXPECT_NEAR(s.at(90), 5e-4, 1e-15);
   EXPECT_NEAR(s.at(100), 0.0, 1e-15);
+  s = {"wsd", 1e-3, 1e-4, 0, 0, 4};  // a run shorter than five steps still decays, in its last step
+  EXPECT_DOUBLE_EQ(s.at(3), 1e-3);
+  EXPECT_DOUBLE_EQ(s.at(4), 1e-4);
   s = {"wsd", 1e-3, 0.0, 0, 0, 100};  // the decay defaults to a fifth of the run
   EXPECT_DOUBLE_EQ(s.at(80), 1e-3);
   EXPECT_NEAR(s.at(90), 5e-4, 1e-15);
