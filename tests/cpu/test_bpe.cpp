@@ -2,7 +2,9 @@
 // patterns on texts whose words follow from the regular expressions by hand, the merges applied
 // by rank, ignore_merges, exact round trips of any bytes, BOS and EOS from tokenizer_config.json
 // or the file, each refused field named, and tokenize writing documents with a GPT-2-style
-// tokenizer. The ids against the tokenizers library itself: tests/gpu/test_gpu_hf.cpp.
+// tokenizer. The smallest cases where the tokenizers library (0.23.2) and an earlier reader
+// differed hold the library's ids (from its Node binding, on these very files); the ids against
+// the library on every configuration and code point: tests/gpu/test_gpu_tokenizers.cpp.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -87,12 +89,18 @@ TEST(Bpe, ByteCharacters) {
   EXPECT_EQ(c[0xFF], "\u00ff");
 }
 
+// An added token of a tokenizer.json.
+struct Added {
+  std::string content;
+  bool special = false, normalized = true, lstrip = false, rstrip = false;
+};
+
 class BpeFile : public ::testing::Test {
  protected:
   // A tokenizer.json of GPT-2's kind: the 256 bytes, then the merges' tokens in order, then the
-  // special tokens.
+  // extra tokens; then the added tokens, <|endoftext|> (special) and `added`.
   json file(const std::vector<std::pair<std::string, std::string>>& merges, const std::vector<std::string>& extra = {},
-            bool ignore_merges = false) {
+            bool ignore_merges = false, const std::vector<Added>& added = {}) {
     const std::vector<std::string> chars = byte_characters();
     json vocab = json::object(), merge_list = json::array();
     for (int b = 0; b < 256; ++b) vocab[chars[size_t(b)]] = b;
@@ -102,8 +110,14 @@ class BpeFile : public ::testing::Test {
       merge_list.push_back(json::array({l, r}));
     }
     for (const std::string& t : extra) vocab[t] = next++;
+    json added_tokens = json::array();
+    std::vector<Added> all = {{"<|endoftext|>", true, false}};
+    all.insert(all.end(), added.begin(), added.end());
+    for (const Added& a : all)
+      added_tokens.push_back({{"id", next++}, {"content", a.content}, {"single_word", false}, {"lstrip", a.lstrip},
+                              {"rstrip", a.rstrip}, {"normalized", a.normalized}, {"special", a.special}});
     return {{"version", "1.0"},
-            {"added_tokens", json::array({{{"id", next}, {"content", "<|endoftext|>"}, {"special", true}}})},
+            {"added_tokens", added_tokens},
             {"normalizer", nullptr},
             {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
             {"post_processor", {{"type", "ByteLevel"}}},
@@ -111,6 +125,22 @@ class BpeFile : public ::testing::Test {
             {"model", {{"type", "BPE"}, {"dropout", nullptr}, {"ignore_merges", ignore_merges}, {"vocab", vocab},
                        {"merges", merge_list}}}};
   }
+  // The same with LLaMA-3's pattern: a Split, then a ByteLevel without its own.
+  static json llama3(json j) {
+    j["pre_tokenizer"] = {{"type", "Sequence"},
+                          {"pretokenizers", json::array({{{"type", "Split"}, {"pattern", {{"Regex", kLlama3}}},
+                                                          {"behavior", "Isolated"}, {"invert", false}},
+                                                         {{"type", "ByteLevel"}, {"add_prefix_space", false},
+                                                          {"use_regex", false}}})}};
+    return j;
+  }
+  static json prefix_space(json j) {
+    json& byte_level = j["pre_tokenizer"]["type"] == "Sequence" ? j["pre_tokenizer"]["pretokenizers"][1] : j["pre_tokenizer"];
+    byte_level["add_prefix_space"] = true;
+    return j;
+  }
+  static constexpr const char* kLlama3 =
+      R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
   std::string save(const json& j, const std::string& name = "tokenizer.json") {
     std::ofstream((scratch.path() / name).string()) << j.dump();
     return (scratch.path() / name).string();
@@ -145,6 +175,52 @@ TEST_F(BpeFile, IgnoreMergesTakesAWholeWord) {
   EXPECT_EQ(load(file({{"a", "b"}}, {"abc"}, false))->encode("abc"), (std::vector<int32_t>{256, 'c'}));
 }
 
+// Letters and digits of Unicode 15.1 and 16.0: U+2EBF0 (a CJK ideograph) is a word of its own
+// before 's (the library: ð ® ¯ ° 's; Unicode 15.0: the apostrophe went with it); "1" U+1CCF1
+// (an outlined digit) "1" is one number of three digits under LLaMA-3's pattern.
+TEST_F(BpeFile, Unicode16LettersAndDigits) {
+  EXPECT_EQ(load(file({{"'", "s"}}))->encode("\U0002EBF0's"), (std::vector<int32_t>{240, 174, 175, 176, 256}));
+  EXPECT_EQ(load(llama3(file({{"1", "\u00f0"}})))->encode("1\U0001CCF11"), (std::vector<int32_t>{256, 156, 179, 177, 49}));
+}
+
+// Added tokens that are not special are found in ordinary text, before the pattern cuts it, the
+// longest first, "normalized": false ones before the others, lstrip and rstrip taking the white
+// space beside them; the pieces between go on each its own. Special ones stay text.
+TEST_F(BpeFile, AddedTokensThatAreNotSpecialAreFound) {
+  const std::vector<Added> words = {{"xyzzy"}, {"    ", false, false}, {" the cat"}};
+  const std::vector<int32_t> want = {97, 32, 258, 32, 98, 259, 99, 260, 32, 258, 113};  // a Ġ xyzzy Ġ b ␣␣␣␣ c ␣the␣cat Ġ xyzzy q
+  EXPECT_EQ(load(file({{"\u0120", "t"}}, {}, false, words))->encode("a xyzzy b    c the cat xyzzyq"), want);
+  EXPECT_EQ(load(llama3(file({{"\u0120", "t"}}, {}, false, words)))->encode("a xyzzy b    c the cat xyzzyq"), want);
+  const std::vector<Added> chat = {{"<|im_start|>", false, false, true}, {"<|im_end|>", false, false, false, true}, {"<|im"}};
+  // a, "  <|im_start|>", Ġ b Ġ, "<|im_end|>  ", c Ġ, "<|im", _ x
+  EXPECT_EQ(load(file({}, {}, false, chat))->encode("a  <|im_start|> b <|im_end|>  c <|im_x"),
+            (std::vector<int32_t>{97, 257, 32, 98, 32, 258, 99, 32, 259, 95, 120}));
+  EXPECT_EQ(load(file({}))->encode("a<|endoftext|>"),
+            (std::vector<int32_t>{97, 60, 124, 101, 110, 100, 111, 102, 116, 101, 120, 116, 124, 62}));
+  // A special token found first takes its place in the search, and nothing is found inside it:
+  // "x<|im" (special) is found before "<|im_start|>", and the text stays text. (From the
+  // library's find_matches, which skips a special match and searches on after it: its Node
+  // binding cannot split special tokens, tests/gpu/test_gpu_tokenizers.cpp checks it in Python.)
+  EXPECT_EQ(load(file({}, {}, false, {{"<|im_start|>", false, false}, {"x<|im", true, false}}))->encode("x<|im_start|>"),
+            (std::vector<int32_t>{120, 60, 124, 105, 109, 95, 115, 116, 97, 114, 116, 124, 62}));
+}
+
+// ByteLevel's add_prefix_space puts a space in front of each piece it is given: after a Split,
+// each word (Ġ,), else the text between added tokens.
+TEST_F(BpeFile, PrefixSpaceGoesOnEachPiece) {
+  EXPECT_EQ(load(prefix_space(llama3(file({}))))->encode("Hello, world."),
+            (std::vector<int32_t>{32, 72, 101, 108, 108, 111, 32, 44, 32, 119, 111, 114, 108, 100, 32, 46}));
+  EXPECT_EQ(load(prefix_space(file({})))->encode("Hello, world."),
+            (std::vector<int32_t>{32, 72, 101, 108, 108, 111, 44, 32, 119, 111, 114, 108, 100, 46}));
+  EXPECT_EQ(load(prefix_space(file({}, {}, false, {{"<t>", false, false}})))->encode("a<t>b <t> c"),
+            (std::vector<int32_t>{32, 97, 257, 32, 98, 32, 257, 32, 99}));
+}
+
+// A merge listed twice ranks by its last copy: "5 5" after "5 9" here, so 559 is 5 59.
+TEST_F(BpeFile, AMergeListedTwiceRanksByItsLastCopy) {
+  EXPECT_EQ(load(file({{"5", "5"}, {"5", "9"}, {"5", "5"}}))->encode("559"), (std::vector<int32_t>{53, 257}));
+}
+
 TEST_F(BpeFile, RoundTripsAnyBytes) {
   const auto tok = load(file({{"\u0120", "t"}, {"h", "e"}, {"\u0120t", "he"}, {"e", "r"}}));
   std::mt19937 rng(7);
@@ -168,8 +244,9 @@ TEST_F(BpeFile, BosAndEos) {
   const auto gpt2 = load(file({}));
   EXPECT_EQ(gpt2->bos(), -1) << "no post-processor template, no BOS";
   EXPECT_EQ(gpt2->eos(), 256);
-  json j = file({});
-  j["added_tokens"] = json::array({{{"id", 256}, {"content", "<|begin_of_text|>"}}, {{"id", 257}, {"content", "<|end_of_text|>"}}});
+  json j = file({}, {}, false, {{"<|begin_of_text|>", true, false}, {"<|end_of_text|>", true, false}});
+  j["added_tokens"].erase(0);  // no <|endoftext|>
+  j["added_tokens"][0]["id"] = 256, j["added_tokens"][1]["id"] = 257;
   j["post_processor"] = {{"type", "TemplateProcessing"},
                          {"single", json::array({{{"SpecialToken", {{"id", "<|begin_of_text|>"}, {"type_id", 0}}}}})}};
   auto tok = load(j);
@@ -209,6 +286,19 @@ TEST_F(BpeFile, RefusesWhatItDoesNotRead) {
   json not_bytes = j;
   not_bytes["model"]["vocab"]["\u4e2d"] = 300;
   refused(not_bytes, "is not a byte-level token");
+  refused(file({}, {}, false, {{"<a>"}}), "added_tokens: '<a>' has single_word true, which is not read",
+          {{"added_tokens", json::array({file({})["added_tokens"][0], {{"id", 257}, {"content", "<a>"}, {"single_word", true},
+                                                                       {"lstrip", false}, {"rstrip", false},
+                                                                       {"normalized", true}, {"special", false}}})}});
+  json ids = file({}, {}, false, {{"<a>"}});
+  ids["added_tokens"][1]["id"] = 300;
+  refused(ids, "added_tokens: '<a>' has id 300, where the tokenizers library gives it 257");
+  json twice = file({}, {}, false, {{"<a>"}});
+  twice["added_tokens"].push_back(twice["added_tokens"][1]);
+  refused(twice, "added_tokens: '<a>' is listed twice");
+  json no_flag = file({});
+  no_flag["added_tokens"][0].erase("lstrip");
+  refused(no_flag, "has no \"lstrip\" (true or false)");
   std::ofstream((scratch.path() / "broken.json").string()) << "{\"model\": ";
   const std::string why = refusal([&] { Tokenizer::load((scratch.path() / "broken.json").string(), "--tokenizer"); });
   EXPECT_NE(why.find("not JSON"), std::string::npos) << why;
