@@ -328,34 +328,57 @@ TEST_F(BpeFile, TokenizeWithAGpt2StyleTokenizer) {
   EXPECT_EQ(t, want);
 }
 
-// A GPT-2-style tokenizer end to end on the CPU: tokenize, train, export (the tokenizer.json
-// itself, its BOS and EOS in tokenizer_config.json and config.json), generate from the export.
-TEST_F(BpeFile, TrainExportAndGenerate) {
-  save(file({{"\u0120", "t"}, {"h", "e"}, {"\u0120t", "he"}, {"o", "n"}}));
-  save({{"bos_token", "<|endoftext|>"}, {"eos_token", "<|endoftext|>"}}, "tokenizer_config.json");
+// tokenize, a short training run and export with the tokenizer in the scratch directory: the
+// token files' tokens and the exported directory ("hf").
+std::vector<int32_t> tokenize_train_export(const fs::path& d, int vocab) {
   std::string text;
   for (int i = 0; i < 200; ++i) text += "the one and the other one\n";
-  std::ofstream((scratch.path() / "docs.txt").string()) << text;
-  const fs::path& d = scratch.path();
-  Outcome r = run_binary("tokenize --documents line --tokenizer " + d.string() + " --out " + (d / "tokens").string() + " " +
-                             (d / "docs.txt").string(), d);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  r = run_binary("--device cpu --data '" + (d / "tokens").string() + "/*.bin' --vocab-size 261 --hidden-dim 32 "
-                 "--num-layers 1 --num-heads 2 --num-kv-heads 2 --intermediate-size 48 --seq-len 16 --batch-size 2 "
-                 "--num-steps 2 --save " + (d / "m.safetensors").string(), d);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ofstream((d / "docs.txt").string()) << text;
+  Outcome r = run_binary("tokenize --val-fraction 0 --documents line --tokenizer " + d.string() + " --out " +
+                             (d / "tokens").string() + " " + (d / "docs.txt").string(), d);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = run_binary("--device cpu --data '" + (d / "tokens").string() + "/*.bin' --vocab-size " + std::to_string(vocab) +
+                     " --hidden-dim 32 --num-layers 1 --num-heads 2 --num-kv-heads 2 --intermediate-size 48 --seq-len 16 "
+                     "--batch-size 2 --num-steps 2 --save " + (d / "m.safetensors").string(), d);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
   r = run_binary("export " + (d / "m.safetensors").string() + " --hf " + (d / "hf").string() + " --tokenizer " +
                      (d / "tokenizer.json").string(), d);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(read_text(d / "hf" / "tokenizer.json"), read_text(d / "tokenizer.json"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const TokenFile f((d / "tokens" / "train_000000.bin").string(), vocab, "--data");
+  std::vector<int32_t> tokens(size_t(f.size()));
+  f.read(0, f.size(), tokens.data());
+  return tokens;
+}
+
+// A GPT-2-style tokenizer end to end on the CPU: tokenize, train, export (the tokenizer.json
+// itself, its BOS, EOS and padding in tokenizer_config.json and config.json), generate from the
+// export. Its <|endoftext|> is BOS and EOS: documents end with it, and the export's post-processor
+// puts nothing first, as transformers then does (add_bos_token false).
+TEST_F(BpeFile, TrainExportAndGenerate) {
+  json tokenizer = file({{"\u0120", "t"}, {"h", "e"}, {"\u0120t", "he"}, {"o", "n"}});
+  save(tokenizer);
+  save({{"bos_token", "<|endoftext|>"}, {"eos_token", "<|endoftext|>"}}, "tokenizer_config.json");
+  const fs::path& d = scratch.path();
+  const std::vector<int32_t> tokens = tokenize_train_export(d, 261);
+  EXPECT_EQ(tokens[0], 't') << "no <|endoftext|> first ('the' is t he)";
+  const json exported = json::parse(read_text(d / "hf" / "tokenizer.json"));
+  EXPECT_EQ(exported["post_processor"], json::parse(R"({"type": "TemplateProcessing", "single": [{"Sequence": {"id": "A", "type_id": 0}}],
+      "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}], "special_tokens": {}})"));
+  tokenizer["post_processor"] = exported["post_processor"];
+  EXPECT_EQ(exported, tokenizer) << "the rest is the file as it was";
   const nlohmann::json config = nlohmann::json::parse(read_text(d / "hf" / "config.json"));
   EXPECT_EQ(config["vocab_size"], 261) << "the model's vocabulary may be larger than the tokenizer's";
   EXPECT_EQ(config["bos_token_id"], 260);
   EXPECT_EQ(config["eos_token_id"], 260);
+  EXPECT_EQ(config["pad_token_id"], 260);
   const nlohmann::json tok_config = nlohmann::json::parse(read_text(d / "hf" / "tokenizer_config.json"));
   EXPECT_EQ(tok_config["eos_token"], "<|endoftext|>");
+  EXPECT_EQ(tok_config["pad_token"], "<|endoftext|>");
+  EXPECT_EQ(tok_config["add_bos_token"], false);
+  EXPECT_EQ(tok_config["add_eos_token"], false);
+  EXPECT_FALSE(tok_config.contains("model_max_length")) << "RoPE has no limit: transformers then sets none";
   EXPECT_EQ(tok_config["tokenizer_class"], "PreTrainedTokenizerFast");
-  r = run_binary("generate " + (d / "hf").string() + " --prompt 'the' --max-new-tokens 5 --seed 3", d);
+  Outcome r = run_binary("generate " + (d / "hf").string() + " --prompt 'the' --max-new-tokens 5 --seed 3", d);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.rfind("the", 0), 0u) << r.out;
   fs::create_directories(d / "big");
@@ -366,6 +389,26 @@ TEST_F(BpeFile, TrainExportAndGenerate) {
   r = run_binary("export " + (d / "m.safetensors").string() + " --hf " + (d / "hf2").string(), d);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("a SentencePiece .model or a tokenizer.json"), std::string::npos) << r.err;
+}
+
+// A LLaMA-3-style tokenizer whose post-processor adds no BOS, though tokenizer_config.json names
+// one: tokenize puts BOS first in every document, and so does the export's tokenizer (its
+// post-processor and add_bos_token), for transformers to encode as the model was trained.
+TEST_F(BpeFile, TheExportPutsBosFirstWhereTokenizeDoes) {
+  save(llama3(file({{"\u0120", "t"}, {"h", "e"}, {"\u0120t", "he"}, {"o", "n"}}, {}, false,
+                   {{"<|begin_of_text|>", true, false}, {"<|end_of_text|>", true, false}})));
+  save({{"bos_token", "<|begin_of_text|>"}, {"eos_token", "<|end_of_text|>"}}, "tokenizer_config.json");
+  const fs::path& d = scratch.path();
+  const std::vector<int32_t> tokens = tokenize_train_export(d, 263);
+  EXPECT_EQ(tokens[0], 261) << "BOS first";
+  const json exported = json::parse(read_text(d / "hf" / "tokenizer.json"));
+  EXPECT_EQ(exported["post_processor"]["single"][0]["SpecialToken"]["id"], "<|begin_of_text|>");
+  EXPECT_EQ(exported["post_processor"]["special_tokens"]["<|begin_of_text|>"]["ids"], json::array({261}));
+  const nlohmann::json tok_config = nlohmann::json::parse(read_text(d / "hf" / "tokenizer_config.json"));
+  EXPECT_EQ(tok_config["add_bos_token"], true);
+  EXPECT_EQ(tok_config["bos_token"], "<|begin_of_text|>");
+  EXPECT_EQ(tok_config["pad_token"], "<|end_of_text|>");
+  EXPECT_EQ(Tokenizer::load((d / "hf").string(), "--tokenizer")->bos(), 261) << "the export reads back";
 }
 
 }  // namespace

@@ -2,8 +2,9 @@
 // transformers are installed; skipped with a message where they are not): the exported
 // directory loads as LlamaForCausalLM and computes our logits on a fixed batch (fp32: relative
 // error <= 1e-5; bf16 weights: <= 2e-2), its greedy continuation is ours (fp32), and its
-// tokenizer encodes a sentence to our ids, for a byte-level model, a SentencePiece one and one
-// with a byte-level BPE tokenizer.json. (The tokenizers alone against the tokenizers library:
+// tokenizer encodes sentences to our ids (BOS first where tokenize puts it first in a document)
+// and pads with EOS, for a byte-level model, SentencePiece BPE and unigram ones, and ones with a
+// GPT-2-style and a LLaMA-3-style byte-level BPE tokenizer.json. (The tokenizers alone against the tokenizers library:
 // tests/gpu/test_gpu_tokenizers.cpp.)
 #include <unistd.h>
 
@@ -38,7 +39,7 @@ int bpe_check(const std::string& args, const fs::path& log) {
   return std::system(cmd.c_str());
 }
 
-enum class TokenizerCase { Bytes, SentencePiece, Gpt2Bpe };
+enum class TokenizerCase { Bytes, SentencePiece, SentencePieceUnigram, Gpt2Bpe, Llama3Bpe };
 
 struct HfCase {
   const char* name;
@@ -69,12 +70,15 @@ TEST_P(GpuHf, TransformersComputesWhatWeCompute) {
   o.backend.device = DeviceKind::Cuda;
   o.backend.plan = plan_for_version(3);
   std::string tokenizer = "bytes";
-  if (k.tokenizer == TokenizerCase::Gpt2Bpe) {  // trained by the tokenizers library
-    ASSERT_EQ(bpe_check("train " + (dir / "corpus.txt").string() + " " + (dir / "bpe").string() + " gpt2", dir / "train.log"), 0)
+  if (k.tokenizer == TokenizerCase::Gpt2Bpe || k.tokenizer == TokenizerCase::Llama3Bpe) {  // trained by the tokenizers library
+    const std::string family = k.tokenizer == TokenizerCase::Gpt2Bpe ? "gpt2" : "llama3";
+    ASSERT_EQ(bpe_check("train " + (dir / "corpus.txt").string() + " " + (dir / "bpe").string() + " " + family,
+                        dir / "train.log"), 0)
         << read_text(dir / "train.log");
     tokenizer = (dir / "bpe" / "tokenizer.json").string();
-  } else if (k.tokenizer == TokenizerCase::SentencePiece) {
-    TokenizerTrainOptions t{{(dir / "corpus.txt").string()}, 300, (dir / "sp").string(), "bpe"};
+  } else if (k.tokenizer == TokenizerCase::SentencePiece || k.tokenizer == TokenizerCase::SentencePieceUnigram) {
+    TokenizerTrainOptions t{{(dir / "corpus.txt").string()}, 300, (dir / "sp").string(),
+                            k.tokenizer == TokenizerCase::SentencePiece ? "bpe" : "unigram"};
     std::ostringstream log;
     run_tokenizer_train(t, log);
     tokenizer = (dir / "sp.model").string();
@@ -121,19 +125,22 @@ TEST_P(GpuHf, TransformersComputesWhatWeCompute) {
     next = gen.step(greedy.back());
   }
   // Sentences with spaces where SentencePiece is particular: leading, doubled, trailing, tabs and
-  // newlines, digits, a character it has not seen (byte fallback), and a corpus's text.
+  // newlines, digits, a character it has not seen (byte fallback), and a corpus's text longer
+  // than the training sequence (transformers sets no length limit: it does not warn).
   const std::vector<std::string> sentences = {"The fox, 42 times!", " leading space", "two  spaces\tand a tab\n\nlines ",
-                                              "caf\xc3\xa9 \xe2\x82\xac 3.14", text.substr(0, 400)};
+                                              "caf\xc3\xa9 \xe2\x82\xac 3.14", "his history", "Hello, world.",
+                                              text.substr(0, 400)};
   std::vector<std::vector<int32_t>> sentence_ids;
   for (const std::string& s : sentences) {
     std::vector<int32_t> ids = tok->encode(s);
-    if (k.tokenizer == TokenizerCase::SentencePiece) ids.insert(ids.begin(), tok->bos());  // its post-processor's
+    if (document_start(*tok) >= 0) ids.insert(ids.begin(), document_start(*tok));  // as tokenize starts a document
     sentence_ids.push_back(ids);
   }
   const bool bf16 = std::string(k.dtype) == "bf16";
   const nlohmann::json expected = {{"tokens", tokens}, {"logits", logits}, {"tolerance", bf16 ? 2e-2 : 1e-5},
                                    {"prompt", tokens}, {"greedy", bf16 ? nlohmann::json::array() : nlohmann::json(greedy)},
-                                   {"sentences", sentences}, {"sentence_ids", sentence_ids}};
+                                   {"sentences", sentences}, {"sentence_ids", sentence_ids},
+                                   {"pad_token", tok->eos() >= 0 ? nlohmann::json(tok->special_name(tok->eos())) : nlohmann::json()}};
   std::ofstream(dir / "expected.json") << expected.dump();
   const std::string cmd = "python3 " + std::string(TT_TESTS_DIR) + "/gpu/hf_check.py " + (dir / "hf").string() + " " +
                           (dir / "expected.json").string() + " > " + (dir / "check.log").string() + " 2>&1";
@@ -149,7 +156,9 @@ const HfCase kCases[] = {{"bytes_fp32", TokenizerCase::Bytes, "fp32"},
                          {"sentencepiece_fp32", TokenizerCase::SentencePiece, "fp32"},
                          {"sentencepiece_bf16", TokenizerCase::SentencePiece, "bf16"},
                          {"untied_sentencepiece_fp32", TokenizerCase::SentencePiece, "fp32", false},
-                         {"gpt2_bpe_fp32", TokenizerCase::Gpt2Bpe, "fp32"}};
+                         {"sentencepiece_unigram_fp32", TokenizerCase::SentencePieceUnigram, "fp32"},
+                         {"gpt2_bpe_fp32", TokenizerCase::Gpt2Bpe, "fp32"},
+                         {"llama3_bpe_fp32", TokenizerCase::Llama3Bpe, "fp32"}};
 INSTANTIATE_TEST_SUITE_P(Exports, GpuHf, ::testing::ValuesIn(kCases),
                          [](const auto& info) { return std::string(info.param.name); });
 

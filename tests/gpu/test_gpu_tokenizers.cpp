@@ -227,7 +227,7 @@ std::string corpus_text() {
   for (int i = 0; i < 400; ++i)
     corpus += "The quick brown fox's 12 jumps over the lazy dog's 345 naps; she'll say \"it's\" and they'RE off!\n"
               "Caf\u00e9 \u4e2d\u6587 line " + std::to_string(i * 7919) + "\t\ttabs   and  spaces\r\n"
-              "    def cat(x):  return x  # the cat <|im_start|>\n";
+              "    def cat(x):  return x / 2  # the cat <|im_start|>\n";
   return corpus;
 }
 
@@ -261,6 +261,25 @@ TEST_F(LibraryCheck, ByteLevelBpeEncodesAsTheLibrary) {
     compare_ids(c.name + " (every code point)", file, *tok, dir / "sweep.json", sweep);
     compare_words(c.name + " (every code point)", file, c.words, dir / "sweep.json", sweep);
     compare_words(c.name, file, c.words, dir / "cases.json", cases);
+  }
+}
+
+// SentencePiece's BPE and unigram models (tokenizer-train's) as the export writes them for
+// transformers: the library's ids from the tokenizer.json are SentencePiece's.
+TEST_F(LibraryCheck, SentencePieceExportsEncodeAsSentencePiece) {
+  const std::string corpus = corpus_text();
+  std::ofstream(dir / "corpus.txt", std::ios::binary) << corpus;
+  const std::vector<std::string> cases = case_texts(corpus), sweep = every_code_point();
+  write(dir / "cases.json", cases);
+  write(dir / "sweep.json", sweep);
+  for (const char* type : {"bpe", "unigram"}) {
+    const std::string prefix = (dir / type).string();
+    train_sentencepiece({(dir / "corpus.txt").string()}, 400, prefix, type);
+    std::ofstream(dir / (std::string(type) + ".json"), std::ios::binary) << sentencepiece_tokenizer_json(prefix + ".model");
+    const std::unique_ptr<Tokenizer> tok = Tokenizer::load(prefix + ".model", "test");
+    compare_ids(std::string("sentencepiece_") + type, dir / (std::string(type) + ".json"), *tok, dir / "cases.json", cases);
+    compare_ids(std::string("sentencepiece_") + type + " (every code point)", dir / (std::string(type) + ".json"), *tok,
+                dir / "sweep.json", sweep);
   }
 }
 
