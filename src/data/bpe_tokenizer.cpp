@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "data/added_tokens.h"
 #include "data/unicode_classes.h"
 #include "data/word_cache.h"
 
@@ -19,24 +20,7 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr char32_t kNotUtf8 = 0xFFFFFFFF;
-constexpr int64_t kMaxTokens = int64_t(1) << 24;  // ids beyond any vocabulary (LLaMA-3's is 128,256)  // a byte that starts no UTF-8 character: in no class
-
-// The code point at text[at], and its length in bytes (a byte that is not UTF-8: kNotUtf8, 1).
-std::pair<char32_t, size_t> next_char(const std::string& text, size_t at) {
-  const auto byte = [&](size_t i) { return uint8_t(text[i]); };
-  const uint8_t b = byte(at);
-  const size_t len = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
-  if (len == 0 || at + len > text.size()) return {kNotUtf8, 1};
-  char32_t c = len == 1 ? b : len == 2 ? (b & 0x1F) : len == 3 ? (b & 0x0F) : (b & 0x07);
-  for (size_t i = 1; i < len; ++i) {
-    if ((byte(at + i) & 0xC0) != 0x80) return {kNotUtf8, 1};
-    c = (c << 6) | (byte(at + i) & 0x3F);
-  }
-  static const char32_t kSmallest[] = {0, 0, 0x80, 0x800, 0x10000};  // shorter forms are not UTF-8
-  if (c < kSmallest[len] || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return {kNotUtf8, 1};
-  return {c, len};
-}
+constexpr int64_t kMaxTokens = int64_t(1) << 24;  // ids beyond any vocabulary (LLaMA-3's is 128,256)
 
 bool is_other(char32_t c) { return !is_space(c) && !is_letter(c) && !is_number(c); }  // [^\s\p{L}\p{N}]
 bool is_newline(char32_t c) { return c == '\r' || c == '\n'; }
@@ -148,7 +132,8 @@ class ByteLevelBpe final : public Tokenizer {
       if (it == ids_.end()) bad("model.vocab has no token for the byte " + std::to_string(b) + " ('" + chars[size_t(b)] + "')");
       byte_ids_[size_t(b)] = it->second;
     }
-    // Merges, "left right" (older files) or ["left", "right"]: rank by order.
+    // Merges, "left right" (older files) or ["left", "right"]: rank by order; a merge listed
+    // twice ranks by its last copy, as in the library (its map of merges keeps the last).
     if (!field(m, "merges").is_array()) bad("model.merges is not a list");
     int rank = 0;
     for (const json& merge : m["merges"]) {
@@ -167,18 +152,9 @@ class ByteLevelBpe final : public Tokenizer {
       if (!bytes_of(left, byte_of, l) || !bytes_of(right, byte_of, r) || !ids_.count(l) || !ids_.count(r) ||
           !ids_.count(l + r))
         bad("model.merges: '" + left + " " + right + "' merges tokens that are not in the vocabulary");
-      merges_.emplace(pair_key(ids_[l], ids_[r]), std::pair(rank++, ids_[l + r]));  // the first of duplicates ranks
+      merges_[pair_key(ids_[l], ids_[r])] = {rank++, ids_[l + r]};
     }
-    // Special tokens: their text, for decode (they may lie past the model's vocabulary).
-    if (j.contains("added_tokens") && j["added_tokens"].is_array())
-      for (const json& t : j["added_tokens"]) {
-        if (!t.contains("id") || !t["id"].is_number_integer() || !t.contains("content") || !t["content"].is_string())
-          bad("added_tokens: " + t.dump() + " has no id and content");
-        if (t["id"].get<int64_t>() < 0 || t["id"].get<int64_t>() >= kMaxTokens)
-          bad("added_tokens: id " + t["id"].dump() + " is not a token id below 16777216");
-        add_token(t["id"].get<int>(), t["content"], bad);
-        added_.emplace(t["content"].get<std::string>(), t["id"].get<int>());
-      }
+    read_added_tokens(j, byte_of, bad);
     read_bos_eos(j, bad);
   }
 
@@ -191,12 +167,26 @@ class ByteLevelBpe final : public Tokenizer {
   int bos() const override { return bos_; }
   int eos() const override { return eos_; }
 
+  // The added tokens that are not special, then each piece of text between them on its own: its
+  // words by the pattern, each word's merges. The prefix space goes in front of the piece, or,
+  // after a Split, in front of each of its words (each a piece of the Split), where there is none.
   std::vector<int32_t> encode(const std::string& text) const override {
-    std::string body = text;
-    if (add_prefix_space_ && !body.empty() && body[0] != ' ') body.insert(body.begin(), ' ');
     std::vector<int32_t> ids;
-    for (const auto& [begin, end] : split_words(body, pattern_))
-      append_word(cache_id_, body.substr(begin, end - begin), [&](const std::string& w) { return encode_word(w); }, ids);
+    const auto prefixed = [&](std::string s) { return add_prefix_space_ && s[0] != ' ' ? " " + s : s; };
+    for (const TextPiece& piece : added_tokens_->split(text)) {
+      if (piece.id >= 0) {
+        ids.push_back(piece.id);
+        continue;
+      }
+      if (piece.begin == piece.end) continue;
+      std::string body = text.substr(piece.begin, piece.end - piece.begin);
+      if (!split_first_) body = prefixed(body);
+      for (const auto& [begin, end] : split_words(body, pattern_)) {
+        const std::string word = body.substr(begin, end - begin);
+        append_word(cache_id_, split_first_ ? prefixed(word) : word, [&](const std::string& w) { return encode_word(w); },
+                    ids);
+      }
+    }
     return ids;
   }
 
@@ -222,7 +212,7 @@ class ByteLevelBpe final : public Tokenizer {
   }
 
   // ByteLevel with its own (GPT-2's) pattern, or a Sequence of a Split by a known pattern
-  // ("Isolated") and a ByteLevel without one.
+  // ("Isolated") and a ByteLevel without one (whose prefix space then goes on each word).
   template <class Bad>
   void read_pre_tokenizer(const json& p, Bad bad) {
     static const std::string kGpt2 = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
@@ -252,12 +242,55 @@ class ByteLevelBpe final : public Tokenizer {
         const std::string regex = split["pattern"]["Regex"].is_string() ? split["pattern"]["Regex"].get<std::string>() : "";
         if (regex == kGpt2 || regex == kLlama3) {
           pattern_ = regex == kGpt2 ? WordPattern::Gpt2 : WordPattern::Llama3;
+          split_first_ = true;
           return;
         }
         bad("pre_tokenizer: the Split pattern " + json(regex).dump() + " is neither GPT-2's nor LLaMA-3's");
       }
     }
     bad("pre_tokenizer " + p.dump().substr(0, 120) + ": only a byte-level one, GPT-2's or LLaMA-3's, is read");
+  }
+
+  // The added tokens (special ones too: their text, for decode and BOS and EOS; they may lie past
+  // the model's vocabulary). The library gives each its id by itself, whatever the file says: the
+  // model's id of a token spelt the same, else the next after the model's vocabulary, in order;
+  // a file whose ids are not those is refused, as one with a field this does not do.
+  template <class Bad>
+  void read_added_tokens(const json& j, const std::unordered_map<char32_t, uint8_t>& byte_of, Bad bad) {
+    const json& list = j.contains("added_tokens") ? j["added_tokens"] : json::array();
+    if (!list.is_array()) bad("added_tokens is not a list");
+    const json& vocab = j["model"]["vocab"];
+    int64_t next_id = int64_t(vocab.size());
+    std::vector<AddedToken> tokens;
+    for (const json& t : list) {
+      AddedToken a;
+      const auto flag = [&](const char* key) {
+        if (!t.is_object() || !t.contains(key) || !t[key].is_boolean())
+          bad("added_tokens: " + t.dump().substr(0, 120) + " has no \"" + key + "\" (true or false)");
+        return t[key].get<bool>();
+      };
+      if (!t.is_object() || !t.contains("id") || !t["id"].is_number_integer() || !t.contains("content") ||
+          !t["content"].is_string())
+        bad("added_tokens: " + t.dump().substr(0, 120) + " has no id and content");
+      a.content = t["content"].get<std::string>();
+      a.special = flag("special"), a.lstrip = flag("lstrip"), a.rstrip = flag("rstrip"), a.normalized = flag("normalized");
+      if (flag("single_word") && !a.special)
+        bad("added_tokens: '" + a.content + "' has single_word true, which is not read");
+      if (a.content.empty()) continue;  // the library leaves it out
+      if (added_.count(a.content)) bad("added_tokens: '" + a.content + "' is listed twice");
+      const auto in_vocab = vocab.find(a.content);
+      const int64_t id = in_vocab != vocab.end() ? in_vocab->get<int64_t>() : next_id++;
+      if (t["id"].get<int64_t>() != id)
+        bad("added_tokens: '" + a.content + "' has id " + t["id"].dump() + ", where the tokenizers library gives it " +
+            std::to_string(id));
+      if (id >= kMaxTokens) bad("added_tokens: id " + std::to_string(id) + " is not a token id below 16777216");
+      a.id = int(id);
+      std::string text;  // what the ByteLevel decoder makes of it: its bytes, or itself if it is not byte-level
+      add_token(a.id, bytes_of(a.content, byte_of, text) ? text : a.content, bad);
+      added_.emplace(a.content, a.id);
+      tokens.push_back(a);
+    }
+    added_tokens_ = std::make_unique<AddedTokens>(tokens);
   }
 
   // bos_token and eos_token of tokenizer_config.json beside the file, else the file's own.
@@ -339,7 +372,9 @@ class ByteLevelBpe final : public Tokenizer {
   std::string path_;
   WordPattern pattern_ = WordPattern::Gpt2;
   bool add_prefix_space_ = false, ignore_merges_ = false;
-  std::unordered_map<std::string, int> ids_, added_;          // raw bytes -> id; special token -> id
+  bool split_first_ = false;                                  // a Split before the ByteLevel
+  std::unordered_map<std::string, int> ids_, added_;          // raw bytes -> id; added token -> id
+  std::unique_ptr<AddedTokens> added_tokens_;
   std::unordered_map<uint64_t, std::pair<int, int>> merges_;  // (left, right) -> (rank, merged id)
   int32_t byte_ids_[256] = {};
   std::vector<std::string> tokens_;  // id -> its bytes (a special token: its text)

@@ -1,17 +1,21 @@
 // Byte-level BPE tokenizers read from a Hugging Face tokenizer.json: GPT-2's and LLaMA-3's, and
-// the many built like them. Encoding is the tokenizers library's, in three steps:
-//   1. the text is cut into words by the family's pattern (split_words below: GPT-2's or
-//      LLaMA-3's regular expression, written out by hand over the Unicode classes of
-//      data/unicode_classes.h);
-//   2. each word's bytes become the byte tokens (GPT-2's map of the 256 bytes to printable
+// the many built like them. Encoding is the tokenizers library's (0.23.2), in four steps:
+//   1. the added tokens that are not special are found in the text (data/added_tokens.h), and
+//      each piece of text between them goes through the next steps on its own;
+//   2. the piece is cut into words by the family's pattern (split_words below: GPT-2's or
+//      LLaMA-3's regular expression, written out by hand over the Unicode 16.0 classes of
+//      data/unicode_classes.h), a space put in front where the pre-tokenizer's
+//      add_prefix_space says (of the piece, or after a Split of each word);
+//   3. each word's bytes become the byte tokens (GPT-2's map of the 256 bytes to printable
 //      characters, byte_characters below, is how tokenizer.json spells them);
-//   3. the merges are applied, the lowest ranked pair first (leftmost among equals), or, where the
-//      file says ignore_merges, a word that is a token of its own is taken whole.
-// Special tokens in the text are encoded as the text they are (as tiktoken's encode_ordinary):
-// a corpus cannot plant a document end. What the file asks for that this does not do (a
-// normalizer, another pre-tokenizer or pattern, dropout, a word prefix or suffix) is refused with
-// one line naming the field. tests/gpu/test_gpu_hf.cpp checks the ids against the tokenizers
-// library on real and trained tokenizers.
+//   4. the merges are applied, the lowest ranked pair first (leftmost among equals; a merge listed
+//      twice ranks by its last copy), or, where the file says ignore_merges, a word that is a
+//      token of its own is taken whole.
+// Special tokens in the text are encoded as the text they are (as tiktoken's encode_ordinary, and
+// the library with split_special_tokens): a corpus cannot plant a document end. What the file asks
+// for that this does not do (a normalizer, another pre-tokenizer or pattern, dropout, a word
+// prefix or suffix, single_word added tokens) is refused with one line naming the field.
+// tests/gpu/test_gpu_tokenizers.cpp checks the ids against the tokenizers library.
 #pragma once
 #include <cstddef>
 #include <memory>

@@ -138,7 +138,7 @@ void encode_all(Documents& docs, const Tokenizer& tok, int threads, size_t total
   const auto start = std::chrono::steady_clock::now();
   auto last_report = start;
   const bool progress = ::isatty(2);
-  const int bos = tok.bos() != tok.eos() ? tok.bos() : -1;  // one token both ends and starts (GPT-2's): once
+  const int bos = document_start(tok);
   auto flush = [&] {
     ids.assign(batch.size(), {});
     std::vector<std::thread> pool;
@@ -302,7 +302,7 @@ void run_tokenize(const TokenizeOptions& o, std::ostream& log) {
                      o.out_dir);
   if (tok->eos() >= 0)
     log << fmt::format("Each document is {}its tokens and EOS ({}) last\n",
-                       tok->bos() >= 0 && tok->bos() != tok->eos() ? fmt::format("BOS ({}) first, ", tok->bos()) : "",
+                       document_start(*tok) >= 0 ? fmt::format("BOS ({}) first, ", tok->bos()) : "",
                        tok->eos());
   log << fmt::format("{:.1f} MB of text in {:.2f} s: {:.1f} MB/s on {} thread(s)\n", e.bytes / 1e6, seconds,
                      e.bytes / 1e6 / std::max(seconds, 1e-9), threads);

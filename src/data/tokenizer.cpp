@@ -105,6 +105,110 @@ class SentencePieceTokenizer final : public Tokenizer {
   const uint64_t cache_id_ = new_tokenizer_id();
 };
 
+// A field of a protobuf message: its bytes (length-delimited) or its varint's bytes; "" if absent.
+std::string proto_field(const std::string& message, uint64_t number) {
+  size_t at = 0;
+  const auto varint = [&] {
+    uint64_t v = 0;
+    for (int shift = 0; at < message.size() && shift < 64; shift += 7) {
+      const uint8_t b = uint8_t(message[at++]);
+      v |= uint64_t(b & 0x7F) << shift;
+      if (!(b & 0x80)) break;
+    }
+    return v;
+  };
+  while (at < message.size()) {
+    const uint64_t key = varint();
+    size_t start = at;
+    switch (key & 7) {
+      case 0: varint(); break;
+      case 1: at += 8; break;
+      case 2: {
+        const uint64_t length = varint();
+        start = at;
+        at += std::min<uint64_t>(length, message.size() - at);
+        break;
+      }
+      case 5: at += 4; break;
+      default: return "";  // (groups: no SentencePiece model has them)
+    }
+    if ((key >> 3) == number) return message.substr(start, std::min(at, message.size()) - start);
+  }
+  return "";
+}
+
+// Whether a SentencePiece model is a unigram model: its trainer_spec (field 2) model_type (field
+// 3: 1 unigram, the default, 2 BPE), read from the serialized proto, whose class Debian's headers
+// do not declare.
+bool is_unigram(const sentencepiece::SentencePieceProcessor& sp) {
+  const std::string type = proto_field(proto_field(sp.serialized_model_proto(), 2), 3);
+  return type.empty() || type[0] == 1;
+}
+
+using json = nlohmann::ordered_json;
+
+// Control, unknown, byte and unused pieces: SentencePiece never takes them for text.
+bool is_normal(const sentencepiece::SentencePieceProcessor& sp, int i) {
+  return !(sp.IsControl(i) || sp.IsUnknown(i) || sp.IsByte(i) || sp.IsUnused(i));
+}
+
+// A BPE model's pieces and merges: each normal piece split into two pieces of the vocabulary,
+// pieces in id order and their splits by the ids of the halves, then ranked by the piece's score
+// (a stable sort).
+json bpe_model(const sentencepiece::SentencePieceProcessor& sp) {
+  json vocab = json::object();
+  std::unordered_map<std::string, int> ids;
+  for (int i = 0; i < sp.GetPieceSize(); ++i) vocab[sp.IdToPiece(i)] = i, ids[sp.IdToPiece(i)] = i;
+  struct Merge {
+    std::string left, right;
+    float score;
+  };
+  std::vector<Merge> merges;
+  for (int i = 0; i < sp.GetPieceSize(); ++i) {
+    if (sp.IsControl(i) || sp.IsUnknown(i) || sp.IsByte(i)) continue;
+    const std::string piece = sp.IdToPiece(i);
+    std::vector<Merge> local;
+    for (size_t at = 1; at < piece.size(); ++at) {
+      if ((uint8_t(piece[at]) & 0xC0) == 0x80) continue;  // inside a UTF-8 character
+      const std::string l = piece.substr(0, at), r = piece.substr(at);
+      if (ids.count(l) && ids.count(r)) local.push_back({l, r, sp.GetScore(i)});
+    }
+    std::sort(local.begin(), local.end(), [&](const Merge& a, const Merge& b) {
+      return std::pair(ids[a.left], ids[a.right]) < std::pair(ids[b.left], ids[b.right]);
+    });
+    merges.insert(merges.end(), local.begin(), local.end());
+  }
+  std::stable_sort(merges.begin(), merges.end(), [](const Merge& a, const Merge& b) { return a.score > b.score; });
+  json merge_list = json::array();
+  for (const Merge& m : merges) merge_list.push_back(json::array({m.left, m.right}));
+  return {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", sp.IdToPiece(sp.unk_id())},
+          {"continuing_subword_prefix", nullptr}, {"end_of_word_suffix", nullptr}, {"fuse_unk", true},
+          {"byte_fallback", true}, {"ignore_merges", false}, {"vocab", vocab}, {"merges", merge_list}};
+}
+
+// A unigram model's pieces with their scores. SentencePiece's lattice holds the normal pieces
+// only, the library's every piece: so the others ("<s>", "<0x41>") get a score below any way of
+// spelling their text in normal pieces (each node scores at least the lowest normal score and
+// covers a byte or more), and are never taken for text; the byte pieces still serve the byte
+// fallback, by name. (The score of an unknown character, the lowest score less 10, then falls
+// with it; but every way through a text meets its unknown characters alike, as no normal piece
+// holds a character that is not a piece (character_coverage 1.0), so the best way is the same.
+// Only in the text of such a piece with a character the model never saw, "<0x41>" where no "x"
+// was, does the library then take the piece.)
+json unigram_model(const sentencepiece::SentencePieceProcessor& sp) {
+  float lowest = 0;
+  size_t longest = 0;
+  for (int i = 0; i < sp.GetPieceSize(); ++i) {
+    if (is_normal(sp, i)) lowest = std::min(lowest, sp.GetScore(i));
+    else longest = std::max(longest, sp.IdToPiece(i).size());
+  }
+  const double never = double(longest) * lowest - 1;
+  json pieces = json::array();
+  for (int i = 0; i < sp.GetPieceSize(); ++i)
+    pieces.push_back(json::array({sp.IdToPiece(i), is_normal(sp, i) ? double(sp.GetScore(i)) : never}));
+  return {{"type", "Unigram"}, {"unk_id", sp.unk_id()}, {"vocab", pieces}, {"byte_fallback", true}};
+}
+
 // A Hugging Face directory's tokenizer file: its tokenizer.model (SentencePiece) first, else its
 // tokenizer.json; "" for neither.
 std::string tokenizer_file_in(const std::string& dir) {
@@ -138,6 +242,19 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& spec, const std::s
   return std::make_unique<SentencePieceTokenizer>(spec, flag);
 }
 
+json bos_post_processor(const std::string& bos_name, int bos) {
+  json single = json::array(), pair = json::array(), special = json::object();
+  for (int type_id : {0, 1}) {
+    if (bos >= 0) pair.push_back({{"SpecialToken", {{"id", bos_name}, {"type_id", type_id}}}});
+    pair.push_back({{"Sequence", {{"id", type_id == 0 ? "A" : "B"}, {"type_id", type_id}}}});
+    if (type_id == 0) single = pair;
+  }
+  if (bos >= 0) special[bos_name] = {{"id", bos_name}, {"ids", json::array({bos})}, {"tokens", json::array({bos_name})}};
+  return {{"type", "TemplateProcessing"}, {"single", single}, {"pair", pair}, {"special_tokens", special}};
+}
+
+int document_start(const Tokenizer& tok) { return tok.bos() != tok.eos() ? tok.bos() : -1; }
+
 std::unique_ptr<Tokenizer> model_tokenizer(const std::string& spec, const std::string& hf_dir, int vocab) {
   const std::string in_dir = hf_dir.empty() ? "" : tokenizer_file_in(hf_dir);
   const std::string chosen = !spec.empty() ? spec : !in_dir.empty() ? in_dir : vocab == 256 ? "bytes" : "";
@@ -153,41 +270,11 @@ std::unique_ptr<Tokenizer> model_tokenizer(const std::string& spec, const std::s
 std::string sentencepiece_tokenizer_json(const std::string& model_path) {
   sentencepiece::SentencePieceProcessor sp;
   if (!sp.Load(model_path).ok()) usage_fail("'" + model_path + "' is not a SentencePiece model");
-  using json = nlohmann::ordered_json;
-  const int n = sp.GetPieceSize();
-  json vocab = json::object(), added = json::array();
-  std::unordered_map<std::string, int> ids;
-  for (int i = 0; i < n; ++i) {
-    vocab[sp.IdToPiece(i)] = i;
-    ids[sp.IdToPiece(i)] = i;
+  json added = json::array();
+  for (int i = 0; i < sp.GetPieceSize(); ++i)
     if (sp.IsControl(i) || sp.IsUnknown(i))
       added.push_back({{"id", i}, {"content", sp.IdToPiece(i)}, {"single_word", false}, {"lstrip", false},
                        {"rstrip", false}, {"normalized", false}, {"special", true}});
-  }
-  // Each normal piece split into two pieces of the vocabulary, pieces in id order and their
-  // splits by the ids of the halves, then ranked by the piece's score (a stable sort).
-  struct Merge {
-    std::string left, right;
-    float score;
-  };
-  std::vector<Merge> merges;
-  for (int i = 0; i < n; ++i) {
-    if (sp.IsControl(i) || sp.IsUnknown(i) || sp.IsByte(i)) continue;
-    const std::string piece = sp.IdToPiece(i);
-    std::vector<Merge> local;
-    for (size_t at = 1; at < piece.size(); ++at) {
-      if ((uint8_t(piece[at]) & 0xC0) == 0x80) continue;  // inside a UTF-8 character
-      const std::string l = piece.substr(0, at), r = piece.substr(at);
-      if (ids.count(l) && ids.count(r)) local.push_back({l, r, sp.GetScore(i)});
-    }
-    std::sort(local.begin(), local.end(), [&](const Merge& a, const Merge& b) {
-      return std::pair(ids[a.left], ids[a.right]) < std::pair(ids[b.left], ids[b.right]);
-    });
-    merges.insert(merges.end(), local.begin(), local.end());
-  }
-  std::stable_sort(merges.begin(), merges.end(), [](const Merge& a, const Merge& b) { return a.score > b.score; });
-  json merge_list = json::array();
-  for (const Merge& m : merges) merge_list.push_back(json::array({m.left, m.right}));
   const std::string bos = sp.IdToPiece(sp.bos_id()), space = "\xe2\x96\x81";  // U+2581, SentencePiece's space
   const json tokenizer = {
       {"version", "1.0"},
@@ -198,20 +285,13 @@ std::string sentencepiece_tokenizer_json(const std::string& model_path) {
                       {"normalizers", json::array({{{"type", "Prepend"}, {"prepend", space}},
                                                    {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", space}}})}}},
       {"pre_tokenizer", nullptr},
-      {"post_processor",
-       {{"type", "TemplateProcessing"},
-        {"single", json::array({{{"SpecialToken", {{"id", bos}, {"type_id", 0}}}}, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}})},
-        {"pair", json::array({{{"SpecialToken", {{"id", bos}, {"type_id", 0}}}}, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
-                              {{"SpecialToken", {{"id", bos}, {"type_id", 1}}}}, {{"Sequence", {{"id", "B"}, {"type_id", 1}}}}})},
-        {"special_tokens", {{bos, {{"id", bos}, {"ids", json::array({sp.bos_id()})}, {"tokens", json::array({bos})}}}}}}},
+      {"post_processor", bos_post_processor(bos, sp.bos_id())},
       {"decoder", {{"type", "Sequence"},
                    {"decoders", json::array({{{"type", "Replace"}, {"pattern", {{"String", space}}}, {"content", " "}},
                                              {{"type", "ByteFallback"}},
                                              {{"type", "Fuse"}},
                                              {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}})}}},
-      {"model", {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", sp.IdToPiece(sp.unk_id())},
-                 {"continuing_subword_prefix", nullptr}, {"end_of_word_suffix", nullptr}, {"fuse_unk", true},
-                 {"byte_fallback", true}, {"ignore_merges", false}, {"vocab", vocab}, {"merges", merge_list}}}};
+      {"model", is_unigram(sp) ? unigram_model(sp) : bpe_model(sp)}};
   return tokenizer.dump(1);
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -36,17 +37,29 @@ class Tokenizer {
   virtual std::string special_name(int id) const = 0;
 };
 
+// The token tokenize puts first in every document: BOS, unless it is EOS too (GPT-2's
+// <|endoftext|>, which then stands once, between documents); -1 for none. The export's
+// tokenizer puts it first as well (add_bos_token), so that transformers encodes as the model
+// was trained.
+int document_start(const Tokenizer& tok);
+
+// The post-processor of a tokenizer.json that puts the token `bos_name` (id `bos`; -1: none)
+// before each sequence and nothing else: the TemplateProcessing transformers makes of
+// add_bos_token.
+nlohmann::ordered_json bos_post_processor(const std::string& bos_name, int bos);
+
 // The tokenizer of a model with `vocab` tokens: `spec` (Tokenizer::load's) when given, else
 // the tokenizer file of the model's Hugging Face directory `hf_dir` (may be empty), else bytes
 // for a vocabulary of 256. UsageError naming --tokenizer when none is given for another
 // vocabulary, or when the tokenizer's ids do not fit the model's (a model may have more).
 std::unique_ptr<Tokenizer> model_tokenizer(const std::string& spec, const std::string& hf_dir, int vocab);
 
-// A SentencePiece BPE model (tokenizer-train's) as Hugging Face tokenizers' tokenizer.json: the
-// same pieces and ids, merges derived from the pieces (each split of a piece into two pieces of
-// the vocabulary, ranked by the piece's score, as transformers' converter derives them), the
-// dummy space and the space's "▁" as the normalizer, byte fallback, BOS added in front, and the
-// decoder that undoes it all. Its encoding is SentencePiece's (tests/gpu/test_gpu_hf.cpp).
+// A SentencePiece model (tokenizer-train's) as Hugging Face tokenizers' tokenizer.json: the
+// same pieces and ids, the dummy space and the space's "▁" as the normalizer, byte fallback, BOS
+// added in front, and the decoder that undoes it all. A BPE model becomes a BPE model with merges
+// derived from the pieces (each split of a piece into two pieces of the vocabulary, ranked by the
+// piece's score, as transformers' converter derives them); a unigram model a Unigram model, the
+// pieces with their scores. Its encoding is SentencePiece's (tests/gpu/test_gpu_tokenizers.cpp).
 std::string sentencepiece_tokenizer_json(const std::string& model_path);
 
 // Trains a SentencePiece model on the text files `inputs`: writes prefix.model and

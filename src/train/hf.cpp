@@ -53,10 +53,15 @@ void write_json(const fs::path& path, const json& j) {
 
 // The tokenizer as transformers' fast tokenizers read it: tokenizer.json (bytes: a byte-level BPE
 // without merges; SentencePiece: its model converted, beside tokenizer.model; a tokenizer.json:
-// itself) and tokenizer_config.json naming its BOS and EOS.
-void write_tokenizer(const fs::path& dir, const Tokenizer& tok, int context) {
-  json config = {{"tokenizer_class", "PreTrainedTokenizerFast"}, {"model_max_length", context},
-                 {"clean_up_tokenization_spaces", false}};
+// itself, its post-processor made ours) and tokenizer_config.json. Encoding a text, transformers
+// then puts BOS first exactly where tokenize puts it first in a document (add_bos_token, which
+// transformers turns into the post-processor; tokenizer.json's is the same, for the tokenizers
+// library alone), and no EOS last (a prompt goes on). EOS pads. No model_max_length: RoPE has no
+// length limit, and transformers then sets none.
+void write_tokenizer(const fs::path& dir, const Tokenizer& tok) {
+  const int start = document_start(tok);
+  json config = {{"tokenizer_class", "PreTrainedTokenizerFast"}, {"clean_up_tokenization_spaces", false},
+                 {"add_bos_token", start >= 0}, {"add_eos_token", false}};
   switch (tok.kind()) {
     case TokenizerKind::Bytes: {  // byte b is token b
       json vocab = json::object();
@@ -69,24 +74,25 @@ void write_tokenizer(const fs::path& dir, const Tokenizer& tok, int context) {
                   {"model", {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr}, {"continuing_subword_prefix", nullptr},
                              {"end_of_word_suffix", nullptr}, {"fuse_unk", false}, {"byte_fallback", false},
                              {"ignore_merges", false}, {"vocab", vocab}, {"merges", json::array()}}}});
-      write_json(dir / "tokenizer_config.json", config);
-      return;
+      break;
     }
     case TokenizerKind::SentencePiece: {
       fs::copy_file(tok.path(), dir / "tokenizer.model", fs::copy_options::overwrite_existing);
       const std::string tokenizer_json = sentencepiece_tokenizer_json(tok.path());  // what most of the ecosystem reads first
       write_file_atomic((dir / "tokenizer.json").string(), [&](std::ostream& out) { out << tokenizer_json << "\n"; });
-      config.update({{"unk_token", "<unk>"}, {"pad_token", nullptr}, {"add_bos_token", true}, {"add_eos_token", false},
-                     {"legacy", false}, {"sp_model_kwargs", json::object()}});
+      config.update({{"unk_token", "<unk>"}, {"legacy", false}, {"sp_model_kwargs", json::object()}});
       break;
     }
-    case TokenizerKind::ByteLevelBpe:
-      fs::copy_file(tok.path(), dir / "tokenizer.json", fs::copy_options::overwrite_existing);
+    case TokenizerKind::ByteLevelBpe: {
+      nlohmann::ordered_json file = nlohmann::ordered_json::parse(read_input_file(tok.path(), "--tokenizer", size_t(256) << 20));
+      file["post_processor"] = bos_post_processor(start >= 0 ? tok.special_name(start) : "", start);
+      write_file_atomic((dir / "tokenizer.json").string(), [&](std::ostream& out) { out << file.dump(1) << "\n"; });
       break;
+    }
   }
   json special = json::object();
   if (tok.bos() >= 0) special["bos_token"] = tok.special_name(tok.bos());
-  if (tok.eos() >= 0) special["eos_token"] = tok.special_name(tok.eos());
+  if (tok.eos() >= 0) special["eos_token"] = special["pad_token"] = tok.special_name(tok.eos());
   if (tok.kind() == TokenizerKind::SentencePiece) special["unk_token"] = "<unk>";
   config.update(special);
   write_json(dir / "tokenizer_config.json", config);
@@ -172,10 +178,10 @@ void write_export(const ExportOptions& o, const CheckpointInfo& info, const Toke
               {"rope_parameters", {{"rope_type", "default"}, {"rope_theta", c.rope_theta}}},
               {"tie_word_embeddings", c.tie_embeddings}, {"attention_bias", false}, {"attention_dropout", 0.0}, {"mlp_bias", false},
               {"initializer_range", 0.02}, {"use_cache", true}, {"bos_token_id", special}, {"eos_token_id", eos},
-              {"pad_token_id", nullptr}, {"torch_dtype", dtype}, {"dtype", dtype}});
-  write_json(dir / "generation_config.json", {{"bos_token_id", special}, {"eos_token_id", eos}, {"do_sample", true},
-                                              {"temperature", 0.8}, {"max_length", context}});
-  write_tokenizer(dir, tok, context);
+              {"pad_token_id", eos}, {"torch_dtype", dtype}, {"dtype", dtype}});
+  write_json(dir / "generation_config.json", {{"bos_token_id", special}, {"eos_token_id", eos}, {"pad_token_id", eos},
+                                              {"do_sample", true}, {"temperature", 0.8}, {"max_length", context}});
+  write_tokenizer(dir, tok);
 }
 
 }  // namespace

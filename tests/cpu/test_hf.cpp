@@ -14,6 +14,7 @@
 
 #include "cpu/gradcheck.h"
 #include "data/safetensors.h"
+#include "data/tokenizer.h"
 #include "model/llama.h"
 #include "train/checkpoint.h"
 #include "train/hf.h"
@@ -117,6 +118,59 @@ TEST_F(HfExport, TheDirectoryHoldsWhatTransformersReads) {
   EXPECT_EQ(tok["model"]["vocab"].size(), 256u);
   EXPECT_EQ(tok["model"]["vocab"]["a"], 97);
   EXPECT_EQ(tok["model"]["vocab"]["\xc4\x8a"], 10) << "newline is U+010A in the byte-level alphabet";
+}
+
+// A SentencePiece model exports as its kind: a unigram model as a Unigram model (each piece with
+// its score, byte fallback; the pieces SentencePiece never takes for text scored below any
+// spelling of their text in normal pieces), a BPE model as BPE merges; both with BOS first where
+// tokenize puts it (add_bos_token, the post-processor), EOS padding and no length limit. (That
+// the tokenizers library then encodes as SentencePiece, on every code point:
+// tests/gpu/test_gpu_tokenizers.cpp.)
+TEST_F(HfExport, SentencePieceModelsExportAsTheirKind) {
+  std::string corpus;
+  for (int i = 0; i < 200; ++i) corpus += "his history is this: the quick brown fox jumps over the lazy dog " + std::to_string(i) + "\n";
+  std::ofstream(dir / "corpus.txt") << corpus;
+  for (const std::string type : {"unigram", "bpe"}) {
+    train_sentencepiece({(dir / "corpus.txt").string()}, 300, (dir / type).string(), type);
+    const std::unique_ptr<Tokenizer> sp = Tokenizer::load((dir / (type + ".model")).string(), "test");
+    TrainOptions t = o;
+    t.data = "synthetic", t.model.vocab_size = sp->vocab_size(), t.save_path = (dir / (type + ".safetensors")).string();
+    std::ostringstream log;
+    train(t, log);
+    export_hf({t.save_path, (dir / (type + "-hf")).string(), "fp32", (dir / (type + ".model")).string()}, log);
+    const nlohmann::json tok = nlohmann::json::parse(bytes(dir / (type + "-hf") / "tokenizer.json"));
+    const nlohmann::json& model = tok["model"];
+    if (type == "bpe") {
+      EXPECT_EQ(model["type"], "BPE");
+      EXPECT_FALSE(model["merges"].empty());
+    } else {
+      EXPECT_EQ(model["type"], "Unigram");
+      EXPECT_EQ(model["unk_id"], 0);
+      EXPECT_EQ(model["byte_fallback"], true);
+      ASSERT_EQ(model["vocab"].size(), size_t(sp->vocab_size()));
+      double lowest = 0;
+      std::ifstream scores(dir / (type + ".vocab"));  // SentencePiece's: a piece and its score a line
+      std::string line;
+      for (int id = 0; std::getline(scores, line); ++id) {
+        const std::string piece = line.substr(0, line.find('\t'));
+        EXPECT_EQ(model["vocab"][size_t(id)][0], piece);
+        if (id >= 3 && id < 259) continue;  // the byte pieces: <0x00> ... <0xFF>
+        if (id >= 3) lowest = std::min(lowest, model["vocab"][size_t(id)][1].get<double>());
+        if (id >= 3) EXPECT_NEAR(model["vocab"][size_t(id)][1].get<double>(), std::stod(line.substr(piece.size() + 1)), 1e-5);
+      }
+      for (int id : {0, 1, 2, 3, 258})  // <unk> <s> </s> <0x00> <0xFF>: below 6 pieces of the lowest score
+        EXPECT_LT(model["vocab"][size_t(id)][1].get<double>(), 6 * lowest) << model["vocab"][size_t(id)];
+      const std::vector<int32_t> his = sp->encode("his");
+      ASSERT_EQ(his.size(), 1u) << "a unigram model spells it as one piece (transformers spelt the BPE export's \u2581 h is)";
+      EXPECT_EQ(model["vocab"][size_t(his[0])][0], "\u2581his");
+    }
+    EXPECT_EQ(tok["post_processor"]["single"][0]["SpecialToken"]["id"], "<s>");
+    const nlohmann::json config = nlohmann::json::parse(bytes(dir / (type + "-hf") / "tokenizer_config.json"));
+    EXPECT_EQ(config["add_bos_token"], true);
+    EXPECT_EQ(config["pad_token"], "</s>");
+    EXPECT_FALSE(config.contains("model_max_length"));
+    EXPECT_EQ(nlohmann::json::parse(bytes(dir / (type + "-hf") / "config.json"))["pad_token_id"], 2);
+  }
 }
 
 // fp32: export, import into a model, save, export again: the same bytes.

@@ -76,12 +76,17 @@ const HfSeed& hf_seed() {
     std::ofstream(dir / "corpus.txt") << "the quick brown fox jumps over the lazy dog, again and again.\n";
     train_sentencepiece({(dir / "corpus.txt").string()}, 300, (dir / "sp").string(), "bpe");
     s.tokenizer_model = slurp(dir / "sp.model");
-    // The export's byte-level tokenizer.json made GPT-2's kind: its pattern and three merges.
+    // The export's byte-level tokenizer.json made GPT-2's kind: its pattern, three merges, a
+    // special token and one that is not (found in the text the cases encode).
     nlohmann::json tj = nlohmann::json::parse(slurp(dir / "hf" / "tokenizer.json"));
     tj["pre_tokenizer"]["use_regex"] = true;
     tj["model"]["vocab"]["\u0120t"] = 256, tj["model"]["vocab"]["he"] = 257, tj["model"]["vocab"]["\u0120the"] = 258;
     tj["model"]["merges"] = {{"\u0120", "t"}, {"h", "e"}, {"\u0120t", "he"}};
-    tj["added_tokens"] = {{{"id", 259}, {"content", "<|endoftext|>"}, {"special", true}}};
+    const auto added = [](int id, const char* content, bool special) {
+      return nlohmann::json{{"id", id}, {"content", content}, {"single_word", false}, {"lstrip", !special},
+                            {"rstrip", !special}, {"normalized", !special}, {"special", special}};
+    };
+    tj["added_tokens"] = {added(259, "<|endoftext|>", true), added(260, "lazy", false)};
     s.tokenizer_json = tj.dump();
     return s;
   }();

@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
-"""The tokenizers library's side of tests/gpu/test_gpu_hf.cpp's byte-level BPE checks.
+"""The tokenizers library's side of tests/gpu/test_gpu_tokenizers.cpp (tools/bpe_check.cjs is the
+same through the library's Node binding, for machines without this one).
 
   bpe_check.py train CORPUS DIR gpt2|llama3   trains a byte-level BPE of that family's kind on the
                                               text file CORPUS (vocabulary 2000) and writes
                                               DIR/tokenizer.json and DIR/tokenizer_config.json
-  bpe_check.py encode TOKENIZER TEXTS OUT      encodes each text of the JSON list TEXTS with the
+  bpe_check.py encode TOKENIZER TEXTS OUT     encodes each text of the JSON list TEXTS with the
                                               tokenizer.json TOKENIZER (no special tokens added,
-                                              no truncation) and writes the ids to OUT as a JSON
-                                              list; exit 1 if one does not decode to its text
+                                              special tokens in the text split as text, no
+                                              truncation) and writes the ids to OUT as a JSON list
+  bpe_check.py pretokenize TOKENIZER TEXTS OUT  each text's words as the pre-tokenizer cuts them,
+                                              joined by spaces, to OUT as a JSON list
 """
 import json
 import os
@@ -47,19 +50,16 @@ def encode(path, texts_path, out_path):
     tok = Tokenizer.from_file(path)
     tok.no_truncation()
     tok.no_padding()
-    texts = json.load(open(texts_path))
-    ids = [e.ids for e in tok.encode_batch(texts, add_special_tokens=False)]
-    bad = 0
-    for text, i in zip(texts, ids):
-        if tok.decode(i, skip_special_tokens=False) != text:
-            bad += 1
-            print(f"does not decode to its text: {text[:60]!r}")
-    json.dump(ids, open(out_path, "w"))
-    return 1 if bad else 0
+    tok.encode_special_tokens = True  # transformers' split_special_tokens=True
+    texts = json.load(open(texts_path, encoding="utf-8"))
+    json.dump([e.ids for e in tok.encode_batch(texts, add_special_tokens=False)], open(out_path, "w"))
+
+
+def pretokenize(path, texts_path, out_path):
+    pre = Tokenizer.from_file(path).pre_tokenizer
+    texts = json.load(open(texts_path, encoding="utf-8"))
+    json.dump([" ".join(w for w, _ in pre.pre_tokenize_str(t)) for t in texts], open(out_path, "w"))
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "train":
-        train(*sys.argv[2:5])
-    else:
-        sys.exit(encode(*sys.argv[2:5]))
+    {"train": train, "encode": encode, "pretokenize": pretokenize}[sys.argv[1]](*sys.argv[2:5])

@@ -2,11 +2,12 @@
 """Checks an exported directory (tiny_llama export) with Hugging Face transformers, for
 tests/gpu/test_gpu_hf.cpp: loads it with AutoModelForCausalLM and AutoTokenizer, and compares
 the logits of a batch, the greedy continuation and the tokenizer's ids with ours, given as JSON:
-through transformers' AutoTokenizer (which must be the fast one, read from tokenizer.json) and
-through the tokenizers library reading tokenizer.json itself; and the decoded text.
+through transformers' AutoTokenizer (which must be the fast one, read from tokenizer.json; special
+tokens in the text split, as ours) and through the tokenizers library reading tokenizer.json
+itself; the decoded text; the padding token, and no length limit.
 
   hf_check.py DIR EXPECTED.json    (keys: tokens, logits [T x V], tolerance, prompt, greedy,
-                                    sentences, sentence_ids); exit 0 when all agree.
+                                    sentences, sentence_ids, pad_token); exit 0 when all agree.
 """
 import json
 import os
@@ -35,10 +36,12 @@ def main():
         print(f"greedy: transformers {greedy}, ours {e['greedy']}")
         ok &= greedy == e["greedy"]
     from tokenizers import Tokenizer
-    tok = AutoTokenizer.from_pretrained(directory)
+    tok = AutoTokenizer.from_pretrained(directory, split_special_tokens=True)
     raw = Tokenizer.from_file(os.path.join(directory, "tokenizer.json"))
-    print(f"tokenizer: {type(tok).__name__}, fast {tok.is_fast}")
-    ok &= tok.is_fast
+    raw.encode_special_tokens = True
+    print(f"tokenizer: {type(tok).__name__}, fast {tok.is_fast}, pad_token {tok.pad_token!r} (ours {e['pad_token']!r}), "
+          f"model_max_length {tok.model_max_length}")
+    ok &= tok.is_fast and tok.pad_token == e["pad_token"] and tok.model_max_length >= 10**29
     for sentence, want in zip(e["sentences"], e["sentence_ids"]):
         ids, raw_ids = tok(sentence)["input_ids"], raw.encode(sentence).ids
         text = tok.decode(ids, skip_special_tokens=True)
