@@ -8,6 +8,7 @@
 //   tiny_llama debug STAGE   the performance-debugging stages: init, layout, sync, gemm, all
 //   tiny_llama generate CKPT ...  text from a checkpoint
 //   tiny_llama export CKPT --hf DIR  a checkpoint as a Hugging Face transformers directory
+//   tiny_llama eval CKPT|DIR ...  the loss on held-out tokens, and multiple-choice task accuracy
 //   tiny_llama tokenize ...  text files to token-file shards
 //   tiny_llama tokenizer-train ...  a SentencePiece tokenizer from text files
 // Exit codes: 0 success, 1 failure of the program or the device, 2 bad input, 130 / 143 training
@@ -88,12 +89,15 @@ int run(std::vector<std::string> args) {
   } else if (command == "tokenize") {
     tt::TokenizeOptions options;
     if (tt::parse_tokenize_options(args, options)) tt::run_tokenize(options, std::cout);
+  } else if (command == "eval") {
+    tt::EvalOptions options;
+    if (tt::parse_eval_options(args, options)) tt::run_eval(options, std::cout);
   } else if (command == "tokenizer-train") {
     tt::TokenizerTrainOptions options;
     if (tt::parse_tokenizer_train_options(args, options)) tt::run_tokenizer_train(options, std::cout);
   } else {
     tt::usage_fail("unknown command '" + command +
-                   "' (commands: train, ablate, bench, validate, kernels, debug, generate, export, tokenize, tokenizer-train; see --help)");
+                   "' (commands: train, ablate, bench, validate, kernels, debug, generate, export, eval, tokenize, tokenizer-train; see --help)");
   }
   return 0;
 }
