@@ -57,6 +57,7 @@ Task load_task(const std::string& path, const Tokenizer& tok, const std::string&
   std::istringstream in(read_input_file(path, flag, kMaxTaskBytes));
   Task task;
   task.path = path;
+  task.flag = flag;
   const int bos = tok.bos() >= 0 && tok.bos() != tok.eos() ? tok.bos() : -1;
   int line_number = 0;
   for (std::string line; std::getline(in, line);) {
@@ -103,8 +104,8 @@ void check_task_fits(const Task& task, int seq_len) {
   for (const TaskExample& e : task.examples)
     for (size_t i = 0; i < e.endings.size(); ++i)
       if (e.endings[i].size() > size_t(seq_len))
-        usage_fail(fmt::format("--task: '{}' line {}: ending {} has {} tokens, more than the {} of a row (--seq-len)",
-                               task.path, e.line, i, e.endings[i].size(), seq_len));
+        usage_fail(fmt::format("{}: '{}' line {}: ending {} has {} tokens, more than the {} of a row (--seq-len)",
+                               task.flag, task.path, e.line, i, e.endings[i].size(), seq_len));
 }
 
 TaskScore score_task(Llama& model, const Task& task, Communicator& comm) {

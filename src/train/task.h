@@ -37,6 +37,7 @@ struct TaskExample {
 
 struct Task {
   std::string path;
+  std::string flag;  // that named it (--task, --eval-task), for the messages about it
   std::vector<TaskExample> examples;
   size_t longest_row() const;  // the most tokens a row (context and one ending) feeds the model
 };
@@ -46,8 +47,8 @@ struct Task {
 // empty ending, a label outside them, no example at all).
 Task load_task(const std::string& path, const Tokenizer& tok, const std::string& flag = "--task");
 
-// UsageError naming the file and line of an ending longer than `seq_len` tokens, which no row of
-// that length can score.
+// UsageError naming the flag, the file and the line of an ending longer than `seq_len` tokens,
+// which no row of that length can score.
 void check_task_fits(const Task& task, int seq_len);
 
 struct EndingScore {

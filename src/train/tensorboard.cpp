@@ -114,6 +114,13 @@ std::string scalars_event(double wall_time, int64_t step, const Scalars& values)
   return e;
 }
 
+Scalars metrics_scalars(const nlohmann::json& line) {
+  Scalars values;
+  for (const auto& [name, value] : line.items())
+    if (name != "step" && value.is_number()) values.emplace_back(name, value.get<double>());
+  return values;
+}
+
 void check_tensorboard_dir(const std::string& dir, const std::string& flag) {
   if (dir.empty()) usage_fail(flag + ": empty path");
   check_writable_directory(dir, flag);

@@ -11,6 +11,7 @@
 // a resumed run writes a new file into the same directory, and TensorBoard joins the two.
 #pragma once
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,6 +48,10 @@ class TensorBoardWriter {
   std::string flag_, path_;
   int fd_ = -1;
 };
+
+// The numbers of a --metrics line (a JSON object) as scalars tagged with their names, "step" (the
+// x axis) and null fields left out: TensorBoard charts what --metrics writes, by the same names.
+Scalars metrics_scalars(const nlohmann::json& line);
 
 // Checks at start, before any work, that `dir` can take the event file (made or not yet).
 void check_tensorboard_dir(const std::string& dir, const std::string& flag);

@@ -86,6 +86,14 @@ TEST(TensorBoard, RunAndResumeDecodeWithTheProtobufLibrary) {
   std::cout << read_text(log);
 }
 
+// A --metrics line's numbers by their names; the step is the x axis, a null (no validation at this
+// step, no MFU on the CPU) no value.
+TEST(TensorBoard, MetricsLinesAsScalars) {
+  const nlohmann::json line = {{"step", 20}, {"loss", 4.5}, {"lr", 3e-4}, {"mfu", nullptr}, {"validation_loss", 4.75}};
+  const Scalars s = metrics_scalars(line);
+  EXPECT_EQ(s, (Scalars{{"loss", 4.5}, {"lr", 3e-4}, {"validation_loss", 4.75}}));
+}
+
 TEST(TensorBoard, AFileInTheDirectorysPlaceIsRefused) {
   const ScratchDir scratch("tensorboard");
   std::ofstream(scratch.path() / "file") << "x";
