@@ -57,12 +57,12 @@ TEST(TensorBoard, RunAndResumeDecodeWithTheProtobufLibrary) {
   const std::string dir = (scratch.path() / "logs").string();
   {
     TensorBoardWriter first(dir, "--tensorboard");
-    first.write(10, {{"train/loss", 5.5}, {"train/learning_rate", 3e-4}});
-    first.write(20, {{"train/loss", 4.25}, {"val/loss", 4.5}});
-    first.write(25, {{"train/loss", 4.0}});
+    first.write(10, {{"loss", 5.5}, {"lr", 3e-4}});
+    first.write(20, {{"loss", 4.25}, {"validation_loss", 4.5}});
+    first.write(25, {{"loss", 4.0}});
   }
   TensorBoardWriter resumed(dir, "--tensorboard");
-  resumed.write(30, {{"train/loss", 3.75}, {"perf/tokens_per_sec", 123456.5}, {"eval/acc", 0.3125}});
+  resumed.write(30, {{"loss", 3.75}, {"tokens_per_sec", 123456.5}, {"task_acc_norm", 0.3125}});
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
   std::sort(names.begin(), names.end());
@@ -75,9 +75,9 @@ TEST(TensorBoard, RunAndResumeDecodeWithTheProtobufLibrary) {
                                       "(Debian: protobuf-compiler, python3-protobuf)";
   const nlohmann::json expected = {
       {"files", 2},
-      {"events", {{10, {{"train/loss", 5.5}, {"train/learning_rate", 3e-4}}}, {20, {{"train/loss", 4.25}, {"val/loss", 4.5}}},
-                  {25, {{"train/loss", 4.0}}},
-                  {30, {{"train/loss", 3.75}, {"perf/tokens_per_sec", 123456.5}, {"eval/acc", 0.3125}}}}}};
+      {"events", {{10, {{"loss", 5.5}, {"lr", 3e-4}}}, {20, {{"loss", 4.25}, {"validation_loss", 4.5}}},
+                  {25, {{"loss", 4.0}}},
+                  {30, {{"loss", 3.75}, {"tokens_per_sec", 123456.5}, {"task_acc_norm", 0.3125}}}}}};
   std::ofstream(scratch.path() / "expected.json") << expected.dump();
   const fs::path log = scratch.path() / "check.log";
   const std::string cmd = python + " " + TT_TESTS_DIR + "/cpu/tensorboard_check.py " + dir + " " +
