@@ -44,6 +44,19 @@ struct Row {
   size_t inputs() const { return example->context.size() + ending_tokens().size() - 1; }
 };
 
+// The sum of the log-probabilities of the targets at positions [first, first + n) of the last
+// forward (for evaluation) of `model`, in double from the logits.
+double target_logprob_sum(Llama& model, const std::vector<int32_t>& targets, int64_t first, int64_t n) {
+  const int V = model.config().vocab_size, Vp = model.padded_vocab();
+  const std::vector<float> logits = model.read_f32(model.logits().slice(first * Vp, n * Vp));
+  double sum = 0;
+  for (int64_t p = 0; p < n; ++p) {
+    const float* row = logits.data() + p * Vp;
+    sum += double(row[targets[size_t(first + p)]]) - ref::logsumexp_row(row, V);
+  }
+  return sum;
+}
+
 }  // namespace
 
 size_t Task::longest_row() const {
@@ -111,7 +124,7 @@ void check_task_fits(const Task& task, int seq_len) {
 TaskScore score_task(Llama& model, const Task& task, Communicator& comm) {
   TT_CHECK(model.classifier_chunk() >= model.tokens(),
            "score_task: the fused classifier keeps one chunk's logits, and scoring reads every token's");
-  const int B = model.batch(), T = model.seq_len(), V = model.config().vocab_size, Vp = model.padded_vocab();
+  const int B = model.batch(), T = model.seq_len();
   TaskScore score;
   score.path = task.path;
   check_task_fits(task, T);
@@ -132,7 +145,7 @@ TaskScore score_task(Llama& model, const Task& task, Communicator& comm) {
     const int count = int(std::min<int64_t>(B, last - at));
     std::fill(tokens.begin(), tokens.end(), 0);
     std::fill(targets.begin(), targets.end(), 0);
-    std::vector<int> ending_at(static_cast<size_t>(count));  // the position whose logits predict the ending's first token
+    std::vector<int> ending_at(static_cast<size_t>(count));  // the position that predicts its first token
     for (int r = 0; r < count; ++r) {
       const Row& row = rows[size_t(at + r)];
       std::vector<int32_t> seq = row.example->context;
@@ -145,17 +158,9 @@ TaskScore score_task(Llama& model, const Task& task, Communicator& comm) {
     }
     model.set_batch(tokens.data(), targets.data());
     model.forward(Llama::Pass::Eval);
-    for (int r = 0; r < count; ++r) {
-      const int64_t k = int64_t(rows[size_t(at + r)].ending_tokens().size());
-      const int64_t p0 = int64_t(r) * T + ending_at[size_t(r)];
-      const std::vector<float> logits = model.read_f32(model.logits().slice(p0 * Vp, k * Vp));
-      double sum = 0;
-      for (int64_t p = 0; p < k; ++p) {
-        const float* row = logits.data() + p * Vp;
-        sum += double(row[targets[size_t(p0 + p)]]) - ref::logsumexp_row(row, V);
-      }
-      sums[size_t(at + r)] = sum;
-    }
+    for (int r = 0; r < count; ++r)
+      sums[size_t(at + r)] = target_logprob_sum(model, targets, int64_t(r) * T + ending_at[size_t(r)],
+                                                int64_t(rows[size_t(at + r)].ending_tokens().size()));
   }
   if (!comm.solo()) comm.all_reduce_sum(sums);
 
