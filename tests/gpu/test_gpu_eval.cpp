@@ -51,7 +51,7 @@ TEST_P(GpuEval, TrainingAndTransformersAgree) {
     text += j["ctx"].get<std::string>() + " " + j["endings"][j["label"].get<int>()].get<std::string>() + "\n";
   }
   std::string corpus;
-  for (int i = 0; i < 20; ++i) corpus += text + "the quick brown fox jumps over the lazy dog, " + std::to_string(i) + "\n";
+  for (int i = 0; i < 40; ++i) corpus += text + "the quick brown fox jumps over the lazy dog, " + std::to_string(i) + "\n";
   std::ofstream(dir / "corpus.txt") << corpus;
   std::string tokenizer = "bytes";
   if (k.tokenizer == TokenizerCase::Gpt2Bpe) {
@@ -61,7 +61,7 @@ TEST_P(GpuEval, TrainingAndTransformersAgree) {
     tokenizer = (dir / "bpe" / "tokenizer.json").string();
   } else if (k.tokenizer == TokenizerCase::SentencePiece) {
     std::ostringstream log;
-    run_tokenizer_train({{(dir / "corpus.txt").string()}, 300, (dir / "sp").string(), "bpe"}, log);
+    run_tokenizer_train({{(dir / "corpus.txt").string()}, 400, (dir / "sp").string(), "bpe"}, log);  // (300: too few)
     tokenizer = (dir / "sp.model").string();
   }
   TrainOptions o;
