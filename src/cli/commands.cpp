@@ -82,6 +82,12 @@ int run_export_command(const std::vector<std::string>& args) {
   return 0;
 }
 
+int run_eval_command(const std::vector<std::string>& args) {
+  EvalOptions options;
+  if (parse_eval_options(args, options)) run_eval(options, std::cout);
+  return 0;
+}
+
 int run_tokenize_command(const std::vector<std::string>& args) {
   TokenizeOptions options;
   if (parse_tokenize_options(args, options)) run_tokenize(options, std::cout);
@@ -102,6 +108,7 @@ const std::vector<Command>& commands() {
       {"generate", "generate CKPT|DIR", "text from a checkpoint, a --save-dir or a Hugging Face directory",
        run_generate_command},
       {"export", "export CKPT --hf DIR", "a checkpoint as a Hugging Face transformers directory", run_export_command},
+      {"eval", "eval CKPT|DIR", "the loss on held-out tokens, and multiple-choice task accuracy", run_eval_command},
       {"tokenizer-train", "tokenizer-train", "a SentencePiece tokenizer from text", run_tokenizer_train_command},
       {"tokenize", "tokenize", "text files, directories and JSON lines to token-file shards", run_tokenize_command},
       {"bench", "bench", "levels x batch sizes x sequence lengths x precisions, timed (--nproc-per-node: scaling)",

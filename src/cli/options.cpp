@@ -600,4 +600,35 @@ bool parse_export_options(const std::vector<std::string>& args, ExportOptions& o
   return parse(app, args);
 }
 
+bool parse_eval_options(const std::vector<std::string>& args, EvalOptions& o) {
+  refuse_expanded_pattern(args);
+  CLI::App app{"The loss and perplexity of a model on held-out tokens, and its accuracy on multiple-choice tasks "
+               "(HellaSwag's JSON lines), in fp32 on the CPU or a GPU",
+               "tiny_llama eval"};
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  std::string device = "auto";
+  app.add_option("model", o.model, "a checkpoint written by --save, or a Hugging Face LLaMA directory")->required();
+  app.add_option("--data", o.data,
+                 "a text file or token files (a quoted glob): the loss on their validation split, the windows "
+                 "training validates on");
+  app.add_option("--val-tokens", o.val_tokens, "the split's first N tokens, as training's --val-tokens (default: all)");
+  app.add_option("--task", o.tasks, "a multiple-choice task in HellaSwag's JSON lines (ctx, endings, label); repeatable")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--tokenizer", o.tokenizer,
+                 "the tasks' tokenizer: bytes, or the .model or tokenizer.json the model was trained with (a "
+                 "directory's own by default)");
+  app.add_option("--batch-size", o.batch, "windows, or task rows, a forward")->capture_default_str();
+  app.add_option("--seq-len", o.seq_len,
+                 "tokens a window (default: the length the model was trained at, a directory's "
+                 "max_position_embeddings, else 2048); task rows longer lose the start of their context");
+  app.add_option("--device", device, "auto, cpu or cuda (fp32 on both)")->capture_default_str();
+  app.add_option("--json", o.json_path, "write the results and every task example's tokens and scores");
+  if (!parse(app, args)) return false;
+  if (device == "auto") o.device = DeviceKind::Auto;
+  else if (device == "cpu") o.device = DeviceKind::Cpu;
+  else if (device == "cuda") o.device = DeviceKind::Cuda;
+  else usage_fail("--device: must be auto, cpu or cuda (got '" + device + "')");
+  return true;
+}
+
 }  // namespace tt

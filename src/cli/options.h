@@ -9,6 +9,7 @@
 #include "bench/kernels.h"
 #include "bench/validate.h"
 #include "data/tokenize.h"
+#include "train/evaluate.h"
 #include "train/generation.h"
 #include "train/hf.h"
 #include "train/trainer.h"
@@ -28,5 +29,6 @@ bool parse_export_options(const std::vector<std::string>& args, ExportOptions& o
 bool parse_generate_options(const std::vector<std::string>& args, GenerateOptions& out);
 bool parse_tokenize_options(const std::vector<std::string>& args, TokenizeOptions& out);
 bool parse_tokenizer_train_options(const std::vector<std::string>& args, TokenizerTrainOptions& out);
+bool parse_eval_options(const std::vector<std::string>& args, EvalOptions& out);
 
 }  // namespace tt

@@ -77,6 +77,8 @@ class Llama {
   void backward();
   void optimizer_step(const AdamWStep& step);
   double mean_loss();
+  // Every token's loss (-log p of its target) of the last forward, [batch, seq_len], in double.
+  std::vector<double> token_losses() { return read(micro_slice(losses_)); }
   // The sum of the token losses over the first `sequences` sequences of the last set_batch, on
   // this rank alone (validation on a set number of windows counts only the real rows of a batch).
   double loss_sum(int sequences);

@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "core/error.h"
@@ -13,7 +11,6 @@
 #include "data/tokenizer.h"
 #include "model/generate.h"
 #include "model/llama.h"
-#include "train/checkpoint.h"
 #include "train/hf.h"
 
 namespace tt {
@@ -53,18 +50,10 @@ std::vector<Generated> run_generate(const GenerateOptions& o, std::ostream& out)
   if (o.sampling.top_k < 0) usage_fail("--top-k: must not be negative (0: all tokens)");
   if (!(o.sampling.top_p > 0 && o.sampling.top_p <= 1)) usage_fail("--top-p: must be in (0, 1]");
   // A checkpoint of ours, or a Hugging Face LLaMA directory (tiny_llama export writes one).
-  const bool hf = std::filesystem::is_directory(o.checkpoint);
-  int context = 0;
-  ModelConfig c;
-  if (hf) {
-    c = hf_model_config(o.checkpoint, "generate", &context);
-  } else {
-    const CheckpointInfo info = read_checkpoint_info(o.checkpoint, "generate");
-    c = info.config;
-    context = info.seq_len;
-  }
-  if (context <= 0) context = 2048;
-  const std::unique_ptr<Tokenizer> tok = model_tokenizer(o.tokenizer, hf ? o.checkpoint : "", c.vocab_size);
+  const ModelSource source = read_model_source(o.checkpoint, "generate");
+  const ModelConfig& c = source.config;
+  const int context = source.context > 0 ? source.context : 2048;
+  const std::unique_ptr<Tokenizer> tok = model_tokenizer(o.tokenizer, source.hf_directory ? o.checkpoint : "", c.vocab_size);
   std::vector<std::vector<int32_t>> prompts;
   const int given = int(o.prompt_given) + int(!o.prompts_file.empty()) + int(!o.prompt_tokens.empty());
   if (given != 1) usage_fail("generate: give one of --prompt, --prompt-tokens or --prompts-file");
@@ -95,10 +84,7 @@ std::vector<Generated> run_generate(const GenerateOptions& o, std::ostream& out)
   std::unique_ptr<Backend> be = make_backend({cuda ? DeviceKind::Cuda : DeviceKind::Cpu, plan_for_version(1)});
   const int B = int(prompts.size());
   Llama model(c, *be, o.cache ? 1 : B, o.cache ? 1 : context);
-  if (hf)
-    model.write(model.params(), import_hf(o.checkpoint, c));
-  else
-    load_checkpoint(o.checkpoint, model, "generate");
+  load_model_source(o.checkpoint, source, model, "generate");
   std::unique_ptr<Generator> cached;
   std::unique_ptr<WindowGenerator> window;
   if (o.cache)

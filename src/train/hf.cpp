@@ -259,9 +259,9 @@ ModelConfig hf_model_config(const std::string& dir, const std::string& flag, int
   return m;
 }
 
-std::vector<float> import_hf(const std::string& dir_name, const ModelConfig& c) {
+std::vector<float> import_hf(const std::string& dir_name, const ModelConfig& c, const std::string& flag) {
   const fs::path dir(dir_name);
-  auto bad = [&](const std::string& what) -> void { usage_fail("--init-from: '" + dir_name + "' " + what); };
+  auto bad = [&](const std::string& what) -> void { usage_fail(flag + ": '" + dir_name + "' " + what); };
   int context = 0;
   const ModelConfig theirs = read_hf_config(dir, bad, &context);
   const struct {
@@ -284,20 +284,20 @@ std::vector<float> import_hf(const std::string& dir_name, const ModelConfig& c) 
   // One file, or shards listed by model.safetensors.index.json.
   std::vector<SafetensorsFile> files;
   if (fs::exists(dir / "model.safetensors")) {
-    files.push_back(read_safetensors((dir / "model.safetensors").string(), "--init-from"));
+    files.push_back(read_safetensors((dir / "model.safetensors").string(), flag));
   } else {
     const fs::path index = dir / "model.safetensors.index.json";
     if (!fs::exists(index)) bad("has neither model.safetensors nor model.safetensors.index.json");
     std::set<std::string> shards;
     try {
-      const json parsed = json::parse(read_input_file(index.string(), "--init-from", kMaxJsonBytes));  // kept: the
+      const json parsed = json::parse(read_input_file(index.string(), flag, kMaxJsonBytes));  // kept: the
       for (auto& [name, file] : parsed.at("weight_map").items()) shards.insert(file.get<std::string>());  // loop reads it
     } catch (const json::exception&) {
       bad("has a model.safetensors.index.json without a weight_map of file names");
     }
     for (const std::string& s : shards) {
       if (s.find('/') != std::string::npos) bad("names a shard outside the directory: " + s);
-      files.push_back(read_safetensors((dir / s).string(), "--init-from"));
+      files.push_back(read_safetensors((dir / s).string(), flag));
     }
   }
   // Each tensor by its name and shape: a transposed weight has the right count and is refused.
@@ -333,6 +333,27 @@ std::vector<float> import_hf(const std::string& dir_name, const ModelConfig& c) 
         bad("has an output head (lm_head) of its own, but tie_word_embeddings true");
     }
   return params;
+}
+
+ModelSource read_model_source(const std::string& path, const std::string& flag) {
+  ModelSource m;
+  m.hf_directory = fs::is_directory(path);
+  if (m.hf_directory) {
+    m.config = hf_model_config(path, flag, &m.context);
+  } else {
+    const CheckpointInfo info = read_checkpoint_info(path, flag);
+    m.config = info.config;
+    m.context = info.seq_len;
+    m.step = info.step;
+  }
+  return m;
+}
+
+void load_model_source(const std::string& path, const ModelSource& source, Llama& model, const std::string& flag) {
+  if (source.hf_directory)
+    model.write(model.params(), import_hf(path, source.config, flag));
+  else
+    load_checkpoint(path, model, flag);
 }
 
 }  // namespace tt

@@ -18,6 +18,8 @@
 
 namespace tt {
 
+class Llama;
+
 struct ExportOptions {
   std::string checkpoint, out_dir;
   std::string dtype = "bf16";  // bf16 or fp32
@@ -26,12 +28,25 @@ struct ExportOptions {
 void export_hf(const ExportOptions& o, std::ostream& log);
 
 // The parameters of a LLaMA directory in our flat layout (src/model/params.h), for a run of
-// `config`. UsageError naming --init-from when the directory is not a LLaMA of that shape.
-std::vector<float> import_hf(const std::string& dir, const ModelConfig& config);
+// `config`. UsageError naming `flag` when the directory is not a LLaMA of that shape.
+std::vector<float> import_hf(const std::string& dir, const ModelConfig& config, const std::string& flag = "--init-from");
 // The model a LLaMA directory describes (its config.json), and its context in `context`
 // (max_position_embeddings; 0 when absent). UsageError naming `flag` for one this program
 // cannot build.
 ModelConfig hf_model_config(const std::string& dir, const std::string& flag, int* context);
+
+// A model to run (generate, eval): a checkpoint of --save, or a Hugging Face LLaMA directory; its
+// shape, and its context: the length it was trained at (a checkpoint's seq_len, a directory's
+// max_position_embeddings; 0 when not recorded). UsageError naming `flag` for neither.
+struct ModelSource {
+  ModelConfig config;
+  int context = 0;
+  bool hf_directory = false;
+  int64_t step = -1;  // a checkpoint's training step
+};
+ModelSource read_model_source(const std::string& path, const std::string& flag);
+// Its weights into `model`, built for source.config.
+void load_model_source(const std::string& path, const ModelSource& source, Llama& model, const std::string& flag);
 
 // The permutation of one projection's rows (heads of d, rows of `cols` values), both ways.
 void rope_rows_to_hf(std::vector<float>& rows, int heads, int d, int64_t cols);

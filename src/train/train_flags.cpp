@@ -103,6 +103,15 @@ const std::vector<TrainFlag> kFlags = {
      "run appends (default with --save-dir: DIR/metrics.jsonl)",
      G::Training, kPath | kDerived, +[](TrainOptions& o) -> std::string& { return o.metrics_path; }},
 
+    {"--tensorboard", "TensorBoard event files into DIR as the run goes: --metrics' numbers (a resume adds a file)",
+     G::Training, kPath, +[](TrainOptions& o) -> std::string& { return o.tensorboard_dir; }},
+    {"--eval-task",
+     "a multiple-choice task (HellaSwag's JSON lines) scored with every validation: acc_norm on the log line, acc and "
+     "acc_norm in the metrics",
+     G::Training, kPath | kAgreed, +[](TrainOptions& o) -> std::string& { return o.eval_task; }},
+    {"--tokenizer", "the data's tokenizer, which --eval-task's text goes through: bytes, a .model or a tokenizer.json",
+     G::Training, kPath, +[](TrainOptions& o) -> std::string& { return o.tokenizer; }},
+
     // The run: train alone.
     {"--save", "write a checkpoint (safetensors) at the end, and when stopped by a signal", G::Run, kPath,
      +[](TrainOptions& o) -> std::string& { return o.save_path; }},

@@ -24,7 +24,11 @@
 #include "train/checkpoint.h"
 #include "data/loader.h"
 #include "train/hf.h"
+#include "data/tokenizer.h"
+#include "train/evaluate.h"
 #include "train/metrics.h"
+#include "train/task.h"
+#include "train/tensorboard.h"
 #include "train/report.h"
 #include "train/train_flags.h"
 
@@ -90,35 +94,11 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// --val-tokens: the first ceil(N / T) windows of the validation split, in blocks over the ranks,
-// each rank in batches of its --batch-size: the mean over exactly those windows' tokens, so the
-// same for any batch size and number of ranks (to the rounding of the fp32 products, whose
-// blocking follows the batch: 2e-10 relative at batch 3 against 8 on the CPU).
-double validation_loss_on(Llama& model, const DataSource& data, int64_t windows, Communicator& comm) {
-  const int64_t per = (windows + comm.size() - 1) / comm.size();
-  const int64_t first = std::min(windows, comm.rank() * per), last = std::min(windows, first + per);
-  Batch b;
-  std::vector<double> sum = {0.0};
-  for (int64_t at = first; at < last; at += model.batch()) {
-    const int rows = int(std::min<int64_t>(model.batch(), last - at));
-    data.validation_windows_batch(at, rows, b);
-    model.set_batch(b.tokens.data(), b.targets.data());
-    model.forward(Llama::Pass::Eval);
-    sum[0] += model.loss_sum(rows);
-  }
-  if (!comm.solo()) comm.all_reduce_sum(sum);
-  return sum[0] / double(windows * model.seq_len());
-}
-
 // The validation's windows: --val-tokens' (checked against the split), else the split's first
 // kDefaultValidationWindows; 0 for data without a validation split.
-int64_t validation_windows(const TrainOptions& o, const DataSource& data) {
+int64_t run_validation_windows(const TrainOptions& o, const DataSource& data) {
   if (o.val_tokens == 0) return std::min(kDefaultValidationWindows, data.all_validation_windows());
-  const int64_t windows = (o.val_tokens + o.seq_len - 1) / o.seq_len;
-  if (windows > data.all_validation_windows())
-    usage_fail(fmt::format("--val-tokens: {} tokens are {} windows of --seq-len {}; the validation split holds {}",
-                           o.val_tokens, windows, o.seq_len, data.all_validation_windows()));
-  return windows;
+  return validation_windows(o.val_tokens, o.seq_len, data);
 }
 
 void prepare_directory(const std::string& dir, const char* flag) {
@@ -159,6 +139,7 @@ struct CheckedRun {
   CheckpointInfo resume;
   std::vector<float> initial;  // --init-from's weights (none: drawn from the seed)
   std::string run_id;          // stored in its checkpoints: a new run's own, or the resumed one's
+  std::vector<Task> tasks;     // --eval-task's
   bool on_gpu = false, wants_profile = false;
 };
 
@@ -187,6 +168,12 @@ CheckedRun check_run(const TrainOptions& o) {
                                                           : read_checkpoint_params(o.init_from, o.model, "--init-from");
   std::vector<std::pair<std::string, std::string>> inputs = {{"--resume", o.resume_path}};
   for (const std::string& f : data_files(o.data)) inputs.emplace_back("--data", f);
+  if (!o.eval_task.empty()) {
+    c.tasks.push_back(load_task(o.eval_task, *model_tokenizer(o.tokenizer, "", o.model.vocab_size), "--eval-task"));
+    check_task_fits(c.tasks.back(), o.seq_len);
+    inputs.emplace_back("--eval-task", o.eval_task);
+  }
+  if (!o.tensorboard_dir.empty()) check_tensorboard_dir(o.tensorboard_dir, "--tensorboard");
   check_distinct_paths({{"--json", o.json_path}, {"--save", o.save_path}, {"--metrics", o.metrics_path}}, inputs);
   if (!o.json_path.empty()) check_writable(o.json_path, "--json");
   const bool metrics_in_save_dir = !o.save_dir.empty() && std::filesystem::path(o.metrics_path).parent_path() == o.save_dir;
@@ -255,6 +242,8 @@ class TrainingRun {
   bool train_one(int64_t step);  // false: abandoned between micro-batches by a signal
   void evaluate_and_log(int64_t step, const StepRecord& s, bool in_profile);
   nlohmann::json metrics_line(const StepRecord* s, std::optional<double> validation) const;
+  double validate();  // the validation loss, and the tasks' scores
+  void write_metrics(const StepRecord* s, std::optional<double> validation);
   void save(int64_t step);
   void make_save_dir() const;
   bool stop_asked();
@@ -272,6 +261,8 @@ class TrainingRun {
   AdamWStep adam_;
   int64_t val_windows_ = 0;  // the validation's windows (0: none)
   MetricsLog metrics_;
+  std::unique_ptr<TensorBoardWriter> tensorboard_;
+  std::vector<TaskScore> task_scores_;  // of the last validation
   double peak_ = 0;          // the GPU's peak rate in this precision (0: unknown)
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::vector<double> step_ms_, fwd_ms_, bwd_ms_, opt_ms_;
@@ -350,17 +341,19 @@ void TrainingRun::describe_run() {
   if (o_.profile_memory && comm_->rank() == 0)
     report_memory(log, (std::filesystem::path(o_.profile_dir) / "memory.csv").string(), *model_);
   peak_ = backend_->is_cuda() ? peak_flops(backend_->name(), precision_name(o_.backend.plan)) : 0;
-  val_windows_ = validation_windows(o_, *c_.data);
+  val_windows_ = run_validation_windows(o_, *c_.data);
   if (!o_.metrics_path.empty() && comm_->rank() == 0) {
     if (!o_.save_dir.empty()) make_save_dir();  // which may hold the metrics
     metrics_ = MetricsLog(o_.metrics_path, c_.resume.step);
   }
   if (val_windows_ > 0) {
-    r_.validation.emplace_back(c_.resume.step, validation_loss_on(*model_, *c_.data, val_windows_, *comm_));
+    r_.validation.emplace_back(c_.resume.step, validate());
     log << fmt::format("Validation loss at step {}: {:.4f}\n", c_.resume.step, r_.validation.back().second);
   }
+  if (!o_.tensorboard_dir.empty() && comm_->rank() == 0)
+    tensorboard_ = std::make_unique<TensorBoardWriter>(o_.tensorboard_dir, "--tensorboard");
   if (val_windows_ > 0 && metrics_.last_step() < c_.resume.step)  // the series starts at the run's first validation
-    metrics_.write(metrics_line(nullptr, r_.validation.back().second), log);
+    write_metrics(nullptr, r_.validation.back().second);
   log.flush();
 }
 
@@ -433,7 +426,7 @@ void TrainingRun::evaluate_and_log(int64_t step, const StepRecord& s, bool in_pr
   const bool log_step = step % o_.log_every == 0 || step == o_.steps;
   const bool eval_step = val_windows_ > 0 && !in_profile &&
                          ((o_.eval_every > 0 ? step % o_.eval_every == 0 : log_step) || step == o_.steps);
-  if (eval_step) r_.validation.emplace_back(step, validation_loss_on(*model_, *c_.data, val_windows_, *comm_));
+  if (eval_step) r_.validation.emplace_back(step, validate());
   const std::optional<double> validation = eval_step ? std::optional(r_.validation.back().second) : std::nullopt;
   if (log_step) {
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
@@ -442,12 +435,26 @@ void TrainingRun::evaluate_and_log(int64_t step, const StepRecord& s, bool in_pr
     if (std::isfinite(s.grad_norm)) line += fmt::format(" | Norm: {:.3f}", s.grad_norm);
     if (step < o_.steps) line += " | ETA: " + format_duration(elapsed / double(step - c_.resume.step) * double(o_.steps - step));
     if (validation) line += fmt::format(" | Val: {:.4f}", *validation);
+    if (validation && !task_scores_.empty()) line += fmt::format(" | Acc: {:.4f}", task_scores_[0].acc_norm());
     log << line << "\n";
-    metrics_.write(metrics_line(&s, validation), log);
+    write_metrics(&s, validation);
   } else if (validation) {
     log << fmt::format("Validation loss at step {}: {:.4f}\n", step, *validation);
   }
   if (log_step || eval_step) log.flush();
+}
+
+double TrainingRun::validate() {
+  task_scores_.clear();
+  for (const Task& t : c_.tasks) task_scores_.push_back(score_task(*model_, t, *comm_));
+  return mean_loss_on_windows(*model_, *c_.data, val_windows_, *comm_);
+}
+
+// A --metrics line, and the TensorBoard event of the same numbers.
+void TrainingRun::write_metrics(const StepRecord* s, std::optional<double> validation) {
+  const nlohmann::json line = metrics_line(s, validation);
+  metrics_.write(line, comm_->rank() == 0 ? log_ : quiet_);
+  if (tensorboard_) tensorboard_->write(line["step"].get<int64_t>(), metrics_scalars(line));
 }
 
 // A --metrics line: a step's record (none: the validation before the first step).
@@ -456,7 +463,7 @@ nlohmann::json TrainingRun::metrics_line(const StepRecord* s, std::optional<doub
   const int64_t step = s ? s->step : c_.resume.step, sequences = o_.step_sequences(comm_->size());
   auto number = [](double v) { return std::isfinite(v) ? json(v) : json(); };
   const double per_sec = s ? double(sequences) * o_.seq_len / (s->step_ms / 1e3) : std::nan("");
-  return {{"step", step},
+  json line = {{"step", step},
           {"tokens", step * sequences * o_.seq_len},
           {"loss", s ? number(s->loss) : json()},
           {"lr", s ? number(s->lr) : json()},
@@ -466,6 +473,11 @@ nlohmann::json TrainingRun::metrics_line(const StepRecord* s, std::optional<doub
           {"mfu", s && peak_ > 0 ? json(r_.flops_per_step / (s->step_ms / 1e3) / peak_) : json()},
           {"elapsed_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count()},
           {"validation_loss", validation ? json(*validation) : json()}};
+  if (!c_.tasks.empty()) {
+    line["task_acc"] = validation ? json(task_scores_[0].acc()) : json();
+    line["task_acc_norm"] = validation ? json(task_scores_[0].acc_norm()) : json();
+  }
+  return line;
 }
 
 // --save's file, and --save-dir's step file (the run's older ones beyond --keep-last removed after).

@@ -220,6 +220,32 @@ TEST(LongJob, AStopSignalEndsAnAccumulatedStepBetweenMicroBatches) {
   EXPECT_EQ(run_losses(dir.file("rest.json")).back(), run_losses(dir.file("full.json")).back());
 }
 
+// --eval-task scores a multiple-choice task with every validation (the log line's Acc, the
+// metrics' task_acc and task_acc_norm), and --tensorboard writes an event file a run, a resume
+// adding its own.
+TEST(LongJob, ATaskAndTensorBoardGoWithTheValidation) {
+  ScratchDir dir("long");
+  {
+    std::ofstream f(dir.file("t.txt"));
+    for (int i = 0; i < 200; ++i) f << "some text to train on, line " << i << ".\n";
+  }
+  const std::string run = "--device cpu --hidden-dim 32 --num-layers 1 --num-heads 2 --seq-len 128 --batch-size 4 "
+                          "--log-every 3 --data " + dir.file("t.txt") + " --eval-task " + std::string(TT_TESTS_DIR) +
+                          "/data/multiple_choice.jsonl --tensorboard " + dir.file("tb") + " --metrics " +
+                          dir.file("m.jsonl") + " ";
+  Outcome r = run_binary(run + "--num-steps 3 --save " + dir.file("ck.st"), dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("| Val: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| Acc: "), std::string::npos) << r.out;
+  r = run_binary(run + "--num-steps 6 --resume " + dir.file("ck.st"), dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream lines(read_text(dir.file("m.jsonl")));
+  int scored = 0;
+  for (std::string line; std::getline(lines, line);) scored += nlohmann::json::parse(line)["task_acc_norm"].is_number();
+  EXPECT_EQ(scored, 3) << "steps 0, 3 and 6";
+  EXPECT_EQ(files_in(dir.file("tb")).size(), 2u);
+}
+
 // A text file for --data is held whole in memory: above the limit it is refused, naming the
 // tokenize command that turns it into token files (read as training goes).
 TEST(LongJob, ALargeTextFileIsRefusedWithItsRemedy) {

@@ -19,6 +19,7 @@
 #include "train/checkpoint.h"
 #include "data/loader.h"
 #include "train/hf.h"
+#include "train/task.h"
 
 namespace tt::fuzz {
 
@@ -126,6 +127,11 @@ void run_case(const uint8_t* data, size_t size, const std::string& path) {
   }
   try {  // as a prompts file
     read_input_file(path, "--fuzz", size_t(64) << 20);
+  } catch (const UsageError&) {
+  }
+  try {  // as a multiple-choice task file
+    const Task task = load_task(path, *Tokenizer::load("bytes", "--fuzz"), "--fuzz");
+    check_task_fits(task, 64);
   } catch (const UsageError&) {
   }
   if (size % 8 == 0) {  // as JSON lines to tokenize (an eighth of the cases: it writes shards)

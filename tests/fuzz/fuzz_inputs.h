@@ -1,6 +1,7 @@
 // One fuzz case for the readers of untrusted files: the bytes are written to a file, which is
 // then opened as a safetensors file, a checkpoint, a token file, a text corpus, a tokenizer
-// (SentencePiece or tokenizer.json) and a prompts file, and written as a Hugging Face directory's config.json and as its
+// (SentencePiece or tokenizer.json), a prompts file and a multiple-choice task file, and written
+// as a Hugging Face directory's config.json and as its
 // model.safetensors.index.json (beside a valid config and two shards). Each reader must accept
 // it or refuse it with UsageError; anything else (a crash, a sanitizer report, another
 // exception, a hang) is a defect.

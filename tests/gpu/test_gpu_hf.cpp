@@ -16,6 +16,7 @@
 #include "data/tokenize.h"
 #include "data/tokenizer.h"
 #include "gpu_harness.h"
+#include "python_checks.h"
 #include "run_outputs.h"
 #include "model/generate.h"
 #include "model/llama.h"
@@ -27,19 +28,6 @@ namespace tt::test {
 namespace {
 
 namespace fs = std::filesystem;
-
-bool have_transformers() {
-  return std::system("python3 -c 'import torch, transformers' >/dev/null 2>&1") == 0;
-}
-
-// Runs tests/gpu/bpe_check.py with `args`; its output in `log`.
-int bpe_check(const std::string& args, const fs::path& log) {
-  const std::string cmd =
-      "python3 " + std::string(TT_TESTS_DIR) + "/gpu/bpe_check.py " + args + " > " + log.string() + " 2>&1";
-  return std::system(cmd.c_str());
-}
-
-enum class TokenizerCase { Bytes, SentencePiece, SentencePieceUnigram, Gpt2Bpe, Llama3Bpe };
 
 struct HfCase {
   const char* name;
