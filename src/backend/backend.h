@@ -114,18 +114,12 @@ class Backend {
   virtual void swiglu_backward(const Tensor& dgateup, const Tensor& dh, const Tensor& gateup,
                                int64_t n, int f) = 0;
   // Version 5 (CUDA): x [r, c] into its FP8 forms, and the delayed scales' update (ops/quantize.h).
-  virtual void fp8_quantize(const Fp8Matrix& out, const Tensor& x, int64_t r, int64_t c, Fp8Scaling scaling) {
-    fail("FP8 products run on the CUDA backend");
-  }
-  virtual void fp8_update_scales(const Tensor& slots, int count) { fail("FP8 products run on the CUDA backend"); }
+  virtual void fp8_quantize(const Fp8Matrix& out, const Tensor& x, int64_t r, int64_t c, Fp8Scaling scaling) = 0;
+  virtual void fp8_update_scales(const Tensor& slots, int count) = 0;
   // SwiGLU's output h [n, F] and input gradient dgateup [n, 2F] made straight in FP8 (ops/swiglu.h).
-  virtual void fp8_swiglu_forward(const Fp8Matrix& h8, const Tensor& gateup, int64_t n, int f, Fp8Scaling scaling) {
-    fail("FP8 products run on the CUDA backend");
-  }
+  virtual void fp8_swiglu_forward(const Fp8Matrix& h8, const Tensor& gateup, int64_t n, int f, Fp8Scaling scaling) = 0;
   virtual void fp8_swiglu_backward(const Fp8Matrix& dgateup8, const Tensor& dh, const Tensor& gateup, int64_t n, int f,
-                                   Fp8Scaling scaling) {
-    fail("FP8 products run on the CUDA backend");
-  }
+                                   Fp8Scaling scaling) = 0;
   virtual void add(const Tensor& out, const Tensor& a, const Tensor& b) = 0;
   virtual void cross_entropy_forward(const Tensor& losses, const Tensor& logits,
                                      const Tensor& targets, int64_t n, int v, int64_t ld) = 0;

@@ -79,8 +79,9 @@ inline Gemm linear_dx_gemm(Tensor dx, int64_t ld_dx, Tensor dout, int64_t ld_dou
   g.beta = beta;
   return g;
 }
-// dW[out_f, in_f] = dout[rows, out_f]^T @ x[rows, in_f]   (overwritten: each weight's gradient
-// comes from one product, so the model never zeroes its gradients)
+// dW[out_f, in_f] = dout[rows, out_f]^T @ x[rows, in_f]   (overwritten, beta 0: each weight's
+// gradient comes from one product; the model sets beta 1 to add a later micro-batch's, or a later
+// chunk's of the fused classifier)
 inline Gemm linear_dw_gemm(Tensor dw, Tensor dout, int64_t ld_dout, Tensor x, int64_t ld_x,
                            int rows, int in_f, int out_f) {
   Gemm g;
