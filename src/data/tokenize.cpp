@@ -19,6 +19,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "core/json_input.h"
 #include "core/rng.h"
 #include "data/token_file.h"
 #include "data/tokenizer.h"
@@ -102,8 +103,8 @@ class Documents {
     if (text.find('\0') != std::string::npos) usage_fail("tokenize: " + where(path, line) + " is not text (it holds a NUL byte)");
   }
   std::string record_text(const std::string& line, const std::string& path) const {
-    const nlohmann::json record = nlohmann::json::parse(line, nullptr, false);
-    if (record.is_discarded() || !record.is_object())
+    const nlohmann::json record = parse_json_input(line, "tokenize: " + where(path, line_));
+    if (!record.is_object())
       usage_fail("tokenize: " + where(path, line_) + " is not a JSON object (a JSON-lines file holds one a line)");
     const auto it = record.find(o_.text_field);
     if (it == record.end() || !it->is_string())

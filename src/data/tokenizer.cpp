@@ -129,12 +129,18 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& spec, const std::s
   struct stat st {};
   if (::stat(spec.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
     usage_fail(flag + ": '" + spec + "' is not a file (give \"bytes\", a SentencePiece .model or a tokenizer.json)");
-  // A tokenizer.json is JSON; a SentencePiece model starts with its first piece's record (the byte
+  // A tokenizer.json is JSON (its name says so, or its first character after a UTF-8 byte-order
+  // mark and spaces is '{'); a SentencePiece model starts with its first piece's record (the byte
   // 0x0A, then the record's length: a few bytes for the unknown token, not the 123 of '{').
+  if (st.st_size == 0) usage_fail(flag + ": '" + spec + "' is empty (give a SentencePiece .model or a tokenizer.json)");
+  std::ifstream in(spec, std::ios::binary);
+  std::string start(3, '\0');
+  in.read(start.data(), 3);
+  if (start != "\xEF\xBB\xBF") in.clear(), in.seekg(0);
   char first = 0;
-  std::ifstream in(spec);
   in >> first;
-  if (first == '{') return load_byte_level_bpe(spec, flag);
+  const bool json_name = std::filesystem::path(spec).extension() == ".json";
+  if (first == '{' || json_name) return load_byte_level_bpe(spec, flag);
   return std::make_unique<SentencePieceTokenizer>(spec, flag);
 }
 

@@ -96,7 +96,7 @@ std::vector<Generated> run_generate(const GenerateOptions& o, std::ostream& out)
   const int B = int(prompts.size());
   Llama model(c, *be, o.cache ? 1 : B, o.cache ? 1 : context);
   if (hf)
-    model.write(model.params(), import_hf(o.checkpoint, c));
+    model.write(model.params(), import_hf(o.checkpoint, c, "generate"));
   else
     load_checkpoint(o.checkpoint, model, "generate");
   std::unique_ptr<Generator> cached;

@@ -1,7 +1,7 @@
 // The deterministic fuzz run of CI (built with AddressSanitizer and UndefinedBehaviorSanitizer
 // by .ci/run): valid seeds (a checkpoint, token files of both widths, a text corpus, a
 // safetensors file in bf16, a Hugging Face config.json and shard index, a SentencePiece
-// model, a tokenizer.json), then mutations of them (bit flips, byte overwrites, truncations,
+// model, a tokenizer.json and its tokenizer_config.json), then mutations of them (bit flips, byte overwrites, truncations,
 // extensions, edits of the header's numbers and brackets, deep nesting, huge numbers), each
 // through every reader (fuzz_inputs.h). Exit 0 when every case was accepted or refused cleanly
 // and none took longer than a few seconds.
@@ -55,6 +55,7 @@ std::vector<std::string> seeds(const fs::path& dir) {
   out.push_back(hf.index);
   out.push_back(hf.tokenizer_model);
   out.push_back(hf.tokenizer_json);
+  out.push_back(hf.tokenizer_config);
   return out;
 }
 
