@@ -69,9 +69,10 @@ struct Outcome {
 };
 
 // tiny_llama with `args` (a command other than train first), its output kept in dir/stdout and
-// dir/stderr.
-inline Outcome run_binary(const std::string& args, const std::filesystem::path& dir) {
-  const std::string cmd = std::string(TT_BINARY) + " " + args + " >" + (dir / "stdout").string() + " 2>" +
+// dir/stderr; `prefix` goes before the binary in the shell's command line (a `timeout 3 `, a
+// variable's setting).
+inline Outcome run_binary(const std::string& args, const std::filesystem::path& dir, const std::string& prefix = "") {
+  const std::string cmd = prefix + std::string(TT_BINARY) + " " + args + " >" + (dir / "stdout").string() + " 2>" +
                           (dir / "stderr").string();
   const int status = std::system(cmd.c_str());
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(dir / "stdout"), read_text(dir / "stderr")};
