@@ -468,6 +468,58 @@ TEST(Rendezvous, StrayClientsAndFailuresReleaseRankZero) {
   EXPECT_FALSE(fs::exists(file)) << "the rendezvous file outlived a failed rank 0";
 }
 
+// Hellos are read side by side, and what is not a rank's is dropped: stray clients that send a few
+// bytes, junk or nothing at all, connected before rank 1, neither end the rendezvous (a few bytes
+// used to read as "a process of a world of -1 joined") nor cost the ranks their time (silent
+// clients were served one at a time, 5 s each: three of them failed a 12 s rendezvous).
+TEST(Rendezvous, StrayClientsNeverCostTheRanks) {
+  const int port = unused_port();
+  std::string error, got;
+  const auto start = std::chrono::steady_clock::now();
+  std::thread rank0([&] {
+    try {
+      Rendezvous z(world_of(0, 2, port), "env", 12);
+      z.broadcast("from 0");
+      got = z.gather("0")[1];
+      z.finish();
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+  auto stray = [&](const std::string& bytes) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(uint16_t(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    for (int i = 0; i < 200; ++i) {
+      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
+        if (!bytes.empty()) ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+        return fd;
+      }
+      ::close(fd);
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return -1;
+  };
+  const uint64_t three = 3;
+  const std::vector<int> strays = {stray(""), stray(""), stray(""), stray("hello"),
+                                   stray(std::string(reinterpret_cast<const char*>(&three), 8) + "abc"),
+                                   stray("GET / HTTP/1.1\r\nHost: x\r\n\r\n")};
+  std::thread rank1([&] {
+    Rendezvous z(world_of(1, 2, port), "env", 12);
+    z.broadcast("");
+    z.gather("1");
+    z.finish();
+  });
+  rank1.join();
+  rank0.join();
+  for (int fd : strays) ::close(fd);
+  EXPECT_EQ(error, "");
+  EXPECT_EQ(got, "1");
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 4.0);
+}
+
 TEST(Rendezvous, BadWorldsAreRefused) {
   World w = world_of(1, 2, unused_port());
   w.master_addr = "no such host.invalid";
