@@ -33,6 +33,8 @@ need nlohmann-json3-dev "test -f /usr/include/nlohmann/json.hpp"
 need libfmt-dev    "test -f /usr/include/fmt/format.h"
 need libgtest-dev  "test -f /usr/include/gtest/gtest.h"
 need libsentencepiece-dev "test -f /usr/include/sentencepiece_processor.h"
+need zlib1g-dev    "test -f /usr/include/zlib.h"
+need libzstd-dev   "test -f /usr/include/zstd.h"
 need libopenmpi-dev "command -v mpicc" "ls /usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h"
 need openmpi-bin   "command -v mpirun"
 need libopenblas-dev "ls /usr/include/x86_64-linux-gnu/openblas*/cblas.h" "test -f /usr/include/openblas/cblas.h" \

@@ -1,8 +1,9 @@
-// The binary run by the tests, and what it leaves behind: its exit code and output, a file's
+// The binary run by the tests, and what it leaves behind: its exit code, output and peak memory, a file's
 // text, the losses of its --json, the weights of its --save, and the relative difference of two
 // weight sets; the scratch directory each test works in; and the message of a refusal.
 #pragma once
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -66,16 +67,24 @@ inline std::string read_text(const std::filesystem::path& path) {
 struct Outcome {
   int exit_code;
   std::string out, err;
+  long peak_kb = 0;  // the largest resident memory of the command's processes
 };
 
 // tiny_llama with `args` (a command other than train first), its output kept in dir/stdout and
 // dir/stderr; `prefix` goes before the binary in the shell's command line (a `timeout 3 `, a
-// variable's setting).
+// `ulimit -v N; `, a pipe into it).
 inline Outcome run_binary(const std::string& args, const std::filesystem::path& dir, const std::string& prefix = "") {
   const std::string cmd = prefix + std::string(TT_BINARY) + " " + args + " >" + (dir / "stdout").string() + " 2>" +
                           (dir / "stderr").string();
-  const int status = std::system(cmd.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(dir / "stdout"), read_text(dir / "stderr")};
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  rusage usage{};
+  ::wait4(pid, &status, 0, &usage);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(dir / "stdout"), read_text(dir / "stderr"), usage.ru_maxrss};
 }
 
 inline std::vector<double> run_losses(const std::string& json) {
