@@ -112,8 +112,13 @@ void export_hf(const ExportOptions& o, std::ostream& log) {
   // The directory is written whole or not at all: into a sibling, which then takes its name. An
   // existing one may hold an earlier export's files only (they are replaced, none is left over).
   std::error_code ec;
-  fs::path out = fs::path(o.out_dir).lexically_normal();
-  if (out.filename().empty()) out = out.parent_path();  // "dir/"
+  // The directory a link names is replaced, not the link; the current directory (or one holding
+  // it) is refused: replacing it would leave the shell in a deleted directory.
+  fs::path named = fs::absolute(o.out_dir, ec).lexically_normal();
+  if (!named.has_filename()) named = named.parent_path();  // "dir/"
+  const fs::path out = fs::weakly_canonical(named, ec), here = fs::current_path(ec);
+  if (!out.has_filename() || out == out.root_path() || here.lexically_relative(out).string().rfind("..", 0) != 0)
+    usage_fail("--hf: '" + o.out_dir + "' is the current directory or holds it: give the export directory by a name of its own");
   if (fs::exists(out, ec) && !fs::is_directory(out, ec)) usage_fail("--hf: '" + o.out_dir + "' is not a directory");
   static const std::set<std::string> exported = {"config.json",      "generation_config.json", "model.safetensors",
                                                  "tokenizer.json",   "tokenizer_config.json",  "tokenizer.model",
@@ -126,20 +131,26 @@ void export_hf(const ExportOptions& o, std::ostream& log) {
   check_distinct_paths({{"--hf", (out / "model.safetensors").string()}, {"--hf", (out / "tokenizer.model").string()},
                         {"--hf", (out / "tokenizer.json").string()}, {"--hf", (out / "tokenizer_config.json").string()}},
                        {{"the checkpoint", o.checkpoint}, {"--tokenizer", tok->path()}});
-  const fs::path parent = out.has_parent_path() ? out.parent_path() : fs::path(".");
+  const fs::path parent = out.parent_path();
   if (!fs::is_directory(parent, ec)) usage_fail("--hf: directory '" + parent.string() + "' does not exist");
+  remove_stale_temporaries(parent.string(), [&](const std::string& base) { return base == out.filename().string(); });
   const fs::path staging = parent / (out.filename().string() + ".tmp." + std::to_string(::getpid()));
   fs::create_directories(staging, ec);
   if (ec) usage_fail("--hf: cannot create '" + staging.string() + "': " + ec.message());
+  const fs::path old = parent / (out.filename().string() + ".old." + std::to_string(::getpid()));
   try {
     write_export(o, info, *tok, staging);
-    const fs::path old = parent / (out.filename().string() + ".old." + std::to_string(::getpid()));
     if (fs::exists(out)) fs::rename(out, old);
     fs::rename(staging, out);
     fs::remove_all(old, ec);
   } catch (...) {
     fs::remove_all(staging, ec);
-    throw;
+    if (fs::exists(old, ec) && !fs::exists(out, ec)) fs::rename(old, out, ec);  // the earlier export back
+    try {
+      throw;
+    } catch (const fs::filesystem_error& e) {
+      fail("--hf: cannot put the export in place of '" + o.out_dir + "': " + e.code().message());
+    }
   }
   log << fmt::format("Exported {} (step {}, {} parameters) to {} as {} LlamaForCausalLM, tokenizer: {}\n", o.checkpoint,
                      info.step, c.param_count(), o.out_dir, o.dtype, tok->describe());
