@@ -108,10 +108,12 @@ TokenFile::TokenFile(const std::string& path, int vocab, const std::string& flag
   if (bytes_ < uint64_t(kTokenFileHeaderBytes)) fail_here("is not a token file (shorter than its 1024-byte header)");
   int32_t header[kTokenFileHeaderInts];
   if (!read_bytes(0, sizeof header, header)) fail_here("cannot be read");
-  if (header[0] != kTokenFileMagic) fail_here("is not a token file (no magic 20240520 at its start)");
+  if (header[0] != kTokenFileMagic && header[0] != kWideTokenFileMagic)
+    fail_here("is not a token file (no magic 20240520 or 20240801 at its start)");
   version_ = header[1];
-  if (version_ != 1 && version_ != 2)
-    fail_here("has token-file version " + std::to_string(version_) + " (this build reads 1: uint16, 2: uint32)");
+  if (header[0] == kTokenFileMagic ? version_ != 1 && version_ != 2 : version_ != 7)
+    fail_here("has token-file version " + std::to_string(version_) + " of magic " + std::to_string(header[0]) +
+              " (this build reads 20240520 version 1: uint16, 2: uint32; 20240801 version 7: uint32)");
   if (header[2] < 0) fail_here("has a negative token count");
   count_ = header[2];
   const bool tokenize_shard = header[3] == kTokenizeShardMark;
@@ -192,15 +194,15 @@ bool is_token_file(const std::string& path) {
   if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
   std::ifstream in(path, std::ios::binary);
   int32_t magic = 0;
-  return in.read(reinterpret_cast<char*>(&magic), 4) && magic == kTokenFileMagic;
+  return in.read(reinterpret_cast<char*>(&magic), 4) && (magic == kTokenFileMagic || magic == kWideTokenFileMagic);
 }
 
 void write_token_file(const std::string& path, const std::vector<int32_t>& tokens) {
   TT_CHECK(tokens.size() <= size_t(INT32_MAX), "write_token_file: more tokens than a header can count");
   const bool narrow = std::all_of(tokens.begin(), tokens.end(), [](int32_t t) { return t >= 0 && t < 65536; });
   int32_t header[kTokenFileHeaderInts] = {};
-  header[0] = kTokenFileMagic;
-  header[1] = narrow ? 1 : 2;
+  header[0] = narrow ? kTokenFileMagic : kWideTokenFileMagic;
+  header[1] = narrow ? 1 : 7;
   header[2] = int32_t(tokens.size());
   write_file_atomic(path, [&](std::ostream& out) {
     out.write(reinterpret_cast<const char*>(header), sizeof header);
@@ -236,7 +238,8 @@ void TokenFileWriter::append_raw(const void* tokens, int64_t n) {
 }
 
 void TokenFileWriter::finish() {
-  const int32_t header[4] = {kTokenFileMagic, wide_ ? 2 : 1, int32_t(count_), tokenize_shard_ ? kTokenizeShardMark : 0};
+  const int32_t header[4] = {wide_ ? kWideTokenFileMagic : kTokenFileMagic, wide_ ? 7 : 1, int32_t(count_),
+                             tokenize_shard_ ? kTokenizeShardMark : 0};
   const bool ok = ::pwrite(fd_, header, sizeof header, 0) == ssize_t(sizeof header) && ::fsync(fd_) == 0;
   ::close(fd_);
   fd_ = -1;

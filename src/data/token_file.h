@@ -1,8 +1,11 @@
 // Token files: the format llm.c's and nanoGPT-style pipelines write, so that their shards train
-// here and ours there. A header of 256 little-endian int32: [0] the magic 20240520, [1] the
-// version, [2] the number of tokens; then the tokens, and nothing after them:
-//   version 1: uint16 tokens (vocabularies up to 65536), as llm.c writes GPT-2's;
-//   version 2: uint32 tokens, this project's variant for larger vocabularies.
+// here and ours there. A header of 256 little-endian int32: [0] the magic, [1] the version, [2]
+// the number of tokens; then the tokens, and nothing after them:
+//   magic 20240520, version 1: uint16 tokens (vocabularies up to 65536), as llm.c writes GPT-2's
+//     and modded-nanogpt's FineWeb shards are;
+//   magic 20240801, version 7: uint32 tokens, as llm.c writes LLaMA-3's (written here for
+//     vocabularies above 65536);
+//   magic 20240520, version 2: uint32 tokens, which this project wrote before (read only).
 // Files are read where a window needs them (pread), never whole; opening one checks the header,
 // the length and every token against the vocabulary, so that bad data is refused before
 // training, with the file and the position. A file that changes while a run reads it (truncated,
@@ -16,6 +19,7 @@
 namespace tt {
 
 constexpr int32_t kTokenFileMagic = 20240520;
+constexpr int32_t kWideTokenFileMagic = 20240801;  // llm.c's LLaMA-3 shards, version 7
 constexpr int kTokenFileHeaderInts = 256;
 constexpr int64_t kTokenFileHeaderBytes = kTokenFileHeaderInts * 4;
 
@@ -84,14 +88,14 @@ class TokenFile {
 // Whether the file at `path` starts with the token files' magic (false when it cannot be read).
 bool is_token_file(const std::string& path);
 
-// Writes `tokens` as a token file, whole or not at all: version 1 when every token fits in
-// 16 bits, else version 2.
+// Writes `tokens` as a token file, whole or not at all: uint16 (20240520, version 1) when every
+// token fits in 16 bits, else uint32 (20240801, version 7).
 void write_token_file(const std::string& path, const std::vector<int32_t>& tokens);
 
 // A token file written a piece at a time, in constant memory: into a temporary file beside
 // `path`, renamed to it by finish() once the header holds the count (whole or not at all: a
-// writer destroyed before finish() removes its temporary file). Version 1 (uint16) or, wide,
-// version 2 (uint32); append_raw takes tokens already in that width. A shard of tokenize is
+// writer destroyed before finish() removes its temporary file). uint16 or, wide, uint32 (as
+// write_token_file); append_raw takes tokens already in that width. A shard of tokenize is
 // marked so (kTokenizeShardMark), and hash() is then the one its manifest records.
 class TokenFileWriter {
  public:

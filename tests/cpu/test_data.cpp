@@ -58,7 +58,7 @@ TEST_F(RealData, TokenFilesRoundTripInBothWidths) {
   write_token_file(path("b.bin"), large);
   const TokenFile a(path("a.bin"), 65536, "--data"), b(path("b.bin"), (1 << 20) + 1, "--data");
   EXPECT_EQ(a.version(), 1);  // llm.c's uint16
-  EXPECT_EQ(b.version(), 2);  // ours, uint32
+  EXPECT_EQ(b.version(), 7);  // llm.c's LLaMA-3 kind, uint32
   EXPECT_EQ(fs::file_size(path("a.bin")), uint64_t(kTokenFileHeaderBytes + 2 * 4));
   ASSERT_EQ(a.size(), 4);
   ASSERT_EQ(b.size(), 4);
@@ -70,6 +70,28 @@ TEST_F(RealData, TokenFilesRoundTripInBothWidths) {
   a.read(1, 2, got.data());
   EXPECT_EQ(got[0], 1);
   EXPECT_EQ(got[1], 65535);
+}
+
+// The headers other tools write, made here by hand as their documentation states them: llm.c's
+// GPT-2 shards and modded-nanogpt's FineWeb shards (magic 20240520, version 1, uint16), llm.c's
+// LLaMA-3 shards (magic 20240801, version 7, uint32), and this project's earlier uint32 (20240520,
+// version 2). The rest of each header is zeros, as theirs are.
+TEST_F(RealData, OtherToolsShardsRead) {
+  const struct {
+    int32_t magic, version, width;
+  } kinds[] = {{20240520, 1, 2}, {20240801, 7, 4}, {20240520, 2, 4}};
+  for (const auto& k : kinds) {
+    SCOPED_TRACE(std::to_string(k.magic) + " v" + std::to_string(k.version));
+    std::vector<int32_t> header(256, 0);
+    header[0] = k.magic, header[1] = k.version, header[2] = 3;
+    std::string bytes(reinterpret_cast<const char*>(header.data()), 1024);
+    for (uint32_t t : {50256u, 7u, 1234u}) bytes.append(reinterpret_cast<const char*>(&t), size_t(k.width));
+    write("shard.bin", bytes);
+    const TokenFile f(path("shard.bin"), 50257, "--data");
+    std::vector<int32_t> got(3);
+    f.read(0, 3, got.data());
+    EXPECT_EQ(got, (std::vector<int32_t>{50256, 7, 1234}));
+  }
 }
 
 // Each malformed file is refused with its name and what is wrong.
