@@ -34,6 +34,8 @@ need nlohmann-json3-dev "test -f /usr/include/nlohmann/json.hpp"
 need libfmt-dev    "test -f /usr/include/fmt/format.h"
 need libgtest-dev  "test -f /usr/include/gtest/gtest.h"
 need libsentencepiece-dev "test -f /usr/include/sentencepiece_processor.h"
+need zlib1g-dev    "test -f /usr/include/zlib.h"
+need libzstd-dev   "test -f /usr/include/zstd.h"
 need libopenmpi-dev "command -v mpicc" "ls /usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h"
 need openmpi-bin   "command -v mpirun"
 need python3       "command -v python3"  # tools/plot_loss.py, tested with the CPU tests

@@ -1,12 +1,14 @@
-// The binary run by the tests, and what it leaves behind: its exit code and output, a file's
+// The binary run by the tests, and what it leaves behind: its exit code, output and peak memory, a file's
 // text, the losses of its --json, the weights of its --save, and the relative difference of two
 // weight sets; the scratch directory each test works in; and the message of a refusal.
 #pragma once
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -66,15 +68,37 @@ inline std::string read_text(const std::filesystem::path& path) {
 struct Outcome {
   int exit_code;
   std::string out, err;
+  long peak_kb = 0;  // the largest resident memory of the command's processes
 };
 
 // tiny_llama with `args` (a command other than train first), its output kept in dir/stdout and
-// dir/stderr.
-inline Outcome run_binary(const std::string& args, const std::filesystem::path& dir) {
-  const std::string cmd = std::string(TT_BINARY) + " " + args + " >" + (dir / "stdout").string() + " 2>" +
+// dir/stderr; `prefix` goes before the binary in the shell's command line (a `timeout 3 `, a
+// `ulimit -v N; `, a pipe into it).
+inline Outcome run_binary(const std::string& args, const std::filesystem::path& dir, const std::string& prefix = "") {
+  const std::string cmd = prefix + std::string(TT_BINARY) + " " + args + " >" + (dir / "stdout").string() + " 2>" +
                           (dir / "stderr").string();
-  const int status = std::system(cmd.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(dir / "stdout"), read_text(dir / "stderr")};
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  rusage usage{};
+  ::wait4(pid, &status, 0, &usage);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(dir / "stdout"), read_text(dir / "stderr"), usage.ru_maxrss};
+}
+
+// The address space tiny_llama maps before it does any work (its libraries), in kB: a limit on
+// it (ulimit -v) must leave that much for the program to start at all.
+inline long base_vm_kb() {
+  const std::string cmd = std::string(TT_BINARY) + " --device cpu --hidden-dim 16 --num-layers 1 --num-heads 2 "
+                          "--seq-len 8 --vocab-size 64 --num-steps 100000000 >/dev/null 2>&1 & pid=$!; sleep 1; "
+                          "grep VmPeak /proc/$pid/status | tr -dc 0-9; kill $pid";
+  FILE* f = ::popen(cmd.c_str(), "r");
+  long kb = 0;
+  if (f && std::fscanf(f, "%ld", &kb) != 1) kb = 0;
+  if (f) ::pclose(f);
+  return kb;
 }
 
 inline std::vector<double> run_losses(const std::string& json) {

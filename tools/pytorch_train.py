@@ -44,11 +44,12 @@ MASK64 = (1 << 64) - 1
 
 
 def read_tokens(path):
-    """A token file: 256 int32 of header (magic 20240520, version, count), then the tokens."""
+    """A token file: 256 int32 of header (magic, version, count), then the tokens: uint16 for
+    magic 20240520 version 1, uint32 for its version 2 and for llm.c's 20240801 version 7."""
     header = np.fromfile(path, dtype=np.int32, count=256)
-    if header[0] != 20240520:
+    if header[0] not in (20240520, 20240801):
         sys.exit(f"{path}: not a token file")
-    dtype = np.uint16 if header[1] == 1 else np.uint32
+    dtype = np.uint16 if header[0] == 20240520 and header[1] == 1 else np.uint32
     return np.fromfile(path, dtype=dtype, offset=1024, count=int(header[2])).astype(np.int64)
 
 

@@ -15,12 +15,15 @@
 #include <sstream>
 
 #include "core/files.h"
+#include "core/json_input.h"
 #include "model/llama.h"
 #include "train/flops.h"
 
 namespace tt {
 
 using json = nlohmann::json;
+
+constexpr size_t kMaxReportBytes = size_t(256) << 20;  // a --baseline or --pytorch file: a few kilobytes in practice
 
 RepetitionStats repetition_stats(const std::vector<double>& values, int per) {
   std::vector<double> means;
@@ -62,11 +65,9 @@ static json point_json(const BenchPoint& p) {
 }
 
 std::vector<BenchPoint> read_bench_json(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) usage_fail("--baseline: cannot read '" + path + "'");
+  const json j = read_json_file(path, "--baseline", kMaxReportBytes);
   std::vector<BenchPoint> points;
   try {
-    const json j = json::parse(in);
     for (const json& p : j.at("points")) {
       BenchPoint b;
       b.version = p.at("version");
@@ -251,11 +252,9 @@ void print_table(std::ostream& log, const std::vector<BenchPoint>& points) {
 // PyTorch's strongest mode (compile + graph) of a tools/pytorch_reference.py --json file, by
 // precision, batch and sequence length.
 std::map<std::tuple<std::string, int, int>, double> read_pytorch_json(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) usage_fail("--pytorch: cannot read '" + path + "'");
+  const json j = read_json_file(path, "--pytorch", kMaxReportBytes);
   std::map<std::tuple<std::string, int, int>, double> ms;
   try {
-    const json j = json::parse(in);  // kept: a range-for over a member of a temporary would dangle
     for (const json& p : j.at("points"))
       if (p.at("version") == "pytorch-compile+graph" && p.at("status") == "ok")
         ms[{p.at("precision").get<std::string>(), p.at("batch_size").get<int>(), p.at("seq_len").get<int>()}] =

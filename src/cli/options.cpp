@@ -519,7 +519,10 @@ bool parse_debug_options(const std::vector<std::string>& args, DebugOptions& o) 
 bool parse_tokenize_options(const std::vector<std::string>& args, TokenizeOptions& o) {
   CLI::App app{"Text files to token-file shards (train_*.bin, val_*.bin) through a tokenizer", "tiny_llama tokenize"};
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  app.add_option("files", o.inputs, "text files, each one document")->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("files", o.inputs,
+                 "text files, directories of them, JSON-lines files (.jsonl), each plain or compressed (.gz, .zst), "
+                 "or - for standard input")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--tokenizer", o.tokenizer,
                  "bytes, a SentencePiece .model (tiny_llama tokenizer-train), or a Hugging Face tokenizer.json "
                  "(byte-level BPE: GPT-2's, LLaMA-3's) or a directory holding one")
@@ -530,7 +533,9 @@ bool parse_tokenize_options(const std::vector<std::string>& args, TokenizeOption
                  "which tokens validate: last (the last of the last files) or docs (whole documents drawn with --seed)")
       ->capture_default_str();
   app.add_option("--seed", o.seed, "--val-split docs: the draw of the validation documents")->capture_default_str();
-  app.add_option("--documents", o.documents, "a text file is one document (file) or a document a line (line)")
+  app.add_option("--documents", o.documents,
+                 "a text file is one document (file), a document a line (line), or a JSON record a line (jsonl: "
+                 "the default for .jsonl, .ndjson and .json files)")
       ->capture_default_str();
   app.add_option("--text-field", o.text_field, "a JSON-lines file's (.jsonl) field that holds each record's text")
       ->capture_default_str();

@@ -1,5 +1,7 @@
 #include "core/arena.h"
 
+#include <sys/resource.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -85,11 +87,19 @@ size_t available_host_bytes() {
 
 void* HostMemory::allocate(size_t bytes, const std::string& breakdown) {
   const size_t available = available_host_bytes();
-  void* p = available && bytes > available ? nullptr : std::aligned_alloc(64, align_up(bytes, 64));
-  if (!p)
-    usage_fail("out of host memory: the run needs " + std::to_string(bytes >> 20) + " MiB (" + breakdown + "), " +
-               (available ? std::to_string(available >> 20) + " MiB are available" : std::string("which failed")) +
+  const bool too_much = available && bytes > available;
+  void* p = too_much ? nullptr : std::aligned_alloc(64, align_up(bytes, 64));
+  if (!p) {
+    // Beyond the machine's memory, or (the machine has it) beyond the process's own limit.
+    rlimit limit{};
+    const bool limited = ::getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY;
+    const std::string why = too_much ? std::to_string(available >> 20) + " MiB are available"
+                            : limited ? "more than this process may take: its address space is limited to " +
+                                            std::to_string(limit.rlim_cur >> 20) + " MiB (ulimit -v)"
+                                      : std::string("and the allocation failed");
+    usage_fail("out of host memory: the run needs " + std::to_string(bytes >> 20) + " MiB (" + breakdown + "), " + why +
                "; lower --batch-size or --seq-len, or the model's size");
+  }
   return p;
 }
 

@@ -36,20 +36,21 @@ void fsync_path(const fs::path& p, int flags) {
   ::close(fd);
 }
 
-// Temporary files of this target left by runs that died (their process is gone): removed.
-void remove_stale_temporaries(const fs::path& target) {
+}  // namespace
+
+void remove_stale_temporaries(const std::string& dir, const std::function<bool(const std::string&)>& is_base) {
   std::error_code ec;
-  const std::string prefix = target.filename().string() + ".tmp.";
-  for (const auto& e : fs::directory_iterator(target.has_parent_path() ? target.parent_path() : ".", ec)) {
+  for (const auto& e : fs::directory_iterator(dir.empty() ? "." : dir, ec)) {
     const std::string name = e.path().filename().string();
-    if (name.rfind(prefix, 0) != 0) continue;
-    const std::string pid = name.substr(prefix.size());
+    const size_t dot = name.rfind('.');  // BASE.tmp.PID: the process id after the last dot
+    if (dot == std::string::npos || dot < 4) continue;
+    const std::string pid = name.substr(dot + 1), kind = name.substr(dot - 4, 5);
+    if ((kind != ".tmp." && kind != ".old.") || !is_base(name.substr(0, dot - 4))) continue;
     if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos || pid.size() > 9) continue;
-    if (::kill(pid_t(std::stol(pid)), 0) != 0 && errno == ESRCH) fs::remove(e.path(), ec);
+    std::error_code ignored;
+    if (::kill(pid_t(std::stol(pid)), 0) != 0 && errno == ESRCH) fs::remove_all(e.path(), ignored);
   }
 }
-
-}  // namespace
 
 void check_writable(const std::string& path, const std::string& flag) {
   if (path.empty()) usage_fail(flag + ": empty path");
@@ -115,12 +116,30 @@ std::string read_input_file(const std::string& path, const std::string& what, si
   return bytes;
 }
 
+void write_whole(int fd, const void* data, size_t n, const std::string& path, int64_t offset) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t k = offset < 0 ? ::write(fd, p, n) : ::pwrite(fd, p, n, off_t(offset));
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) {
+      const int e = k < 0 ? errno : ENOSPC;  // a write of nothing: no room
+      fail("error while writing '" + path + "': " +
+           (e == ENOSPC || e == EDQUOT ? std::string("disk full")
+            : e == EFBIG              ? std::string("over the file-size limit")
+                                      : std::string(std::strerror(e))));
+    }
+    p += k, n -= size_t(k);
+    if (offset >= 0) offset += k;
+  }
+}
+
 void write_file_atomic(const std::string& path, const std::function<void(std::ostream&)>& write) {
   const fs::path target = resolve(path);  // through a symbolic link to the file it names
   std::error_code ec;
   const fs::file_status st = fs::status(target, ec);
   if (fs::exists(st) && !fs::is_regular_file(st)) fail("'" + path + "' is not a regular file: not replaced");
-  remove_stale_temporaries(target);
+  remove_stale_temporaries(target.has_parent_path() ? target.parent_path().string() : "",
+                           [&](const std::string& base) { return base == target.filename().string(); });
   const std::string tmp = target.string() + ".tmp." + std::to_string(::getpid());
   try {
     {

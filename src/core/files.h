@@ -33,4 +33,14 @@ std::string read_input_file(const std::string& path, const std::string& what, si
 // temporary file is removed and Error is thrown.
 void write_file_atomic(const std::string& path, const std::function<void(std::ostream&)>& write);
 
+// All n bytes to `fd`, at `offset` (appended at the file's position when negative). Error naming
+// `path` and the reason when they cannot be written: "disk full" (ENOSPC, EDQUOT), "over the
+// file-size limit" (EFBIG), else the system's words.
+void write_whole(int fd, const void* data, size_t n, const std::string& path, int64_t offset = -1);
+
+// What runs that died left in `dir`: entries named BASE.tmp.PID or BASE.old.PID, BASE accepted by
+// `is_base`, whose process PID no longer runs (a write's temporary file, an export's staging or
+// replaced directory, tokenize's encoded tokens), removed whole.
+void remove_stale_temporaries(const std::string& dir, const std::function<bool(const std::string&)>& is_base);
+
 }  // namespace tt

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "core/json_input.h"
 #include "data/added_tokens.h"
 #include "data/unicode_classes.h"
 #include "data/word_cache.h"
@@ -94,35 +95,35 @@ class ByteLevelBpe final : public Tokenizer {
     const auto bad = [&](const std::string& what) -> void {
       usage_fail(flag + ": '" + path + "': " + what);
     };
-    json j;
-    try {
-      j = json::parse(read_input_file(path, flag, size_t(256) << 20));
-    } catch (const json::exception& e) {
-      bad(std::string("not JSON (") + e.what() + ")");
-    }
-    if (!j.is_object() || !j.contains("model") || !j["model"].is_object()) bad("no \"model\": not a tokenizer.json");
+    const json j = read_json_file(path, flag, size_t(256) << 20);
+    if (!json_member(j, "model").is_object()) bad("no \"model\": not a tokenizer.json");
     const json& m = j["model"];
-    const auto field = [&](const json& o, const char* key) { return o.contains(key) ? o[key] : json(); };
-    if (field(m, "type") != "BPE") bad("model.type is " + field(m, "type").dump() + ": only BPE models are read");
+    const auto field = [](const json& o, const char* key) -> const json& { return json_member(o, key); };
+    if (field(m, "type") != "BPE") bad("model.type is " + json_brief(field(m, "type")) + ": only BPE models are read");
     if (!field(j, "normalizer").is_null())
-      bad("normalizer " + field(j["normalizer"], "type").dump() + ": tokenizers with a normalizer are not read");
+      bad("normalizer " + json_brief(field(j["normalizer"], "type")) + ": tokenizers with a normalizer are not read");
     for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
       if (!field(m, key).is_null() && field(m, key) != "") bad(std::string("model.") + key + " is not read");
     if (!field(m, "dropout").is_null() && field(m, "dropout") != 0) bad("model.dropout: BPE dropout is not read");
     ignore_merges_ = field(m, "ignore_merges") == true;
     read_pre_tokenizer(field(j, "pre_tokenizer"), bad);
     if (field(field(j, "decoder"), "type") != "ByteLevel")
-      bad("decoder " + field(field(j, "decoder"), "type").dump() + ": only the ByteLevel decoder is read");
+      bad("decoder " + json_brief(field(field(j, "decoder"), "type")) + ": only the ByteLevel decoder is read");
 
     // The vocabulary, as raw bytes; every byte must be a token (then every text has an encoding).
     const std::vector<std::string> chars = byte_characters();
     std::unordered_map<char32_t, uint8_t> byte_of;
     for (int b = 0; b < 256; ++b) byte_of[next_char(chars[size_t(b)], 0).first] = uint8_t(b);
     if (!field(m, "vocab").is_object() || field(m, "vocab").empty()) bad("model.vocab is not a map of tokens to ids");
+    // Ids lie below twice the file's tokens and 1024 (the token table has an entry for each id up
+    // to the largest: an id of 16777215 in a file of 260 tokens made a vocabulary of 16 M).
+    const json& added = json_member(j, "added_tokens");
+    const int64_t id_limit = std::min<int64_t>(kMaxTokens, 2 * int64_t(m["vocab"].size() + added.size()) + 1024);
+    const std::string below = " is not a token id below " + std::to_string(id_limit) + " (twice the file's tokens and 1024)";
     std::string raw;
     for (const auto& [token, id] : m["vocab"].items()) {
-      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= kMaxTokens)
-        bad("model.vocab: the id of '" + token + "' is not a token id below 16777216");
+      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= id_limit)
+        bad("model.vocab: the id of " + json_brief(token) + ", " + json_brief(id) + "," + below);
       if (!bytes_of(token, byte_of, raw)) bad("model.vocab: '" + token + "' is not a byte-level token");
       add_token(id.get<int>(), raw, bad);
       ids_.emplace(raw, id.get<int>());
@@ -146,7 +147,7 @@ class ByteLevelBpe final : public Tokenizer {
       } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() && merge[1].is_string()) {
         left = merge[0], right = merge[1];
       } else {
-        bad("model.merges: " + merge.dump() + " is not a pair");
+        bad("model.merges: " + json_brief(merge) + " is not a pair");
       }
       std::string l, r;
       if (!bytes_of(left, byte_of, l) || !bytes_of(right, byte_of, r) || !ids_.count(l) || !ids_.count(r) ||
@@ -218,7 +219,7 @@ class ByteLevelBpe final : public Tokenizer {
     static const std::string kGpt2 = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
     static const std::string kLlama3 =
         R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-    const auto type = [](const json& o) { return o.is_object() && o.contains("type") ? o["type"] : json(); };
+    const auto type = [](const json& o) -> const json& { return json_member(o, "type"); };
     const auto byte_level = [&](const json& o, bool regex) {
       if (type(o) != "ByteLevel") return false;
       if ((o.contains("use_regex") ? o["use_regex"] == true : true) != regex)
@@ -226,7 +227,7 @@ class ByteLevelBpe final : public Tokenizer {
       add_prefix_space_ = o.contains("add_prefix_space") && o["add_prefix_space"] == true;
       return true;
     };
-    if (p.is_object() && p.value("use_regex", true) == false && byte_level(p, false)) {
+    if (json_member(p, "use_regex") == false && byte_level(p, false)) {
       pattern_ = WordPattern::Whole;
       return;
     }
@@ -234,21 +235,21 @@ class ByteLevelBpe final : public Tokenizer {
       pattern_ = WordPattern::Gpt2;
       return;
     }
-    if (type(p) == "Sequence" && p.contains("pretokenizers") && p["pretokenizers"].size() == 2) {
+    if (type(p) == "Sequence" && json_member(p, "pretokenizers").is_array() && p["pretokenizers"].size() == 2) {
       const json& split = p["pretokenizers"][0];
-      if (type(split) == "Split" && split.contains("pattern") && split["pattern"].contains("Regex") &&
-          split.value("behavior", "") == "Isolated" && split.value("invert", false) == false &&
-          byte_level(p["pretokenizers"][1], false)) {
-        const std::string regex = split["pattern"]["Regex"].is_string() ? split["pattern"]["Regex"].get<std::string>() : "";
+      const json& regex_field = json_member(json_member(split, "pattern"), "Regex");
+      if (type(split) == "Split" && !regex_field.is_null() && json_member(split, "behavior") == "Isolated" &&
+          json_member(split, "invert") != true && byte_level(p["pretokenizers"][1], false)) {
+        const std::string regex = regex_field.is_string() ? regex_field.get<std::string>() : "";
         if (regex == kGpt2 || regex == kLlama3) {
           pattern_ = regex == kGpt2 ? WordPattern::Gpt2 : WordPattern::Llama3;
           split_first_ = true;
           return;
         }
-        bad("pre_tokenizer: the Split pattern " + json(regex).dump() + " is neither GPT-2's nor LLaMA-3's");
+        bad("pre_tokenizer: the Split pattern " + json_brief(regex_field) + " is neither GPT-2's nor LLaMA-3's");
       }
     }
-    bad("pre_tokenizer " + p.dump().substr(0, 120) + ": only a byte-level one, GPT-2's or LLaMA-3's, is read");
+    bad("pre_tokenizer " + json_brief(type(p)) + ": only a byte-level one, GPT-2's or LLaMA-3's, is read");
   }
 
   // The added tokens (special ones too: their text, for decode and BOS and EOS; they may lie past
@@ -266,12 +267,12 @@ class ByteLevelBpe final : public Tokenizer {
       AddedToken a;
       const auto flag = [&](const char* key) {
         if (!t.is_object() || !t.contains(key) || !t[key].is_boolean())
-          bad("added_tokens: " + t.dump().substr(0, 120) + " has no \"" + key + "\" (true or false)");
+          bad("added_tokens: " + json_brief(t) + " has no \"" + key + "\" (true or false)");
         return t[key].get<bool>();
       };
       if (!t.is_object() || !t.contains("id") || !t["id"].is_number_integer() || !t.contains("content") ||
           !t["content"].is_string())
-        bad("added_tokens: " + t.dump().substr(0, 120) + " has no id and content");
+        bad("added_tokens: " + json_brief(t) + " has no id and content");
       a.content = t["content"].get<std::string>();
       a.special = flag("special"), a.lstrip = flag("lstrip"), a.rstrip = flag("rstrip"), a.normalized = flag("normalized");
       if (flag("single_word") && !a.special)
@@ -281,7 +282,7 @@ class ByteLevelBpe final : public Tokenizer {
       const auto in_vocab = vocab.find(a.content);
       const int64_t id = in_vocab != vocab.end() ? in_vocab->get<int64_t>() : next_id++;
       if (t["id"].get<int64_t>() != id)
-        bad("added_tokens: '" + a.content + "' has id " + t["id"].dump() + ", where the tokenizers library gives it " +
+        bad("added_tokens: '" + a.content + "' has id " + json_brief(t["id"]) + ", where the tokenizers library gives it " +
             std::to_string(id));
       if (id >= kMaxTokens) bad("added_tokens: id " + std::to_string(id) + " is not a token id below 16777216");
       a.id = int(id);
@@ -297,7 +298,7 @@ class ByteLevelBpe final : public Tokenizer {
   template <class Bad>
   void read_bos_eos(const json& j, Bad bad) {
     const auto id_of = [&](const json& token) {
-      const json content = token.is_object() && token.contains("content") ? token["content"] : token;
+      const json& content = token.is_object() ? json_member(token, "content") : token;
       if (!content.is_string()) return -1;
       const auto a = added_.find(content.get<std::string>());
       if (a != added_.end()) return a->second;
@@ -307,20 +308,25 @@ class ByteLevelBpe final : public Tokenizer {
     const std::filesystem::path config = std::filesystem::path(path_).parent_path() / "tokenizer_config.json";
     std::error_code ec;
     if (std::filesystem::is_regular_file(config, ec)) {
-      json c;
-      try {
-        c = json::parse(read_input_file(config.string(), "tokenizer_config.json", size_t(64) << 20));
-      } catch (const json::exception& e) {
-        bad(config.string() + " is not JSON (" + e.what() + ")");
+      // A token named there must be one of the vocabulary (null: none): shards without their EOS
+      // are no one's intent.
+      const json c = read_json_file(config.string(), "tokenizer_config.json", size_t(64) << 20);
+      for (auto [key, id] : {std::pair{"bos_token", &bos_}, {"eos_token", &eos_}}) {
+        const json& token = json_member(c, key);
+        if (token.is_null()) continue;
+        *id = id_of(token);
+        const json& text = token.is_object() ? json_member(token, "content") : token;
+        if (*id < 0)
+          usage_fail("tokenizer_config.json: '" + config.string() + "': " + key + " " + json_brief(token) +
+                     (text.is_string() ? " is not a token of the vocabulary of '" + path_ + "'"
+                                       : " is neither a token's text nor an object with its \"content\""));
       }
-      if (c.contains("bos_token")) bos_ = id_of(c["bos_token"]);
-      if (c.contains("eos_token")) eos_ = id_of(c["eos_token"]);
       return;
     }
-    const json& post = j.contains("post_processor") ? j["post_processor"] : json();
-    if (post.is_object() && post.value("type", "") == "TemplateProcessing" && post.contains("single") &&
-        post["single"].is_array() && !post["single"].empty() && post["single"][0].contains("SpecialToken"))
-      bos_ = id_of(post["single"][0]["SpecialToken"].value("id", ""));
+    const json& post = json_member(j, "post_processor");
+    const json& single = json_member(post, "single");
+    if (json_member(post, "type") == "TemplateProcessing" && single.is_array() && !single.empty())
+      bos_ = id_of(json_member(json_member(single[0], "SpecialToken"), "id"));
     for (const char* name : {"<|endoftext|>", "<|end_of_text|>", "</s>"})
       if (eos_ < 0 && added_.count(name)) eos_ = added_.at(name);
   }

@@ -267,7 +267,7 @@ std::unique_ptr<DataSource> make_data_source(const std::string& spec, int vocab_
   const bool nul = bytes.find('\0') != std::string::npos;
   if (nul || std::filesystem::path(path).extension() == ".bin")
     usage_fail("--data: '" + path + "' is neither text (it " + (nul ? "holds NUL bytes" : "is a .bin") +
-               ") nor a token file (no header with magic 20240520): a headerless .bin of uint16 tokens (nanoGPT's) "
+               ") nor a token file (no header with magic 20240520 or 20240801): a headerless .bin of uint16 tokens (nanoGPT's) "
                "is read once given llm.c's 1024-byte header (README, Data)");
 
   // Each split needs one window of T+1 bytes: the 10% validation part sets the minimum.

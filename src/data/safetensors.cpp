@@ -10,6 +10,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/files.h"
+#include "core/json_input.h"
 
 namespace tt {
 
@@ -75,16 +76,7 @@ SafetensorsFile read_safetensors(const std::string& path, const std::string& fla
   if (n < 2 || n > kMaxHeaderBytes || n > size - 8) bad("has a header length out of range (" + std::to_string(n) + ")");
   std::string text(n, '\0');
   if (!in.read(text.data(), std::streamsize(n))) bad("is truncated inside its header");
-  json header;
-  try {
-    header = json::parse(text, [&](int depth, json::parse_event_t, json&) {
-      if (depth > kMaxDepth) throw std::runtime_error("nesting");
-      return true;
-    });
-  } catch (const std::exception& e) {
-    bad(std::string("has a header that is not valid safetensors JSON (") +
-        (std::strcmp(e.what(), "nesting") == 0 ? "nested too deep" : "a syntax error") + ")");
-  }
+  const json header = parse_json_input(text, flag + ": '" + path + "' has a header that", kMaxDepth);
   if (!header.is_object()) bad("has a header that is not a JSON object");
   SafetensorsFile f;
   f.path = path;

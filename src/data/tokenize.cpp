@@ -1,25 +1,27 @@
 #include "data/tokenize.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
-#include <memory>
-#include <iostream>
-#include <exception>
-#include <thread>
 #include <chrono>
 #include <cmath>
+#include <cstring>
+#include <exception>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
+#include <iostream>
+#include <memory>
+#include <new>
+#include <nlohmann/json.hpp>
+#include <thread>
 
 #include "core/error.h"
 #include "core/files.h"
+#include "core/json_input.h"
 #include "core/rng.h"
+#include "data/text_input.h"
 #include "data/token_file.h"
 #include "data/tokenizer.h"
 
@@ -29,10 +31,26 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The inputs as files: a directory's regular files, recursively, in name order.
+// A document is encoded a piece at a time (its memory bounded whatever its length): pieces of at
+// most kPieceBytes, cut where the tokenizer encodes the parts as it does the whole (cut_point);
+// a run of text with no such place is cut every kRunBytes. Pieces are encoded in batches of
+// kBatchBytes, shared among the threads (the batch does not grow with --threads).
+constexpr size_t kPieceBytes = size_t(1) << 20;
+constexpr size_t kRunBytes = size_t(64) << 10;
+constexpr size_t kLookahead = 8;  // bytes read past a piece, to see what follows a cut
+constexpr size_t kBatchBytes = size_t(16) << 20;
+constexpr size_t kMaxJsonLineBytes = size_t(1) << 30;  // a JSON-lines record is read whole
+
+// The inputs: files, directories' regular files (recursively, in name order), and "-", standard
+// input (once).
 std::vector<std::string> input_files(const std::vector<std::string>& inputs) {
   std::vector<std::string> files;
   for (const std::string& in : inputs) {
+    if (in == "-") {
+      if (std::count(files.begin(), files.end(), "-")) usage_fail("tokenize: '-' (standard input) is given twice");
+      files.push_back(in);
+      continue;
+    }
     std::error_code ec;
     if (fs::is_directory(in, ec)) {
       std::vector<std::string> found;
@@ -53,74 +71,147 @@ std::vector<std::string> input_files(const std::vector<std::string>& inputs) {
   return files;
 }
 
-bool is_json_lines(const std::string& path) {
-  const std::string ext = fs::path(path).extension().string();
+// JSON lines by name (compressed too: corpus.jsonl.zst), or for every input with --documents jsonl.
+bool is_json_lines(const std::string& path, const TokenizeOptions& o) {
+  if (o.documents == "jsonl") return true;
+  fs::path p(path);
+  if (p.extension() == ".gz" || p.extension() == ".zst") p = p.stem();
+  const std::string ext = p.extension().string();
   return ext == ".jsonl" || ext == ".ndjson" || ext == ".json";
 }
 
-// The documents of the inputs, one at a time: a text file whole or a line at a time (empty lines
-// are no document), a JSON-lines file a record at a time (its text field). Text holds no NUL byte.
+bool ascii_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+bool ascii_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+// Where `text` (more than max bytes of a document) is cut: the last space at most max bytes in that
+// follows an ASCII character other than a space and comes before an ASCII letter. No pattern here
+// joins the characters on its two sides into one word (GPT-2's and LLaMA-3's: the word before ends
+// at that character, " letters..." starts the next; SentencePiece's words start at each space), so
+// the pieces encode as the whole does (Tokenizer::encode_more). A run without one (base64, text
+// without spaces) is cut at a character's start kRunBytes in, its tokens there the two parts'.
+size_t cut_point(const std::string& text, size_t max) {
+  for (size_t i = std::min(max, text.size() - 2); i >= 1; --i)
+    if (text[i] == ' ' && ascii_letter(text[i + 1]) && !ascii_space(text[i - 1]) && uint8_t(text[i - 1]) < 0x80) return i;
+  size_t i = kRunBytes;
+  while (i > kRunBytes - 4 && (uint8_t(text[i]) & 0xC0) == 0x80) --i;  // not inside a UTF-8 character
+  return i;
+}
+
+// A piece of a document's text, and whether it is the document's first and last.
+struct Piece {
+  std::string text;
+  bool first = false, last = false;
+};
+
+// The documents of the inputs, a piece at a time: a text file whole (--documents file) or a
+// document a line (empty lines are none), a JSON-lines file a record a line (its text field;
+// empty texts are none). Text holds no NUL byte.
 class Documents {
  public:
-  Documents(std::vector<std::string> files, const TokenizeOptions& o) : files_(std::move(files)), o_(o) {}
-  bool next(std::string& doc) {
+  Documents(std::vector<std::string> inputs, const TokenizeOptions& o) : inputs_(std::move(inputs)), o_(o) {}
+
+  bool next(Piece& piece) {
+    if (!in_document_) {
+      if (!start_document()) return false;
+      in_document_ = true, first_ = true;
+    }
+    if (!complete_ && buffer_.size() < kPieceBytes + kLookahead) fill();
+    const size_t cut = complete_ && buffer_.size() <= kPieceBytes ? buffer_.size() : cut_point(buffer_, kPieceBytes);
+    piece.text.assign(buffer_, 0, cut);
+    buffer_.erase(0, cut);
+    piece.first = first_, first_ = false;
+    piece.last = complete_ && buffer_.empty();
+    if (piece.text.find('\0') != std::string::npos) usage_fail("tokenize: " + where() + " is not text (it holds a NUL byte)");
+    if (piece.last) {
+      in_document_ = false;
+      if (mode_ == Mode::File) close_input();  // the file was the document
+    }
+    return true;
+  }
+  uint64_t raw_bytes() const { return raw_done_ + (in_ ? in_->raw_bytes_read() : 0); }
+  size_t inputs() const { return inputs_.size(); }
+
+ private:
+  enum class Mode { File, Line, Json };
+
+  // The next document's first bytes into buffer_ (all of them: complete_): false at the inputs' end.
+  bool start_document() {
     for (;;) {
-      if (!in_.is_open()) {
-        if (file_ == files_.size()) return false;
-        in_.open(files_[file_], std::ios::binary);
-        if (!in_) usage_fail("tokenize: cannot read '" + files_[file_] + "'");
+      if (!in_) {
+        if (next_input_ == inputs_.size()) return false;
+        const std::string& path = inputs_[next_input_++];
+        in_ = std::make_unique<TextInput>(path);
+        mode_ = is_json_lines(path, o_) ? Mode::Json : o_.documents == "line" ? Mode::Line : Mode::File;
         line_ = 0;
+        buffer_.clear();
+        if (mode_ == Mode::File) {
+          complete_ = false;
+          return true;  // a file is one document, even empty
+        }
       }
-      const std::string& path = files_[file_];
-      const bool json = is_json_lines(path);
-      if (!json && o_.documents == "file") {
-        doc.assign(std::istreambuf_iterator<char>(in_), std::istreambuf_iterator<char>());
-        if (in_.bad()) usage_fail("tokenize: error while reading '" + path + "'");
-        close();
-        check_text(doc, path, 0);
-        return true;
-      }
-      if (!std::getline(in_, doc)) {
-        if (in_.bad()) usage_fail("tokenize: error while reading '" + path + "'");
-        close();
+      if (in_->at_end()) {
+        close_input();
         continue;
       }
       ++line_;
-      if (doc.empty()) continue;
-      if (json) doc = record_text(doc, path);
-      check_text(doc, path, line_);
-      if (!doc.empty()) return true;
+      buffer_.clear();
+      if (mode_ == Mode::Line) {
+        complete_ = in_->read_line(buffer_, kPieceBytes + kLookahead);
+        if (!buffer_.empty()) return true;
+        continue;
+      }
+      if (!in_->read_line(buffer_, kMaxJsonLineBytes))
+        usage_fail("tokenize: " + where() + " is longer than 1 GiB: a JSON-lines record is read whole");
+      if (buffer_.empty()) continue;
+      buffer_ = record_text(buffer_);
+      complete_ = true;
+      if (!buffer_.empty()) return true;
     }
   }
+  // More of the current document: up to a piece and what follows it.
+  void fill() {
+    const size_t have = buffer_.size(), want = kPieceBytes + kLookahead;
+    if (mode_ == Mode::Line) {
+      complete_ = in_->read_line(buffer_, want);
+      return;
+    }
+    buffer_.resize(want);  // Mode::File (the other modes read a document whole)
+    const size_t got = in_->read(buffer_.data() + have, want - have);
+    buffer_.resize(have + got);
+    complete_ = got < want - have;
+  }
+  void close_input() {
+    raw_done_ += in_->raw_bytes_read();
+    in_.reset();
+  }
+  std::string where() const {
+    return "'" + (in_ ? in_->name() : inputs_[next_input_ - 1]) + "'" + (mode_ != Mode::File ? " line " + std::to_string(line_) : "");
+  }
+  std::string record_text(const std::string& line) const {
+    const nlohmann::json record = parse_json_input(line, "tokenize: " + where());
+    if (!record.is_object())
+      usage_fail("tokenize: " + where() + " is not a JSON object (a JSON-lines file holds one a line)");
+    const nlohmann::json& text = json_member(record, o_.text_field);
+    if (!text.is_string())
+      usage_fail("tokenize: " + where() + " has no string field \"" + o_.text_field + "\" (--text-field)");
+    return text.get<std::string>();
+  }
 
- private:
-  void close() { in_.close(), in_.clear(), ++file_; }
-  std::string where(const std::string& path, int64_t line) const {
-    return "'" + path + "'" + (line ? " line " + std::to_string(line) : "");
-  }
-  void check_text(const std::string& text, const std::string& path, int64_t line) const {
-    if (text.find('\0') != std::string::npos) usage_fail("tokenize: " + where(path, line) + " is not text (it holds a NUL byte)");
-  }
-  std::string record_text(const std::string& line, const std::string& path) const {
-    const nlohmann::json record = nlohmann::json::parse(line, nullptr, false);
-    if (record.is_discarded() || !record.is_object())
-      usage_fail("tokenize: " + where(path, line_) + " is not a JSON object (a JSON-lines file holds one a line)");
-    const auto it = record.find(o_.text_field);
-    if (it == record.end() || !it->is_string())
-      usage_fail("tokenize: " + where(path, line_) + " has no string field \"" + o_.text_field + "\" (--text-field)");
-    return it->get<std::string>();
-  }
-
-  std::vector<std::string> files_;
+  std::vector<std::string> inputs_;
   const TokenizeOptions& o_;
-  size_t file_ = 0;
+  size_t next_input_ = 0;
+  std::unique_ptr<TextInput> in_;
+  Mode mode_ = Mode::File;
   int64_t line_ = 0;
-  std::ifstream in_;
+  std::string buffer_;  // the current document's bytes read and not yet handed out
+  bool in_document_ = false, first_ = false, complete_ = false;
+  uint64_t raw_done_ = 0;
 };
 
-// Every document's tokens, BOS first (unless it is EOS) and EOS last where the tokenizer has them, in the width of
-// the shards, written in input order to one temporary file as batches of documents are encoded
-// in parallel (each thread a share of the batch). Keeps where each document starts.
+// Every document's tokens, BOS first (unless it is EOS) and EOS last where the tokenizer has
+// them, in the width of the shards, written in input order to one temporary file as batches of
+// pieces are encoded in parallel (each thread a share of the batch). Keeps where each document
+// starts.
 struct Encoded {
   std::string path;
   bool wide;
@@ -129,11 +220,14 @@ struct Encoded {
   size_t bytes = 0;
 };
 
-void encode_all(Documents& docs, const Tokenizer& tok, int threads, size_t total_bytes, Encoded& e) {
-  std::ofstream out(e.path, std::ios::binary | std::ios::trunc);
-  if (!out) fail("tokenize: cannot write '" + e.path + "'");
-  const size_t batch_bytes = size_t(threads) * (size_t(4) << 20);
-  std::vector<std::string> batch;
+void encode_all(Documents& docs, const Tokenizer& tok, int threads, uint64_t input_bytes, Encoded& e) {
+  const int fd = ::open(e.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) fail("tokenize: cannot write '" + e.path + "': " + std::strerror(errno));
+  struct Closed {
+    int fd;
+    ~Closed() { ::close(fd); }
+  } closed{fd};
+  std::vector<Piece> batch;
   std::vector<std::vector<int32_t>> ids;
   const auto start = std::chrono::steady_clock::now();
   auto last_report = start;
@@ -141,111 +235,148 @@ void encode_all(Documents& docs, const Tokenizer& tok, int threads, size_t total
   const int bos = document_start(tok);
   auto flush = [&] {
     ids.assign(batch.size(), {});
+    const size_t workers = std::min(size_t(threads), batch.size());
     std::vector<std::thread> pool;
-    std::vector<std::exception_ptr> errors(static_cast<size_t>(threads));
-    for (int t = 0; t < threads; ++t)
+    std::vector<std::exception_ptr> errors(workers);
+    for (size_t t = 0; t < workers; ++t)
       pool.emplace_back([&, t] {
         try {
-          for (size_t i = size_t(t); i < batch.size(); i += size_t(threads)) {
+          for (size_t i = t; i < batch.size(); i += workers) {
+            const Piece& p = batch[i];
             std::vector<int32_t>& d = ids[i];
-            if (bos >= 0) d.push_back(bos);
-            const std::vector<int32_t> body = tok.encode(batch[i]);
+            if (p.first && bos >= 0) d.push_back(bos);
+            const std::vector<int32_t> body = p.first ? tok.encode(p.text) : tok.encode_more(p.text);
             d.insert(d.end(), body.begin(), body.end());
-            if (tok.eos() >= 0) d.push_back(tok.eos());
+            if (p.last && tok.eos() >= 0) d.push_back(tok.eos());
           }
         } catch (...) {
-          errors[size_t(t)] = std::current_exception();
+          errors[t] = std::current_exception();
         }
       });
     for (std::thread& th : pool) th.join();
     for (const std::exception_ptr& err : errors)
       if (err) std::rethrow_exception(err);
-    for (const std::vector<int32_t>& d : ids) {
-      e.doc_start.push_back(e.tokens);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const std::vector<int32_t>& d = ids[i];
+      if (batch[i].first) e.doc_start.push_back(e.tokens);
       if (e.wide) {
-        out.write(reinterpret_cast<const char*>(d.data()), std::streamsize(d.size() * 4));
+        write_whole(fd, d.data(), d.size() * 4, e.path);
       } else {
         const std::vector<uint16_t> narrow(d.begin(), d.end());
-        out.write(reinterpret_cast<const char*>(narrow.data()), std::streamsize(narrow.size() * 2));
+        write_whole(fd, narrow.data(), narrow.size() * 2, e.path);
       }
       e.tokens += int64_t(d.size());
     }
-    if (!out) fail("tokenize: error while writing '" + e.path + "' (disk full?)");
-    batch.clear();
+    batch.clear(), ids.clear();
     const auto now = std::chrono::steady_clock::now();
     if (progress && now - last_report > std::chrono::seconds(2)) {
       const double s = std::chrono::duration<double>(now - start).count();
-      std::cerr << fmt::format("\rtokenize: {:.0f} of {:.0f} MB, {} tokens, {:.1f} MB/s", e.bytes / 1e6,
-                               total_bytes / 1e6, e.tokens, e.bytes / 1e6 / s)
+      std::cerr << fmt::format("\rtokenize: {:.0f} MB read{}, {} tokens, {:.1f} MB of text/s", docs.raw_bytes() / 1e6,
+                               input_bytes ? fmt::format(" of {:.0f}", input_bytes / 1e6) : "", e.tokens, e.bytes / 1e6 / s)
                 << std::flush;
       last_report = now;
     }
   };
-  std::string doc;
   size_t pending = 0;
-  while (docs.next(doc)) {
-    e.bytes += doc.size();
-    pending += doc.size();
-    batch.push_back(std::move(doc));
-    if (pending >= batch_bytes) flush(), pending = 0;
+  for (Piece piece; docs.next(piece);) {
+    e.bytes += piece.text.size();
+    pending += piece.text.size() + sizeof(Piece) + 64;  // a piece's text, and what holds it and its tokens
+    batch.push_back(std::move(piece));
+    piece = Piece();
+    if (pending >= kBatchBytes) flush(), pending = 0;
   }
   flush();
   if (progress && std::chrono::steady_clock::now() - start > std::chrono::seconds(2)) std::cerr << "\n";
   e.doc_start.push_back(e.tokens);
-  out.close();
-  if (!out) fail("tokenize: error while writing '" + e.path + "' (disk full?)");
+  if (::fsync(fd) != 0 && errno == ENOSPC) fail("tokenize: error while writing '" + e.path + "': disk full");
 }
 
 // Writes the ranges [begin, end) of the encoded tokens, in order, as shards prefix_000000.bin, ...
-// of at most shard_tokens each, read back a million tokens at a time; returns how many.
-int write_shards(const std::string& dir, const std::string& prefix, const Encoded& e,
-                 const std::vector<std::pair<int64_t, int64_t>>& ranges, int64_t shard_tokens) {
-  std::ifstream in(e.path, std::ios::binary);
+// of at most shard_tokens each, read back a million tokens at a time; adds each to `written`.
+void write_shards(const std::string& dir, const std::string& prefix, const Encoded& e,
+                  const std::vector<std::pair<int64_t, int64_t>>& ranges, int64_t shard_tokens,
+                  std::vector<ShardRecord>& written) {
+  const int fd = ::open(e.path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail("tokenize: cannot read back '" + e.path + "'");
+  struct Closed {
+    int fd;
+    ~Closed() { ::close(fd); }
+  } closed{fd};
   const int64_t width = e.wide ? 4 : 2;
   std::vector<char> buf;
   std::unique_ptr<TokenFileWriter> shard;
+  std::string name;
   int shards = 0;
+  auto finish = [&] {
+    shard->finish();
+    written.push_back({name, shard->size(), shard->hash()});
+  };
   for (auto [begin, end] : ranges)
     for (int64_t at = begin; at < end;) {
-      if (!shard || shard->size() == shard_tokens)  // the full one was finished below
-        shard = std::make_unique<TokenFileWriter>(
-            (fs::path(dir) / fmt::format("{}_{:06d}.bin", prefix, shards++)).string(), e.wide);
+      if (!shard || shard->size() == shard_tokens) {  // the full one was finished below
+        name = fmt::format("{}_{:06d}.bin", prefix, shards++);
+        shard = std::make_unique<TokenFileWriter>((fs::path(dir) / name).string(), e.wide, true);
+      }
       const int64_t n = std::min({end - at, shard_tokens - shard->size(), int64_t(1) << 20});
       buf.resize(size_t(n * width));
-      in.seekg(at * width);
-      in.read(buf.data(), std::streamsize(buf.size()));
-      if (!in) fail("tokenize: cannot read back '" + e.path + "'");
+      if (::pread(fd, buf.data(), buf.size(), off_t(at * width)) != ssize_t(buf.size()))
+        fail("tokenize: cannot read back '" + e.path + "'");
       shard->append_raw(buf.data(), n);
       at += n;
-      if (shard->size() == shard_tokens) shard->finish();
+      if (shard->size() == shard_tokens) finish();
     }
-  if (shard && shard->size() < shard_tokens) shard->finish();
-  return shards;
+  if (shard && shard->size() < shard_tokens) finish();
+}
+
+// --val-split docs: documents in an order drawn from the seed, each taken when it brings the held
+// tokens nearer to `target` (a large one drawn first no longer sends most of the corpus to
+// validation), and never all of them: some text must train. Returns which validate.
+std::vector<bool> validation_documents(const std::vector<int64_t>& doc_start, int64_t target, uint64_t seed) {
+  const size_t ndocs = doc_start.size() - 1;
+  const int64_t total = doc_start.back();
+  const CounterRng rng(seed, kStreamValidation);
+  std::vector<bool> validates(ndocs, false);
+  int64_t held = 0;
+  for (uint64_t i = 0; i < ndocs && held < target; ++i) {
+    const size_t d = size_t(permuted_index(i, uint64_t(ndocs), rng, 0));
+    const int64_t n = doc_start[d + 1] - doc_start[d];
+    if (held + n >= total || std::llabs(held + n - target) >= target - held) continue;
+    validates[d] = true;
+    held += n;
+  }
+  return validates;
 }
 
 }  // namespace
 
 void run_tokenize(const TokenizeOptions& o, std::ostream& log) {
-  if (o.inputs.empty()) usage_fail("tokenize: give the text files to tokenize");
+  if (o.inputs.empty()) usage_fail("tokenize: give the text files to tokenize (or - for standard input)");
   if (o.out_dir.empty()) usage_fail("--out: give the directory for the token files");
   if (!(std::isfinite(o.val_fraction) && o.val_fraction >= 0 && o.val_fraction < 1))
     usage_fail("--val-fraction: must be in [0, 1)");
   if (o.shard_tokens <= 0 || o.shard_tokens > INT32_MAX) usage_fail("--shard-tokens: must be in [1, 2147483647]");
   if (o.val_split != "last" && o.val_split != "docs") usage_fail("--val-split: last or docs (got '" + o.val_split + "')");
-  if (o.documents != "file" && o.documents != "line")
-    usage_fail("--documents: file or line (got '" + o.documents + "')");
+  if (o.documents != "file" && o.documents != "line" && o.documents != "jsonl")
+    usage_fail("--documents: file, line or jsonl (got '" + o.documents + "')");
   if (o.threads < 0 || o.threads > 1024) usage_fail("--threads: 0 (every core) to 1024");
   std::error_code ec;
   check_writable_directory(o.out_dir, "--out");  // before any work
-  if (fs::is_directory(o.out_dir, ec))
+  if (fs::is_directory(o.out_dir, ec)) {
+    // What killed runs left here (tokenize's encoded tokens, a shard's temporary) goes first.
+    remove_stale_temporaries(o.out_dir, [](const std::string& base) {
+      return base == ".tokens" || ((base.rfind("train_", 0) == 0 || base.rfind("val_", 0) == 0) &&
+                                   fs::path(base).extension() == ".bin");
+    });
     for (const auto& e : fs::directory_iterator(o.out_dir, ec))
       if (e.path().extension() == ".bin")
         usage_fail("--out: '" + o.out_dir + "' already holds token files (" + e.path().filename().string() +
                    "): choose an empty directory, so that old shards do not mix with new ones");
+  }
   const std::unique_ptr<Tokenizer> tok = Tokenizer::load(o.tokenizer, "--tokenizer");
   const std::vector<std::string> files = input_files(o.inputs);
-  size_t total_bytes = 0;
-  for (const std::string& f : files) total_bytes += size_t(fs::file_size(f, ec));
+  uint64_t input_bytes = 0;  // for the progress line; unknown (0) with standard input
+  for (const std::string& f : files) input_bytes += f == "-" ? 0 : fs::file_size(f, ec);
+  if (std::count(files.begin(), files.end(), "-")) input_bytes = 0;
   const int threads = o.threads > 0 ? o.threads : int(std::max(1u, std::thread::hardware_concurrency()));
 
   const bool created = !fs::exists(o.out_dir, ec);
@@ -254,52 +385,66 @@ void run_tokenize(const TokenizeOptions& o, std::ostream& log) {
   Encoded e;
   e.path = (fs::path(o.out_dir) / (".tokens.tmp." + std::to_string(::getpid()))).string();
   e.wide = tok->vocab_size() > 65536;
-  struct Cleanup {  // the temporary file goes whatever happens, and a directory made for a refused run
-    const std::string& path;
+  std::vector<ShardRecord> written;
+  // Whatever happens, the temporary file goes; a run that fails takes back its shards (the
+  // manifest, written last, is what makes them usable: a run killed before it leaves none a
+  // training run accepts) and a directory it made.
+  struct Cleanup {
+    const Encoded& e;
     const std::string& dir;
-    bool remove_dir;
+    const std::vector<ShardRecord>& written;
+    bool created, done = false;
     ~Cleanup() {
-      std::remove(path.c_str());
+      std::remove(e.path.c_str());
+      if (done) return;
       std::error_code ignored;
-      if (remove_dir) fs::remove(dir, ignored);  // only while empty
+      for (const ShardRecord& s : written) fs::remove(fs::path(dir) / s.file, ignored);
+      if (created) fs::remove(dir, ignored);  // only while empty
     }
-  } cleanup{e.path, o.out_dir, created};
-  Documents docs(files, o);
+  } cleanup{e, o.out_dir, written, created};
   const auto start = std::chrono::steady_clock::now();
-  encode_all(docs, *tok, threads, total_bytes, e);
+  Documents docs(files, o);
+  try {
+    encode_all(docs, *tok, threads, input_bytes, e);
+  } catch (const std::bad_alloc&) {
+    fail(fmt::format("tokenize: out of memory with {} thread(s), each encoding a piece of at most {} MiB of a document "
+                     "(batches of {} MiB; a JSON-lines record is read whole): give fewer --threads, or split the "
+                     "largest records", threads, kPieceBytes >> 20, kBatchBytes >> 20));
+  }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const int64_t total = e.tokens, ndocs = int64_t(e.doc_start.size()) - 1;
   int64_t val = int64_t(std::floor(double(total) * o.val_fraction));
   if (total - val == 0) usage_fail("tokenize: the inputs hold no text (" + std::to_string(total) + " tokens)");
 
-  // The split: the last tokens, or documents in an order drawn from the seed until they hold the
-  // fraction (each split then in input order).
+  // The split: the last tokens, or whole documents (each split then in input order).
   std::vector<std::pair<int64_t, int64_t>> train_ranges = {{0, total - val}}, val_ranges = {{total - val, total}};
+  std::string split_note;
   if (o.val_split == "docs") {
-    const CounterRng rng(o.seed, kStreamValidation);
-    std::vector<bool> validates(size_t(ndocs), false);
-    int64_t held = 0;
-    for (uint64_t i = 0; i < uint64_t(ndocs) && held < val; ++i) {
-      const size_t d = size_t(permuted_index(i, uint64_t(ndocs), rng, 0));
-      const int64_t n = e.doc_start[d + 1] - e.doc_start[d];
-      if (held + n >= total) continue;  // some text must train
-      validates[d] = true;
-      held += n;
-    }
+    const std::vector<bool> validates = validation_documents(e.doc_start, val, o.seed);
     train_ranges.clear(), val_ranges.clear();
-    for (size_t d = 0; d < size_t(ndocs); ++d)
+    int64_t held = 0;
+    for (size_t d = 0; d < size_t(ndocs); ++d) {
       (validates[d] ? val_ranges : train_ranges).emplace_back(e.doc_start[d], e.doc_start[d + 1]);
+      if (validates[d]) held += e.doc_start[d + 1] - e.doc_start[d];
+    }
+    if (std::llabs(held - val) > val / 10)  // more than a tenth off the fraction asked for: say so, and why
+      split_note = fmt::format("Validation holds {:.1f}% of the tokens, not the {:.1f}% of --val-fraction: {} documents "
+                               "are too few or too unequal to come nearer (--val-split last cuts tokens instead)\n",
+                               100.0 * double(held) / double(total), 100 * o.val_fraction, ndocs);
     val = held;
   }
-  cleanup.remove_dir = false;
-  const int train_shards = write_shards(o.out_dir, "train", e, train_ranges, o.shard_tokens);
-  const int val_shards = val > 0 ? write_shards(o.out_dir, "val", e, val_ranges, o.shard_tokens) : 0;
+  write_shards(o.out_dir, "train", e, train_ranges, o.shard_tokens, written);
+  const size_t train_shards = written.size();
+  if (val > 0) write_shards(o.out_dir, "val", e, val_ranges, o.shard_tokens, written);
+  write_shard_manifest(o.out_dir, written, tok->describe());
+  cleanup.done = true;
   log << fmt::format("Tokenizer: {}\n", tok->describe());
   log << fmt::format("{} files, {} documents, {} bytes -> {} tokens: {} to train in {} shard(s), {} to validate{} in {} "
                      "shard(s), in {}\n",
                      files.size(), ndocs, e.bytes, total, total - val, train_shards, val,
-                     o.val_split == "docs" ? fmt::format(" (documents drawn with seed {})", o.seed) : "", val_shards,
-                     o.out_dir);
+                     o.val_split == "docs" ? fmt::format(" (documents drawn with seed {})", o.seed) : "",
+                     written.size() - train_shards, o.out_dir);
+  log << split_note;
   if (tok->eos() >= 0)
     log << fmt::format("Each document is {}its tokens and EOS ({}) last\n",
                        document_start(*tok) >= 0 ? fmt::format("BOS ({}) first, ", tok->bos()) : "",

@@ -51,6 +51,11 @@ class SentencePieceTokenizer final : public Tokenizer {
     // same wherever it stands, and repeated words can be looked up (encode).
     const std::vector<int32_t> space = encode_whole(" ");
     by_words_ = space.size() == 2 && space[0] == space[1];
+    // The same model without the dummy space, for a piece that continues a word: a second
+    // normalizer_spec (field 3) holding add_dummy_prefix (its field 3) false, appended to the
+    // serialized model, which protobuf merges into the first.
+    const auto bare = sp_bare_.LoadFromSerializedProto(sp_.serialized_model_proto() + std::string("\x1a\x02\x18\x00", 4));
+    if (!bare.ok()) usage_fail(flag + ": '" + path + "' is not a SentencePiece model (" + bare.ToString() + ")");
   }
   std::string describe() const override {
     return "SentencePiece " + path_ + " (vocabulary " + std::to_string(vocab_size()) + ")";
@@ -64,14 +69,27 @@ class SentencePieceTokenizer final : public Tokenizer {
   // word is encoded as it is, each other one (" word") as SentencePiece encodes it alone less the
   // dummy space's piece in front, through this thread's cache of words (data/word_cache.h). The
   // tests check the result against SentencePiece's own encoding of whole documents.
-  std::vector<int32_t> encode(const std::string& text) const override {
-    if (!by_words_) return encode_whole(text);
+  std::vector<int32_t> encode(const std::string& text) const override { return encode_words(text, true); }
+  // A later piece: its first word, cut before a space, is one of the "other" words; cut inside a
+  // word (no space first), it is encoded without the dummy space.
+  std::vector<int32_t> encode_more(const std::string& text) const override { return encode_words(text, false); }
+  std::string special_name(int id) const override { return sp_.IdToPiece(id); }
+  std::string decode(const std::vector<int32_t>& ids) const override {
+    std::string text;
+    const auto st = sp_.Decode(std::vector<int>(ids.begin(), ids.end()), &text);
+    if (!st.ok()) fail("SentencePiece could not decode the tokens: " + st.ToString());
+    return text;
+  }
+
+ private:
+  std::vector<int32_t> encode_words(const std::string& text, bool document_start) const {
+    if (!by_words_) return encode_whole(text, document_start ? sp_ : sp_bare_);
     std::vector<int32_t> ids;
     for (size_t at = 0; at < text.size();) {
       const size_t end = std::min(text.find(' ', at + 1), text.size());
       const std::string word = text.substr(at, end - at);
-      if (at == 0) {
-        ids = encode_whole(word);
+      if (at == 0 && (document_start || word[0] != ' ')) {
+        ids = encode_whole(word, document_start ? sp_ : sp_bare_);
       } else {
         append_word(cache_id_, word, [&](const std::string& s) {
           std::vector<int32_t> pieces = encode_whole(s);
@@ -83,24 +101,17 @@ class SentencePieceTokenizer final : public Tokenizer {
     }
     return ids;
   }
-  std::string special_name(int id) const override { return sp_.IdToPiece(id); }
-  std::string decode(const std::vector<int32_t>& ids) const override {
-    std::string text;
-    const auto st = sp_.Decode(std::vector<int>(ids.begin(), ids.end()), &text);
-    if (!st.ok()) fail("SentencePiece could not decode the tokens: " + st.ToString());
-    return text;
-  }
-
- private:
-  std::vector<int32_t> encode_whole(const std::string& text) const {
+  std::vector<int32_t> encode_whole(const std::string& text, const sentencepiece::SentencePieceProcessor& sp) const {
     std::vector<int> ids;
-    const auto st = sp_.Encode(text, &ids);
+    const auto st = sp.Encode(text, &ids);
     if (!st.ok()) fail("SentencePiece could not encode the text: " + st.ToString());
     return std::vector<int32_t>(ids.begin(), ids.end());
   }
 
+  std::vector<int32_t> encode_whole(const std::string& text) const { return encode_whole(text, sp_); }
+
   std::string path_;
-  sentencepiece::SentencePieceProcessor sp_;
+  sentencepiece::SentencePieceProcessor sp_, sp_bare_;  // the model; the model without the dummy space
   bool by_words_ = false;
   const uint64_t cache_id_ = new_tokenizer_id();
 };
@@ -233,12 +244,18 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& spec, const std::s
   struct stat st {};
   if (::stat(spec.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
     usage_fail(flag + ": '" + spec + "' is not a file (give \"bytes\", a SentencePiece .model or a tokenizer.json)");
-  // A tokenizer.json is JSON; a SentencePiece model starts with its first piece's record (the byte
+  // A tokenizer.json is JSON (its name says so, or its first character after a UTF-8 byte-order
+  // mark and spaces is '{'); a SentencePiece model starts with its first piece's record (the byte
   // 0x0A, then the record's length: a few bytes for the unknown token, not the 123 of '{').
+  if (st.st_size == 0) usage_fail(flag + ": '" + spec + "' is empty (give a SentencePiece .model or a tokenizer.json)");
+  std::ifstream in(spec, std::ios::binary);
+  std::string start(3, '\0');
+  in.read(start.data(), 3);
+  if (start != "\xEF\xBB\xBF") in.clear(), in.seekg(0);
   char first = 0;
-  std::ifstream in(spec);
   in >> first;
-  if (first == '{') return load_byte_level_bpe(spec, flag);
+  const bool json_name = std::filesystem::path(spec).extension() == ".json";
+  if (first == '{' || json_name) return load_byte_level_bpe(spec, flag);
   return std::make_unique<SentencePieceTokenizer>(spec, flag);
 }
 

@@ -32,6 +32,15 @@ class Tokenizer {
   virtual int eos() const = 0;  // the token that ends one; -1 for none (GPT-2's: the same as bos)
   // The ids are < vocab_size(); a model's vocabulary may be larger (padded), never smaller.
   virtual std::vector<int32_t> encode(const std::string& text) const = 0;
+  // The tokens of a document's later piece: `text` follows other text of the same document, cut
+  // before it at a space that follows a character other than a space and comes before an ASCII
+  // letter (tokenize's cut: src/data/tokenize.cpp). encode(a) then encode_more(b) give the tokens
+  // of encode(a + b) (SentencePiece's dummy space and a byte-level BPE's prefix space belong to the
+  // document's start only), for every tokenizer here but a byte-level BPE without a word pattern,
+  // whose merges may join the two sides (the bytes model's export has none). A piece cut elsewhere
+  // (a run of text without such a space) is encoded the same way, its tokens at the cut those of
+  // the two parts.
+  virtual std::vector<int32_t> encode_more(const std::string& text) const { return encode(text); }
   virtual std::string decode(const std::vector<int32_t>& ids) const = 0;
   // A special token's name as tokenizer configurations spell it ("<s>", "<|endoftext|>").
   virtual std::string special_name(int id) const = 0;

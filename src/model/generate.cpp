@@ -21,7 +21,10 @@ Generator::Generator(Llama& model, int max_len, int batch, int positions)
   if (max_len < 1) usage_fail("generate: the context must hold at least one token");
   if (batch < 1) usage_fail("generate: at least one sequence");
   arena_.build([this](Arena& a) { layout(a); });
-  const std::vector<double> table = rope_table(positions_, c_.head_dim(), c_.rope_theta);
+}
+
+void Generator::fill_rope_table(int first) {
+  const std::vector<double> table = rope_table(max_len_, c_.head_dim(), c_.rope_theta, first);
   if (rope_table_.dtype == DType::F64) {
     be_.upload(rope_table_, table.data());
   } else {
@@ -44,7 +47,7 @@ void Generator::layout(Arena& a) {
   x_ = act(A, B * C), xn_ = act(A, B * C), rstd_ = act(S, B), q_ = act(A, B * HD), att_ = act(A, B * HD);
   branch_ = act(A, B * C), x_mid_ = act(A, B * C), gateup_ = act(A, B * 2 * int64_t(c_.intermediate));
   h_ = act(A, B * c_.intermediate), logits_ = act(A, B * m_.padded_vocab());
-  rope_table_ = act(S, int64_t(positions_) * c_.head_dim());
+  rope_table_ = act(S, int64_t(max_len_) * c_.head_dim());
 }
 
 std::vector<std::vector<float>> Generator::step(const std::vector<int32_t>& tokens) {
@@ -58,7 +61,8 @@ std::vector<std::vector<float>> Generator::step(const std::vector<int32_t>& toke
   auto linear = [&](const Tensor& out, int64_t ld_out, const Tensor& x, const Tensor& weight, int in_f, int out_f) {
     be_.matmul(linear_gemm(out, ld_out, x, in_f, weight, B, in_f, out_f));
   };
-  const Tensor table = rope_table_.slice(int64_t(pos_) * D, D);  // this position's cos and sin
+  if (pos_ % max_len_ == 0) fill_rope_table(pos_);  // the next max_len positions' rows
+  const Tensor table = rope_table_.slice(int64_t(pos_ % max_len_) * D, D);  // this position's cos and sin
   be_.upload(token_, tokens.data());
   be_.embedding_forward(x_, token_, w.wte, B, C);
   for (int l = 0; l < c_.layers; ++l) {

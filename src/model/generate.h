@@ -36,6 +36,9 @@ class Generator {
 
  private:
   void layout(Arena& a);
+  // RoPE's rows for positions first .. first + max_len - 1: the table holds one window of them,
+  // refilled as generation reaches the next, so that memory does not grow with the positions asked for.
+  void fill_rope_table(int first);
 
   Llama& m_;
   Backend& be_;

@@ -24,12 +24,13 @@ struct RopeShape {
   int64_t ld;   // row stride of the matrix
 };
 
-inline std::vector<double> rope_table(int seq_len, int head_dim, double theta) {
+// The rows of positions first .. first + seq_len - 1 (generation fills its table a window at a time).
+inline std::vector<double> rope_table(int seq_len, int head_dim, double theta, int first = 0) {
   std::vector<double> t(size_t(seq_len) * head_dim);
   const int half = head_dim / 2;
   for (int pos = 0; pos < seq_len; ++pos)
     for (int i = 0; i < half; ++i) {
-      const double angle = pos * std::pow(theta, -2.0 * i / head_dim);
+      const double angle = (first + pos) * std::pow(theta, -2.0 * i / head_dim);
       t[(size_t(pos) * half + i) * 2] = std::cos(angle);
       t[(size_t(pos) * half + i) * 2 + 1] = std::sin(angle);
     }

@@ -10,7 +10,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <algorithm>
 #include <thread>
 
@@ -36,6 +39,47 @@ int free_port() {
 
 volatile sig_atomic_t forwarded_signal = 0;
 void remember_signal(int sig) { forwarded_signal = sig; }
+
+// A stop signal acts only in a rank that runs: one stopped (SIGSTOP, a terminal's SIGTSTP) held
+// the others at their next collective, and the job never ended. So every rank gets SIGCONT after
+// the signal, and ranks still there kStopGraceSeconds later (hung in a write, say) are killed,
+// as torchrun's agent does after its 30 s.
+constexpr int kStopGraceSeconds = 30;
+
+// The processes below `root` (children, theirs, ...), from /proc: mpirun's ranks run in process
+// groups of their own, so no group signal reaches them.
+std::vector<pid_t> descendants(pid_t root) {
+  std::vector<std::pair<pid_t, pid_t>> parent_of;  // (pid, ppid)
+  for (const auto& e : std::filesystem::directory_iterator("/proc", std::filesystem::directory_options::skip_permission_denied)) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(e.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    const size_t after_name = line.rfind(')');  // "pid (comm) state ppid ...": comm may hold spaces
+    if (after_name == std::string::npos) continue;
+    std::istringstream rest(line.substr(after_name + 1));
+    char state = 0;
+    pid_t ppid = 0;
+    if (rest >> state >> ppid) parent_of.emplace_back(pid_t(std::stol(name)), ppid);
+  }
+  std::vector<pid_t> found = {root};
+  for (size_t i = 0; i < found.size(); ++i)
+    for (const auto& [pid, ppid] : parent_of)
+      if (ppid == found[i]) found.push_back(pid);
+  found.erase(found.begin());
+  return found;
+}
+
+void signal_all(const std::vector<pid_t>& pids, int sig) {
+  for (pid_t p : pids)
+    if (p > 0) ::kill(p, sig);
+}
+
+void say_killed(int nproc) {
+  std::cerr << "tiny_llama: the " << nproc << " ranks had not stopped " << kStopGraceSeconds
+            << " s after the signal: killed (their last checkpoint is the last one written)\n";
+}
 
 [[noreturn]] void exec_argv(std::vector<std::string> argv) {
   std::vector<char*> c;
@@ -70,22 +114,24 @@ int launch_gpu_ranks(int nproc, const std::vector<std::string>& args) {
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
   int code = 0, running = nproc;
-  bool forwarded = false;
-  auto stop_ranks = [&](int sig) {
-    for (pid_t p : ranks)
-      if (p > 0) ::kill(p, sig);
-  };
+  bool forwarded = false, killed = false;
+  auto stop_ranks = [&](int sig) { signal_all(ranks, sig); };
   std::chrono::steady_clock::time_point kill_at{};
   while (running > 0) {
     if (forwarded_signal && !forwarded) {  // every rank gets it: they stop after the same step
       stop_ranks(forwarded_signal);
+      stop_ranks(SIGCONT);
       forwarded = true;
+      kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(kStopGraceSeconds);
     }
     int status = 0;
     const pid_t done = ::waitpid(-1, &status, WNOHANG);
     if (done <= 0) {
-      if (kill_at != std::chrono::steady_clock::time_point{} && std::chrono::steady_clock::now() > kill_at)
+      if (kill_at != std::chrono::steady_clock::time_point{} && std::chrono::steady_clock::now() > kill_at && !killed) {
+        if (forwarded) say_killed(nproc);
         stop_ranks(SIGKILL);
+        killed = true;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       continue;
     }
@@ -186,7 +232,8 @@ int launch_cpu_ranks(int nproc, const std::vector<std::string>& args) {
   sa.sa_handler = remember_signal;
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
-  bool forwarded = false;
+  bool forwarded = false, killed = false;
+  std::chrono::steady_clock::time_point kill_at{};
   int status = 0;
   while (true) {
     const pid_t done = ::waitpid(mpirun, &status, WNOHANG);
@@ -194,10 +241,19 @@ int launch_cpu_ranks(int nproc, const std::vector<std::string>& args) {
     if (done < 0 && errno != EINTR) return 1;
     if (forwarded_signal && !forwarded) {
       ::kill(mpirun, forwarded_signal == SIGINT ? SIGUSR1 : SIGUSR2);
+      signal_all(descendants(mpirun), SIGCONT);
       forwarded = true;
+      kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(kStopGraceSeconds);
+    }
+    if (forwarded && !killed && std::chrono::steady_clock::now() > kill_at) {
+      say_killed(nproc);
+      signal_all(descendants(mpirun), SIGKILL);
+      ::kill(mpirun, SIGKILL);
+      killed = true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  if (killed) return 128 + SIGKILL;
   if (forwarded_signal) return 128 + forwarded_signal;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }

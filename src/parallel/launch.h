@@ -3,7 +3,8 @@
 // mpirun (as root with the flags Open MPI asks for there) and waits for it. On GPUs it starts the ranks itself,
 // the way torchrun does: each a child with RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
 // MASTER_ADDR=127.0.0.1 and a free MASTER_PORT; when one fails the others are stopped
-// (SIGTERM, then SIGKILL after 30 s), and a signal to the launcher goes to every rank.
+// (SIGTERM, then SIGKILL after 30 s), and a signal to the launcher goes to every rank, followed
+// by SIGCONT (a stopped rank acts on it too); ranks still running 30 s later are killed.
 #pragma once
 #include <string>
 #include <vector>

@@ -132,7 +132,7 @@ void Rendezvous::send(int fd, const std::string& bytes) {
 std::string Rendezvous::receive(int fd, int from_rank, Clock::time_point deadline) {
   uint64_t n = 0;
   std::string bytes;
-  const std::string who = from_rank < 0 ? "a process that connected to rank 0" : "rank " + std::to_string(from_rank);
+  const std::string who = "rank " + std::to_string(from_rank);
   bool ok = read_all(fd, &n, sizeof n, deadline);
   if (ok && n > kMaxMessageBytes)
     fail(who + " announced a message of " + std::to_string(n) + " bytes (the rendezvous carries at most " +
@@ -188,49 +188,7 @@ Rendezvous::Rendezvous(const World& world, const std::string& init, int timeout_
     }
     control_.assign(size_t(world_.size), -1);
     liveness_.assign(size_t(world_.size), -1);
-    for (int accepted = 0; accepted < 2 * (world_.size - 1);) {
-      pollfd p{listener, POLLIN, 0};
-      const int ms = int(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
-      if (ms <= 0 || ::poll(&p, 1, ms) <= 0) {
-        std::string missing;
-        for (int r = 1; r < world_.size; ++r)
-          if (control_[size_t(r)] < 0 || liveness_[size_t(r)] < 0) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-        ::close(listener);
-        usage_fail("rank(s) " + missing + " did not join within " + std::to_string(timeout_s) + " s (" +
-                   std::to_string(world_.size) + " processes expected: check the launcher's world size)");
-      }
-      const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd < 0) continue;
-      const int on = 1;
-      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
-      // Hello: "rank size kind" (kind 0: control, 1: liveness), sent by a rank as soon as it
-      // connects. A connection that says nothing within kHelloSeconds, closes, or announces too
-      // much is not a rank: it is dropped with a line, and rank 0 goes on waiting for its ranks.
-      std::string said;
-      try {
-        said = receive(fd, -1, std::min(deadline_, Clock::now() + std::chrono::seconds(kHelloSeconds)));
-      } catch (const Error& e) {
-        std::cerr << "tiny_llama: rank 0 dropped a connection that is not one of its ranks: " << e.what() << std::endl;
-        ::close(fd);
-        continue;
-      }
-      std::istringstream hello(said);
-      int r = -1, size = -1, kind = -1;
-      hello >> r >> size >> kind;
-      if (size != world_.size) {
-        ::close(listener);
-        usage_fail("a process of a world of " + std::to_string(size) + " joined rank 0's world of " +
-                   std::to_string(world_.size) + ": every rank must be given the same world size");
-      }
-      std::vector<int>& slot = kind == 0 ? control_ : liveness_;
-      if (r < 1 || r >= world_.size || (kind != 0 && kind != 1) || slot[size_t(r)] >= 0) {
-        ::close(listener);
-        usage_fail("two processes say they are rank " + std::to_string(r) + " (or a stray connection reached MASTER_PORT)");
-      }
-      slot[size_t(r)] = fd;
-      ++accepted;
-    }
-    ::close(listener);
+    meet_ranks(listener, deadline);
   } else {
     std::function<std::pair<std::string, int>()> where;
     if (init == "env") {
@@ -254,9 +212,109 @@ Rendezvous::Rendezvous(const World& world, const std::string& init, int timeout_
     for (int kind = 0; kind < 2; ++kind) {
       const int fd = connect_to(where, deadline, timeout_s);
       (kind == 0 ? control_ : liveness_).assign(1, fd);
-      send(fd, std::to_string(world_.rank) + " " + std::to_string(world_.size) + " " + std::to_string(kind));
+      send(fd, std::string(kHello) + " " + std::to_string(world_.rank) + " " + std::to_string(world_.size) + " " +
+                   std::to_string(kind));
     }
   }
+}
+
+// Rank 0 accepts connections and reads their hellos side by side, each connection with
+// kHelloSeconds to say which rank it is: a stray client (a port scanner, a health check, a process
+// of another job) is dropped with one line and costs the ranks none of their time, whether it says
+// nothing, closes, or sends what is not a hello. A hello of another world's size, or a rank that
+// two processes claim, ends the rendezvous: the job is misconfigured.
+void Rendezvous::meet_ranks(int listener, Clock::time_point deadline) {
+  struct Pending {
+    int fd;
+    Clock::time_point deadline;
+    std::string bytes;  // the length (8 bytes) and the hello, as they arrive
+  };
+  std::vector<Pending> pending;
+  const auto drop = [&](size_t i, const std::string& why) {
+    std::cerr << "tiny_llama: rank 0 dropped a connection that is not one of its ranks: it " << why << std::endl;
+    ::close(pending[i].fd);
+    pending.erase(pending.begin() + int64_t(i));
+  };
+  const auto give_up = [&](const std::string& why) {
+    for (const Pending& p : pending) ::close(p.fd);
+    ::close(listener);
+    usage_fail(why);
+  };
+  for (int accepted = 0; accepted < 2 * (world_.size - 1);) {
+    const Clock::time_point now = Clock::now();
+    if (now >= deadline) {
+      std::string missing;
+      for (int r = 1; r < world_.size; ++r)
+        if (control_[size_t(r)] < 0 || liveness_[size_t(r)] < 0) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+      give_up("rank(s) " + missing + " did not join within " + std::to_string(timeout_s_) + " s (" +
+              std::to_string(world_.size) + " processes expected: check the launcher's world size)");
+    }
+    Clock::time_point wake = deadline;
+    std::vector<pollfd> fds = {{listener, POLLIN, 0}};
+    for (const Pending& p : pending) fds.push_back({p.fd, POLLIN, 0}), wake = std::min(wake, p.deadline);
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(wake - now).count() + 1;
+    if (::poll(fds.data(), fds.size(), int(std::min<int64_t>(ms, INT32_MAX))) < 0 && errno != EINTR)
+      give_up("rank 0 cannot wait for its ranks: " + std::string(std::strerror(errno)));
+    for (size_t i = pending.size(); i-- > 0;) {  // the newest last, so that erasing keeps the rest in place
+      Pending& p = pending[i];
+      if (!fds[i + 1].revents) {
+        if (Clock::now() >= p.deadline) drop(i, "said nothing within " + std::to_string(kHelloSeconds) + " s");
+        continue;
+      }
+      uint64_t n = 0;
+      if (p.bytes.size() >= sizeof n) std::memcpy(&n, p.bytes.data(), sizeof n);
+      const size_t want = p.bytes.size() < sizeof n ? sizeof n - p.bytes.size() : sizeof n + n - p.bytes.size();
+      char buf[64];
+      const ssize_t k = ::recv(p.fd, buf, std::min(want, sizeof buf), MSG_DONTWAIT);
+      if (k < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+      if (k <= 0) {
+        drop(i, "closed before it said which rank it is");
+        continue;
+      }
+      p.bytes.append(buf, size_t(k));
+      if (p.bytes.size() < sizeof n) continue;
+      std::memcpy(&n, p.bytes.data(), sizeof n);
+      if (n > kMaxHelloBytes) {
+        drop(i, "announced " + std::to_string(n) + " bytes, where a rank's hello is a few");
+        continue;
+      }
+      if (p.bytes.size() < sizeof n + n) continue;
+      // The hello: "tt-hello RANK SIZE KIND" (kind 0: control, 1: liveness), nothing else.
+      std::istringstream hello(p.bytes.substr(sizeof n));
+      std::string word;
+      int r = -1, size = -1, kind = -1;
+      const bool parsed = hello >> word >> r >> size >> kind && (hello >> std::ws).eof() && word == kHello;
+      if (!parsed || kind < 0 || kind > 1) {
+        drop(i, "sent something that is not a rank's hello");
+        continue;
+      }
+      if (size != world_.size)
+        give_up("a process of a world of " + std::to_string(size) + " joined rank 0's world of " +
+                std::to_string(world_.size) + ": every rank must be given the same world size");
+      std::vector<int>& slot = kind == 0 ? control_ : liveness_;
+      if (r < 1 || r >= world_.size || slot[size_t(r)] >= 0)
+        give_up("two processes say they are rank " + std::to_string(r) + " of " + std::to_string(world_.size) +
+                " (or a process gave a rank outside the world)");
+      slot[size_t(r)] = p.fd;
+      pending.erase(pending.begin() + int64_t(i));
+      ++accepted;
+    }
+    if (fds[0].revents & POLLIN) {
+      const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) continue;
+      if (pending.size() >= kMaxPending) {
+        std::cerr << "tiny_llama: rank 0 dropped a connection: " << kMaxPending << " others have not said who they are yet"
+                  << std::endl;
+        ::close(fd);
+        continue;
+      }
+      const int on = 1;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+      pending.push_back({fd, std::min(deadline, Clock::now() + std::chrono::seconds(kHelloSeconds)), {}});
+    }
+  }
+  for (const Pending& p : pending) ::close(p.fd);  // every rank is here: the others go unheard
+  ::close(listener);
 }
 
 Rendezvous::RemovedAtEnd::~RemovedAtEnd() {

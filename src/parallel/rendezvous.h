@@ -55,8 +55,12 @@ class Rendezvous {
   std::string receive(int fd, int from_rank) { return receive(fd, from_rank, deadline_); }
   std::string receive(int fd, int from_rank, std::chrono::steady_clock::time_point deadline);
   void watchdog();
+  void meet_ranks(int listener, std::chrono::steady_clock::time_point deadline);  // rank 0: every rank's two connections
 
   static constexpr int kHelloSeconds = 5;  // a rank says who it is as soon as it connects
+  static constexpr const char* kHello = "tt-hello";  // the first word of a rank's hello
+  static constexpr uint64_t kMaxHelloBytes = 64;
+  static constexpr size_t kMaxPending = 256;  // connections that have not said who they are, at once
   static constexpr uint64_t kMaxMessageBytes = uint64_t(1) << 20;  // the largest message: refused, not allocated, beyond
   World world_;
   int timeout_s_;

@@ -17,6 +17,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "core/json_input.h"
 #include "data/safetensors.h"
 #include "model/params.h"
 #include "train/train_flags.h"
@@ -90,11 +91,13 @@ Header read_header(const std::string& path, const std::string& flag) {
   if (text("format") != kFormat) bad(flag, path, "not written by tiny_llama");
   if (text("format_version") != kFormatVersion)
     bad(flag, path, "format version '" + text("format_version") + "' (this build reads " + kFormatVersion + ")");
+  json config;
   try {
-    const json config = json::parse(text("config"), [](int depth, json::parse_event_t, json&) {
-      if (depth > 4) throw json::other_error::create(501, "nested too deep", static_cast<const json*>(nullptr));
-      return true;
-    });
+    config = parse_json_input(text("config"), "its metadata 'config'", 4);
+  } catch (const UsageError&) {
+    bad(flag, path, "malformed model configuration in its metadata");
+  }
+  try {
     h.info.config = ModelConfig::from_json(config);
     h.info.config.validate();
   } catch (const json::exception&) {
@@ -120,11 +123,8 @@ Header read_header(const std::string& path, const std::string& flag) {
   }
   if (const auto it = meta.find("recipe"); it != meta.end()) {
     try {  // an object of flags to numbers, texts and switches, checked against the table
-      h.info.recipe = json::parse(it->second, [](int depth, json::parse_event_t, json&) {
-        if (depth > 2) throw json::other_error::create(501, "nested too deep", static_cast<const json*>(nullptr));
-        return true;
-      });
-    } catch (const json::exception&) {
+      h.info.recipe = parse_json_input(it->second, "its metadata 'recipe'", 2);
+    } catch (const UsageError&) {
       bad(flag, path, "metadata 'recipe' is not JSON of flags and values");
     }
     if (!h.info.recipe.is_object()) bad(flag, path, "metadata 'recipe' is not an object of flags and values");

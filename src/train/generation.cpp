@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "core/error.h"
@@ -39,6 +42,22 @@ std::vector<std::string> read_prompts(const GenerateOptions& o) {
     return prompts;
   }
   return {o.prompt};
+}
+
+// The ids below `vocab` that `tok` cannot turn into text: those past its vocabulary, and gaps in
+// it (a tokenizer.json may leave ids without a token).
+std::vector<int32_t> undecodable_ids(const Tokenizer& tok, int vocab) {
+  std::vector<int32_t> ids;
+  for (int32_t id = 0; id < vocab; ++id) {
+    bool decodes = id < tok.vocab_size();
+    try {
+      if (decodes) tok.decode({id});
+    } catch (const Error&) {
+      decodes = false;
+    }
+    if (!decodes) ids.push_back(id);
+  }
+  return ids;
 }
 
 }  // namespace
@@ -91,7 +110,16 @@ std::vector<Generated> run_generate(const GenerateOptions& o, std::ostream& out)
     cached = std::make_unique<Generator>(model, context, B, int(positions));
   else
     window = std::make_unique<WindowGenerator>(model);
-  const StepFn step = [&](const std::vector<int32_t>& tokens) { return cached ? cached->step(tokens) : window->step(tokens); };
+  // A model's vocabulary may be larger than its tokenizer's (padded): the ids the tokenizer cannot
+  // decode are never chosen (one of them ended generation with an error, or printed another
+  // byte's text).
+  const std::vector<int32_t> undecodable = undecodable_ids(*tok, c.vocab_size);
+  const StepFn step = [&](const std::vector<int32_t>& tokens) {
+    std::vector<std::vector<float>> logits = cached ? cached->step(tokens) : window->step(tokens);
+    for (std::vector<float>& row : logits)
+      for (int32_t id : undecodable) row[size_t(id)] = -std::numeric_limits<float>::infinity();
+    return logits;
+  };
 
   // Each prompt's tokens after its BOS and their text (decoded once), and what a continuation adds
   // to it: decoded after the prompt, not alone (a SentencePiece piece that begins a word carries

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "core/json_input.h"
 #include "data/bpe_tokenizer.h"
 #include "data/safetensors.h"
 #include "data/tokenizer.h"
@@ -117,8 +118,13 @@ void export_hf(const ExportOptions& o, std::ostream& log) {
   // The directory is written whole or not at all: into a sibling, which then takes its name. An
   // existing one may hold an earlier export's files only (they are replaced, none is left over).
   std::error_code ec;
-  fs::path out = fs::path(o.out_dir).lexically_normal();
-  if (out.filename().empty()) out = out.parent_path();  // "dir/"
+  // The directory a link names is replaced, not the link; the current directory (or one holding
+  // it) is refused: replacing it would leave the shell in a deleted directory.
+  fs::path named = fs::absolute(o.out_dir, ec).lexically_normal();
+  if (!named.has_filename()) named = named.parent_path();  // "dir/"
+  const fs::path out = fs::weakly_canonical(named, ec), here = fs::current_path(ec);
+  if (!out.has_filename() || out == out.root_path() || here.lexically_relative(out).string().rfind("..", 0) != 0)
+    usage_fail("--hf: '" + o.out_dir + "' is the current directory or holds it: give the export directory by a name of its own");
   if (fs::exists(out, ec) && !fs::is_directory(out, ec)) usage_fail("--hf: '" + o.out_dir + "' is not a directory");
   static const std::set<std::string> exported = {"config.json",      "generation_config.json", "model.safetensors",
                                                  "tokenizer.json",   "tokenizer_config.json",  "tokenizer.model",
@@ -131,20 +137,26 @@ void export_hf(const ExportOptions& o, std::ostream& log) {
   check_distinct_paths({{"--hf", (out / "model.safetensors").string()}, {"--hf", (out / "tokenizer.model").string()},
                         {"--hf", (out / "tokenizer.json").string()}, {"--hf", (out / "tokenizer_config.json").string()}},
                        {{"the checkpoint", o.checkpoint}, {"--tokenizer", tok->path()}});
-  const fs::path parent = out.has_parent_path() ? out.parent_path() : fs::path(".");
+  const fs::path parent = out.parent_path();
   if (!fs::is_directory(parent, ec)) usage_fail("--hf: directory '" + parent.string() + "' does not exist");
+  remove_stale_temporaries(parent.string(), [&](const std::string& base) { return base == out.filename().string(); });
   const fs::path staging = parent / (out.filename().string() + ".tmp." + std::to_string(::getpid()));
   fs::create_directories(staging, ec);
   if (ec) usage_fail("--hf: cannot create '" + staging.string() + "': " + ec.message());
+  const fs::path old = parent / (out.filename().string() + ".old." + std::to_string(::getpid()));
   try {
     write_export(o, info, *tok, staging);
-    const fs::path old = parent / (out.filename().string() + ".old." + std::to_string(::getpid()));
     if (fs::exists(out)) fs::rename(out, old);
     fs::rename(staging, out);
     fs::remove_all(old, ec);
   } catch (...) {
     fs::remove_all(staging, ec);
-    throw;
+    if (fs::exists(old, ec) && !fs::exists(out, ec)) fs::rename(old, out, ec);  // the earlier export back
+    try {
+      throw;
+    } catch (const fs::filesystem_error& e) {
+      fail("--hf: cannot put the export in place of '" + o.out_dir + "': " + e.code().message());
+    }
   }
   log << fmt::format("Exported {} (step {}, {} parameters) to {} as {} LlamaForCausalLM, tokenizer: {}\n", o.checkpoint,
                      info.step, c.param_count(), o.out_dir, o.dtype, tok->describe());
@@ -199,29 +211,37 @@ ModelConfig read_hf_config(const fs::path& dir, const std::function<void(const s
   if (!fs::exists(dir / "config.json")) bad("has no config.json");
   json cfg;
   try {
-    cfg = json::parse(read_input_file((dir / "config.json").string(), "config.json", kMaxJsonBytes));
-  } catch (const json::exception&) {
-    bad("has a config.json that is not JSON");
+    cfg = read_json_file((dir / "config.json").string(), "config.json", kMaxJsonBytes);
+  } catch (const UsageError& e) {
+    bad(std::string("cannot be read: ") + e.what());
   }
   if (!cfg.is_object()) bad("has a config.json that is not a JSON object");
-  try {
-    return read_hf_fields(cfg, bad, context);
-  } catch (const json::exception& e) {  // a field of another type than its key calls for
-    bad(std::string("has a config.json with a field of the wrong type (") + e.what() + ")");
-  }
-  return {};
+  return read_hf_fields(cfg, bad, context);
 }
 
 ModelConfig read_hf_fields(const json& cfg, const std::function<void(const std::string&)>& bad, int* context) {
-  auto number = [&](const char* key, double fallback) {
-    if (!cfg.contains(key) || cfg[key].is_null()) return fallback;
-    if (!cfg[key].is_number()) bad(std::string("has a config.json whose ") + key + " is not a number");
-    return cfg[key].get<double>();
+  // Each field of its type or absent (null), else refused naming it; fallback where absent.
+  auto typed = [&](const char* key, bool (json::*is)() const noexcept, const char* type) -> const json& {
+    const json& v = json_member(cfg, key);
+    if (!v.is_null() && !(v.*is)()) bad(std::string("has a config.json whose ") + key + " is " + json_brief(v) + ", not " + type);
+    return v;
   };
-  if (cfg.value("model_type", "") != "llama") bad("is not a LLaMA (model_type is not \"llama\")");
-  if (cfg.value("hidden_act", "silu") != "silu") bad("uses another activation than SiLU");
-  if (cfg.value("attention_bias", false) || cfg.value("mlp_bias", false)) bad("has biases, which this model does not");
-  if (cfg.contains("rope_scaling") && !cfg["rope_scaling"].is_null()) bad("scales RoPE, which this model does not");
+  auto number = [&](const char* key, double fallback) {
+    const json& v = typed(key, &json::is_number, "a number");
+    return v.is_null() ? fallback : v.get<double>();
+  };
+  auto text = [&](const char* key, const char* fallback) {
+    const json& v = typed(key, &json::is_string, "a string");
+    return v.is_null() ? std::string(fallback) : v.get<std::string>();
+  };
+  auto boolean = [&](const char* key, bool fallback) {
+    const json& v = typed(key, &json::is_boolean, "true or false");
+    return v.is_null() ? fallback : v.get<bool>();
+  };
+  if (text("model_type", "") != "llama") bad("is not a LLaMA (model_type is not \"llama\")");
+  if (text("hidden_act", "silu") != "silu") bad("uses another activation than SiLU");
+  if (boolean("attention_bias", false) || boolean("mlp_bias", false)) bad("has biases, which this model does not");
+  if (!json_member(cfg, "rope_scaling").is_null()) bad("scales RoPE, which this model does not");
   auto count = [&](const char* key, double fallback) {
     const double v = number(key, fallback);
     if (!(v >= 1 && v <= 1e9 && v == double(int64_t(v)))) bad(std::string("has a config.json whose ") + key + " is not a count");
@@ -236,13 +256,10 @@ ModelConfig read_hf_fields(const json& cfg, const std::function<void(const std::
   m.intermediate = count("intermediate_size", 0);
   m.norm_eps = number("rms_norm_eps", 1e-6);
   m.rope_theta = number("rope_theta", 10000);
-  // transformers' LlamaConfig unties by default: lm_head is then a tensor of its own.
-  if (cfg.contains("tie_word_embeddings") && !cfg["tie_word_embeddings"].is_boolean())
-    bad("has a config.json whose tie_word_embeddings is not true or false");
-  m.tie_embeddings = cfg.value("tie_word_embeddings", false);
+  m.tie_embeddings = boolean("tie_word_embeddings", false);  // transformers' LlamaConfig unties by default
   if (count("head_dim", m.hidden / m.heads) * m.heads != m.hidden)
     bad("has a head_dim other than hidden_size / num_attention_heads, which this model does not");
-  *context = cfg.contains("max_position_embeddings") ? count("max_position_embeddings", 1) : 0;
+  *context = json_member(cfg, "max_position_embeddings").is_null() ? 0 : count("max_position_embeddings", 1);
   return m;
 }
 
@@ -289,11 +306,12 @@ std::vector<float> import_hf(const std::string& dir_name, const ModelConfig& c, 
     const fs::path index = dir / "model.safetensors.index.json";
     if (!fs::exists(index)) bad("has neither model.safetensors nor model.safetensors.index.json");
     std::set<std::string> shards;
-    try {
-      const json parsed = json::parse(read_input_file(index.string(), flag, kMaxJsonBytes));  // kept: the
-      for (auto& [name, file] : parsed.at("weight_map").items()) shards.insert(file.get<std::string>());  // loop reads it
-    } catch (const json::exception&) {
-      bad("has a model.safetensors.index.json without a weight_map of file names");
+    const json parsed = read_json_file(index.string(), flag, kMaxJsonBytes);
+    const json& weight_map = json_member(parsed, "weight_map");
+    if (!weight_map.is_object()) bad("has a model.safetensors.index.json without a weight_map of file names");
+    for (auto& [name, file] : weight_map.items()) {
+      if (!file.is_string()) bad("has a model.safetensors.index.json whose weight_map names " + json_brief(file) + " for " + json_brief(name));
+      shards.insert(file.get<std::string>());
     }
     for (const std::string& s : shards) {
       if (s.find('/') != std::string::npos) bad("names a shard outside the directory: " + s);

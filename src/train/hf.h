@@ -28,7 +28,8 @@ struct ExportOptions {
 void export_hf(const ExportOptions& o, std::ostream& log);
 
 // The parameters of a LLaMA directory in our flat layout (src/model/params.h), for a run of
-// `config`. UsageError naming `flag` when the directory is not a LLaMA of that shape.
+// `config`. UsageError naming `flag` (the command line's name for the directory) when the
+// directory is not a LLaMA of that shape.
 std::vector<float> import_hf(const std::string& dir, const ModelConfig& config, const std::string& flag = "--init-from");
 // The model a LLaMA directory describes (its config.json), and its context in `context`
 // (max_position_embeddings; 0 when absent). UsageError naming `flag` for one this program

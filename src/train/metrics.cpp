@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "core/json_input.h"
 
 namespace tt {
 
@@ -15,8 +16,12 @@ MetricsLog::MetricsLog(const std::string& path, int64_t from) : path_(path) {
     std::ifstream in(path);
     for (std::string line; std::getline(in, line);) {
       // A line of this format with a step of at most `from`; anything else ends the series.
-      const nlohmann::json j = nlohmann::json::parse(
-          line, [](int depth, nlohmann::json::parse_event_t, nlohmann::json&) { return depth <= 1; }, false);
+      nlohmann::json j;
+      try {
+        j = parse_json_input(line, "--metrics", 2);
+      } catch (const UsageError&) {
+        break;
+      }
       if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer() || j["step"].get<int64_t>() > from) break;
       last_step_ = j["step"].get<int64_t>();
       kept.push_back(line);

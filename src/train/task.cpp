@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "core/json_input.h"
 
 namespace tt {
 
@@ -71,8 +72,8 @@ Task load_task(const std::string& path, const Tokenizer& tok, const std::string&
     ++line_number;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = fmt::format("{}: '{}' line {}", flag, path, line_number);
-    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) usage_fail(where + ": not a JSON object");
+    const nlohmann::json j = parse_json_input(line, where);
+    if (!j.is_object()) usage_fail(where + ": not a JSON object");
     const char* context_key = j.contains("ctx") ? "ctx" : "context";
     if (!j.contains(context_key) || !j[context_key].is_string()) usage_fail(where + ": no \"ctx\" (or \"context\") string");
     const nlohmann::json& endings = j.contains("endings") ? j["endings"] : nlohmann::json();

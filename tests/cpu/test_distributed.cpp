@@ -288,45 +288,74 @@ TEST_F(Distributed, AKilledRankEndsTheJob) {
   EXPECT_NE(err.find("signal 9"), std::string::npos) << "mpirun names the lost rank: " << err;
 }
 
-// Ctrl-C to the built-in launcher of CPU ranks: every rank stops after the same step and the
-// checkpoint is written; the job exits with 130, as one process does (mpirun's own code was 1).
-TEST_F(Distributed, CtrlCToCpuRanksExits130WithACheckpoint) {
+// The built-in launcher of two CPU ranks training until stopped, its checkpoint at ck.st; returns
+// its process once the log shows step 20.
+pid_t start_launcher(const fs::path& dir) {
   const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
   if (pid == 0) {
     const std::string cmd = "exec env OMP_NUM_THREADS=1 " + std::string(TT_BINARY) +
                             " --device cpu --hidden-dim 16 --num-layers 1 --num-heads 2 --seq-len 8 --batch-size 2"
-                            " --num-steps 1000000 --log-every 10 --nproc-per-node 2 --save " + p("ck.st") + " >" +
-                            p("out.log") + " 2>" + p("err.log");
+                            " --num-steps 1000000 --log-every 10 --nproc-per-node 2 --save " + (dir / "ck.st").string() +
+                            " >" + (dir / "out.log").string() + " 2>" + (dir / "err.log").string();
     ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
-  for (int i = 0; i < 3000; ++i) {
+  for (int i = 0; pid > 0 && i < 3000 && read_text(dir / "out.log").find("Step  20/") == std::string::npos; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    std::ifstream log(p("out.log"));
-    if (std::string((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>()).find("Step  20/") !=
-        std::string::npos)
-      break;
-  }
-  ::kill(pid, SIGINT);
+  return pid;
+}
+
+// The job's wait status once it ends; a failure (and the job killed) after `seconds`.
+int wait_for_job(pid_t pid, int seconds) {
   int status = 0;
   const auto start = std::chrono::steady_clock::now();
   pid_t done = 0;
-  while ((done = ::waitpid(pid, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() - start < std::chrono::seconds(60))
+  while ((done = ::waitpid(pid, &status, WNOHANG)) == 0 &&
+         std::chrono::steady_clock::now() - start < std::chrono::seconds(seconds))
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   if (done == 0) {
     ::kill(pid, SIGKILL);
     ::waitpid(pid, &status, 0);
-    FAIL() << "the job did not end within 60 s of Ctrl-C";
+    ADD_FAILURE() << "the job did not end within " << seconds << " s of the signal";
   }
+  return status;
+}
+
+// Ctrl-C to the built-in launcher of CPU ranks: every rank stops after the same step and the
+// checkpoint is written; the job exits with 130, as one process does (mpirun's own code was 1).
+TEST_F(Distributed, CtrlCToCpuRanksExits130WithACheckpoint) {
+  const pid_t pid = start_launcher(dir);
+  ASSERT_GT(pid, 0);
+  ::kill(pid, SIGINT);
+  const int status = wait_for_job(pid, 60);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 130);
   EXPECT_TRUE(fs::exists(p("ck.st")));
-  std::ifstream out(p("out.log"));
-  EXPECT_NE(std::string((std::istreambuf_iterator<char>(out)), std::istreambuf_iterator<char>()).find("Saved checkpoint"),
-            std::string::npos);
+  EXPECT_NE(read_text(dir / "out.log").find("Saved checkpoint"), std::string::npos);
 }
 
+// A rank stopped with SIGSTOP never acted on the forwarded signal, and held the other at its next
+// collective: the job never ended. The launcher continues every rank after the signal (and kills
+// them 30 s later if they still run): the job stops as it would have, checkpoint included.
+TEST_F(Distributed, AStoppedRankStillStopsTheJob) {
+  const pid_t pid = start_launcher(dir);
+  ASSERT_GT(pid, 0);
+  pid_t rank = 0;  // a tiny_llama below mpirun: the launcher's command line has --nproc-per-node, the ranks' not
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string c = read_text(e.path() / "cmdline");
+    if (c.find(p("ck.st")) != std::string::npos && c.find("nproc-per-node") == std::string::npos &&
+        c.rfind("mpirun", 0) != 0 && c.find("tiny_llama") != std::string::npos && c.rfind("sh", 0) != 0)
+      rank = pid_t(std::stol(e.path().filename().string()));
+  }
+  ASSERT_NE(rank, 0) << "no rank found";
+  ::kill(rank, SIGSTOP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ::kill(pid, SIGTERM);
+  const int status = wait_for_job(pid, 25);  // within the launcher's grace: continued, not killed
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 143) << read_text(dir / "err.log");
+  EXPECT_TRUE(fs::exists(p("ck.st")));
+}
 
 // The GPU ranks' rendezvous (src/parallel/rendezvous.h), ranks as threads of this process: rank 0's
 // bytes reach everyone, everyone's reach rank 0, and a rank that goes away without finishing is
@@ -443,6 +472,58 @@ TEST(Rendezvous, StrayClientsAndFailuresReleaseRankZero) {
   EXPECT_NE(refusal([&] { Rendezvous(world_of(0, 2, 0), "file:" + file, 1); }).find("rank(s) 1 did not join"),
             std::string::npos);
   EXPECT_FALSE(fs::exists(file)) << "the rendezvous file outlived a failed rank 0";
+}
+
+// Hellos are read side by side, and what is not a rank's is dropped: stray clients that send a few
+// bytes, junk or nothing at all, connected before rank 1, neither end the rendezvous (a few bytes
+// used to read as "a process of a world of -1 joined") nor cost the ranks their time (silent
+// clients were served one at a time, 5 s each: three of them failed a 12 s rendezvous).
+TEST(Rendezvous, StrayClientsNeverCostTheRanks) {
+  const int port = unused_port();
+  std::string error, got;
+  const auto start = std::chrono::steady_clock::now();
+  std::thread rank0([&] {
+    try {
+      Rendezvous z(world_of(0, 2, port), "env", 12);
+      z.broadcast("from 0");
+      got = z.gather("0")[1];
+      z.finish();
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+  auto stray = [&](const std::string& bytes) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(uint16_t(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    for (int i = 0; i < 200; ++i) {
+      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
+        if (!bytes.empty()) ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+        return fd;
+      }
+      ::close(fd);
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return -1;
+  };
+  const uint64_t three = 3;
+  const std::vector<int> strays = {stray(""), stray(""), stray(""), stray("hello"),
+                                   stray(std::string(reinterpret_cast<const char*>(&three), 8) + "abc"),
+                                   stray("GET / HTTP/1.1\r\nHost: x\r\n\r\n")};
+  std::thread rank1([&] {
+    Rendezvous z(world_of(1, 2, port), "env", 12);
+    z.broadcast("");
+    z.gather("1");
+    z.finish();
+  });
+  rank1.join();
+  rank0.join();
+  for (int fd : strays) ::close(fd);
+  EXPECT_EQ(error, "");
+  EXPECT_EQ(got, "1");
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 4.0);
 }
 
 TEST(Rendezvous, BadWorldsAreRefused) {

@@ -239,7 +239,7 @@ TEST_F(EvalCli, BadInputIsRefused) {
       {o.data + " --data " + o.data + j, "eval: '" + o.data + "'"},  // a text file is no checkpoint
       {m + " --data " + o.data + " --json " + o.data, "--json"},    // an output over an input
       {m + task("e.jsonl", ""), "holds no example"},
-      {m + task("n.jsonl", "{\"ctx\": \"a\",\n"), "line 1: not a JSON object"},
+      {m + task("n.jsonl", "{\"ctx\": \"a\",\n"), "line 1 is not JSON (a syntax error at byte 13)"},
       {m + task("c.jsonl", R"({"endings": ["b", "c"], "label": 0})"), "line 1: no \"ctx\" (or \"context\") string"},
       {m + task("o.jsonl", R"({"ctx": "a", "endings": ["b"], "label": 0})"), "\"endings\" must be a list of two or more"},
       {m + task("l.jsonl", R"({"ctx": "a", "endings": ["b", "c"], "label": 2})"), "\"label\" 2 is not the index of one of its 2"},

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "cpu/gradcheck.h"
@@ -227,6 +228,51 @@ TEST_F(GenerateCli, BadInputIsRefused) {
     EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.err << r.out;
     EXPECT_NE(r.err.find(c.expect), std::string::npos) << c.args << "\n" << r.err;
   }
+}
+
+// A model of 300 tokens (token files of bytes, --vocab-size 300: padded, allowed) and its export
+// with the bytes tokenizer, to which an EOS at id 280 is added: ids 256..279 and 281..299 are
+// none of the tokenizer's.
+class GeneratePadded : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::ofstream(dir / "text.txt") << std::string(400, 'a') + "hello world, hello tokens. ";
+    Outcome r = run_binary("tokenize --out " + p("tokens") + " " + p("text.txt"), dir);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    r = run_binary("--device cpu --hidden-dim 16 --num-layers 1 --num-heads 2 --seq-len 16 --batch-size 2 --num-steps 2 "
+                   "--vocab-size 300 --data '" + p("tokens") + "/*.bin' --save " + p("m.st"), dir);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    r = run_binary("export " + p("m.st") + " --hf " + p("hf") + " --tokenizer bytes", dir);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    nlohmann::json tok = nlohmann::json::parse(read_text(dir / "hf" / "tokenizer.json"));
+    tok["added_tokens"] = {{{"id", 256}, {"content", "<|endoftext|>"}, {"single_word", false}, {"lstrip", false}, {"rstrip", false}, {"normalized", false}, {"special", true}}};
+    std::ofstream(dir / "hf" / "tokenizer.json") << tok.dump();
+  }
+  std::string p(const std::string& name) const { return (dir / name).string(); }
+  ScratchDir scratch_{"genpad"};
+  const fs::path dir = scratch_.path();
+};
+
+// A flat distribution over 300 ids: an id the tokenizer lacks used to be drawn within a few tokens,
+// and generation failed after printing the prompt.
+TEST_F(GeneratePadded, NeverChoosesAnIdTheTokenizerCannotDecode) {
+  for (const int seed : {1, 2, 3}) {
+    const Outcome r = run_binary("generate " + p("hf") + " --prompt hello --temperature 50 --max-new-tokens 200 --seed " +
+                                     std::to_string(seed), dir);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out.rfind("hello", 0), 0u) << r.out;
+  }
+}
+
+// --max-new-tokens 16777000 (its limit, with the prompt, is 2^24 positions) used to take memory for
+// every position at start: the RoPE table alone, 16.8 M positions x 8 values in double, 1.07 GB.
+// Now memory holds a window of the context's positions: the run is stopped after 3 s of generating.
+TEST_F(GeneratePadded, HugeMaxNewTokensTakesMemoryAsItGoes) {
+  const Outcome r = run_binary("generate " + p("m.st") + " --tokenizer bytes --prompt hello --max-new-tokens 16777000"
+                               " --temperature 0", dir, "timeout 3 ");
+  EXPECT_EQ(r.exit_code, 124) << "still generating when stopped: " << r.err;
+  EXPECT_EQ(r.out.rfind("hello", 0), 0u) << r.out;
+  EXPECT_LT(r.peak_kb, 400 * 1024) << "peak resident kB";
 }
 
 }  // namespace

@@ -1,9 +1,10 @@
 // The deterministic fuzz run of CI (built with AddressSanitizer and UndefinedBehaviorSanitizer
 // by .ci/run): valid seeds (a checkpoint, token files of both widths, a text corpus, a
 // safetensors file in bf16, a Hugging Face config.json and shard index, a SentencePiece
-// model, a tokenizer.json, a multiple-choice task file), then mutations of them (bit flips,
-// byte overwrites, truncations, extensions, edits of the header's numbers and brackets, deep
-// nesting, huge numbers), each through every reader (fuzz_inputs.h). Exit 0 when every case was accepted or refused cleanly
+// model, a tokenizer.json and its tokenizer_config.json, a multiple-choice task file), then
+// mutations of them (bit flips, byte overwrites, truncations, extensions, edits of the header's
+// numbers and brackets, deep nesting, huge numbers), each through every reader (fuzz_inputs.h).
+// Exit 0 when every case was accepted or refused cleanly
 // and none took longer than a few seconds.
 //   fuzz_corpus [CASES] [SEED]      default 100000 cases
 #include <unistd.h>
@@ -57,6 +58,7 @@ std::vector<std::string> seeds(const fs::path& dir) {
   out.push_back(hf.tokenizer_json);
   out.push_back("{\"ctx\": \"A man sits on a roof. he\", \"endings\": [\"fixes it.\", \"flies.\"], \"label\": 0}\n"
                 "{\"context\": \"She  \", \"endings\": [\"a\", \"b\", \"c\"], \"label\": \"2\"}\n");
+  out.push_back(hf.tokenizer_config);
   return out;
 }
 

@@ -89,6 +89,10 @@ const HfSeed& hf_seed() {
     };
     tj["added_tokens"] = {added(259, "<|endoftext|>", true), added(260, "lazy", false)};
     s.tokenizer_json = tj.dump();
+    s.tokenizer_config = nlohmann::json{{"tokenizer_class", "PreTrainedTokenizerFast"}, {"model_max_length", 1024},
+                                        {"bos_token", "<|endoftext|>"}, {"eos_token", {{"content", "<|endoftext|>"}}}}
+                             .dump();
+    std::ofstream(dir / "hf" / "tokenizer.json") << s.tokenizer_json;
     return s;
   }();
   return seed;
@@ -146,8 +150,17 @@ void run_case(const uint8_t* data, size_t size, const std::string& path) {
     fs::remove_all(out, ec);
     fs::remove(jsonl, ec);
   }
-  // As a Hugging Face directory's config.json, then as its model.safetensors.index.json.
+  // As the tokenizer_config.json beside a tokenizer.json (in the Hugging Face directory).
   const HfSeed& seed = hf_seed();
+  const fs::path tokenizer_config = fs::path(seed.dir) / "tokenizer_config.json";
+  write_bytes(tokenizer_config, data, size);
+  try {
+    const auto tok = Tokenizer::load((fs::path(seed.dir) / "tokenizer.json").string(), "--fuzz");
+    tok->decode(tok->encode("the lazy dog"));
+  } catch (const UsageError&) {
+  }
+  fs::remove(tokenizer_config);
+  // As a Hugging Face directory's config.json, then as its model.safetensors.index.json.
   const fs::path config = fs::path(seed.dir) / "config.json", index = fs::path(seed.dir) / "model.safetensors.index.json";
   write_bytes(config, data, size);
   try {
