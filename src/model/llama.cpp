@@ -215,8 +215,9 @@ void Llama::project(int l, Proj p, const Tensor& out, const Tensor& x, const Ten
   const int in_f = in_features(p), ld = out_features(p);
   const Fp8Operands f8 = cast_input(l, p, x, x_cast);
   for (const Block& b : blocks(p))
-    be_.matmul(linear_product(out.slice(b.col, out.numel - b.col), ld, x, w.slice(b.col * in_f, int64_t(b.width) * in_f),
-                              int(tokens()), in_f, b.width, f8.weight_rows(b.col, b.width)));
+    be_.matmul(linear_product(out.slice(b.col, out.numel - b.col), ld, x,
+                              w.slice(b.col * in_f, int64_t(b.width) * in_f), int(tokens()), in_f, b.width,
+                              f8.weight_rows(b.col, b.width)));
 }
 
 void Llama::project_backward(int l, Proj p, const Tensor& dx, const Tensor& dw, const Tensor& dout, const Tensor& x,
@@ -228,9 +229,9 @@ void Llama::project_backward(int l, Proj p, const Tensor& dx, const Tensor& dw, 
   float beta = 0.0f;  // the first block writes dx, the others add to it
   for (const Block& b : blocks(p)) {
     const int64_t rows = int64_t(b.width) * in_f;
-    linear_backward(be_, dx, beta, dw.slice(b.col * in_f, rows), dw_beta(), dout.slice(b.col, dout.numel - b.col), ld, x,
-                    w.slice(b.col * in_f, rows), int(tokens()), in_f, b.width, f8.weight_rows(b.col, b.width),
-                    dout8.col_block(b.col, b.width));
+    linear_backward(be_, dx, beta, dw.slice(b.col * in_f, rows), dw_beta(), dout.slice(b.col, dout.numel - b.col),
+                    ld, x, w.slice(b.col * in_f, rows), int(tokens()), in_f, b.width,
+                    f8.weight_rows(b.col, b.width), dout8.col_block(b.col, b.width));
     beta = 1.0f;
   }
 }
@@ -399,8 +400,8 @@ void Llama::backward_ffn(int l) {
     ScopedRange r(be_, "ffn");
     project_backward(l, Proj::Down, dh_, g.wdown, dres_, a.h, w.wdown);
     const bool dgateup_in_fp8 = swiglu_in_fp8(plan, fp8_.on());
-    ffn_swiglu_backward(be_, dgateup_, dgateup_in_fp8 ? fp8_.gradient(l, Proj::GateUp) : Fp8Matrix{}, dh_, a.gateup, N, F,
-                        fp8_.scaling());
+    ffn_swiglu_backward(be_, dgateup_, dgateup_in_fp8 ? fp8_.gradient(l, Proj::GateUp) : Fp8Matrix{}, dh_, a.gateup,
+                        N, F, fp8_.scaling());
     project_backward(l, Proj::GateUp, d_normed_, g.wgateup, dgateup_, a.xn2, w.wgateup, dgateup_in_fp8);
   }
   ScopedRange r(be_, "ffn_norm");  // dres: now the gradient of x_mid
