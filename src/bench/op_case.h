@@ -164,7 +164,6 @@ struct OpCheck {
   double error = 0, bound = 0;
   bool repeatable = true;
   std::string status = "ok";  // or why not
-  std::vector<std::pair<std::string, double>> errors;  // each output's
 };
 std::vector<OpCheck> check_against_reference(OpRig& ours);
 
@@ -173,15 +172,14 @@ class OpCheckLog {
  public:
   OpCheckLog(bool bf16, uint64_t seed) : bf16_(bf16), seed_(seed) {}
   bool bf16() const { return bf16_; }
-  uint64_t seed() const { return seed_; }
   double tol() const { return bf16_ ? 1e-2 : 1e-5; }  // the tests' bound of an output in the act type
   void where(std::string at) { where_ = std::move(at); }
   void expect(bool ok, const std::string& what);
   // Every element written (finite), and ||ours - ref|| / ||ref|| under tol.
   void expect_match(const std::string& name, const std::vector<double>& ours, const std::vector<double>& ref,
                     double tol);
-  // A rig for a variant on the GPU (or nothing: the failure is logged), and its run beside the
-  // reference's: each output of the reference's run matched under tol, or under its entry of tols.
+  // A rig for a variant on the GPU (or none: the failure is logged); and a run of a rig beside its
+  // reference's, each output matched under tol(), or under its entry of tols: the run's outputs.
   std::unique_ptr<OpRig> gpu_rig(const OpMaker& make, const OpShape& shape, const Plan& plan);
   using Tols = std::vector<std::pair<std::string, double>>;
   std::pair<OpRig::Outputs, OpRig::Outputs> expect_reference(OpRig& ours, const Tols& tols = {});
