@@ -1,6 +1,6 @@
 // `tiny_llama kernels` (see kernels.h): every row builds a CUDA backend for the plan of one
-// implementation, lays out its workspace and the operation's tensors in an arena, fills them
-// with random values, and times the backend's calls. A batch of calls is captured as a CUDA
+// implementation, lays out its workspace and an op case's tensors in an arena (op_case.h: an
+// OpRig), fills them with random values, and times the case's calls. A batch of calls is captured as a CUDA
 // graph and replayed between two events, so that the time is the GPU's, not the launches'.
 #include "bench/kernels.h"
 
@@ -16,11 +16,9 @@
 #include "backend/backend.h"
 #include "bench/bench.h"
 #include "bench/gpu_clocks.h"
-#include "bench/op_table.h"
+#include "bench/op_case.h"
 #include "core/files.h"
-#include "core/rng.h"
 #include "model/config.h"
-#include "model/params.h"
 
 namespace tt {
 
@@ -121,21 +119,23 @@ CallTiming time_call(Backend& be, const std::function<void()>& call, const Kerne
   return t;
 }
 
-// The rows of one operation on one rig: forward and backward.
-void time_op(OpRig& r, Op op, const KernelBenchOptions& o, std::vector<KernelRow>& rows, KernelRow row) {
+// The rows of one case on its rig: forward and backward.
+void time_op(OpRig& r, const KernelBenchOptions& o, std::vector<KernelRow>& rows, KernelRow row) {
   Backend& be = r.backend();
-  const OpCalls calls = bind_op(r, op);
-  const std::function<void()>&fwd = calls.fwd, &bwd = calls.bwd;
-  const double fwd_amount = calls.fwd_amount, bwd_amount = calls.bwd_amount;
-  const bool flops = calls.flops;
+  OpCase& op = r.op();
+  const bool has_fwd = op.has_forward();
+  const std::function<void()> fwd = [&] { op.forward(be); }, bwd = [&] { op.backward(be); };
+  const OpWork work = op.work(double(dtype_size(be.act_dtype())));
+  const double fwd_amount = work.fwd, bwd_amount = work.bwd;
+  const bool flops = work.flops;
   for (int backward = 0; backward < 2; ++backward) {
-    if (!fwd && !backward) continue;  // an operation timed in one row (the cross-entropy)
+    if (!has_fwd && !backward) continue;  // an operation timed in one row (the cross-entropy)
     KernelRow x = row;
-    x.direction = !fwd ? "fwd+bwd" : backward ? "bwd" : "fwd";
+    x.direction = !has_fwd ? "fwd+bwd" : backward ? "bwd" : "fwd";
     (flops ? x.flops : x.bytes) = backward ? bwd_amount : fwd_amount;
     x.in_l2 = !flops && x.bytes < double(gpu_l2_bytes());
     try {
-      if (fwd) fwd();  // the backward reads what the forward saved
+      if (has_fwd) fwd();  // the backward reads what the forward saved
       const CallTiming t = time_call(be, backward ? bwd : fwd, o);
       x.ms = t.ms.median, x.ms_min = t.ms.min, x.ms_max = t.ms.max;
       x.sm_mhz = t.sm_mhz, x.clock_limited = t.clock_limited;
@@ -157,57 +157,11 @@ void time_op(OpRig& r, Op op, const KernelBenchOptions& o, std::vector<KernelRow
   }
 }
 
-// The check of one operation on one rig: the same calls on the CPU reference in double, from the
-// same inputs (rounded to the run's precision). Each output's relative error, ||ours - ref|| /
-// ||ref||, against the precision's bound; the outputs each call writes are NaN before it (an
-// element left unwritten fails); and a second run must give the same bits (our kernels, v3 and
-// v4, promise it; cuBLAS and cuDNN are not held to it).
-void check_op(OpRig& gpu, Op op, const KernelBenchOptions& o, std::vector<KernelRow>& rows, KernelRow row) {
-  OpShape shape = gpu.shape();
-  shape.vocab_multiple = gpu.padded_vocab;  // the reference lays the logits out as the GPU does
-  OpRig cpu(make_cpu_backend_f64(gpu.backend().plan()), shape, op == Op::CrossEntropy, o.seed);
-  const OpCalls g = bind_op(gpu, op), c = bind_op(cpu, op);
-  using Outputs = std::vector<std::vector<double>>;
-  auto run = [](OpRig& r, const OpCalls& k, bool poison) {
-    r.fill();
-    if (poison)
-      for (const Tensor& t : k.written) poison_values(r.backend(), t);
-    std::pair<Outputs, Outputs> out;
-    if (k.fwd) {
-      k.fwd();
-      for (const auto& [name, t] : k.fwd_outputs) out.first.push_back(download_values(r.backend(), t));
-    }
-    k.bwd();
-    for (const auto& [name, t] : k.bwd_outputs) out.second.push_back(download_values(r.backend(), t));
-    return out;
-  };
-  const auto ref = run(cpu, c, false), ours = run(gpu, g, true), again = run(gpu, g, true);
-  // FP8 products (v5's linear) accumulate in the tensor cores' own precision: 2.9e-4 measured
-  // against the same FP8 operands in double, with an fp32 output. SwiGLU made in FP8 (v5) from
-  // values the GPU computes in fp32 and the reference in double: where the two round to
-  // neighbouring codes, an element is a code (1/8 to 1/16 of itself) apart.
-  const bool fp8 = gpu.backend().plan().fp8 && (op == Op::Linear || op == Op::SwiGlu);
-  const double bound = gpu.backend().act_dtype() == DType::BF16 ? 2e-2 : fp8 ? 2e-3 : 1e-5;
-  for (int backward = 0; backward < 2; ++backward) {
-    if (!g.fwd && !backward) continue;
-    const auto& names = backward ? g.bwd_outputs : g.fwd_outputs;
-    const Outputs &a = backward ? ours.second : ours.first, &b = backward ? ref.second : ref.first,
-                  &a2 = backward ? again.second : again.first;
+// The check of one case on its rig (check_against_reference, op_case.h), a row per direction.
+void check_op(OpRig& rig, std::vector<KernelRow>& rows, const KernelRow& row) {
+  for (const OpCheck& c : check_against_reference(rig)) {
     KernelRow x = row;
-    x.direction = !g.fwd ? "fwd+bwd" : backward ? "bwd" : "fwd";
-    x.bound = bound, x.error = 0;
-    std::string worst;
-    for (size_t i = 0; i < a.size(); ++i) {
-      double err = 0, norm = 0;
-      for (size_t j = 0; j < a[i].size(); ++j) err += (a[i][j] - b[i][j]) * (a[i][j] - b[i][j]), norm += b[i][j] * b[i][j];
-      const double rel = std::sqrt(err / std::max(norm, 1e-300));
-      if (!(rel <= x.error)) x.error = std::isfinite(rel) ? rel : INFINITY, worst = names[i].first;
-      x.repeatable = x.repeatable && a[i] == a2[i];
-    }
-    if (!(x.error <= bound))
-      x.status = fmt::format("{}: relative error {:.2e} over the bound {:.0e}", worst, x.error, bound);
-    else if (!x.repeatable && row.version >= 3)
-      x.status = "a second run gave other bits";
+    x.direction = c.direction, x.error = c.error, x.bound = c.bound, x.repeatable = c.repeatable, x.status = c.status;
     rows.push_back(x);
   }
 }
@@ -403,48 +357,40 @@ std::vector<KernelRow> run_kernel_bench(const KernelBenchOptions& o, std::ostrea
     for (int t : o.seq_lens) shapes.push_back(shape_of(o.long_batch, t));
   std::vector<KernelRow> rows;
   for (const OpShape& shape : shapes)
-    for (int version : o.versions) {
-      std::unique_ptr<OpRig> rig;  // shared by the operations whose plans are the same
-      std::string rig_plan, refusal;
-      for (Op op : kOps) {
-        const Plan plan = op_plan(version, op, bf16);
-        const std::string key = describe(plan) + (op == Op::CrossEntropy ? " with logits" : "");
-        if (!rig || key != rig_plan) {
-          rig.reset();
-          refusal.clear();
-          rig_plan = key;
-          try {
-            rig = std::make_unique<OpRig>(make_backend({DeviceKind::Cuda, plan, false}), shape, op == Op::CrossEntropy,
-                                          o.seed);
-          } catch (const UsageError& e) {  // a switch not implemented yet, or out of memory
-            refusal = e.what();
-          }
-        }
-        if (!has_row(op, version)) continue;
+    for (int version : o.versions)
+      for (const OpMaker& make : op_cases()) {
+        const std::unique_ptr<OpCase> op = make(shape);
+        if (!op->has_version(version)) continue;
         KernelRow row;
-        row.op = op_name(op), row.shape = shape.label(), row.version = version, row.base_version = base_version(op, version);
-        if (!rig) {
+        row.op = op->name(), row.shape = shape.label(), row.version = version;
+        row.base_version = op->base_version(version);
+        std::unique_ptr<OpRig> rig;
+        try {
+          const Plan plan = op_plan(version, *op, bf16);
+          rig = std::make_unique<OpRig>(make, shape, make_backend({DeviceKind::Cuda, plan}), o.seed);
+        } catch (const UsageError& e) {  // a switch not implemented yet, a shape it refuses, or out of memory
           for (const char* dir : {"fwd", "bwd"}) {
-            row.direction = dir, row.status = refusal;
+            row.direction = dir, row.status = e.what();
             rows.push_back(row);
           }
           continue;
         }
         if (o.check)
-          check_op(*rig, op, o, rows, row);
+          check_op(*rig, rows, row);
         else
-          time_op(*rig, op, o, rows, row);
+          time_op(*rig, o, rows, row);
       }
-    }
   // Side by side: the implementations of one operation, direction and shape.
   std::vector<KernelRow> grouped;
   for (const OpShape& shape : shapes)
-    for (Op op : kOps)
+    for (const OpMaker& make : op_cases()) {
+      const std::string op = make(shape)->name();
       for (const char* dir : {"fwd", "bwd", "fwd+bwd"})
         for (int version : o.versions)
           for (const KernelRow& r : rows)
-            if (r.shape == shape.label() && r.op == op_name(op) && r.direction == dir && r.version == version)
+            if (r.shape == shape.label() && r.op == op && r.direction == dir && r.version == version)
               grouped.push_back(r);
+    }
   rows = grouped;
   if (o.check) {
     print_check(log, rows);

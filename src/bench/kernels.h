@@ -1,10 +1,12 @@
 // `tiny_llama kernels`: each operation that version 3 replaces with a kernel of our own
-// (attention, RMSNorm, SwiGLU, RoPE) against version 2's, and each that version 4 fuses (the
+// (attention, RMSNorm, SwiGLU, RoPE) against version 2's, each that version 4 fuses (the
 // residual add with the RMSNorm, the cross-entropy's loss with its gradient) against version
-// 3's, timed per implementation through the Backend interface at the default shape and at long
-// sequences, against ceilings measured in the same run: the tensor-core rate of a large cuBLAS
-// GEMM and the bandwidth of a large device-to-device copy. A memory-bound row whose bytes fit in
-// the L2 cache is marked as such: its rate is not an HBM rate, and it is not held to a target.
+// 3's, and version 5's FP8 (the quantizing pass, SwiGLU made in FP8, the gate/up products), each
+// an op case (op_case.h, src/bench/ops/), timed per implementation through the Backend interface
+// at the default shape and at long sequences, against ceilings measured in the same run: the
+// tensor-core rate of a large cuBLAS GEMM and the bandwidth of a large device-to-device copy. A
+// memory-bound row whose bytes fit in the L2 cache is marked as such: its rate is not an HBM
+// rate, and it is not held to a target.
 //
 // Accounting (also printed in the table's header):
 //   attention (causal): forward FLOPs = 4 B H T^2 D / 2 (q k^T and P v, half under the mask);
@@ -42,7 +44,7 @@ struct KernelBenchOptions {
   uint64_t seed = 42;
   std::string csv_path, json_path;
   // Instead of timing: each row's calls against the CPU reference in double, at the default shape
-  // (op_table.h: the same table); the error, the bound and whether a second run repeats the bits.
+  // (op_case.h: the same cases); the error, the bound and whether a second run repeats the bits.
   bool check = false;
 
   void validate() const;  // throws UsageError naming the flag

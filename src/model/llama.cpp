@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "model/op_sequences.h"
+
 namespace tt {
 
 namespace {
@@ -203,12 +205,6 @@ std::vector<Llama::Block> Llama::blocks(Proj p) const {
   return {{0, out_features(p)}};
 }
 
-Gemm Llama::product(const Tensor& out, int64_t ld_out, const Tensor& x, const Tensor& w, int in_f, int out_f,
-                    const Fp8Operands& f8) const {
-  if (!f8.empty()) return fp8_linear_gemm(out, ld_out, f8.x, f8.w, int(tokens()), in_f, out_f);
-  return linear_gemm(out, ld_out, x, in_f, w, int(tokens()), in_f, out_f);
-}
-
 Fp8Operands Llama::cast_input(int l, Proj p, const Tensor& x, bool x_cast) {
   const Fp8Operands f8 = fp8_.operands(l, p);
   if (!f8.empty() && !x_cast) fp8_.cast(f8.x, x, tokens(), in_features(p));
@@ -219,8 +215,9 @@ void Llama::project(int l, Proj p, const Tensor& out, const Tensor& x, const Ten
   const int in_f = in_features(p), ld = out_features(p);
   const Fp8Operands f8 = cast_input(l, p, x, x_cast);
   for (const Block& b : blocks(p))
-    be_.matmul(product(out.slice(b.col, out.numel - b.col), ld, x, w.slice(b.col * in_f, int64_t(b.width) * in_f), in_f,
-                       b.width, f8.weight_rows(b.col, b.width)));
+    be_.matmul(linear_product(out.slice(b.col, out.numel - b.col), ld, x,
+                              w.slice(b.col * in_f, int64_t(b.width) * in_f), int(tokens()), in_f, b.width,
+                              f8.weight_rows(b.col, b.width)));
 }
 
 void Llama::project_backward(int l, Proj p, const Tensor& dx, const Tensor& dw, const Tensor& dout, const Tensor& x,
@@ -232,26 +229,11 @@ void Llama::project_backward(int l, Proj p, const Tensor& dx, const Tensor& dw, 
   float beta = 0.0f;  // the first block writes dx, the others add to it
   for (const Block& b : blocks(p)) {
     const int64_t rows = int64_t(b.width) * in_f;
-    linear_backward(dx, beta, dw.slice(b.col * in_f, rows), dout.slice(b.col, dout.numel - b.col), ld, x,
-                    w.slice(b.col * in_f, rows), in_f, b.width, f8.weight_rows(b.col, b.width), dout8.col_block(b.col, b.width));
+    linear_backward(be_, dx, beta, dw.slice(b.col * in_f, rows), dw_beta(), dout.slice(b.col, dout.numel - b.col),
+                    ld, x, w.slice(b.col * in_f, rows), int(tokens()), in_f, b.width,
+                    f8.weight_rows(b.col, b.width), dout8.col_block(b.col, b.width));
     beta = 1.0f;
   }
-}
-
-void Llama::linear_backward(const Tensor& dx, float beta_dx, const Tensor& dw, const Tensor& dout, int64_t ld_dout,
-                            const Tensor& x, const Tensor& w, int in_f, int out_f, const Fp8Operands& f8,
-                            const Fp8Matrix& dout8) {
-  const int N = int(tokens());
-  Gemm g;
-  if (f8.empty()) {
-    be_.matmul(linear_dx_gemm(dx, in_f, dout, ld_dout, w, N, in_f, out_f, beta_dx));
-    g = linear_dw_gemm(dw, dout, ld_dout, x, in_f, N, in_f, out_f);
-  } else {
-    be_.matmul(fp8_linear_dx_gemm(dx, in_f, dout8, f8.w, N, in_f, out_f, beta_dx));
-    g = fp8_linear_dw_gemm(dw, dout8, f8.x, N, in_f, out_f);
-  }
-  g.beta = accumulating() ? 1.0f : 0.0f;
-  be_.matmul(g);
 }
 
 void Llama::forward(Pass pass, int micro_batch) {
@@ -290,21 +272,15 @@ void Llama::output_and_residual(int l, Proj p, const Tensor& sum, const Tensor& 
   const int64_t N = tokens();
   const int C = cfg_.hidden, in_f = in_features(p);
   const Fp8Operands f8 = cast_input(l, p, x, x_cast);
-  if (plan.gemm_epilogues) {
-    Gemm g = product(sum, C, x, w, in_f, C, f8);
-    g.beta = 1.0f;
-    g.c_in = residual;
-    be_.matmul(g);
-  } else {
-    be_.matmul(product(branch_, C, x, w, in_f, C, f8));
-    if (!plan.fused_residual_norm) be_.add(sum, residual, branch_);
-  }
-  if (!plan.fused_residual_norm) return;
+  const ResidualNorm sum_norm{sum, next.out, next.rstd, residual, plan.gemm_epilogues ? Tensor{} : branch_, next.w,
+                              N, C, cfg_.norm_eps};
+  Gemm g = linear_product(plan.gemm_epilogues ? sum : branch_, C, x, w, int(N), in_f, C, f8);
+  if (plan.gemm_epilogues) g.beta = 1.0f, g.c_in = residual;
+  be_.matmul(g);
+  residual_add(be_, sum_norm);
+  if (!plan.fused_residual_norm) return;  // the norm is made where the next block begins
   ScopedRange r(be_, next.range);
-  if (plan.gemm_epilogues)
-    be_.rmsnorm_forward(next.out, next.rstd, sum, next.w, N, C, cfg_.norm_eps);
-  else
-    be_.add_rmsnorm_forward(sum, next.out, next.rstd, residual, branch_, next.w, N, C, cfg_.norm_eps);
+  residual_norm(be_, sum_norm);
 }
 
 // The tied output head and the loss, a chunk of tokens at a time (one chunk without the fused
@@ -317,32 +293,17 @@ void Llama::forward_head(Pass pass) {
   ScopedRange r(be_, "head_loss");
   const int64_t N = tokens();
   const int C = cfg_.hidden, V = cfg_.vocab_size;
-  const bool fused_training = be_.plan().fused_classifier && pass == Pass::Train;
   for (int64_t first = 0; first < N; first += chunk_) {
     const int rows = int(std::min<int64_t>(chunk_, N - first));
     const Tensor xf = xf_.slice(first * C, int64_t(rows) * C), losses = micro_slice(losses_).slice(first, rows),
                  targets = micro_slice(targets_).slice(first, rows);
     be_.matmul(linear_gemm(logits_, Vp_, xf, C, w_.head, rows, C, Vp_));
-    if (!fused_training) {
-      be_.cross_entropy_forward(losses, logits_, targets, rows, V, Vp_);
-      continue;
-    }
-    be_.cross_entropy_fused(losses, logits_, targets, rows, V, Vp_, loss_grad_scale());
-    be_.matmul(linear_dx_gemm(d_normed_.slice(first * C, int64_t(rows) * C), C, logits_, Vp_, w_.head, rows, C, Vp_,
-                              0.0f));
-    Gemm dw = linear_dw_gemm(g_.head, logits_, Vp_, xf, C, rows, C, Vp_);
-    dw.beta = first == 0 && !accumulating() ? 0.0f : 1.0f;
-    be_.matmul(dw);
+    head_backward_done_ = cross_entropy_loss(be_, pass == Pass::Train, losses, logits_, targets, rows, V, Vp_,
+                                             loss_grad_scale());
+    if (!head_backward_done_) continue;
+    linear_backward(be_, d_normed_.slice(first * C, int64_t(rows) * C), 0.0f, g_.head, first == 0 ? dw_beta() : 1.0f,
+                    logits_, Vp_, xf, w_.head, rows, C, Vp_);
   }
-  head_backward_done_ = fused_training;
-}
-
-std::vector<RopeShape> Llama::rope_shapes() const {
-  const int64_t N = tokens(), ld = cfg_.qkv_dim();
-  const int D = cfg_.head_dim(), H = cfg_.heads, KVH = cfg_.kv_heads;
-  if (be_.attention_applies_rope()) return {};  // rope-in-attention: the attention's kernels rotate
-  if (be_.plan().custom_rope) return {{N, T_, H + KVH, D, 0, ld}};
-  return {{N, T_, H, D, 0, ld}, {N, T_, KVH, D, attn_.k_col(), ld}};
 }
 
 void Llama::forward_attention(int l) {
@@ -357,7 +318,7 @@ void Llama::forward_attention(int l) {
   }
   ScopedRange r(be_, "attention");
   project(l, Proj::Qkv, a.qkv, a.xn1, w.wqkv);
-  for (const RopeShape& s : rope_shapes()) be_.rope_forward(a.qkv, rope_table_, s);
+  for (const RopeShape& s : rope_shapes(be_, attn_)) be_.rope_forward(a.qkv, rope_table_, s);
   be_.attention_forward(a.att, a.saved, a.qkv, attn_);
   output_and_residual(l, Proj::Out, a.x_mid, a.x, a.att, w.wo, {"ffn_norm", a.xn2, a.rstd2, w.ffn_norm});
 }
@@ -376,11 +337,8 @@ void Llama::forward_ffn(int l) {
   }
   ScopedRange r(be_, "ffn");
   project(l, Proj::GateUp, a.gateup, a.xn2, w.wgateup);
-  const bool h_in_fp8 = fp8_.on() && plan.fp8_fused_swiglu;  // SwiGLU writes h straight in FP8
-  if (h_in_fp8)
-    be_.fp8_swiglu_forward(fp8_.operands(l, Proj::Down).x, a.gateup, N, F, fp8_.scaling());
-  else
-    be_.swiglu_forward(a.h, a.gateup, N, F);
+  const bool h_in_fp8 = swiglu_in_fp8(plan, fp8_.on());
+  ffn_swiglu_forward(be_, a.h, h_in_fp8 ? fp8_.operands(l, Proj::Down).x : Fp8Matrix{}, a.gateup, N, F, fp8_.scaling());
   const NormNext next = last ? NormNext{"final_norm", xf_, rstd_f_, w_.final_norm}
                              : NormNext{"attention_norm", acts_[size_t(l) + 1].xn1, acts_[size_t(l) + 1].rstd1,
                                         w_.layers[size_t(l) + 1].attn_norm};
@@ -402,8 +360,8 @@ void Llama::backward_pass(bool update_behind) {
     // No gradient is zeroed: each is written by its one product or reduction (the head's
     // product writes the tied embedding's, which the embedding backward then adds to).
     // The logits buffer becomes dlogits.
-    be_.cross_entropy_backward(logits_, logits_, micro_slice(targets_), N, V, Vp_, loss_grad_scale());
-    linear_backward(d_normed_, 0.0f, g_.head, logits_, Vp_, xf_, w_.head, C, Vp_);
+    cross_entropy_gradient(be_, logits_, micro_slice(targets_), N, V, Vp_, loss_grad_scale());
+    linear_backward(be_, d_normed_, 0.0f, g_.head, dw_beta(), logits_, Vp_, xf_, w_.head, int(N), C, Vp_);
   }
   {
     ScopedRange r(be_, "final_norm");
@@ -441,28 +399,14 @@ void Llama::backward_ffn(int l) {
   {
     ScopedRange r(be_, "ffn");
     project_backward(l, Proj::Down, dh_, g.wdown, dres_, a.h, w.wdown);
-    const bool dgateup_in_fp8 = fp8_.on() && plan.fp8_fused_swiglu;  // SwiGLU writes it straight in FP8
-    if (dgateup_in_fp8)
-      be_.fp8_swiglu_backward(fp8_.gradient(l, Proj::GateUp), dh_, a.gateup, N, F, fp8_.scaling());
-    else
-      be_.swiglu_backward(dgateup_, dh_, a.gateup, N, F);
+    const bool dgateup_in_fp8 = swiglu_in_fp8(plan, fp8_.on());
+    ffn_swiglu_backward(be_, dgateup_, dgateup_in_fp8 ? fp8_.gradient(l, Proj::GateUp) : Fp8Matrix{}, dh_, a.gateup,
+                        N, F, fp8_.scaling());
     project_backward(l, Proj::GateUp, d_normed_, g.wgateup, dgateup_, a.xn2, w.wgateup, dgateup_in_fp8);
   }
-  ScopedRange r(be_, "ffn_norm");
-  norm_backward_into_residual(g.ffn_norm, a.x_mid, w.ffn_norm, a.rstd2);  // dres: now the gradient of x_mid
-}
-
-// dres += the RMSNorm's dx for the gradient d_normed_ of its output: one call with the
-// fused-residual-norm switch, else the norm's backward into d_norm_in_ and an add.
-void Llama::norm_backward_into_residual(const Tensor& dw, const Tensor& x, const Tensor& w, const Tensor& rstd) {
-  const int64_t N = tokens();
-  const int C = cfg_.hidden;
-  if (be_.plan().fused_residual_norm) {
-    be_.rmsnorm_backward_add(dres_, dw, d_normed_, x, w, rstd, N, C, accumulating());
-    return;
-  }
-  be_.rmsnorm_backward(d_norm_in_, dw, d_normed_, x, w, rstd, N, C, accumulating());
-  be_.add(dres_, dres_, d_norm_in_);
+  ScopedRange r(be_, "ffn_norm");  // dres: now the gradient of x_mid
+  residual_norm_backward(be_, dres_, d_norm_in_, g.ffn_norm, d_normed_, a.x_mid, w.ffn_norm, a.rstd2, N, cfg_.hidden,
+                         accumulating());
 }
 
 void Llama::backward_attention(int l) {
@@ -473,11 +417,12 @@ void Llama::backward_attention(int l) {
     ScopedRange r(be_, "attention");
     project_backward(l, Proj::Out, datt_, g.wo, dres_, a.att, w.wo);
     be_.attention_backward(dqkv_, datt_, a.qkv, a.att, a.saved, attn_);
-    for (const RopeShape& s : rope_shapes()) be_.rope_backward(dqkv_, rope_table_, s);
+    for (const RopeShape& s : rope_shapes(be_, attn_)) be_.rope_backward(dqkv_, rope_table_, s);
     project_backward(l, Proj::Qkv, d_normed_, g.wqkv, dqkv_, a.xn1, w.wqkv);
   }
-  ScopedRange r(be_, "attention_norm");
-  norm_backward_into_residual(g.attn_norm, a.x, w.attn_norm, a.rstd1);  // dres: now the gradient of the layer's input
+  ScopedRange r(be_, "attention_norm");  // dres: now the gradient of the layer's input
+  residual_norm_backward(be_, dres_, d_norm_in_, g.attn_norm, d_normed_, a.x, w.attn_norm, a.rstd1, tokens(),
+                         cfg_.hidden, accumulating());
 }
 
 void Llama::optimizer_step(const AdamWStep& step) {

@@ -164,12 +164,10 @@ class Llama {
   void backward_pass(bool update_behind);
   // The micro-batch being computed, and whether its weight gradients add to the earlier ones'.
   bool accumulating() const { return micro_ > 0; }
+  float dw_beta() const { return accumulating() ? 1.0f : 0.0f; }  // a weight gradient's product: written, or added to
   Tensor micro_slice(const Tensor& t) const { return t.slice(int64_t(micro_) * tokens(), tokens()); }
   // The gradient scale of the mean over every rank's tokens and micro-batches.
   double loss_grad_scale() const { return 1.0 / double(tokens() * state_.world_size() * step_.micro_batches); }
-  // What RoPE rotates: queries and keys in one call with custom-rope (they are adjacent
-  // heads), otherwise one call each.
-  std::vector<RopeShape> rope_shapes() const;
   void forward_attention(int layer);
   void forward_ffn(int layer);
   void backward_ffn(int layer);
@@ -194,9 +192,6 @@ class Llama {
   int out_features(Proj p) const {
     return p == Proj::Qkv ? cfg_.qkv_dim() : p == Proj::GateUp ? 2 * cfg_.intermediate : cfg_.hidden;
   }
-  // A forward product out = x w^T (in FP8 when f8 is given).
-  Gemm product(const Tensor& out, int64_t ld_out, const Tensor& x, const Tensor& w, int in_f, int out_f,
-               const Fp8Operands& f8) const;
   // Layer l's product p's FP8 operands (none without FP8), its input x cast into them first unless
   // its producer wrote them (x_cast).
   Fp8Operands cast_input(int l, Proj p, const Tensor& x, bool x_cast);
@@ -209,11 +204,6 @@ class Llama {
   // A layer's output product (p: Out or Down) and the residual add after it, with the RMSNorm next.
   void output_and_residual(int l, Proj p, const Tensor& sum, const Tensor& residual, const Tensor& x, const Tensor& w,
                            const NormNext& next, bool x_cast = false);
-  void norm_backward_into_residual(const Tensor& dw, const Tensor& x, const Tensor& w, const Tensor& rstd);
-  // One backward product pair, dx and dw (in FP8 with f8 and dout's FP8 form dout8).
-  void linear_backward(const Tensor& dx, float beta_dx, const Tensor& dw, const Tensor& dout, int64_t ld_dout,
-                       const Tensor& x, const Tensor& w, int in_f, int out_f, const Fp8Operands& f8 = {},
-                       const Fp8Matrix& dout8 = {});
 
   ModelConfig cfg_;
   Backend& be_;

@@ -1,5 +1,6 @@
 // The benchmark suite without a GPU: statistics, the regression comparison, the writers and
-// the list flags, and the whole sweep end to end on the CPU at a tiny size.
+// the list flags, the whole sweep end to end on the CPU at a tiny size, and the op cases of
+// `tiny_llama kernels` checked on the CPU.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -9,6 +10,7 @@
 #include <sstream>
 
 #include "bench/bench.h"
+#include "bench/op_case.h"
 #include "bench/validate.h"
 #include "cli/options.h"
 #include "run_outputs.h"
@@ -145,6 +147,43 @@ TEST(Validate, CpuAgainstDoubleAndTheBounds) {
   EXPECT_TRUE(run_validate(o, log)) << log.str();
   EXPECT_NE(log.str().find("cpu-fp64  v1   fp32"), std::string::npos) << log.str();
   EXPECT_NE(log.str().find("pass"), std::string::npos);
+}
+
+// The op cases (src/bench/op_case.h): registered in the order of `kernels`' rows, 20 rows of a
+// case and a version from v1 to v5.
+TEST(OpCases, TheRowsOfKernels) {
+  std::vector<std::string> names;
+  int rows = 0;
+  for (const OpMaker& make : op_cases()) {
+    const std::unique_ptr<OpCase> op = make(OpShape{});
+    names.push_back(op->name());
+    for (int version : versions_from(1)) rows += op->has_version(version);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"attention", "rmsnorm", "swiglu", "rope", "residual_norm",
+                                             "cross_entropy", "quantize", "linear"}));
+  EXPECT_EQ(rows, 20);
+}
+
+// `kernels --check`'s code (check_against_reference) with the fp32 CPU backend in place of the GPU:
+// each case in each of its versions (their sequences of calls, v5's FP8 forms too) against the
+// reference in double, every output written, the errors under fp32's bounds, the bits repeated.
+TEST(OpCases, EachMatchesTheReferenceOnTheCpu) {
+  OpShape shape;
+  shape.B = 2, shape.T = 32, shape.hidden = 64, shape.heads = 4, shape.kv_heads = 2, shape.head_dim = 16;
+  shape.intermediate = 64, shape.vocab = 300;
+  for (const OpMaker& make : op_cases())
+    for (int version : versions_from(1)) {
+      const std::unique_ptr<OpCase> op = make(shape);
+      if (!op->has_version(version)) continue;
+      SCOPED_TRACE(testing::Message() << op->name() << " v" << version);
+      OpRig rig(make, shape, make_cpu_backend(op_plan(version, *op, false)), 42);
+      const std::vector<OpCheck> checks = check_against_reference(rig);
+      EXPECT_EQ(checks.size(), op->has_forward() ? 2u : 1u);
+      for (const OpCheck& c : checks) {
+        EXPECT_EQ(c.status, "ok") << c.direction;
+        EXPECT_TRUE(c.repeatable) << c.direction;
+      }
+    }
 }
 
 }  // namespace

@@ -1,0 +1,83 @@
+// The RMSNorm case (src/bench/op_case.h): out = x / rms(x) * w over rows of `hidden`, and its
+// backward (dx, and the gain's gradient dw in fp32): the eager kernels of v1 and v2, v3's one kernel
+// each way (custom-rmsnorm). Its extra checks: widths from 32 to 2048 (1000 takes the scalar path
+// in bf16), rows beyond 1536 where the weight gradient takes two stages (fewer warps a block at
+// 2048), a weight gradient that repeats its bits, and accumulation into dw (the micro-batches
+// after the first of gradient accumulation) exactly in fp32.
+#include <fmt/format.h>
+
+#include "bench/op_case.h"
+
+namespace tt {
+
+std::unique_ptr<OpCase> rmsnorm_case(const OpShape& shape);
+
+namespace {
+
+class RmsNormCase final : public OpCase {
+ public:
+  using OpCase::OpCase;
+  const char* name() const override { return "rmsnorm"; }
+  bool has_version(int version) const override { return version <= 3; }
+  int base_version(int) const override { return 2; }
+  std::vector<bool Plan::*> switches() const override { return {&Plan::custom_rmsnorm}; }
+
+  void layout(OpLayout& l) override {
+    const int64_t n = shape_.tokens(), C = shape_.hidden;
+    x_ = l.act(n * C), w_ = l.act(C), out_ = l.act(n * C), rstd_ = l.acc(n);
+    dout_ = l.act(n * C), dx_ = l.act(n * C), dw_ = l.master(C);
+  }
+  void fill(OpFill& f) override {
+    f.uniform(x_, -1, 1, 4);
+    f.uniform(dout_, -1, 1, 5);
+    f.uniform(w_, 0.5, 1.5, 13);
+    f.backend().zero(dw_);
+  }
+  void forward(Backend& be) override { be.rmsnorm_forward(out_, rstd_, x_, w_, shape_.tokens(), shape_.hidden, 1e-5); }
+  void backward(Backend& be) override {
+    be.rmsnorm_backward(dx_, dw_, dout_, x_, w_, rstd_, shape_.tokens(), shape_.hidden, add_dw_);
+  }
+  std::vector<OpOutput> outputs(bool backward) const override {
+    if (backward) return {{"dx", dx_}, {"dw", dw_}};
+    return {{"out", out_}, {"rstd", rstd_}};
+  }
+  std::vector<Tensor> written() const override { return {out_, rstd_, dx_, dw_}; }
+  OpWork work(double a) const override {
+    const double n = double(shape_.tokens()), C = shape_.hidden;
+    return {false, a * (2 * n * C + C) + 4 * n, a * (3 * n * C + C) + 4 * n + 8 * C};
+  }
+
+  void extra_checks(OpCheckLog& log, int version) const override {
+    for (auto [n, c] : {std::pair{1, 32}, {7, 64}, {129, 512}, {1000, 1000}, {33, 2048}, {1536, 512}, {1537, 512},
+                        {2000, 1000}, {1600, 2048}}) {
+      OpShape shape = shape_;
+      shape.B = 1, shape.T = n, shape.hidden = c, shape.bf16_inputs = log.bf16();
+      log.where(fmt::format("rmsnorm v{} n={} c={}", version, n, c));
+      const std::unique_ptr<OpRig> rig = log.gpu_rig(rmsnorm_case, shape, op_plan(version, *this, log.bf16()));
+      if (!rig) continue;
+      const auto ours = log.expect_reference(*rig, {{"rstd", log.bf16() ? 1e-5 : 1e-6}});
+      RmsNormCase& op = static_cast<RmsNormCase&>(rig->op());
+      const std::vector<double>& once = output(ours.second, "dw");
+      op.backward(rig->backend());
+      log.expect(rig->values(op.dw_) == once, "the weight gradient differs between two identical runs");
+      op.add_dw_ = true;  // added to what dw holds, in fp32
+      op.backward(rig->backend());
+      const std::vector<double> twice = rig->values(op.dw_);
+      for (size_t j = 0; j < once.size(); ++j)
+        if (twice[j] != double(float(once[j]) + float(once[j]))) {
+          log.expect(false, fmt::format("dw[{}] accumulated to {}, not twice {}", j, twice[j], once[j]));
+          break;
+        }
+    }
+  }
+
+ private:
+  bool add_dw_ = false;  // the backward adds to dw
+  Tensor x_, w_, out_, rstd_, dout_, dx_, dw_;
+};
+
+}  // namespace
+
+std::unique_ptr<OpCase> rmsnorm_case(const OpShape& shape) { return std::make_unique<RmsNormCase>(shape); }
+
+}  // namespace tt
