@@ -150,6 +150,21 @@ TEST(LongJob, RecipesInAFile) {
                  dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(run_losses(dir.file("a.json")), run_losses(dir.file("b.json")));
+  // The ready recipes (configs/) load, and write back the same recipe.
+  auto recipe_lines = [](const std::string& path) {  // without comments
+    std::istringstream in(read_text(path));
+    std::string kept;
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("#", 0) != 0) kept += line + "\n";
+    return kept;
+  };
+  for (const auto& e : fs::directory_iterator(std::string(TT_SOURCE_DIR) + "/configs")) {
+    r = run_binary("--config " + e.path().string() + " --save-dir " + dir.file("ck") + " --write-config " +
+                       dir.file("back.toml"),
+                   dir.path());
+    ASSERT_EQ(r.exit_code, 0) << e.path() << ": " << r.err;
+    EXPECT_EQ(recipe_lines(dir.file("back.toml")), recipe_lines(e.path().string())) << e.path();
+  }
   for (const auto& [line, says] : {std::pair{"save-dir = \"x\"\n", "--config: save-dir names a path"},
                                    {"max-steps = 3\n", "--config: 'max-steps' is not a flag of this command"}}) {
     std::ofstream(dir.file("bad.toml")) << line;
