@@ -1,5 +1,6 @@
 #include "cli/commands.h"
 
+#include <cstdlib>
 #include <iostream>
 
 #include "bench/scaling.h"
@@ -24,7 +25,7 @@ int run_train(const std::vector<std::string>& args) {
   }
   install_stop_handlers();
   const TrainResult r = train(options, std::cout);
-  return r.stopped_by ? 128 + r.stopped_by : 0;
+  return r.stopped_by && !std::getenv(kLaunchedRank) ? 128 + r.stopped_by : 0;  // a launched rank: the launcher says
 }
 
 int run_ablate_command(const std::vector<std::string>& args) {

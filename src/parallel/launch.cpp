@@ -37,8 +37,10 @@ int free_port() {
   return ntohs(a.sin_port);
 }
 
-volatile sig_atomic_t forwarded_signal = 0;
-void remember_signal(int sig) { forwarded_signal = sig; }
+// The stop signals the launcher received: the last one, and how many. Each goes on to every rank:
+// the first stops them after the same step, a second at once (src/core/signals.h).
+volatile sig_atomic_t forwarded_signal = 0, signals_received = 0;
+void remember_signal(int sig) { forwarded_signal = sig, signals_received = signals_received + 1; }
 
 // A stop signal acts only in a rank that runs: one stopped (SIGSTOP, a terminal's SIGTSTP) held
 // the others at their next collective, and the job never ended. So every rank gets SIGCONT after
@@ -114,15 +116,16 @@ int launch_gpu_ranks(int nproc, const std::vector<std::string>& args) {
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
   int code = 0, running = nproc;
-  bool forwarded = false, killed = false;
+  bool killed = false;
+  int forwarded = 0;  // the signals passed on
   auto stop_ranks = [&](int sig) { signal_all(ranks, sig); };
   std::chrono::steady_clock::time_point kill_at{};
   while (running > 0) {
-    if (forwarded_signal && !forwarded) {  // every rank gets it: they stop after the same step
+    if (signals_received > forwarded) {  // every rank gets it: they stop after the same step (a second: at once)
       stop_ranks(forwarded_signal);
       stop_ranks(SIGCONT);
-      forwarded = true;
-      kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(kStopGraceSeconds);
+      if (!forwarded) kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(kStopGraceSeconds);
+      forwarded = signals_received;
     }
     int status = 0;
     const pid_t done = ::waitpid(-1, &status, WNOHANG);
@@ -216,8 +219,9 @@ int launch_cpu_ranks(int nproc, const std::vector<std::string>& args) {
     const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
     ::setenv("OMP_NUM_THREADS", std::to_string(std::max(1, cores / nproc)).c_str(), 1);
   }
+  ::setenv(kLaunchedRank, "cpu", 1);
   std::vector<std::string> argv = {"mpirun", "-np", std::to_string(nproc), "--oversubscribe", "--bind-to", "none",
-                                   "-x", "OMP_NUM_THREADS"};
+                                   "-x", "OMP_NUM_THREADS", "-x", kLaunchedRank};
   if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
   argv.push_back(self_path());
   argv.insert(argv.end(), args.begin(), args.end());
@@ -232,18 +236,19 @@ int launch_cpu_ranks(int nproc, const std::vector<std::string>& args) {
   sa.sa_handler = remember_signal;
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
-  bool forwarded = false, killed = false;
+  bool killed = false;
+  int forwarded = 0;  // the signals passed on
   std::chrono::steady_clock::time_point kill_at{};
   int status = 0;
   while (true) {
     const pid_t done = ::waitpid(mpirun, &status, WNOHANG);
     if (done == mpirun) break;
     if (done < 0 && errno != EINTR) return 1;
-    if (forwarded_signal && !forwarded) {
+    if (signals_received > forwarded) {  // mpirun passes them on (a second: the ranks stop at once)
       ::kill(mpirun, forwarded_signal == SIGINT ? SIGUSR1 : SIGUSR2);
       signal_all(descendants(mpirun), SIGCONT);
-      forwarded = true;
-      kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(kStopGraceSeconds);
+      if (!forwarded) kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(kStopGraceSeconds);
+      forwarded = signals_received;
     }
     if (forwarded && !killed && std::chrono::steady_clock::now() > kill_at) {
       say_killed(nproc);

@@ -11,6 +11,11 @@
 
 namespace tt {
 
+// Set in the environment of the CPU ranks the launcher starts: a rank stopped by a signal then
+// exits 0 after its checkpoint, and the launcher reports the signal (128 + it), so that mpirun,
+// seeing no rank fail, prints none of its error boxes.
+constexpr const char* kLaunchedRank = "TT_LAUNCHED_RANK";
+
 // Runs `args` (the command line without the launcher's flag) on `nproc` local ranks and
 // returns the exit code for the job: 0, or the first failed rank's (128 + signal for a
 // killed one; 128 + the signal when one stopped the job). CPU ranks run under mpirun.

@@ -332,6 +332,33 @@ TEST_F(Distributed, CtrlCToCpuRanksExits130WithACheckpoint) {
   EXPECT_EQ(WEXITSTATUS(status), 130);
   EXPECT_TRUE(fs::exists(p("ck.st")));
   EXPECT_NE(read_text(dir / "out.log").find("Saved checkpoint"), std::string::npos);
+  EXPECT_EQ(read_text(dir / "err.log").find("-----"), std::string::npos) << "an error box: " << read_text(dir / "err.log");
+}
+
+// A second Ctrl-C stops at once, through the launcher too: the ranks, in a long accumulated first
+// step (seconds), end before it ends, with no checkpoint; the first signal alone waits for the
+// step's end (CtrlCToCpuRanksExits130WithACheckpoint).
+TEST_F(Distributed, ASecondSignalStopsCpuRanksAtOnce) {
+  const std::string cmd = "exec " + std::string(TT_BINARY) + " --nproc-per-node 2 --device cpu --hidden-dim 64 "
+                          "--num-layers 2 --num-heads 2 --seq-len 64 --batch-size 4 --vocab-size 64 --log-every 1 "
+                          "--grad-accum-steps 4000 --num-steps 1000 --save " + p("ck.st") + " >" + p("out.log") +
+                          " 2>" + p("err.log");
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  for (int i = 0; i < 3000 && read_text(dir / "out.log").find("Checkpoints: ") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the header: the first step begins
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ::kill(pid, SIGINT);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ::kill(pid, SIGINT);
+  const int status = wait_for_job(pid, 20);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  EXPECT_EQ(read_text(dir / "out.log").find("Step   1/"), std::string::npos) << "the first step ended: not at once";
+  EXPECT_FALSE(fs::exists(p("ck.st")));
 }
 
 // A rank stopped with SIGSTOP never acted on the forwarded signal, and held the other at its next
