@@ -456,19 +456,24 @@ bool Llama::train_step(const AdamWStep& step, const std::function<bool()>& stop)
   return enqueue_step(stop);
 }
 
-// With fused-adamw the updates run behind the backward pass (backward_pass), and what is left of
-// the optimizer after the backward, between marks 2 and 3, is the wait for the last of them.
-// Clipping needs every gradient before any update: the updates then follow the norm.
+// The marks: 0 at the start, 1 before the last micro-batch (the earlier ones done), 2 after its
+// forward, 3 after its backward, 4 after the update: one micro-batch's forward and backward are
+// measured as such, whatever the accumulation. With fused-adamw the updates run behind the backward
+// pass (backward_pass), and what is left of the optimizer after the backward, between marks 3 and
+// 4, is the wait for the last of them. Clipping needs every gradient before any update: the
+// updates then follow the norm.
 bool Llama::enqueue_step(const std::function<bool()>& stop) {
   const bool behind = be_.plan().fused_adamw && !step_.clip;
   be_.mark(0);
   for (int i = 0; i < step_.micro_batches; ++i) {
+    const bool last = i + 1 == step_.micro_batches;
+    if (last) be_.mark(1);
     forward(Pass::Train, i);
-    if (i + 1 == step_.micro_batches) be_.mark(1);
+    if (last) be_.mark(2);
     backward_pass(behind);
-    if (stop && i + 1 < step_.micro_batches && stop()) return false;
+    if (stop && !last && stop()) return false;
   }
-  be_.mark(2);
+  be_.mark(3);
   {
     ScopedRange range(be_, "optimizer");
     be_.wait_behind();  // the updates behind the backward, or the gradients' reductions
@@ -476,7 +481,7 @@ bool Llama::enqueue_step(const std::function<bool()>& stop) {
   if (step_.norm_measured()) state_.measure_grad_norm();
   if (!behind) state_.update();
   fp8_.finish_step();
-  be_.mark(3);
+  be_.mark(4);
   return true;
 }
 

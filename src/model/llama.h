@@ -84,9 +84,10 @@ class Llama {
   double loss_sum(int sequences);
   // With StepOptions::clip or measure_norm: the gradients' global norm of the last step, before clipping.
   double grad_norm() { return state_.grad_norm(); }
-  // Every micro-batch's forward and backward, and optimizer_step, with time marks 0..3 on the
-  // backend (0 at the start, 1 after the last micro-batch's forward, 2 after its backward, 3
-  // after the update); with the cuda-graph switch, captured at the first call and replayed after.
+  // Every micro-batch's forward and backward, and optimizer_step, with time marks 0..4 on the
+  // backend (0 at the start, 1 before the last micro-batch, 2 after its forward, 3 after its
+  // backward, 4 after the update); with the cuda-graph switch, captured at the first call and
+  // replayed after.
   // `stop`, when given and the step is not replayed from a graph, is asked after each micro-batch
   // but the last: true abandons the step there, before its update (the weights and moments stay
   // as they were). Returns whether the step was taken.

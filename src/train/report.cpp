@@ -45,9 +45,10 @@ std::string step_line(const TrainOptions& o, const StepRecord& s, const MemoryRe
   // every step.
   const size_t live = m.bytes[int(Category::Parameters)] + m.bytes[int(Category::Gradients)] +
                       m.bytes[int(Category::OptimizerState)];
-  return fmt::format("Step {:>3}/{} | Loss: {:.4f} | Speed: {:.1f} samples/sec | Peak: {} | Live: {} | Time: {:.1f}ms",
-                     s.step, o.steps, s.loss, double(o.step_sequences(world_size)) / (s.step_ms / 1e3), format_mb(m.total()),
-                     format_mb(live), s.step_ms);
+  const double samples = double(o.step_sequences(world_size)) / (s.step_ms / 1e3);
+  return fmt::format("Step {:>3}/{} | Loss: {:.4f} | Speed: {:.1f} samples/sec, {:.0f} tokens/sec | Peak: {} | Live: {} | "
+                     "Time: {:.1f}ms",
+                     s.step, o.steps, s.loss, samples, samples * o.seq_len, format_mb(m.total()), format_mb(live), s.step_ms);
 }
 
 void print_summary(std::ostream& log, const TrainOptions& o, const TrainResult& r) {
@@ -65,8 +66,12 @@ void print_summary(std::ostream& log, const TrainOptions& o, const TrainResult& 
       log << fmt::format("Per GPU or rank: {:.0f} tokens/sec ({} ranks)\n", r.tokens_per_sec / r.world_size, r.world_size);
     log << fmt::format("Average batch time: {:.2f} ms (median {:.2f} ms, {} timed steps after {} warm-up)\n",
                        r.step_ms, r.step_ms_median, r.timed_steps, int64_t(r.steps.size()) - r.timed_steps);
-    log << fmt::format("Average forward time: {:.2f} ms\n", r.forward_ms);
-    log << fmt::format("Average backward time: {:.2f} ms\n", r.backward_ms);
+    const std::string each = o.grad_accum > 1 ? " (a micro-batch's: the last of the step's)" : "";
+    if (o.grad_accum > 1)
+      log << fmt::format("Average time of the micro-batches before the last: {:.2f} ms ({} of them, forward and "
+                         "backward)\n", r.earlier_ms, o.grad_accum - 1);
+    log << fmt::format("Average forward time: {:.2f} ms{}\n", r.forward_ms, each);
+    log << fmt::format("Average backward time: {:.2f} ms{}\n", r.backward_ms, each);
     log << fmt::format("Average optimizer time: {:.2f} ms\n", r.optimizer_ms);
     log << fmt::format("Achieved: {:.3f} TFLOP/s ({:.1f} GFLOP per step, docs/profiling.md has the formula)\n",
                        r.tflops, r.flops_per_step / 1e9);
@@ -123,7 +128,8 @@ json result_json(const TrainOptions& o, const TrainResult& r) {
     steps.push_back({{"step", s.step}, {"tokens", s.step * step_tokens}, {"loss", s.loss}, {"lr", s.lr},
                      {"grad_norm", std::isfinite(s.grad_norm) ? json(s.grad_norm) : json()}, {"ms", s.step_ms},
                      {"tokens_per_sec", double(step_tokens) / (s.step_ms / 1e3)}, {"forward_ms", s.forward_ms},
-                     {"backward_ms", s.backward_ms}, {"optimizer_ms", s.optimizer_ms}});
+                     {"backward_ms", s.backward_ms}, {"optimizer_ms", s.optimizer_ms},
+                     {"earlier_micro_batches_ms", s.earlier_ms}});
   // The run's settings: the flag table's agreed rows beyond the model's (in "model").
   json training = {{"data", r.data}};
   for (const TrainFlag* f : train_flags_with(kAgreed))

@@ -212,13 +212,15 @@ CheckedRun check_run(const TrainOptions& o) {
 
 // The timed steps' means (and the step's median) into r, and the rates they give.
 void summarize_timing(TrainResult& r, const TrainOptions& o, const std::vector<double>& step_ms,
-                      const std::vector<double>& fwd_ms, const std::vector<double>& bwd_ms, const std::vector<double>& opt_ms) {
+                      const std::vector<double>& fwd_ms, const std::vector<double>& bwd_ms, const std::vector<double>& opt_ms,
+                      const std::vector<double>& earlier_ms) {
   r.timed_steps = int64_t(step_ms.size());
   r.step_ms = mean(step_ms);
   r.step_ms_median = median(step_ms);
   r.forward_ms = mean(fwd_ms);
   r.backward_ms = mean(bwd_ms);
   r.optimizer_ms = mean(opt_ms);
+  r.earlier_ms = mean(earlier_ms);
   if (r.timed_steps) {
     r.samples_per_sec = double(o.step_sequences(r.world_size)) / (r.step_ms / 1e3);  // every process's
     r.tokens_per_sec = r.samples_per_sec * o.seq_len;
@@ -265,7 +267,7 @@ class TrainingRun {
   std::vector<TaskScore> task_scores_;  // of the last validation
   double peak_ = 0;          // the GPU's peak rate in this precision (0: unknown)
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-  std::vector<double> step_ms_, fwd_ms_, bwd_ms_, opt_ms_;
+  std::vector<double> step_ms_, fwd_ms_, bwd_ms_, opt_ms_, earlier_ms_;
   int64_t last_step_ = 0, first_profiled_ = 0, last_profiled_ = 0;
   int stopped_by_ = 0;
   int64_t abandoned_step_ = 0;  // the step a signal stopped between its micro-batches (0: none)
@@ -382,6 +384,7 @@ bool TrainingRun::step(int64_t step) {
     fwd_ms_.push_back(s.forward_ms);
     bwd_ms_.push_back(s.backward_ms);
     opt_ms_.push_back(s.optimizer_ms);
+    earlier_ms_.push_back(s.earlier_ms);
   }
   evaluate_and_log(step, s, in_profile);
   if (o_.save_every > 0 && step % o_.save_every == 0 && step < o_.steps) save(step);
@@ -409,8 +412,8 @@ bool TrainingRun::train_one(int64_t step) {
     abandoned_step_ = step;
     return false;
   }
-  StepRecord s{step, model_->mean_loss(), adam_.lr, backend_->elapsed_ms(0, 3), backend_->elapsed_ms(0, 1),
-               backend_->elapsed_ms(1, 2), backend_->elapsed_ms(2, 3)};
+  StepRecord s{step, model_->mean_loss(), adam_.lr, backend_->elapsed_ms(0, 4), backend_->elapsed_ms(1, 2),
+               backend_->elapsed_ms(2, 3), backend_->elapsed_ms(3, 4), backend_->elapsed_ms(0, 1)};
   if (model_->step_options().norm_measured()) s.grad_norm = model_->grad_norm();
   // A non-finite loss or norm stops the run here: no checkpoint of this step is written, and the
   // last one (--save-every) is the last good state.
@@ -500,7 +503,7 @@ void TrainingRun::make_save_dir() const {
 TrainResult TrainingRun::finish() {
   std::ostream& log = comm_->rank() == 0 ? log_ : quiet_;
   const bool stopped = stopped_by_ && last_step_ < o_.steps;
-  summarize_timing(r_, o_, step_ms_, fwd_ms_, bwd_ms_, opt_ms_);
+  summarize_timing(r_, o_, step_ms_, fwd_ms_, bwd_ms_, opt_ms_, earlier_ms_);
   r_.final_loss = r_.steps.empty() ? std::nan("") : r_.steps.back().loss;
   const bool saves = !o_.save_path.empty() || !o_.save_dir.empty();
   if (stopped) {

@@ -71,7 +71,9 @@ struct TrainOptions {
 struct StepRecord {
   int64_t step;
   double loss, lr;
-  double step_ms, forward_ms, backward_ms, optimizer_ms;
+  // The step, and its parts: one micro-batch's forward and backward (the last one's), the update,
+  // and with --grad-accum-steps the micro-batches before the last (forward and backward).
+  double step_ms, forward_ms, backward_ms, optimizer_ms, earlier_ms = 0;
   double grad_norm = std::nan("");  // measured with --grad-clip only
 };
 
@@ -90,7 +92,7 @@ struct TrainResult {
   std::vector<StepRecord> steps;
   std::vector<std::pair<int64_t, double>> validation;  // (step, validation loss)
   int64_t timed_steps = 0;
-  double step_ms = 0, step_ms_median = 0, forward_ms = 0, backward_ms = 0, optimizer_ms = 0;
+  double step_ms = 0, step_ms_median = 0, forward_ms = 0, backward_ms = 0, optimizer_ms = 0, earlier_ms = 0;
   double samples_per_sec = 0, tokens_per_sec = 0;
   double flops_per_step = 0, tflops = 0;
   double final_loss = 0;

@@ -261,6 +261,24 @@ TEST(LongJob, ATaskAndTensorBoardGoWithTheValidation) {
   EXPECT_EQ(files_in(dir.file("tb")).size(), 2u);
 }
 
+// With --grad-accum-steps the step's time is split per micro-batch: the last micro-batch's
+// forward and backward, the update, and the micro-batches before the last; the parts add up to the
+// step (the log line shows tokens/s, and the summary names the split).
+TEST(LongJob, TheStepIsSplitPerMicroBatch) {
+  ScratchDir dir("long");
+  const Outcome r = run_binary(kModel + "--num-steps 7 --grad-accum-steps 3 --json " + dir.file("r.json"), dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(" tokens/sec | "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Average time of the micro-batches before the last: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(2 of them, forward and backward)"), std::string::npos) << r.out;
+  for (const auto& s : nlohmann::json::parse(read_text(dir.file("r.json")))["steps"]) {
+    const double parts = s["forward_ms"].get<double>() + s["backward_ms"].get<double>() +
+                         s["optimizer_ms"].get<double>() + s["earlier_micro_batches_ms"].get<double>();
+    EXPECT_NEAR(parts, s["ms"].get<double>(), 1e-6 * s["ms"].get<double>()) << s.dump();
+    EXPECT_GT(s["earlier_micro_batches_ms"].get<double>(), 0) << s.dump();
+  }
+}
+
 // A text file for --data is held whole in memory: above the limit it is refused, naming the
 // tokenize command that turns it into token files (read as training goes).
 TEST(LongJob, ALargeTextFileIsRefusedWithItsRemedy) {
