@@ -454,24 +454,31 @@ TEST(Rendezvous, ALostRankIsNamed) {
   EXPECT_NE(lines[1].find("rank 2 of 3 was lost"), std::string::npos) << lines[1];
 }
 
+// A client of the rendezvous that is no rank: connected to 127.0.0.1:port (tried for 2 s, a fresh
+// socket each try: one whose connect failed is spent), `bytes` sent; the socket, or -1.
+int connect_loopback(int port, const std::string& bytes) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(uint16_t(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  for (int i = 0; i < 200; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
+      if (!bytes.empty()) ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+      return fd;
+    }
+    ::close(fd);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return -1;
+}
+
 // Rank 0 is never held by a process that is not one of its ranks: one that connects and says
 // nothing, or announces a huge message (refused before anything is allocated), is dropped, and
 // rank 0 ends at its --dist-timeout naming the rank that did not join; the file of --dist-init
 // file: goes when rank 0 fails.
 TEST(Rendezvous, StrayClientsAndFailuresReleaseRankZero) {
-  auto connect_to = [](int port) {  // a fresh socket for each try: one whose connect failed is spent
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(uint16_t(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    for (int i = 0; i < 200; ++i) {
-      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-      if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) return fd;
-      ::close(fd);
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return -1;
-  };
+  auto connect_to = [](int port) { return connect_loopback(port, ""); };
   for (const bool announce_huge : {false, true}) {
     SCOPED_TRACE(announce_huge ? "a client announcing 1 GiB" : "a silent client");
     const int port = unused_port();
@@ -519,22 +526,7 @@ TEST(Rendezvous, StrayClientsNeverCostTheRanks) {
       error = e.what();
     }
   });
-  auto stray = [&](const std::string& bytes) {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(uint16_t(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    for (int i = 0; i < 200; ++i) {
-      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-      if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
-        if (!bytes.empty()) ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-        return fd;
-      }
-      ::close(fd);
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return -1;
-  };
+  auto stray = [&](const std::string& bytes) { return connect_loopback(port, bytes); };
   const uint64_t three = 3;
   const std::vector<int> strays = {stray(""), stray(""), stray(""), stray("hello"),
                                    stray(std::string(reinterpret_cast<const char*>(&three), 8) + "abc"),

@@ -70,15 +70,7 @@ TEST_P(GpuEval, TrainingAndTransformersAgree) {
   o.val_tokens = 512;
   o.backend.device = DeviceKind::Cuda;
   o.backend.plan = plan_for_version(1);  // fp32, eval's plan
-  if (tokenizer != "bytes") {
-    std::ostringstream log;
-    run_tokenize({tokenizer, (dir / "tokens").string(), {(dir / "corpus.txt").string()}, 0.1, 100000}, log);
-    o.data = (dir / "tokens" / "*.bin").string();
-    o.model.vocab_size = Tokenizer::load(tokenizer, "test")->vocab_size();
-  } else {
-    o.data = (dir / "corpus.txt").string();
-    o.model.vocab_size = 256;
-  }
+  use_corpus(o, tokenizer, dir);
   o.save_path = (dir / "m.safetensors").string();
   std::ostringstream log;
   const double trained = train(o, log).validation.back().second;

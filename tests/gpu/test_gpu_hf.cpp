@@ -71,15 +71,7 @@ TEST_P(GpuHf, TransformersComputesWhatWeCompute) {
     run_tokenizer_train(t, log);
     tokenizer = (dir / "sp.model").string();
   }
-  if (tokenizer != "bytes") {
-    std::ostringstream log;
-    run_tokenize({tokenizer, (dir / "tokens").string(), {(dir / "corpus.txt").string()}, 0.1, 100000}, log);
-    o.data = (dir / "tokens" / "*.bin").string();
-    o.model.vocab_size = Tokenizer::load(tokenizer, "test")->vocab_size();
-  } else {
-    o.data = (dir / "corpus.txt").string();
-    o.model.vocab_size = 256;
-  }
+  use_corpus(o, tokenizer, dir);
   o.save_path = (dir / "m.safetensors").string();
   std::ostringstream log;
   train(o, log);
