@@ -516,13 +516,29 @@ bool parse_debug_options(const std::vector<std::string>& args, DebugOptions& o) 
   return true;
 }
 
+namespace {
+
+// The inputs of tokenize and tokenizer-train (src/data/documents.h).
+const char* const kCorpusHelp =
+    "text files, directories of them (recursively), JSON-lines files (.jsonl, .ndjson, .json: a document a record), "
+    "each plain or compressed (.gz, .zst), or - for standard input";
+
+void add_document_flags(CLI::App& app, std::string& documents, std::string& text_field) {
+  app.add_option("--documents", documents,
+                 "a text file is one document (file), a document a line (line), or a JSON record a line (jsonl: "
+                 "the default for .jsonl, .ndjson and .json files; for standard input, say jsonl)")
+      ->capture_default_str();
+  app.add_option("--text-field", text_field, "a JSON-lines record's field that holds its text")->capture_default_str();
+}
+
+}  // namespace
+
 bool parse_tokenize_options(const std::vector<std::string>& args, TokenizeOptions& o) {
-  CLI::App app{"Text files to token-file shards (train_*.bin, val_*.bin) through a tokenizer", "tiny_llama tokenize"};
+  CLI::App app{"Text to token-file shards (train_*.bin, val_*.bin) through a tokenizer, each document between BOS and "
+               "EOS, and last manifest.json (the shards' hashes)",
+               "tiny_llama tokenize"};
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  app.add_option("files", o.inputs,
-                 "text files, directories of them, JSON-lines files (.jsonl), each plain or compressed (.gz, .zst), "
-                 "or - for standard input")
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("files", o.inputs, kCorpusHelp)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--tokenizer", o.tokenizer,
                  "bytes, a SentencePiece .model (tiny_llama tokenizer-train), or a Hugging Face tokenizer.json "
                  "(byte-level BPE: GPT-2's, LLaMA-3's) or a directory holding one")
@@ -533,25 +549,26 @@ bool parse_tokenize_options(const std::vector<std::string>& args, TokenizeOption
                  "which tokens validate: last (the last of the last files) or docs (whole documents drawn with --seed)")
       ->capture_default_str();
   app.add_option("--seed", o.seed, "--val-split docs: the draw of the validation documents")->capture_default_str();
-  app.add_option("--documents", o.documents,
-                 "a text file is one document (file), a document a line (line), or a JSON record a line (jsonl: "
-                 "the default for .jsonl, .ndjson and .json files)")
-      ->capture_default_str();
-  app.add_option("--text-field", o.text_field, "a JSON-lines file's (.jsonl) field that holds each record's text")
-      ->capture_default_str();
+  add_document_flags(app, o.documents, o.text_field);
   app.add_option("--threads", o.threads, "encoding threads (default: every core)");
   app.add_option("--shard-tokens", o.shard_tokens, "tokens per shard at most")->capture_default_str();
   return parse(app, args);
 }
 
 bool parse_tokenizer_train_options(const std::vector<std::string>& args, TokenizerTrainOptions& o) {
-  CLI::App app{"A SentencePiece tokenizer learned from text files: PREFIX.model and PREFIX.vocab",
+  CLI::App app{"A SentencePiece tokenizer learned from text, taken as tokenize takes it: PREFIX.model and PREFIX.vocab",
                "tiny_llama tokenizer-train"};
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  app.add_option("files", o.inputs, "text files to learn from")->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("files", o.inputs, kCorpusHelp)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--vocab-size", o.vocab_size, "pieces at most (a small corpus may give fewer)")->capture_default_str();
   app.add_option("--out", o.prefix, "the model's path without its extension");
   app.add_option("--model-type", o.model_type, "bpe or unigram")->capture_default_str();
+  add_document_flags(app, o.documents, o.text_field);
+  app.add_option("--input-sentence-size", o.input_sentence_size,
+                 "learn from this many sentences (lines) drawn with --seed, in memory for them alone (0: every one; "
+                 "SentencePiece holds them all)")
+      ->capture_default_str();
+  app.add_option("--seed", o.seed, "the draw of --input-sentence-size")->capture_default_str();
   return parse(app, args);
 }
 

@@ -1,6 +1,5 @@
-// `tiny_llama tokenize`: text files in, token-file shards out (src/data/token_file.h), through
-// a tokenizer (src/data/tokenizer.h); and `tiny_llama tokenizer-train`, which makes a
-// SentencePiece model from text files.
+// `tiny_llama tokenize`: text in (src/data/documents.h), token-file shards out
+// (src/data/token_file.h), through a tokenizer (src/data/tokenizer.h).
 #pragma once
 #include <cstdint>
 #include <ostream>
@@ -43,13 +42,5 @@ struct TokenizeOptions {
 // is not text (a NUL byte), a JSON-lines record without its text, corrupt or truncated compressed
 // data, an out_dir that exists as a file or already holds token files.
 void run_tokenize(const TokenizeOptions& o, std::ostream& log);
-
-struct TokenizerTrainOptions {
-  std::vector<std::string> inputs;
-  int vocab_size = 8000;
-  std::string prefix;  // writes prefix.model and prefix.vocab
-  std::string model_type = "bpe";
-};
-void run_tokenizer_train(const TokenizerTrainOptions& o, std::ostream& log);
 
 }  // namespace tt

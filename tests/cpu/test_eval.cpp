@@ -14,6 +14,7 @@
 #include "data/loader.h"
 #include "data/tokenize.h"
 #include "data/tokenizer.h"
+#include "data/tokenizer_train.h"
 #include "model/llama.h"
 #include "parallel/world.h"
 #include "run_outputs.h"

@@ -15,6 +15,7 @@
 #include "data/token_file.h"
 #include "data/tokenize.h"
 #include "data/tokenizer.h"
+#include "data/tokenizer_train.h"
 #include "model/llama.h"
 #include "train/checkpoint.h"
 #include "data/loader.h"
