@@ -535,7 +535,8 @@ void add_document_flags(CLI::App& app, std::string& documents, std::string& text
 
 bool parse_tokenize_options(const std::vector<std::string>& args, TokenizeOptions& o) {
   CLI::App app{"Text to token-file shards (train_*.bin, val_*.bin) through a tokenizer, each document between BOS and "
-               "EOS, and last manifest.json (the shards' hashes)",
+               "EOS, the tokenizer's files beside them (a training run on the shards stores them in its checkpoints), and last "
+               "manifest.json (the shards' and the tokenizer's hashes)",
                "tiny_llama tokenize"};
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("files", o.inputs, kCorpusHelp)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
@@ -572,14 +573,33 @@ bool parse_tokenizer_train_options(const std::vector<std::string>& args, Tokeniz
   return parse(app, args);
 }
 
+namespace {
+
+// A model to run: the positional checkpoint or directory, or --save-dir's latest checkpoint, as
+// --resume DIR takes it (one of the two).
+void add_model_source(CLI::App& app, std::string& model, std::string& save_dir, const std::string& what) {
+  app.add_option("checkpoint", model, what);
+  app.add_option("--save-dir", save_dir, "or the latest checkpoint of a run's --save-dir (instead of a checkpoint)");
+}
+
+void take_model_source(std::string& model, const std::string& save_dir, const std::string& command) {
+  if (!model.empty() && !save_dir.empty())
+    usage_fail("--save-dir: give a checkpoint or --save-dir, not both (got '" + model + "' and --save-dir '" + save_dir + "')");
+  if (model.empty() && save_dir.empty()) usage_fail(command + ": give a checkpoint, or --save-dir DIR for its latest");
+  if (!save_dir.empty()) model = latest_step_checkpoint(save_dir, "--save-dir");
+}
+
+}  // namespace
+
 bool parse_generate_options(const std::vector<std::string>& args, GenerateOptions& o) {
   CLI::App app{"Text from a checkpoint, streamed as it is made (a key/value cache, one token at a time)",
                "tiny_llama generate"};
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  std::string device = "cpu";
-  app.add_option("checkpoint", o.checkpoint, "a checkpoint written by --save, or a Hugging Face LLaMA directory")->required();
+  std::string device = "cpu", save_dir;
+  add_model_source(app, o.checkpoint, save_dir, "a checkpoint written by --save or --save-dir, or a Hugging Face LLaMA directory");
   app.add_option("--tokenizer", o.tokenizer,
-                 "bytes, or the .model or tokenizer.json the model was trained with (a directory's own by default)");
+                 "bytes, or the .model or tokenizer.json the model was trained with (default: the one the checkpoint "
+                 "stores, a directory's own)");
   CLI::Option* prompt = app.add_option("--prompt", o.prompt, "the text to continue (\"\": from the begin-of-document token)");
   std::string prompt_tokens;
   app.add_option("--prompt-tokens", prompt_tokens, "or token ids, e.g. 1,42,7");
@@ -592,6 +612,7 @@ bool parse_generate_options(const std::vector<std::string>& args, GenerateOption
   app.add_option("--device", device, "cpu or cuda (fp32 on both)")->capture_default_str();
   app.add_flag("!--no-cache", o.cache, "recompute the whole window for every token (to measure what the cache saves)");
   if (!parse(app, args)) return false;
+  take_model_source(o.checkpoint, save_dir, "generate");
   o.prompt_given = prompt->count() > 0;
   if (o.seed > uint64_t(INT64_MAX))  // --seed -1 parses as 2^64 - 1
     usage_fail("--seed: must be in [0, 9223372036854775807] (got " + std::to_string(o.seed) + ")");
@@ -615,11 +636,15 @@ bool parse_export_options(const std::vector<std::string>& args, ExportOptions& o
   CLI::App app{"A checkpoint as a Hugging Face transformers directory (LlamaForCausalLM and its tokenizer)",
                "tiny_llama export"};
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  app.add_option("checkpoint", o.checkpoint, "a checkpoint written by --save")->required();
+  std::string save_dir;
+  add_model_source(app, o.checkpoint, save_dir, "a checkpoint written by --save or --save-dir");
   app.add_option("--hf", o.out_dir, "the directory to write")->required();
   app.add_option("--dtype", o.dtype, "bf16 or fp32")->capture_default_str();
-  app.add_option("--tokenizer", o.tokenizer, "bytes, or the .model or tokenizer.json the model was trained with");
-  return parse(app, args);
+  app.add_option("--tokenizer", o.tokenizer,
+                 "bytes, or the .model or tokenizer.json the model was trained with (default: the one the checkpoint stores)");
+  if (!parse(app, args)) return false;
+  take_model_source(o.checkpoint, save_dir, "export");
+  return true;
 }
 
 bool parse_eval_options(const std::vector<std::string>& args, EvalOptions& o) {
@@ -628,8 +653,8 @@ bool parse_eval_options(const std::vector<std::string>& args, EvalOptions& o) {
                "(HellaSwag's JSON lines), in fp32 on the CPU or a GPU",
                "tiny_llama eval"};
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  std::string device = "auto";
-  app.add_option("model", o.model, "a checkpoint written by --save, or a Hugging Face LLaMA directory")->required();
+  std::string device = "auto", save_dir;
+  add_model_source(app, o.model, save_dir, "a checkpoint written by --save or --save-dir, or a Hugging Face LLaMA directory");
   app.add_option("--data", o.data,
                  "a text file or token files (a quoted glob): the loss on their validation split, the windows "
                  "training validates on");
@@ -637,8 +662,8 @@ bool parse_eval_options(const std::vector<std::string>& args, EvalOptions& o) {
   app.add_option("--task", o.tasks, "a multiple-choice task in HellaSwag's JSON lines (ctx, endings, label); repeatable")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--tokenizer", o.tokenizer,
-                 "the tasks' tokenizer: bytes, or the .model or tokenizer.json the model was trained with (a "
-                 "directory's own by default)");
+                 "the tasks' tokenizer: bytes, or the .model or tokenizer.json the model was trained with (default: "
+                 "the one the checkpoint stores, a directory's own)");
   app.add_option("--batch-size", o.batch, "windows, or task rows, a forward")->capture_default_str();
   app.add_option("--seq-len", o.seq_len,
                  "tokens a window (default: the length the model was trained at, a directory's "
@@ -646,6 +671,7 @@ bool parse_eval_options(const std::vector<std::string>& args, EvalOptions& o) {
   app.add_option("--device", device, "auto, cpu or cuda (fp32 on both)")->capture_default_str();
   app.add_option("--json", o.json_path, "write the results and every task example's tokens and scores");
   if (!parse(app, args)) return false;
+  take_model_source(o.model, save_dir, "eval");
   if (device == "auto") o.device = DeviceKind::Auto;
   else if (device == "cpu") o.device = DeviceKind::Cpu;
   else if (device == "cuda") o.device = DeviceKind::Cuda;

@@ -24,6 +24,7 @@
 #include "data/documents.h"
 #include "data/token_file.h"
 #include "data/tokenizer.h"
+#include "data/tokenizer_files.h"
 
 namespace tt {
 
@@ -190,8 +191,8 @@ void run_tokenize(const TokenizeOptions& o, std::ostream& log) {
   if (fs::is_directory(o.out_dir, ec)) {
     // What killed runs left here (tokenize's encoded tokens, a shard's temporary) goes first.
     remove_stale_temporaries(o.out_dir, [](const std::string& base) {
-      return base == ".tokens" || ((base.rfind("train_", 0) == 0 || base.rfind("val_", 0) == 0) &&
-                                   fs::path(base).extension() == ".bin");
+      return base == ".tokens" || base == "tokenizer.model" || base == "tokenizer.json" || base == "tokenizer_config.json" ||
+             ((base.rfind("train_", 0) == 0 || base.rfind("val_", 0) == 0) && fs::path(base).extension() == ".bin");
     });
     for (const auto& e : fs::directory_iterator(o.out_dir, ec))
       if (e.path().extension() == ".bin")
@@ -199,6 +200,19 @@ void run_tokenize(const TokenizeOptions& o, std::ostream& log) {
                    "): choose an empty directory, so that old shards do not mix with new ones");
   }
   const std::unique_ptr<Tokenizer> tok = Tokenizer::load(o.tokenizer, "--tokenizer");
+  // Its files go beside the shards (the manifest records them), unless the same ones are there.
+  const TokenizerFiles tok_files = tokenizer_files(*tok);
+  std::vector<std::pair<std::string, const std::string*>> to_copy;
+  for (const auto& [name, bytes] : tok_files.files) {
+    const std::string there = (fs::path(o.out_dir) / name).string();
+    if (!fs::exists(there, ec)) {
+      to_copy.emplace_back(there, &bytes);
+    } else if (!fs::is_regular_file(there, ec) || fs::file_size(there, ec) != bytes.size() ||
+               read_input_file(there, "--out", bytes.size()) != bytes) {
+      usage_fail("--out: '" + o.out_dir + "' holds a " + name + " that is not the tokenizer's (" + tok->describe() +
+                 "), which tokenize copies beside the shards: choose an empty directory");
+    }
+  }
   const std::vector<std::string> files = input_files(o.inputs, "tokenize");
   const int threads = o.threads > 0 ? o.threads : int(std::max(1u, std::thread::hardware_concurrency()));
 
@@ -209,22 +223,25 @@ void run_tokenize(const TokenizeOptions& o, std::ostream& log) {
   e.path = (fs::path(o.out_dir) / (".tokens.tmp." + std::to_string(::getpid()))).string();
   e.wide = tok->vocab_size() > 65536;
   std::vector<ShardRecord> written;
-  // Whatever happens, the temporary file goes; a run that fails takes back its shards (the
-  // manifest, written last, is what makes them usable: a run killed before it leaves none a
+  std::vector<std::string> copied;  // the tokenizer's files
+  // Whatever happens, the temporary file goes; a run that fails takes back its shards and copies
+  // (the manifest, written last, is what makes them usable: a run killed before it leaves none a
   // training run accepts) and a directory it made.
   struct Cleanup {
     const Encoded& e;
     const std::string& dir;
     const std::vector<ShardRecord>& written;
+    const std::vector<std::string>& copied;
     bool created, done = false;
     ~Cleanup() {
       std::remove(e.path.c_str());
       if (done) return;
       std::error_code ignored;
       for (const ShardRecord& s : written) fs::remove(fs::path(dir) / s.file, ignored);
+      for (const std::string& c : copied) fs::remove(c, ignored);
       if (created) fs::remove(dir, ignored);  // only while empty
     }
-  } cleanup{e, o.out_dir, written, created};
+  } cleanup{e, o.out_dir, written, copied, created};
   const auto start = std::chrono::steady_clock::now();
   Documents docs(files, {o.documents, o.text_field}, "tokenize");
   try {
@@ -259,7 +276,11 @@ void run_tokenize(const TokenizeOptions& o, std::ostream& log) {
   write_shards(o.out_dir, "train", e, train_ranges, o.shard_tokens, written);
   const size_t train_shards = written.size();
   if (val > 0) write_shards(o.out_dir, "val", e, val_ranges, o.shard_tokens, written);
-  write_shard_manifest(o.out_dir, written, tok->describe());
+  for (const auto& [there, bytes] : to_copy) {
+    copied.push_back(there);
+    write_file_atomic(there, [&](std::ostream& out) { out << *bytes; });
+  }
+  write_shard_manifest(o.out_dir, written, tok->describe(), tok_files);
   cleanup.done = true;
   log << fmt::format("Tokenizer: {}\n", tok->describe());
   log << fmt::format("{} files, {} documents, {} bytes -> {} tokens: {} to train in {} shard(s), {} to validate{} in {} "

@@ -247,7 +247,7 @@ TEST_F(EvalCli, BadInputIsRefused) {
       {m + task("s.jsonl", R"({"ctx": "a", "endings": ["b", "c"], "label": "one"})"), "\"label\" \"one\" is not the index"},
       {m + task("m.jsonl", R"({"ctx": "a", "endings": ["b", "c"]})"), "no \"label\""},
       {m + task("x.jsonl", R"({"ctx": "a", "endings": ["b", ""], "label": 0})"), "ending 1 is not a string of some text"},
-      {m + task("z.jsonl", R"({"ctx": "", "endings": ["b", "c"], "label": 0})"), "an empty context, and bytes (vocabulary 256) has no begin-of-document token"},
+      {m + task("z.jsonl", R"({"ctx": "", "endings": ["b", "c"], "label": 0})"), "an empty context, and bytes (vocabulary 256) stored in '" + m + "' has no begin-of-document token"},
       {m + " --seq-len 8" + task("g.jsonl", R"({"ctx": "a", "endings": ["b", "a long ending"], "label": 0})"),
        "line 1: ending 1 has 14 tokens, more than the 8 of a row (--seq-len)"},
       {m + " --task " + dir.string(), "--task: '"},  // a directory is no task file
