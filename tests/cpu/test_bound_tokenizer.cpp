@@ -145,7 +145,8 @@ TEST_F(TokenizerBound, TheShardsTokenizerGoesWithTheModel) {
 }
 
 // A model trained on a text file stores its bytes tokenizer (the kind alone); one trained on
-// synthetic data or another tool's shards stores none, and --tokenizer chooses as before.
+// synthetic data, or on shards whose tokenizer is not recorded, stores none, and --tokenizer
+// chooses as before.
 TEST_F(TokenizerBound, WithoutOneTheChoiceIsTheUsers) {
   std::ofstream(p("text.txt")) << std::string(400, 'a') + "hello world, hello tokens. ";
   Outcome r = train(p("text.txt"), "bytes");
@@ -159,6 +160,16 @@ TEST_F(TokenizerBound, WithoutOneTheChoiceIsTheUsers) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("is not the tokenizer the model was trained with, bytes (vocabulary 256) stored in"), std::string::npos)
       << r.err;
+
+  // Shards of a tokenize that recorded no tokenizer (before it did): none is stored.
+  ASSERT_EQ(run("tokenize --out " + p("old") + " " + p("text.txt")).exit_code, 0);
+  json manifest = json::parse(bytes(dir / "old" / "manifest.json"));
+  manifest.erase("tokenizer_kind"), manifest.erase("tokenizer_files");
+  std::ofstream(p("old/manifest.json")) << manifest.dump();
+  r = train("'" + p("old") + "/*.bin' --vocab-size 256", "old-ck");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("Tokenizer:"), std::string::npos) << r.out;
+  EXPECT_EQ(read_safetensors(p("old-ck/step_00000004.safetensors"), "test").metadata.count("tokenizer"), 0u);
 
   r = train("synthetic --vocab-size 256", "synthetic");
   ASSERT_EQ(r.exit_code, 0) << r.err;
