@@ -535,8 +535,8 @@ void add_document_flags(CLI::App& app, std::string& documents, std::string& text
 
 bool parse_tokenize_options(const std::vector<std::string>& args, TokenizeOptions& o) {
   CLI::App app{"Text to token-file shards (train_*.bin, val_*.bin) through a tokenizer, each document between BOS and "
-               "EOS, the tokenizer's files beside them (a training run on the shards stores them in its checkpoints), and last "
-               "manifest.json (the shards' and the tokenizer's hashes)",
+               "EOS, the tokenizer's files beside them (a training run on the shards stores them in its "
+               "checkpoints), and last manifest.json (the shards' and the tokenizer's hashes)",
                "tiny_llama tokenize"};
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("files", o.inputs, kCorpusHelp)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
@@ -584,7 +584,8 @@ void add_model_source(CLI::App& app, std::string& model, std::string& save_dir, 
 
 void take_model_source(std::string& model, const std::string& save_dir, const std::string& command) {
   if (!model.empty() && !save_dir.empty())
-    usage_fail("--save-dir: give a checkpoint or --save-dir, not both (got '" + model + "' and --save-dir '" + save_dir + "')");
+    usage_fail("--save-dir: give a checkpoint or --save-dir, not both (got '" + model + "' and --save-dir '" + save_dir +
+               "')");
   if (model.empty() && save_dir.empty()) usage_fail(command + ": give a checkpoint, or --save-dir DIR for its latest");
   if (!save_dir.empty()) model = latest_step_checkpoint(save_dir, "--save-dir");
 }
@@ -596,7 +597,8 @@ bool parse_generate_options(const std::vector<std::string>& args, GenerateOption
                "tiny_llama generate"};
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   std::string device = "cpu", save_dir;
-  add_model_source(app, o.checkpoint, save_dir, "a checkpoint written by --save or --save-dir, or a Hugging Face LLaMA directory");
+  add_model_source(app, o.checkpoint, save_dir,
+                   "a checkpoint written by --save or --save-dir, or a Hugging Face LLaMA directory");
   app.add_option("--tokenizer", o.tokenizer,
                  "bytes, or the .model or tokenizer.json the model was trained with (default: the one the checkpoint "
                  "stores, a directory's own)");
@@ -641,7 +643,8 @@ bool parse_export_options(const std::vector<std::string>& args, ExportOptions& o
   app.add_option("--hf", o.out_dir, "the directory to write")->required();
   app.add_option("--dtype", o.dtype, "bf16 or fp32")->capture_default_str();
   app.add_option("--tokenizer", o.tokenizer,
-                 "bytes, or the .model or tokenizer.json the model was trained with (default: the one the checkpoint stores)");
+                 "bytes, or the .model or tokenizer.json the model was trained with (default: the one the checkpoint "
+                 "stores)");
   if (!parse(app, args)) return false;
   take_model_source(o.checkpoint, save_dir, "export");
   return true;
@@ -654,7 +657,8 @@ bool parse_eval_options(const std::vector<std::string>& args, EvalOptions& o) {
                "tiny_llama eval"};
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   std::string device = "auto", save_dir;
-  add_model_source(app, o.model, save_dir, "a checkpoint written by --save or --save-dir, or a Hugging Face LLaMA directory");
+  add_model_source(app, o.model, save_dir, "a checkpoint written by --save or --save-dir, or a Hugging Face LLaMA "
+                                           "directory");
   app.add_option("--data", o.data,
                  "a text file or token files (a quoted glob): the loss on their validation split, the windows "
                  "training validates on");

@@ -139,7 +139,8 @@ std::string read_tensor_bytes(const SafetensorsFile& file, const SafetensorInfo&
 }
 
 std::vector<float> read_tensor_f32(const SafetensorsFile& file, const SafetensorInfo& t) {
-  if (t.dtype == "U8") usage_fail("'" + file.path + "': tensor '" + t.name + "' holds bytes (U8), not numbers of F32, BF16 or F16");
+  if (t.dtype == "U8")
+    usage_fail("'" + file.path + "': tensor '" + t.name + "' holds bytes (U8), not numbers of F32, BF16 or F16");
   const std::string raw = read_tensor_bytes(file, t);
   std::vector<float> out(size_t(t.numel()));
   for (size_t i = 0; i < out.size(); ++i) {

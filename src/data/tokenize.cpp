@@ -191,7 +191,8 @@ void run_tokenize(const TokenizeOptions& o, std::ostream& log) {
   if (fs::is_directory(o.out_dir, ec)) {
     // What killed runs left here (tokenize's encoded tokens, a shard's temporary) goes first.
     remove_stale_temporaries(o.out_dir, [](const std::string& base) {
-      return base == ".tokens" || base == "tokenizer.model" || base == "tokenizer.json" || base == "tokenizer_config.json" ||
+      return base == ".tokens" || base == "tokenizer.model" || base == "tokenizer.json" ||
+             base == "tokenizer_config.json" ||
              ((base.rfind("train_", 0) == 0 || base.rfind("val_", 0) == 0) && fs::path(base).extension() == ".bin");
     });
     for (const auto& e : fs::directory_iterator(o.out_dir, ec))

@@ -37,8 +37,9 @@ struct TokenizeOptions {
 // out_dir/val_000000.bin, ... are copied from it, each with the hash of its tokens, the tokenizer's
 // files beside them (tokenizer.model; tokenizer.json and its tokenizer_config.json: a training run
 // on the shards stores them in its checkpoints), and last out_dir/manifest.json lists them all:
-// without it (a run that failed or was killed) training refuses the shards. Memory is a batch and 8 bytes per document, whatever the corpus's or a document's size
-// (a JSON-lines record is read whole). A failed run removes what it wrote; a later run removes the
+// without it (a run that failed or was killed) training refuses the shards. Memory is a batch and
+// 8 bytes per document, whatever the corpus's or a document's size (a JSON-lines record is read
+// whole). A failed run removes what it wrote; a later run removes the
 // temporaries of killed ones. Refuses, before writing any shard: a missing tokenizer, an input that
 // is not text (a NUL byte), a JSON-lines record without its text, corrupt or truncated compressed
 // data, an out_dir that exists as a file, already holds token files, or holds a tokenizer file

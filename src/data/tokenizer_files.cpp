@@ -113,7 +113,8 @@ TokenizerFiles tokenizer_files(const Tokenizer& tok) {
   const fs::path config = main.parent_path() / "tokenizer_config.json";  // the reader's BOS and EOS (bpe_tokenizer.h)
   std::error_code ec;
   if (f.kind == TokenizerKind::ByteLevelBpe && fs::is_regular_file(config, ec))
-    f.files.emplace_back("tokenizer_config.json", read_input_file(config.string(), "tokenizer_config.json", kMaxTokenizerFileBytes));
+    f.files.emplace_back("tokenizer_config.json",
+                         read_input_file(config.string(), "tokenizer_config.json", kMaxTokenizerFileBytes));
   return f;
 }
 
