@@ -360,6 +360,12 @@ std::vector<float> import_hf(const std::string& dir_name, const ModelConfig& c, 
 ModelSource read_model_source(const std::string& path, const std::string& flag) {
   ModelSource m;
   m.hf_directory = fs::is_directory(path);
+  std::error_code ec;
+  if (m.hf_directory && !fs::exists(fs::path(path) / "config.json", ec))
+    for (const auto& e : fs::directory_iterator(path, ec))
+      if (e.path().filename().string().rfind("step_", 0) == 0 && e.path().extension() == ".safetensors")
+        usage_fail(flag + ": '" + path + "' is a run's --save-dir, not a Hugging Face directory: give --save-dir " + path +
+                   " for its latest checkpoint");
   if (m.hf_directory) {
     m.config = hf_model_config(path, flag, &m.context);
   } else {

@@ -134,7 +134,11 @@ TEST_F(TokenizerBound, TheShardsTokenizerGoesWithTheModel) {
   EXPECT_EQ(bytes(dir / "tok4" / "tokenizer.model"), bytes(dir / "other.model"));
   EXPECT_FALSE(fs::exists(p("tok4/manifest.json")));
 
-  // Two bad ways of naming the model.
+  // Three bad ways of naming the model.
+  r = run("generate " + p("ck") + gen);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("generate: '" + p("ck") + "' is a run's --save-dir, not a Hugging Face directory: give --save-dir " +
+                       p("ck") + " for its latest checkpoint"), std::string::npos) << r.err;
   r = run("generate " + ckpt + " --save-dir " + p("ck") + gen);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--save-dir: give a checkpoint or --save-dir, not both"), std::string::npos) << r.err;
