@@ -125,6 +125,7 @@ TEST_F(EvalCli, TokenFilesGiveTrainingsNumberToo) {
 TEST_F(EvalCli, UniformModelScoresByHand) {
   auto cpu = make_backend({DeviceKind::Cpu, plan_for_version(1)});
   Llama zero(byte_model(), *cpu, 1, 8);
+  zero.init_weights(0);  // the moments zero too: the arena's earlier contents failed the checkpoint's checks
   zero.write(zero.params(), std::vector<float>(size_t(byte_model().param_count()), 0.0f));
   save_checkpoint((dir / "zero.safetensors").string(), zero, CheckpointInfo{byte_model(), 0, 0, 0, "none", 0, 8});
   std::ofstream(dir / "task.jsonl") << R"({"ctx": "ab", "endings": ["c", "dddd", "ee"], "label": 1})" "\n";
