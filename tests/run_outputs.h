@@ -119,12 +119,12 @@ inline std::string checkpoint_bytes_without_run(const std::filesystem::path& pat
   return bytes;
 }
 
-// Every tensor of a checkpoint but the optimizer's, in file order.
+// Every tensor of a checkpoint but the optimizer's and the tokenizer's files, in file order.
 inline std::vector<float> run_weights(const std::string& ckpt) {
   const SafetensorsFile f = read_safetensors(ckpt, "test");
   std::vector<float> all;
   for (const SafetensorInfo& t : f.tensors)
-    if (t.name.rfind("optimizer.", 0) != 0) {
+    if (t.name.rfind("optimizer.", 0) != 0 && t.dtype != "U8") {
       const std::vector<float> v = read_tensor_f32(f, t);
       all.insert(all.end(), v.begin(), v.end());
     }

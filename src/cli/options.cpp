@@ -516,13 +516,30 @@ bool parse_debug_options(const std::vector<std::string>& args, DebugOptions& o) 
   return true;
 }
 
+namespace {
+
+// The inputs of tokenize and tokenizer-train (src/data/documents.h).
+const char* const kCorpusHelp =
+    "text files, directories of them (recursively), JSON-lines files (.jsonl, .ndjson, .json: a document a record), "
+    "each plain or compressed (.gz, .zst), or - for standard input";
+
+void add_document_flags(CLI::App& app, std::string& documents, std::string& text_field) {
+  app.add_option("--documents", documents,
+                 "a text file is one document (file), a document a line (line), or a JSON record a line (jsonl: "
+                 "the default for .jsonl, .ndjson and .json files; for standard input, say jsonl)")
+      ->capture_default_str();
+  app.add_option("--text-field", text_field, "a JSON-lines record's field that holds its text")->capture_default_str();
+}
+
+}  // namespace
+
 bool parse_tokenize_options(const std::vector<std::string>& args, TokenizeOptions& o) {
-  CLI::App app{"Text files to token-file shards (train_*.bin, val_*.bin) through a tokenizer", "tiny_llama tokenize"};
+  CLI::App app{"Text to token-file shards (train_*.bin, val_*.bin) through a tokenizer, each document between BOS and "
+               "EOS, the tokenizer's files beside them (a training run on the shards stores them in its "
+               "checkpoints), and last manifest.json (the shards' and the tokenizer's hashes)",
+               "tiny_llama tokenize"};
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  app.add_option("files", o.inputs,
-                 "text files, directories of them, JSON-lines files (.jsonl), each plain or compressed (.gz, .zst), "
-                 "or - for standard input")
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("files", o.inputs, kCorpusHelp)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--tokenizer", o.tokenizer,
                  "bytes, a SentencePiece .model (tiny_llama tokenizer-train), or a Hugging Face tokenizer.json "
                  "(byte-level BPE: GPT-2's, LLaMA-3's) or a directory holding one")
@@ -533,36 +550,58 @@ bool parse_tokenize_options(const std::vector<std::string>& args, TokenizeOption
                  "which tokens validate: last (the last of the last files) or docs (whole documents drawn with --seed)")
       ->capture_default_str();
   app.add_option("--seed", o.seed, "--val-split docs: the draw of the validation documents")->capture_default_str();
-  app.add_option("--documents", o.documents,
-                 "a text file is one document (file), a document a line (line), or a JSON record a line (jsonl: "
-                 "the default for .jsonl, .ndjson and .json files)")
-      ->capture_default_str();
-  app.add_option("--text-field", o.text_field, "a JSON-lines file's (.jsonl) field that holds each record's text")
-      ->capture_default_str();
+  add_document_flags(app, o.documents, o.text_field);
   app.add_option("--threads", o.threads, "encoding threads (default: every core)");
   app.add_option("--shard-tokens", o.shard_tokens, "tokens per shard at most")->capture_default_str();
   return parse(app, args);
 }
 
 bool parse_tokenizer_train_options(const std::vector<std::string>& args, TokenizerTrainOptions& o) {
-  CLI::App app{"A SentencePiece tokenizer learned from text files: PREFIX.model and PREFIX.vocab",
+  CLI::App app{"A SentencePiece tokenizer learned from text, taken as tokenize takes it: PREFIX.model and PREFIX.vocab",
                "tiny_llama tokenizer-train"};
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  app.add_option("files", o.inputs, "text files to learn from")->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("files", o.inputs, kCorpusHelp)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--vocab-size", o.vocab_size, "pieces at most (a small corpus may give fewer)")->capture_default_str();
   app.add_option("--out", o.prefix, "the model's path without its extension");
   app.add_option("--model-type", o.model_type, "bpe or unigram")->capture_default_str();
+  add_document_flags(app, o.documents, o.text_field);
+  app.add_option("--input-sentence-size", o.input_sentence_size,
+                 "learn from this many sentences (lines) drawn with --seed, in memory for them alone (0: every one; "
+                 "SentencePiece holds them all)")
+      ->capture_default_str();
+  app.add_option("--seed", o.seed, "the draw of --input-sentence-size")->capture_default_str();
   return parse(app, args);
 }
+
+namespace {
+
+// A model to run: the positional checkpoint or directory, or --save-dir's latest checkpoint, as
+// --resume DIR takes it (one of the two).
+void add_model_source(CLI::App& app, std::string& model, std::string& save_dir, const std::string& what) {
+  app.add_option("checkpoint", model, what);
+  app.add_option("--save-dir", save_dir, "or the latest checkpoint of a run's --save-dir (instead of a checkpoint)");
+}
+
+void take_model_source(std::string& model, const std::string& save_dir, const std::string& command) {
+  if (!model.empty() && !save_dir.empty())
+    usage_fail("--save-dir: give a checkpoint or --save-dir, not both (got '" + model + "' and --save-dir '" + save_dir +
+               "')");
+  if (model.empty() && save_dir.empty()) usage_fail(command + ": give a checkpoint, or --save-dir DIR for its latest");
+  if (!save_dir.empty()) model = latest_step_checkpoint(save_dir, "--save-dir");
+}
+
+}  // namespace
 
 bool parse_generate_options(const std::vector<std::string>& args, GenerateOptions& o) {
   CLI::App app{"Text from a checkpoint, streamed as it is made (a key/value cache, one token at a time)",
                "tiny_llama generate"};
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  std::string device = "cpu";
-  app.add_option("checkpoint", o.checkpoint, "a checkpoint written by --save, or a Hugging Face LLaMA directory")->required();
+  std::string device = "cpu", save_dir;
+  add_model_source(app, o.checkpoint, save_dir,
+                   "a checkpoint written by --save or --save-dir, or a Hugging Face LLaMA directory");
   app.add_option("--tokenizer", o.tokenizer,
-                 "bytes, or the .model or tokenizer.json the model was trained with (a directory's own by default)");
+                 "bytes, or the .model or tokenizer.json the model was trained with (default: the one the checkpoint "
+                 "stores, a directory's own)");
   CLI::Option* prompt = app.add_option("--prompt", o.prompt, "the text to continue (\"\": from the begin-of-document token)");
   std::string prompt_tokens;
   app.add_option("--prompt-tokens", prompt_tokens, "or token ids, e.g. 1,42,7");
@@ -575,6 +614,7 @@ bool parse_generate_options(const std::vector<std::string>& args, GenerateOption
   app.add_option("--device", device, "cpu or cuda (fp32 on both)")->capture_default_str();
   app.add_flag("!--no-cache", o.cache, "recompute the whole window for every token (to measure what the cache saves)");
   if (!parse(app, args)) return false;
+  take_model_source(o.checkpoint, save_dir, "generate");
   o.prompt_given = prompt->count() > 0;
   if (o.seed > uint64_t(INT64_MAX))  // --seed -1 parses as 2^64 - 1
     usage_fail("--seed: must be in [0, 9223372036854775807] (got " + std::to_string(o.seed) + ")");
@@ -598,11 +638,16 @@ bool parse_export_options(const std::vector<std::string>& args, ExportOptions& o
   CLI::App app{"A checkpoint as a Hugging Face transformers directory (LlamaForCausalLM and its tokenizer)",
                "tiny_llama export"};
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  app.add_option("checkpoint", o.checkpoint, "a checkpoint written by --save")->required();
+  std::string save_dir;
+  add_model_source(app, o.checkpoint, save_dir, "a checkpoint written by --save or --save-dir");
   app.add_option("--hf", o.out_dir, "the directory to write")->required();
   app.add_option("--dtype", o.dtype, "bf16 or fp32")->capture_default_str();
-  app.add_option("--tokenizer", o.tokenizer, "bytes, or the .model or tokenizer.json the model was trained with");
-  return parse(app, args);
+  app.add_option("--tokenizer", o.tokenizer,
+                 "bytes, or the .model or tokenizer.json the model was trained with (default: the one the checkpoint "
+                 "stores)");
+  if (!parse(app, args)) return false;
+  take_model_source(o.checkpoint, save_dir, "export");
+  return true;
 }
 
 bool parse_eval_options(const std::vector<std::string>& args, EvalOptions& o) {
@@ -611,8 +656,9 @@ bool parse_eval_options(const std::vector<std::string>& args, EvalOptions& o) {
                "(HellaSwag's JSON lines), in fp32 on the CPU or a GPU",
                "tiny_llama eval"};
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  std::string device = "auto";
-  app.add_option("model", o.model, "a checkpoint written by --save, or a Hugging Face LLaMA directory")->required();
+  std::string device = "auto", save_dir;
+  add_model_source(app, o.model, save_dir, "a checkpoint written by --save or --save-dir, or a Hugging Face LLaMA "
+                                           "directory");
   app.add_option("--data", o.data,
                  "a text file or token files (a quoted glob): the loss on their validation split, the windows "
                  "training validates on");
@@ -620,8 +666,8 @@ bool parse_eval_options(const std::vector<std::string>& args, EvalOptions& o) {
   app.add_option("--task", o.tasks, "a multiple-choice task in HellaSwag's JSON lines (ctx, endings, label); repeatable")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--tokenizer", o.tokenizer,
-                 "the tasks' tokenizer: bytes, or the .model or tokenizer.json the model was trained with (a "
-                 "directory's own by default)");
+                 "the tasks' tokenizer: bytes, or the .model or tokenizer.json the model was trained with (default: "
+                 "the one the checkpoint stores, a directory's own)");
   app.add_option("--batch-size", o.batch, "windows, or task rows, a forward")->capture_default_str();
   app.add_option("--seq-len", o.seq_len,
                  "tokens a window (default: the length the model was trained at, a directory's "
@@ -629,6 +675,7 @@ bool parse_eval_options(const std::vector<std::string>& args, EvalOptions& o) {
   app.add_option("--device", device, "auto, cpu or cuda (fp32 on both)")->capture_default_str();
   app.add_option("--json", o.json_path, "write the results and every task example's tokens and scores");
   if (!parse(app, args)) return false;
+  take_model_source(o.model, save_dir, "eval");
   if (device == "auto") o.device = DeviceKind::Auto;
   else if (device == "cpu") o.device = DeviceKind::Cpu;
   else if (device == "cuda") o.device = DeviceKind::Cuda;

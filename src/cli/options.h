@@ -9,6 +9,7 @@
 #include "bench/kernels.h"
 #include "bench/validate.h"
 #include "data/tokenize.h"
+#include "data/tokenizer_train.h"
 #include "train/evaluate.h"
 #include "train/generation.h"
 #include "train/hf.h"

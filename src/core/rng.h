@@ -43,6 +43,7 @@ enum RngStream : uint64_t {
   kStreamSampling = 0x5A3B1E,   // the draws of text generation (src/model/generate.h)
   kStreamShuffle = 0x5A0FF1E,   // the order of the training windows (--shuffle, src/data/loader.h)
   kStreamValidation = 0x7A1D,   // the documents that validate (tokenize --val-split docs, src/data/tokenize.h)
+  kStreamSentences = 0x5E27,    // the lines tokenizer-train samples (--input-sentence-size, src/data/tokenizer_train.h)
 };
 
 // A permutation of [0, n) drawn from (seed, stream, epoch), evaluated one index at a time with no

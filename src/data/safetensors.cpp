@@ -24,6 +24,7 @@ constexpr int kMaxDepth = 8;                     // the format nests three deep
 int dtype_bytes(const std::string& dtype) {
   if (dtype == "F32") return 4;
   if (dtype == "BF16" || dtype == "F16") return 2;
+  if (dtype == "U8") return 1;
   return 0;
 }
 
@@ -100,7 +101,7 @@ SafetensorsFile read_safetensors(const std::string& path, const std::string& fla
         v["data_offsets"].size() != 2)
       bad("has " + where + " without a string dtype, an array shape and two data_offsets");
     t.dtype = v["dtype"].get<std::string>();
-    if (!dtype_bytes(t.dtype)) bad("has " + where + " of dtype " + t.dtype + " (this build reads F32, BF16, F16)");
+    if (!dtype_bytes(t.dtype)) bad("has " + where + " of dtype " + t.dtype + " (this build reads F32, BF16, F16, U8)");
     int64_t numel = 1;
     for (const json& d : v["shape"]) {
       if (!d.is_number_unsigned() || d.get<uint64_t>() > (uint64_t(1) << 40)) bad("has " + where + " with a bad dimension");
@@ -129,11 +130,18 @@ SafetensorsFile read_safetensors(const std::string& path, const std::string& fla
   return f;
 }
 
-std::vector<float> read_tensor_f32(const SafetensorsFile& file, const SafetensorInfo& t) {
+std::string read_tensor_bytes(const SafetensorsFile& file, const SafetensorInfo& t) {
   std::ifstream in(file.path, std::ios::binary);
-  std::vector<char> raw(t.end - t.begin);
+  std::string raw(t.end - t.begin, '\0');
   in.seekg(std::streamoff(file.data_start + t.begin));
   if (!in.read(raw.data(), std::streamsize(raw.size()))) usage_fail("'" + file.path + "': cannot read tensor '" + t.name + "'");
+  return raw;
+}
+
+std::vector<float> read_tensor_f32(const SafetensorsFile& file, const SafetensorInfo& t) {
+  if (t.dtype == "U8")
+    usage_fail("'" + file.path + "': tensor '" + t.name + "' holds bytes (U8), not numbers of F32, BF16 or F16");
+  const std::string raw = read_tensor_bytes(file, t);
   std::vector<float> out(size_t(t.numel()));
   for (size_t i = 0; i < out.size(); ++i) {
     if (t.dtype == "F32") {

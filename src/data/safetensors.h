@@ -12,7 +12,7 @@
 namespace tt {
 
 struct SafetensorInfo {
-  std::string name, dtype;  // dtype: F32, BF16 or F16
+  std::string name, dtype;  // dtype: F32, BF16, F16, or U8 (bytes: a checkpoint's tokenizer files)
   std::vector<int64_t> shape;
   uint64_t begin = 0, end = 0;  // bytes into the data
   int64_t numel() const;
@@ -28,8 +28,10 @@ struct SafetensorsFile {
 
 // UsageError naming `flag`, the file and the rule it breaks.
 SafetensorsFile read_safetensors(const std::string& path, const std::string& flag);
-// A tensor's values as fp32 (bf16 and fp16 widened exactly).
+// A tensor's values as fp32 (bf16 and fp16 widened exactly); UsageError for U8.
 std::vector<float> read_tensor_f32(const SafetensorsFile& file, const SafetensorInfo& t);
+// A tensor's bytes as they are in the file.
+std::string read_tensor_bytes(const SafetensorsFile& file, const SafetensorInfo& t);
 
 struct TensorOut {
   std::string name;

@@ -87,11 +87,59 @@ uint64_t TokenHash::value() const {
   return h.h_;
 }
 
-void write_shard_manifest(const std::string& dir, const std::vector<ShardRecord>& shards, const std::string& tokenizer) {
-  nlohmann::json list = nlohmann::json::array();
+namespace {
+
+uint64_t hash_of(const std::string& bytes) {
+  TokenHash h;
+  h.add(bytes.data(), bytes.size());
+  return h.value();
+}
+
+}  // namespace
+
+void write_shard_manifest(const std::string& dir, const std::vector<ShardRecord>& shards, const std::string& tokenizer,
+                          const TokenizerFiles& tokenizer_files) {
+  nlohmann::json list = nlohmann::json::array(), files = nlohmann::json::array();
   for (const ShardRecord& s : shards) list.push_back({{"file", s.file}, {"tokens", s.tokens}, {"hash", hex(s.hash)}});
-  const nlohmann::json m = {{"written_by", "tiny_llama tokenize"}, {"tokenizer", tokenizer}, {"shards", list}};
+  for (const auto& [name, bytes] : tokenizer_files.files)
+    files.push_back({{"file", name}, {"bytes", bytes.size()}, {"hash", hex(hash_of(bytes))}});
+  const nlohmann::json m = {{"written_by", "tiny_llama tokenize"}, {"tokenizer", tokenizer},
+                            {"tokenizer_kind", tokenizer_kind_name(tokenizer_files.kind)}, {"tokenizer_files", files},
+                            {"shards", list}};
   write_file_atomic((std::filesystem::path(dir) / kShardManifest).string(), [&](std::ostream& out) { out << m.dump(1) << "\n"; });
+}
+
+std::optional<TokenizerFiles> recorded_tokenizer(const std::string& dir, const std::string& flag) {
+  const std::string manifest = (std::filesystem::path(dir) / kShardManifest).string();
+  std::error_code ec;
+  if (!std::filesystem::exists(manifest, ec)) return std::nullopt;
+  const nlohmann::json m = read_json_file(manifest, flag, size_t(64) << 20);
+  const nlohmann::json& kind = json_member(m, "tokenizer_kind");
+  if (kind.is_null()) return std::nullopt;  // written before tokenize recorded its tokenizer
+  TokenizerFiles f;
+  if (!kind.is_string() || !tokenizer_kind_named(kind.get<std::string>(), &f.kind))
+    bad(flag, manifest, "has a tokenizer_kind that names no tokenizer this build reads (" + json_brief(kind) + ")");
+  const nlohmann::json& listed = json_member(m, "tokenizer_files");
+  if (!listed.is_array()) bad(flag, manifest, "has no list of tokenizer_files");
+  // Only the kind's own names are read, in the manifest's directory: never a path it names.
+  for (const TokenizerFileName& name : tokenizer_file_names(f.kind)) {
+    const nlohmann::json* entry = nullptr;
+    for (const nlohmann::json& e : listed)
+      if (json_member(e, "file") == name.name) entry = &e;
+    if (!entry) {
+      if (name.required) bad(flag, manifest, "lists no " + name.name + " of its " + kind.get<std::string>() + " tokenizer");
+      continue;
+    }
+    const std::string path = (std::filesystem::path(dir) / name.name).string();
+    std::string bytes = read_input_file(path, flag, size_t(256) << 20);
+    if (json_member(*entry, "bytes") != bytes.size() || json_member(*entry, "hash") != hex(hash_of(bytes)))
+      bad(flag, path, "has changed since tokenize copied it beside the shards: " + std::to_string(bytes.size()) +
+                          " bytes of hash " + hex(hash_of(bytes)) + ", where " + manifest + " records " +
+                          json_brief(json_member(*entry, "bytes")) + " of hash " + json_brief(json_member(*entry, "hash")));
+    f.files.emplace_back(name.name, std::move(bytes));
+  }
+  if (listed.size() != f.files.size()) bad(flag, manifest, "lists tokenizer_files that are not its tokenizer's");
+  return f;
 }
 
 TokenFile::TokenFile(const std::string& path, int vocab, const std::string& flag) : path_(path), vocab_(vocab) {

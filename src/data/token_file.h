@@ -13,8 +13,11 @@
 // would kill the process with SIGBUS.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "data/tokenizer_files.h"
 
 namespace tt {
 
@@ -50,8 +53,15 @@ struct ShardRecord {
   int64_t tokens;
   uint64_t hash;     // TokenHash of its tokens
 };
-// dir/manifest.json, written whole or not at all: the shards and the tokenizer (its description).
-void write_shard_manifest(const std::string& dir, const std::vector<ShardRecord>& shards, const std::string& tokenizer);
+// dir/manifest.json, written whole or not at all: the shards, the tokenizer (its description, its
+// kind, and its files, which tokenize copies into dir: their names, sizes and hashes).
+void write_shard_manifest(const std::string& dir, const std::vector<ShardRecord>& shards, const std::string& tokenizer,
+                          const TokenizerFiles& tokenizer_files);
+// The tokenizer dir/manifest.json records, its files read from dir and checked against their
+// sizes and hashes; nullopt for a directory without a manifest, or a manifest written before
+// tokenize recorded its tokenizer. UsageError naming `flag` for a file changed since, a missing
+// one, or a record this build does not read.
+std::optional<TokenizerFiles> recorded_tokenizer(const std::string& dir, const std::string& flag);
 
 class TokenFile {
  public:

@@ -21,9 +21,10 @@
 #include "core/files.h"
 #include "core/json_input.h"
 #include "core/rng.h"
-#include "data/text_input.h"
+#include "data/documents.h"
 #include "data/token_file.h"
 #include "data/tokenizer.h"
+#include "data/tokenizer_files.h"
 
 namespace tt {
 
@@ -31,182 +32,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A document is encoded a piece at a time (its memory bounded whatever its length): pieces of at
-// most kPieceBytes, cut where the tokenizer encodes the parts as it does the whole (cut_point);
-// a run of text with no such place is cut every kRunBytes. Pieces are encoded in batches of
-// kBatchBytes, shared among the threads (the batch does not grow with --threads).
-constexpr size_t kPieceBytes = size_t(1) << 20;
-constexpr size_t kRunBytes = size_t(64) << 10;
-constexpr size_t kLookahead = 8;  // bytes read past a piece, to see what follows a cut
+// Pieces (src/data/documents.h) are encoded in batches of kBatchBytes, shared among the threads
+// (the batch does not grow with --threads).
 constexpr size_t kBatchBytes = size_t(16) << 20;
-constexpr size_t kMaxJsonLineBytes = size_t(1) << 30;  // a JSON-lines record is read whole
-
-// The inputs: files, directories' regular files (recursively, in name order), and "-", standard
-// input (once).
-std::vector<std::string> input_files(const std::vector<std::string>& inputs) {
-  std::vector<std::string> files;
-  for (const std::string& in : inputs) {
-    if (in == "-") {
-      if (std::count(files.begin(), files.end(), "-")) usage_fail("tokenize: '-' (standard input) is given twice");
-      files.push_back(in);
-      continue;
-    }
-    std::error_code ec;
-    if (fs::is_directory(in, ec)) {
-      std::vector<std::string> found;
-      for (auto it = fs::recursive_directory_iterator(in, ec); !ec && it != fs::recursive_directory_iterator();
-           it.increment(ec))
-        if (it->is_regular_file(ec)) found.push_back(it->path().string());
-      if (ec) usage_fail("tokenize: cannot read the directory '" + in + "': " + ec.message());
-      std::sort(found.begin(), found.end());
-      files.insert(files.end(), found.begin(), found.end());
-      continue;
-    }
-    struct stat st {};
-    if (::stat(in.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
-      usage_fail("tokenize: '" + in + "' is not a regular file or a directory (or does not exist)");
-    files.push_back(in);
-  }
-  if (files.empty()) usage_fail("tokenize: the inputs hold no file");
-  return files;
-}
-
-// JSON lines by name (compressed too: corpus.jsonl.zst), or for every input with --documents jsonl.
-bool is_json_lines(const std::string& path, const TokenizeOptions& o) {
-  if (o.documents == "jsonl") return true;
-  fs::path p(path);
-  if (p.extension() == ".gz" || p.extension() == ".zst") p = p.stem();
-  const std::string ext = p.extension().string();
-  return ext == ".jsonl" || ext == ".ndjson" || ext == ".json";
-}
-
-bool ascii_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
-bool ascii_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-
-// Where `text` (more than max bytes of a document) is cut: the last space at most max bytes in that
-// follows an ASCII character other than a space and comes before an ASCII letter. No pattern here
-// joins the characters on its two sides into one word (GPT-2's and LLaMA-3's: the word before ends
-// at that character, " letters..." starts the next; SentencePiece's words start at each space), so
-// the pieces encode as the whole does (Tokenizer::encode_more). A run without one (base64, text
-// without spaces) is cut at a character's start kRunBytes in, its tokens there the two parts'.
-size_t cut_point(const std::string& text, size_t max) {
-  for (size_t i = std::min(max, text.size() - 2); i >= 1; --i)
-    if (text[i] == ' ' && ascii_letter(text[i + 1]) && !ascii_space(text[i - 1]) && uint8_t(text[i - 1]) < 0x80) return i;
-  size_t i = kRunBytes;
-  while (i > kRunBytes - 4 && (uint8_t(text[i]) & 0xC0) == 0x80) --i;  // not inside a UTF-8 character
-  return i;
-}
-
-// A piece of a document's text, and whether it is the document's first and last.
-struct Piece {
-  std::string text;
-  bool first = false, last = false;
-};
-
-// The documents of the inputs, a piece at a time: a text file whole (--documents file) or a
-// document a line (empty lines are none), a JSON-lines file a record a line (its text field;
-// empty texts are none). Text holds no NUL byte.
-class Documents {
- public:
-  Documents(std::vector<std::string> inputs, const TokenizeOptions& o) : inputs_(std::move(inputs)), o_(o) {}
-
-  bool next(Piece& piece) {
-    if (!in_document_) {
-      if (!start_document()) return false;
-      in_document_ = true, first_ = true;
-    }
-    if (!complete_ && buffer_.size() < kPieceBytes + kLookahead) fill();
-    const size_t cut = complete_ && buffer_.size() <= kPieceBytes ? buffer_.size() : cut_point(buffer_, kPieceBytes);
-    piece.text.assign(buffer_, 0, cut);
-    buffer_.erase(0, cut);
-    piece.first = first_, first_ = false;
-    piece.last = complete_ && buffer_.empty();
-    if (piece.text.find('\0') != std::string::npos) usage_fail("tokenize: " + where() + " is not text (it holds a NUL byte)");
-    if (piece.last) {
-      in_document_ = false;
-      if (mode_ == Mode::File) close_input();  // the file was the document
-    }
-    return true;
-  }
-  uint64_t raw_bytes() const { return raw_done_ + (in_ ? in_->raw_bytes_read() : 0); }
-  size_t inputs() const { return inputs_.size(); }
-
- private:
-  enum class Mode { File, Line, Json };
-
-  // The next document's first bytes into buffer_ (all of them: complete_): false at the inputs' end.
-  bool start_document() {
-    for (;;) {
-      if (!in_) {
-        if (next_input_ == inputs_.size()) return false;
-        const std::string& path = inputs_[next_input_++];
-        in_ = std::make_unique<TextInput>(path);
-        mode_ = is_json_lines(path, o_) ? Mode::Json : o_.documents == "line" ? Mode::Line : Mode::File;
-        line_ = 0;
-        buffer_.clear();
-        if (mode_ == Mode::File) {
-          complete_ = false;
-          return true;  // a file is one document, even empty
-        }
-      }
-      if (in_->at_end()) {
-        close_input();
-        continue;
-      }
-      ++line_;
-      buffer_.clear();
-      if (mode_ == Mode::Line) {
-        complete_ = in_->read_line(buffer_, kPieceBytes + kLookahead);
-        if (!buffer_.empty()) return true;
-        continue;
-      }
-      if (!in_->read_line(buffer_, kMaxJsonLineBytes))
-        usage_fail("tokenize: " + where() + " is longer than 1 GiB: a JSON-lines record is read whole");
-      if (buffer_.empty()) continue;
-      buffer_ = record_text(buffer_);
-      complete_ = true;
-      if (!buffer_.empty()) return true;
-    }
-  }
-  // More of the current document: up to a piece and what follows it.
-  void fill() {
-    const size_t have = buffer_.size(), want = kPieceBytes + kLookahead;
-    if (mode_ == Mode::Line) {
-      complete_ = in_->read_line(buffer_, want);
-      return;
-    }
-    buffer_.resize(want);  // Mode::File (the other modes read a document whole)
-    const size_t got = in_->read(buffer_.data() + have, want - have);
-    buffer_.resize(have + got);
-    complete_ = got < want - have;
-  }
-  void close_input() {
-    raw_done_ += in_->raw_bytes_read();
-    in_.reset();
-  }
-  std::string where() const {
-    return "'" + (in_ ? in_->name() : inputs_[next_input_ - 1]) + "'" + (mode_ != Mode::File ? " line " + std::to_string(line_) : "");
-  }
-  std::string record_text(const std::string& line) const {
-    const nlohmann::json record = parse_json_input(line, "tokenize: " + where());
-    if (!record.is_object())
-      usage_fail("tokenize: " + where() + " is not a JSON object (a JSON-lines file holds one a line)");
-    const nlohmann::json& text = json_member(record, o_.text_field);
-    if (!text.is_string())
-      usage_fail("tokenize: " + where() + " has no string field \"" + o_.text_field + "\" (--text-field)");
-    return text.get<std::string>();
-  }
-
-  std::vector<std::string> inputs_;
-  const TokenizeOptions& o_;
-  size_t next_input_ = 0;
-  std::unique_ptr<TextInput> in_;
-  Mode mode_ = Mode::File;
-  int64_t line_ = 0;
-  std::string buffer_;  // the current document's bytes read and not yet handed out
-  bool in_document_ = false, first_ = false, complete_ = false;
-  uint64_t raw_done_ = 0;
-};
 
 // Every document's tokens, BOS first (unless it is EOS) and EOS last where the tokenizer has
 // them, in the width of the shards, written in input order to one temporary file as batches of
@@ -356,16 +184,16 @@ void run_tokenize(const TokenizeOptions& o, std::ostream& log) {
     usage_fail("--val-fraction: must be in [0, 1)");
   if (o.shard_tokens <= 0 || o.shard_tokens > INT32_MAX) usage_fail("--shard-tokens: must be in [1, 2147483647]");
   if (o.val_split != "last" && o.val_split != "docs") usage_fail("--val-split: last or docs (got '" + o.val_split + "')");
-  if (o.documents != "file" && o.documents != "line" && o.documents != "jsonl")
-    usage_fail("--documents: file, line or jsonl (got '" + o.documents + "')");
+  check_document_format({o.documents, o.text_field});
   if (o.threads < 0 || o.threads > 1024) usage_fail("--threads: 0 (every core) to 1024");
   std::error_code ec;
   check_writable_directory(o.out_dir, "--out");  // before any work
   if (fs::is_directory(o.out_dir, ec)) {
     // What killed runs left here (tokenize's encoded tokens, a shard's temporary) goes first.
     remove_stale_temporaries(o.out_dir, [](const std::string& base) {
-      return base == ".tokens" || ((base.rfind("train_", 0) == 0 || base.rfind("val_", 0) == 0) &&
-                                   fs::path(base).extension() == ".bin");
+      return base == ".tokens" || base == "tokenizer.model" || base == "tokenizer.json" ||
+             base == "tokenizer_config.json" ||
+             ((base.rfind("train_", 0) == 0 || base.rfind("val_", 0) == 0) && fs::path(base).extension() == ".bin");
     });
     for (const auto& e : fs::directory_iterator(o.out_dir, ec))
       if (e.path().extension() == ".bin")
@@ -373,10 +201,20 @@ void run_tokenize(const TokenizeOptions& o, std::ostream& log) {
                    "): choose an empty directory, so that old shards do not mix with new ones");
   }
   const std::unique_ptr<Tokenizer> tok = Tokenizer::load(o.tokenizer, "--tokenizer");
-  const std::vector<std::string> files = input_files(o.inputs);
-  uint64_t input_bytes = 0;  // for the progress line; unknown (0) with standard input
-  for (const std::string& f : files) input_bytes += f == "-" ? 0 : fs::file_size(f, ec);
-  if (std::count(files.begin(), files.end(), "-")) input_bytes = 0;
+  // Its files go beside the shards (the manifest records them), unless the same ones are there.
+  const TokenizerFiles tok_files = tokenizer_files(*tok);
+  std::vector<std::pair<std::string, const std::string*>> to_copy;
+  for (const auto& [name, bytes] : tok_files.files) {
+    const std::string there = (fs::path(o.out_dir) / name).string();
+    if (!fs::exists(there, ec)) {
+      to_copy.emplace_back(there, &bytes);
+    } else if (!fs::is_regular_file(there, ec) || fs::file_size(there, ec) != bytes.size() ||
+               read_input_file(there, "--out", bytes.size()) != bytes) {
+      usage_fail("--out: '" + o.out_dir + "' holds a " + name + " that is not the tokenizer's (" + tok->describe() +
+                 "), which tokenize copies beside the shards: choose an empty directory");
+    }
+  }
+  const std::vector<std::string> files = input_files(o.inputs, "tokenize");
   const int threads = o.threads > 0 ? o.threads : int(std::max(1u, std::thread::hardware_concurrency()));
 
   const bool created = !fs::exists(o.out_dir, ec);
@@ -386,26 +224,29 @@ void run_tokenize(const TokenizeOptions& o, std::ostream& log) {
   e.path = (fs::path(o.out_dir) / (".tokens.tmp." + std::to_string(::getpid()))).string();
   e.wide = tok->vocab_size() > 65536;
   std::vector<ShardRecord> written;
-  // Whatever happens, the temporary file goes; a run that fails takes back its shards (the
-  // manifest, written last, is what makes them usable: a run killed before it leaves none a
+  std::vector<std::string> copied;  // the tokenizer's files
+  // Whatever happens, the temporary file goes; a run that fails takes back its shards and copies
+  // (the manifest, written last, is what makes them usable: a run killed before it leaves none a
   // training run accepts) and a directory it made.
   struct Cleanup {
     const Encoded& e;
     const std::string& dir;
     const std::vector<ShardRecord>& written;
+    const std::vector<std::string>& copied;
     bool created, done = false;
     ~Cleanup() {
       std::remove(e.path.c_str());
       if (done) return;
       std::error_code ignored;
       for (const ShardRecord& s : written) fs::remove(fs::path(dir) / s.file, ignored);
+      for (const std::string& c : copied) fs::remove(c, ignored);
       if (created) fs::remove(dir, ignored);  // only while empty
     }
-  } cleanup{e, o.out_dir, written, created};
+  } cleanup{e, o.out_dir, written, copied, created};
   const auto start = std::chrono::steady_clock::now();
-  Documents docs(files, o);
+  Documents docs(files, {o.documents, o.text_field}, "tokenize");
   try {
-    encode_all(docs, *tok, threads, input_bytes, e);
+    encode_all(docs, *tok, threads, input_bytes(files), e);
   } catch (const std::bad_alloc&) {
     fail(fmt::format("tokenize: out of memory with {} thread(s), each encoding a piece of at most {} MiB of a document "
                      "(batches of {} MiB; a JSON-lines record is read whole): give fewer --threads, or split the "
@@ -436,7 +277,11 @@ void run_tokenize(const TokenizeOptions& o, std::ostream& log) {
   write_shards(o.out_dir, "train", e, train_ranges, o.shard_tokens, written);
   const size_t train_shards = written.size();
   if (val > 0) write_shards(o.out_dir, "val", e, val_ranges, o.shard_tokens, written);
-  write_shard_manifest(o.out_dir, written, tok->describe());
+  for (const auto& [there, bytes] : to_copy) {
+    copied.push_back(there);
+    write_file_atomic(there, [&](std::ostream& out) { out << *bytes; });
+  }
+  write_shard_manifest(o.out_dir, written, tok->describe(), tok_files);
   cleanup.done = true;
   log << fmt::format("Tokenizer: {}\n", tok->describe());
   log << fmt::format("{} files, {} documents, {} bytes -> {} tokens: {} to train in {} shard(s), {} to validate{} in {} "
@@ -452,13 +297,6 @@ void run_tokenize(const TokenizeOptions& o, std::ostream& log) {
   log << fmt::format("{:.1f} MB of text in {:.2f} s: {:.1f} MB/s on {} thread(s)\n", e.bytes / 1e6, seconds,
                      e.bytes / 1e6 / std::max(seconds, 1e-9), threads);
   log << fmt::format("Train on them with: --data '{}/*.bin' --vocab-size {}\n", o.out_dir, tok->vocab_size());
-}
-
-void run_tokenizer_train(const TokenizerTrainOptions& o, std::ostream& log) {
-  if (o.prefix.empty()) usage_fail("--out: give the prefix of the model files (writes PREFIX.model, PREFIX.vocab)");
-  train_sentencepiece(o.inputs, o.vocab_size, o.prefix, o.model_type);
-  const std::unique_ptr<Tokenizer> tok = Tokenizer::load(o.prefix + ".model", "--out");
-  log << fmt::format("Wrote {0}.model and {0}.vocab: {1}\n", o.prefix, tok->describe());
 }
 
 }  // namespace tt

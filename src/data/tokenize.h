@@ -1,6 +1,5 @@
-// `tiny_llama tokenize`: text files in, token-file shards out (src/data/token_file.h), through
-// a tokenizer (src/data/tokenizer.h); and `tiny_llama tokenizer-train`, which makes a
-// SentencePiece model from text files.
+// `tiny_llama tokenize`: text in (src/data/documents.h), token-file shards out
+// (src/data/token_file.h), through a tokenizer (src/data/tokenizer.h).
 #pragma once
 #include <cstdint>
 #include <ostream>
@@ -35,21 +34,16 @@ struct TokenizeOptions {
 // each document as BOS, its tokens, EOS (where the tokenizer has them; BOS left out where it is
 // EOS, as GPT-2's <|endoftext|> is, which then stands once between documents) to one temporary
 // file in out_dir; then the split is chosen and the shards out_dir/train_000000.bin, ... and
-// out_dir/val_000000.bin, ... are copied from it, each with the hash of its tokens, and last
-// out_dir/manifest.json lists them: without it (a run that failed or was killed) training refuses
-// the shards. Memory is a batch and 8 bytes per document, whatever the corpus's or a document's size
-// (a JSON-lines record is read whole). A failed run removes what it wrote; a later run removes the
+// out_dir/val_000000.bin, ... are copied from it, each with the hash of its tokens, the tokenizer's
+// files beside them (tokenizer.model; tokenizer.json and its tokenizer_config.json: a training run
+// on the shards stores them in its checkpoints), and last out_dir/manifest.json lists them all:
+// without it (a run that failed or was killed) training refuses the shards. Memory is a batch and
+// 8 bytes per document, whatever the corpus's or a document's size (a JSON-lines record is read
+// whole). A failed run removes what it wrote; a later run removes the
 // temporaries of killed ones. Refuses, before writing any shard: a missing tokenizer, an input that
 // is not text (a NUL byte), a JSON-lines record without its text, corrupt or truncated compressed
-// data, an out_dir that exists as a file or already holds token files.
+// data, an out_dir that exists as a file, already holds token files, or holds a tokenizer file
+// other than the tokenizer's.
 void run_tokenize(const TokenizeOptions& o, std::ostream& log);
-
-struct TokenizerTrainOptions {
-  std::vector<std::string> inputs;
-  int vocab_size = 8000;
-  std::string prefix;  // writes prefix.model and prefix.vocab
-  std::string model_type = "bpe";
-};
-void run_tokenizer_train(const TokenizerTrainOptions& o, std::ostream& log);
 
 }  // namespace tt

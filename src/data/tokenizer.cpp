@@ -1,14 +1,12 @@
 #include "data/tokenizer.h"
 
 #include <sentencepiece_processor.h>
-#include <sentencepiece_trainer.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <thread>
 #include <unordered_map>
 
 #include "core/error.h"
@@ -310,55 +308,6 @@ std::string sentencepiece_tokenizer_json(const std::string& model_path) {
                                              {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}})}}},
       {"model", is_unigram(sp) ? unigram_model(sp) : bpe_model(sp)}};
   return tokenizer.dump(1);
-}
-
-void train_sentencepiece(const std::vector<std::string>& inputs, int vocab_size, const std::string& prefix,
-                         const std::string& model_type) {
-  if (inputs.empty()) usage_fail("tokenizer-train: give the text files to learn from");
-  if (vocab_size < 260 || vocab_size > 1000000)
-    usage_fail("--vocab-size: must be in [260, 1000000]: the 256 byte tokens and the special ones come first");
-  if (model_type != "bpe" && model_type != "unigram")
-    usage_fail("--model-type: must be bpe or unigram (got '" + model_type + "')");
-  std::string files;
-  std::vector<std::pair<std::string, std::string>> input_flags;
-  for (const std::string& f : inputs) {
-    struct stat st {};
-    if (::stat(f.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) usage_fail("tokenizer-train: '" + f + "' is not a file");
-    if (f.find(',') != std::string::npos) usage_fail("tokenizer-train: '" + f + "': file names with a comma are not taken");
-    files += (files.empty() ? "" : ",") + f;
-    input_flags.emplace_back("the input", f);
-  }
-  // The outputs are checked before any work, never an input, and written whole or not at all
-  // by the writer every output uses: SentencePiece hands the model over in memory.
-  const std::string model_path = prefix + ".model", vocab_path = prefix + ".vocab";
-  check_writable(model_path, "--out");
-  check_writable(vocab_path, "--out");
-  check_distinct_paths({{"--out", model_path}, {"--out", vocab_path}}, input_flags);
-  // Token 0 unknown, 1 begins a document, 2 ends one, as LLaMA's; every byte has a token. Each
-  // argument is a value of its own (a path with spaces stays one path).
-  const std::unordered_map<std::string, std::string> args = {
-      {"input", files}, {"vocab_size", std::to_string(vocab_size)}, {"model_type", model_type},
-      {"byte_fallback", "true"}, {"character_coverage", "1.0"}, {"normalization_rule_name", "identity"},
-      {"remove_extra_whitespaces", "false"}, {"split_digits", "true"}, {"hard_vocab_limit", "false"},
-      {"unk_id", "0"}, {"bos_id", "1"}, {"eos_id", "2"}, {"pad_id", "-1"}, {"minloglevel", "2"},
-      {"num_threads", std::to_string(std::max(1u, std::thread::hardware_concurrency()))}};
-  std::string proto;
-  const auto st = sentencepiece::SentencePieceTrainer::Train(args, nullptr, &proto);
-  if (!st.ok()) {
-    const std::string why = st.ToString();
-    const size_t at = why.find("Vocabulary size is smaller than required_chars. ");
-    if (at != std::string::npos)  // "... required_chars. 300 vs 312. ...": the corpus needs more
-      usage_fail("--vocab-size: " + std::to_string(vocab_size) + " is too small for this corpus: its characters and " +
-                 "the byte and special tokens need more (SentencePiece: " +
-                 why.substr(at + 48, why.find('.', at + 48) - at - 48) + ")");
-    usage_fail("tokenizer-train: SentencePiece failed: " + why);
-  }
-  sentencepiece::SentencePieceProcessor sp;
-  if (!sp.LoadFromSerializedProto(proto).ok()) fail("tokenizer-train: SentencePiece returned a model it cannot load");
-  write_file_atomic(model_path, [&](std::ostream& out) { out << proto; });
-  write_file_atomic(vocab_path, [&](std::ostream& out) {  // SentencePiece's .vocab: a piece and its score a line
-    for (int i = 0; i < sp.GetPieceSize(); ++i) out << sp.IdToPiece(i) << '\t' << sp.GetScore(i) << '\n';
-  });
 }
 
 }  // namespace tt

@@ -1,7 +1,7 @@
 // Text to tokens and back. Three kinds:
 //   bytes          each byte is a token (vocabulary 256), no model file: the simplest path;
 //   SentencePiece  a .model file (the tokenizer family LLaMA and LLaMA-2 use), made from the
-//                  user's corpus by train_sentencepiece (`tiny_llama tokenizer-train`): byte-pair
+//                  user's corpus by `tiny_llama tokenizer-train` (data/tokenizer_train.h): byte-pair
 //                  encoding, unknown bytes spelled as byte tokens, the text kept as it is (no
 //                  normalization, whitespace and newlines preserved), so decode(encode(t)) == t;
 //   byte-level BPE a Hugging Face tokenizer.json of GPT-2's or LLaMA-3's kind, as users bring
@@ -70,11 +70,5 @@ std::unique_ptr<Tokenizer> model_tokenizer(const std::string& spec, const std::s
 // piece's score, as transformers' converter derives them); a unigram model a Unigram model, the
 // pieces with their scores. Its encoding is SentencePiece's (tests/gpu/test_gpu_tokenizers.cpp).
 std::string sentencepiece_tokenizer_json(const std::string& model_path);
-
-// Trains a SentencePiece model on the text files `inputs`: writes prefix.model and
-// prefix.vocab. `vocab_size` is an upper bound for a small corpus (the model says how many
-// pieces it has). `model_type` is "bpe" or "unigram". UsageError for bad input.
-void train_sentencepiece(const std::vector<std::string>& inputs, int vocab_size, const std::string& prefix,
-                         const std::string& model_type);
 
 }  // namespace tt

@@ -30,6 +30,7 @@ namespace {
 
 constexpr const char* kFormat = "tiny_llama";
 constexpr const char* kFormatVersion = "1";
+const std::string kTokenizerPrefix = "tokenizer/";  // tensors of the tokenizer's files: tokenizer/tokenizer.model
 
 // Every tensor a checkpoint of this config holds: (name, entry), in file order.
 struct Expected {
@@ -134,9 +135,25 @@ Header read_header(const std::string& path, const std::string& flag) {
           std::none_of(stored.begin(), stored.end(), [&](const TrainFlag* f) { return f->name() == name; }))
         bad(flag, path, "its recipe holds '" + name.substr(0, 64) + "', not a stored flag of this build");
   }
+  // The tokenizer's files: the kind's own names, bytes each, those it must have present.
+  size_t tokenizer_tensors = 0;
+  if (const auto it = meta.find("tokenizer"); it != meta.end()) {
+    TokenizerKind kind;
+    if (!tokenizer_kind_named(it->second, &kind))
+      bad(flag, path, "metadata 'tokenizer' names no tokenizer this build reads ('" + it->second.substr(0, 64) + "')");
+    h.info.tokenizer = it->second;
+    for (const TokenizerFileName& name : tokenizer_file_names(kind)) {
+      const SafetensorInfo* t = h.file.find(kTokenizerPrefix + name.name);
+      if (!t && name.required) bad(flag, path, "tensor '" + kTokenizerPrefix + name.name + "' of its tokenizer is missing");
+      if (t && (t->dtype != "U8" || t->shape.size() != 1))
+        bad(flag, path, "tensor '" + t->name + "' is not the bytes of a file (U8, one dimension)");
+      tokenizer_tensors += t != nullptr;
+    }
+  }
   const std::vector<Expected> expected = expected_tensors(h.info.config);
-  if (h.file.tensors.size() != expected.size())
-    bad(flag, path, "holds " + std::to_string(h.file.tensors.size()) + " tensors, expected " + std::to_string(expected.size()));
+  if (h.file.tensors.size() != expected.size() + tokenizer_tensors)
+    bad(flag, path, "holds " + std::to_string(h.file.tensors.size()) + " tensors, expected " +
+                        std::to_string(expected.size() + tokenizer_tensors));
   for (const Expected& e : expected) {
     const SafetensorInfo* t = h.file.find(e.name);
     if (!t) bad(flag, path, "tensor '" + e.name + "' is missing");
@@ -152,13 +169,31 @@ CheckpointInfo read_checkpoint_info(const std::string& path, const std::string& 
   return read_header(path, flag).info;
 }
 
-void save_checkpoint(const std::string& path, Llama& model, const CheckpointInfo& info) {
+std::optional<TokenizerFiles> read_checkpoint_tokenizer(const std::string& path, const std::string& flag) {
+  const Header h = read_header(path, flag);
+  if (h.info.tokenizer.empty()) return std::nullopt;
+  TokenizerFiles f;
+  tokenizer_kind_named(h.info.tokenizer, &f.kind);  // checked by read_header
+  for (const TokenizerFileName& name : tokenizer_file_names(f.kind))
+    if (const SafetensorInfo* t = h.file.find(kTokenizerPrefix + name.name))
+      f.files.emplace_back(name.name, read_tensor_bytes(h.file, *t));
+  return f;
+}
+
+void save_checkpoint(const std::string& path, Llama& model, const CheckpointInfo& info, const TokenizerFiles* tokenizer) {
   const ModelConfig& c = model.config();
   const int64_t P = c.param_count();
   json header;
   for (const Expected& e : expected_tensors(c)) {
     const uint64_t begin = (uint64_t(e.which) * P + e.offset) * 4;
     header[e.name] = {{"dtype", "F32"}, {"shape", e.shape}, {"data_offsets", {begin, begin + e.numel * 4}}};
+  }
+  static const TokenizerFiles none;
+  uint64_t end = uint64_t(3) * P * 4;  // the tokenizer's files after the model's tensors
+  for (const auto& [name, bytes] : (tokenizer ? *tokenizer : none).files) {
+    header[kTokenizerPrefix + name] = {{"dtype", "U8"}, {"shape", json::array({bytes.size()})},
+                                       {"data_offsets", {end, end + bytes.size()}}};
+    end += bytes.size();
   }
   header["__metadata__"] = {{"format", kFormat},
                             {"format_version", kFormatVersion},
@@ -171,6 +206,7 @@ void save_checkpoint(const std::string& path, Llama& model, const CheckpointInfo
                             {"seq_len", std::to_string(info.seq_len)},
                             {"run", info.run_id},
                             {"recipe", info.recipe.dump()}};
+  if (tokenizer) header["__metadata__"]["tokenizer"] = tokenizer_kind_name(tokenizer->kind);
   std::string text = header.dump();
   text.resize((text.size() + 7) / 8 * 8, ' ');  // data starts 8-byte aligned
   // Tensor by tensor: the host holds one tensor at a time, not three copies of the model. Every
@@ -199,6 +235,8 @@ void save_checkpoint(const std::string& path, Llama& model, const CheckpointInfo
     out.write(reinterpret_cast<const char*>(len), 8);
     out.write(text.data(), std::streamsize(text.size()));
     emit([&](const std::vector<float>& v) { out.write(reinterpret_cast<const char*>(v.data()), std::streamsize(v.size() * 4)); });
+    if (tokenizer)
+      for (const auto& [name, bytes] : tokenizer->files) out.write(bytes.data(), std::streamsize(bytes.size()));
   });
 }
 

@@ -10,13 +10,18 @@
 // taken), data_position (sequences consumed), data (which data and windows), config (the
 // model configuration as JSON), seed, seq_len, run (the run's identity: a fresh run draws one, a
 // resumed run keeps its checkpoint's), recipe (the run's stored flags as a JSON object of typed
-// values, src/train/train_flags.h).
+// values, src/train/train_flags.h), and where the model was trained on a known tokenizer,
+// tokenizer (its kind: "bytes", "sentencepiece", "byte-level-bpe"; src/data/tokenizer_files.h).
+// The tokenizer's files, where its kind has any, follow the model's tensors as U8 tensors
+// "tokenizer/<file name>" [bytes]: tokenizer.model; tokenizer.json and tokenizer_config.json.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "data/tokenizer_files.h"
 #include "model/config.h"
 #include "model/llama.h"
 
@@ -35,10 +40,18 @@ struct CheckpointInfo {
   // The recipe it was trained with, {"--batch-size": 8, ...} (empty in checkpoints older than it):
   // a resume restores the values it is not given, checked like the user's.
   nlohmann::json recipe = nlohmann::json::object();
+  // The kind of the tokenizer it stores ("" for none: older checkpoints, synthetic data, other
+  // tools' shards); its files are read by read_checkpoint_tokenizer.
+  std::string tokenizer;
 };
 
-// Writes atomically (temporary file, then rename).
-void save_checkpoint(const std::string& path, Llama& model, const CheckpointInfo& info);
+// Writes atomically (temporary file, then rename), with `tokenizer` where given (info.tokenizer is
+// not read: the files say it).
+void save_checkpoint(const std::string& path, Llama& model, const CheckpointInfo& info,
+                     const TokenizerFiles* tokenizer = nullptr);
+
+// The tokenizer a checkpoint stores (nullopt: none). UsageError naming `flag` for a bad file.
+std::optional<TokenizerFiles> read_checkpoint_tokenizer(const std::string& path, const std::string& flag);
 
 // Reads and checks the header (format, offsets, every expected tensor with its shape, file
 // size). Throws UsageError naming `flag` (the command's way of giving the checkpoint) and what

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "data/tokenizer.h"
+#include "train/bound_tokenizer.h"
 #include "parallel/world.h"
 #include "train/hf.h"
 
@@ -84,12 +85,14 @@ EvalResult run_eval(const EvalOptions& o, std::ostream& out) {
       usage_fail(fmt::format("--data: '{}' is a text file, whose tokens are its bytes (vocabulary 256); the model's "
                              "vocabulary is {}: give the token files it was trained on", o.data, c.vocab_size));
     data = make_data_source(o.data, c.vocab_size, o.batch, r.seq_len, 0);
+    if (!source.hf_directory) check_data_tokenizer(o.data, o.model, "eval");
     r.windows = o.val_tokens > 0 ? validation_windows(o.val_tokens, r.seq_len, *data) : data->all_validation_windows();
     for (const std::string& f : data_files(o.data)) inputs.emplace_back("--data", f);
   }
   std::vector<Task> tasks;
   if (!o.tasks.empty()) {
-    const std::unique_ptr<Tokenizer> tok = model_tokenizer(o.tokenizer, source.hf_directory ? o.model : "", c.vocab_size);
+    const std::unique_ptr<Tokenizer> tok =
+        model_source_tokenizer(o.tokenizer, o.model, source.hf_directory, c.vocab_size, "eval").tokenizer;
     for (const std::string& path : o.tasks) {
       tasks.push_back(load_task(path, *tok));
       check_task_fits(tasks.back(), r.seq_len);

@@ -33,7 +33,7 @@ struct EvalOptions {
   std::string data;                // a text file or token files: the loss on their validation split
   int64_t val_tokens = 0;          // the split's first N tokens (0: all of it)
   std::vector<std::string> tasks;  // multiple-choice task files
-  std::string tokenizer;           // the tasks' (default: the directory's, or bytes for a vocabulary of 256)
+  std::string tokenizer;           // the tasks' (default: the checkpoint's or the directory's, else bytes for 256)
   int batch = 8;                   // windows, or task rows, a forward
   int seq_len = 0;                 // 0: the model's context (the length it was trained at), else 2048
   DeviceKind device = DeviceKind::Auto;

@@ -14,6 +14,7 @@
 #include "data/tokenizer.h"
 #include "model/generate.h"
 #include "model/llama.h"
+#include "train/bound_tokenizer.h"
 #include "train/hf.h"
 
 namespace tt {
@@ -72,7 +73,8 @@ std::vector<Generated> run_generate(const GenerateOptions& o, std::ostream& out)
   const ModelSource source = read_model_source(o.checkpoint, "generate");
   const ModelConfig& c = source.config;
   const int context = source.context > 0 ? source.context : 2048;
-  const std::unique_ptr<Tokenizer> tok = model_tokenizer(o.tokenizer, source.hf_directory ? o.checkpoint : "", c.vocab_size);
+  const BoundTokenizer bound = model_source_tokenizer(o.tokenizer, o.checkpoint, source.hf_directory, c.vocab_size, "generate");
+  const std::unique_ptr<Tokenizer>& tok = bound.tokenizer;
   std::vector<std::vector<int32_t>> prompts;
   const int given = int(o.prompt_given) + int(!o.prompts_file.empty()) + int(!o.prompt_tokens.empty());
   if (given != 1) usage_fail("generate: give one of --prompt, --prompt-tokens or --prompts-file");
@@ -169,6 +171,7 @@ std::vector<Generated> run_generate(const GenerateOptions& o, std::ostream& out)
                                     : fmt::format("{} sequences, {} new tokens", B, generated);
   out << fmt::format("\n[{}: first token after {:.1f} ms, then {:.1f} tokens/s on the {} (fp32, {})]\n", what, first_ms,
                      rate, cuda ? "GPU" : "CPU", o.cache ? "key/value cache" : "no cache: the window recomputed each token");
+  if (bound.stored) out << "[tokenizer: " << tok->describe() << "]\n";
   if (positions > context)
     out << fmt::format("[beyond the model's context of {} tokens (its training length) each token saw the last {}: a "
                        "sliding window]\n", context, context);

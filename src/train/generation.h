@@ -12,7 +12,7 @@ namespace tt {
 
 struct GenerateOptions {
   std::string checkpoint;
-  std::string tokenizer;                // "bytes", a SentencePiece .model; empty: bytes for a vocabulary of 256
+  std::string tokenizer;                // "bytes", a .model or tokenizer.json; empty: the checkpoint's (or directory's), else bytes for 256
   std::string prompt, prompts_file;     // text, or a file of prompts (one a line)
   bool prompt_given = false;            // --prompt was given (an empty one starts from BOS alone)
   std::vector<int32_t> prompt_tokens;   // or token ids

@@ -18,6 +18,7 @@
 #include "data/tokenizer.h"
 #include "model/llama.h"
 #include "model/params.h"
+#include "train/bound_tokenizer.h"
 #include "train/checkpoint.h"
 
 namespace tt {
@@ -59,7 +60,7 @@ void write_json(const fs::path& path, const json& j) {
 // transformers turns into the post-processor; tokenizer.json's is the same, for the tokenizers
 // library alone), and no EOS last (a prompt goes on). EOS pads. No model_max_length: RoPE has no
 // length limit, and transformers then sets none.
-void write_tokenizer(const fs::path& dir, const Tokenizer& tok) {
+void write_tokenizer(const fs::path& dir, const Tokenizer& tok, const TokenizerFiles& files) {
   const int start = document_start(tok);
   json config = {{"tokenizer_class", "PreTrainedTokenizerFast"}, {"clean_up_tokenization_spaces", false},
                  {"add_bos_token", start >= 0}, {"add_eos_token", false}};
@@ -78,14 +79,15 @@ void write_tokenizer(const fs::path& dir, const Tokenizer& tok) {
       break;
     }
     case TokenizerKind::SentencePiece: {
-      fs::copy_file(tok.path(), dir / "tokenizer.model", fs::copy_options::overwrite_existing);
-      const std::string tokenizer_json = sentencepiece_tokenizer_json(tok.path());  // what most of the ecosystem reads first
+      write_file_atomic((dir / "tokenizer.model").string(), [&](std::ostream& out) { out << *files.find("tokenizer.model"); });
+      // What most of the ecosystem reads first.
+      const std::string tokenizer_json = sentencepiece_tokenizer_json((dir / "tokenizer.model").string());
       write_file_atomic((dir / "tokenizer.json").string(), [&](std::ostream& out) { out << tokenizer_json << "\n"; });
       config.update({{"unk_token", "<unk>"}, {"legacy", false}, {"sp_model_kwargs", json::object()}});
       break;
     }
     case TokenizerKind::ByteLevelBpe: {
-      nlohmann::ordered_json file = nlohmann::ordered_json::parse(read_input_file(tok.path(), "--tokenizer", size_t(256) << 20));
+      nlohmann::ordered_json file = nlohmann::ordered_json::parse(*files.find("tokenizer.json"));
       file["post_processor"] = bos_post_processor(start >= 0 ? tok.special_name(start) : "", start);
       write_file_atomic((dir / "tokenizer.json").string(), [&](std::ostream& out) { out << file.dump(1) << "\n"; });
       break;
@@ -106,7 +108,7 @@ void rope_rows_to_hf(std::vector<float>& rows, int heads, int d, int64_t cols) {
 void rope_rows_from_hf(std::vector<float>& rows, int heads, int d, int64_t cols) { permute_rows(rows, heads, d, cols, false); }
 
 namespace {
-void write_export(const ExportOptions& o, const CheckpointInfo& info, const Tokenizer& tok, const fs::path& dir);
+void write_export(const ExportOptions& o, const CheckpointInfo& info, const BoundTokenizer& tok, const fs::path& dir);
 }  // namespace
 
 void export_hf(const ExportOptions& o, std::ostream& log) {
@@ -114,7 +116,8 @@ void export_hf(const ExportOptions& o, std::ostream& log) {
   if (o.out_dir.empty()) usage_fail("--hf: give the directory to write");
   const CheckpointInfo info = read_checkpoint_info(o.checkpoint, "export");
   const ModelConfig& c = info.config;
-  const std::unique_ptr<Tokenizer> tok = model_tokenizer(o.tokenizer, "", c.vocab_size);
+  const BoundTokenizer bound = model_source_tokenizer(o.tokenizer, o.checkpoint, false, c.vocab_size, "export");
+  const std::unique_ptr<Tokenizer>& tok = bound.tokenizer;
   // The directory is written whole or not at all: into a sibling, which then takes its name. An
   // existing one may hold an earlier export's files only (they are replaced, none is left over).
   std::error_code ec;
@@ -145,7 +148,7 @@ void export_hf(const ExportOptions& o, std::ostream& log) {
   if (ec) usage_fail("--hf: cannot create '" + staging.string() + "': " + ec.message());
   const fs::path old = parent / (out.filename().string() + ".old." + std::to_string(::getpid()));
   try {
-    write_export(o, info, *tok, staging);
+    write_export(o, info, bound, staging);
     if (fs::exists(out)) fs::rename(out, old);
     fs::rename(staging, out);
     fs::remove_all(old, ec);
@@ -164,8 +167,9 @@ void export_hf(const ExportOptions& o, std::ostream& log) {
 
 namespace {
 
-void write_export(const ExportOptions& o, const CheckpointInfo& info, const Tokenizer& tok, const fs::path& dir) {
+void write_export(const ExportOptions& o, const CheckpointInfo& info, const BoundTokenizer& bound, const fs::path& dir) {
   const ModelConfig& c = info.config;
+  const Tokenizer& tok = *bound.tokenizer;
 
   auto be = make_backend({DeviceKind::Cpu, plan_for_version(1)});
   Llama model(c, *be, 1, 1);
@@ -193,7 +197,7 @@ void write_export(const ExportOptions& o, const CheckpointInfo& info, const Toke
               {"pad_token_id", eos}, {"torch_dtype", dtype}, {"dtype", dtype}});
   write_json(dir / "generation_config.json", {{"bos_token_id", special}, {"eos_token_id", eos}, {"pad_token_id", eos},
                                               {"do_sample", true}, {"temperature", 0.8}, {"max_length", context}});
-  write_tokenizer(dir, tok);
+  write_tokenizer(dir, tok, bound.files);
 }
 
 }  // namespace
@@ -356,6 +360,12 @@ std::vector<float> import_hf(const std::string& dir_name, const ModelConfig& c, 
 ModelSource read_model_source(const std::string& path, const std::string& flag) {
   ModelSource m;
   m.hf_directory = fs::is_directory(path);
+  std::error_code ec;
+  if (m.hf_directory && !fs::exists(fs::path(path) / "config.json", ec))
+    for (const auto& e : fs::directory_iterator(path, ec))
+      if (e.path().filename().string().rfind("step_", 0) == 0 && e.path().extension() == ".safetensors")
+        usage_fail(flag + ": '" + path + "' is a run's --save-dir, not a Hugging Face directory: give --save-dir " + path +
+                   " for its latest checkpoint");
   if (m.hf_directory) {
     m.config = hf_model_config(path, flag, &m.context);
   } else {

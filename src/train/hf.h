@@ -23,7 +23,7 @@ class Llama;
 struct ExportOptions {
   std::string checkpoint, out_dir;
   std::string dtype = "bf16";  // bf16 or fp32
-  std::string tokenizer;       // "bytes", a SentencePiece .model; empty: bytes for a vocabulary of 256
+  std::string tokenizer;       // "bytes", a .model or tokenizer.json; empty: the checkpoint's, else bytes for a vocabulary of 256
 };
 void export_hf(const ExportOptions& o, std::ostream& log);
 

@@ -109,7 +109,9 @@ const std::vector<TrainFlag> kFlags = {
      "a multiple-choice task (HellaSwag's JSON lines) scored with every validation: acc_norm on the log line, acc and "
      "acc_norm in the metrics",
      G::Training, kPath | kAgreed, +[](TrainOptions& o) -> std::string& { return o.eval_task; }},
-    {"--tokenizer", "the data's tokenizer, which --eval-task's text goes through: bytes, a .model or a tokenizer.json",
+    {"--tokenizer",
+     "the data's tokenizer (bytes, a .model or a tokenizer.json; default: the one tokenize recorded beside the shards, "
+     "bytes for a text file), stored in the checkpoints; --eval-task's text goes through it",
      G::Training, kPath, +[](TrainOptions& o) -> std::string& { return o.tokenizer; }},
 
     // The run: train alone.

@@ -20,6 +20,7 @@
 #include "parallel/world.h"
 #include "model/llama.h"
 #include "trace/cupti_trace.h"
+#include "train/bound_tokenizer.h"
 #include "train/flops.h"
 #include "train/checkpoint.h"
 #include "data/loader.h"
@@ -140,6 +141,7 @@ struct CheckedRun {
   std::vector<float> initial;  // --init-from's weights (none: drawn from the seed)
   std::string run_id;          // stored in its checkpoints: a new run's own, or the resumed one's
   std::vector<Task> tasks;     // --eval-task's
+  std::optional<BoundTokenizer> tokenizer;  // the data's, stored in the checkpoints (none: unknown)
   bool on_gpu = false, wants_profile = false;
 };
 
@@ -168,8 +170,12 @@ CheckedRun check_run(const TrainOptions& o) {
                                                           : read_checkpoint_params(o.init_from, o.model, "--init-from");
   std::vector<std::pair<std::string, std::string>> inputs = {{"--resume", o.resume_path}};
   for (const std::string& f : data_files(o.data)) inputs.emplace_back("--data", f);
+  const bool init_from_checkpoint = !o.init_from.empty() && !std::filesystem::is_directory(o.init_from);
+  c.tokenizer = training_tokenizer(o.tokenizer, o.data, init_from_checkpoint ? o.init_from : o.resume_path,
+                                   init_from_checkpoint ? "--init-from" : "--resume", o.model.vocab_size);
   if (!o.eval_task.empty()) {
-    c.tasks.push_back(load_task(o.eval_task, *model_tokenizer(o.tokenizer, "", o.model.vocab_size), "--eval-task"));
+    c.tasks.push_back(load_task(o.eval_task, c.tokenizer ? *c.tokenizer->tokenizer : *model_tokenizer("", "", o.model.vocab_size),
+                                "--eval-task"));
     check_task_fits(c.tasks.back(), o.seq_len);
     inputs.emplace_back("--eval-task", o.eval_task);
   }
@@ -340,6 +346,9 @@ void TrainingRun::describe_run() {
   r_.world_size = comm_->size();
   r_.flops_per_step = training_flops(o_.model, o_.step_sequences(comm_->size()), o_.seq_len);
   print_header(log, {o_, r_, *backend_, c_.resume, !comm_->solo(), c_.world.launcher, comm_->name(), model_->reduce_dtype()});
+  if (c_.tokenizer)
+    log << "Tokenizer: " << c_.tokenizer->tokenizer->describe()
+        << (o_.save_path.empty() && o_.save_dir.empty() ? "" : ", stored in the checkpoints") << "\n";
   if (o_.profile_memory && comm_->rank() == 0)
     report_memory(log, (std::filesystem::path(o_.profile_dir) / "memory.csv").string(), *model_);
   peak_ = backend_->is_cuda() ? peak_flops(backend_->name(), precision_name(o_.backend.plan)) : 0;
@@ -487,10 +496,11 @@ nlohmann::json TrainingRun::metrics_line(const StepRecord* s, std::optional<doub
 void TrainingRun::save(int64_t step) {
   CheckpointInfo info{o_.model, step, c_.data->position(), c_.data->epoch(), c_.data->identity(), o_.seed, o_.seq_len,
                       c_.run_id, recipe_of(o_)};
-  if (!o_.save_path.empty()) save_checkpoint(o_.save_path, *model_, info);
+  const TokenizerFiles* tokenizer = c_.tokenizer ? &c_.tokenizer->files : nullptr;
+  if (!o_.save_path.empty()) save_checkpoint(o_.save_path, *model_, info, tokenizer);
   if (o_.save_dir.empty()) return;
   if (comm_->rank() == 0) make_save_dir();
-  save_checkpoint(step_checkpoint_path(o_.save_dir, step), *model_, info);
+  save_checkpoint(step_checkpoint_path(o_.save_dir, step), *model_, info, tokenizer);
   if (comm_->rank() == 0) remove_older_step_checkpoints(o_.save_dir, o_.keep_last, c_.run_id);
 }
 

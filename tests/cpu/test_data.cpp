@@ -21,6 +21,7 @@
 #include "data/tokenize.h"
 #include "run_outputs.h"
 #include "data/tokenizer.h"
+#include "data/tokenizer_train.h"
 #include "train/checkpoint.h"
 #include "data/loader.h"
 #include "train/trainer.h"
@@ -265,15 +266,17 @@ std::string corpus_text() {
   return s + "caf\xc3\xa9 na\xc3\xafve 12345\n";
 }
 
-// tokenizer-train says one line: SentencePiece's trainer log (its progress, its settings) is not
-// printed.
-TEST_F(RealData, TokenizerTrainPrintsOneLine) {
+// tokenizer-train says what it read and what it wrote: SentencePiece's trainer log (its progress,
+// its settings) is not printed.
+TEST_F(RealData, TokenizerTrainSaysWhatItReadAndWrote) {
   const std::string corpus = write("corpus.txt", corpus_text());
   const Outcome r = run_binary("tokenizer-train --vocab-size 300 --out " + path("quiet") + " " + corpus, dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "");
-  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
-  EXPECT_EQ(r.out.rfind("Wrote ", 0), 0u) << r.out;
+  EXPECT_EQ(r.out, "Read 1 files, 1 documents, " + std::to_string(corpus_text().size()) +
+                       " bytes: 401 lines, 401 sentences for SentencePiece\nWrote " +
+                       path("quiet") + ".model and " + path("quiet") + ".vocab: SentencePiece " + path("quiet") +
+                       ".model (vocabulary 300)\n");
 }
 
 TEST_F(RealData, SentencePieceTrainsAndRoundTripsExactly) {

@@ -15,6 +15,7 @@
 #include "cpu/gradcheck.h"
 #include "data/safetensors.h"
 #include "data/tokenizer.h"
+#include "data/tokenizer_train.h"
 #include "model/llama.h"
 #include "train/checkpoint.h"
 #include "train/hf.h"

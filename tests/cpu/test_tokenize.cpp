@@ -4,7 +4,8 @@
 // tokenize's remedy when memory runs out anyway); compressed (.gz, .zst) and piped input give
 // the shards of the plain file; --val-split docs stays near the fraction or says why; a run that
 // fails (a full disk) or is killed leaves no shards a training run accepts, a shard changed
-// since tokenize wrote it is refused, and temporaries of dead runs go.
+// since tokenize wrote it is refused, and temporaries of dead runs go. tokenizer-train takes the
+// same inputs, cuts what SentencePiece would drop, samples and shows progress on a terminal.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -289,6 +290,79 @@ TEST_F(Tokenize, FailedRunsLeaveNothingATrainingRunAccepts) {
   EXPECT_FALSE(fs::exists(p("again/.tokens.tmp." + std::to_string(dead))));
   EXPECT_FALSE(fs::exists(p("again/train_000000.bin.tmp." + std::to_string(dead))));
   EXPECT_TRUE(fs::exists(p("again/.tokens.tmp." + std::to_string(::getpid()))));
+}
+
+// tokenize --help and tokenizer-train --help say what they take.
+TEST_F(Tokenize, HelpSaysWhatItTakes) {
+  for (const char* command : {"tokenize", "tokenizer-train"}) {
+    const Outcome r = run_binary(std::string(command) + " --help", dir);
+    EXPECT_EQ(r.exit_code, 0);
+    for (const char* words : {"directories of them (recursively)", "JSON-lines files (.jsonl, .ndjson, .json: a document a record)",
+                              "compressed (.gz, .zst)", "- for standard input", "--documents", "a document a line (line)",
+                              "--text-field"})
+      EXPECT_NE(r.out.find(words), std::string::npos) << command << ": " << words << "\n" << r.out;
+  }
+}
+
+// tokenizer-train takes what tokenize takes: a directory, JSON lines and compressed files give the
+// model of the same text as one plain file, and so does standard input. Lines SentencePiece would
+// drop without a word (longer than 4192 bytes; holding U+2047) are cut and said: the words only
+// they hold become pieces. --input-sentence-size samples with --seed; a terminal sees progress.
+TEST_F(Tokenize, TokenizerTrainTakesTheCorpusTokenizeTakes) {
+  const std::string text = varied_text(200000, 7);
+  std::string long_lines;  // lines of 12,000 bytes, their words nowhere else
+  for (int line = 0; line < 20; ++line) {
+    for (int w = 0; long_lines.size() < size_t(12000) * (line + 1); ++w) long_lines += w % 3 ? "zebra " : "quagga ";
+    long_lines.back() = '\n';
+  }
+  const std::string reserved = "kept \xE2\x81\x87 around\n";
+  const std::string all = text + "\n" + long_lines + reserved;
+  write("all.txt", all);
+  fs::create_directories(p("corpus/sub"));
+  write("corpus/a.txt.gz", gzip(text + "\n"));
+  write("corpus/sub/b.jsonl.zst", zstd(json{{"text", long_lines}}.dump() + "\n" + json{{"text", reserved}}.dump() + "\n"));
+  auto model = [&](const std::string& out, const std::string& args, const std::string& prefix = "") {
+    const Outcome r = run_binary("tokenizer-train --vocab-size 400 --out " + p(out) + " " + args, dir, prefix);
+    EXPECT_EQ(r.exit_code, 0) << args << ": " << r.err;
+    EXPECT_EQ(r.err, "") << "no progress without a terminal";
+    return std::make_pair(bytes(p(out + ".model")), r.out);
+  };
+  const auto [plain, said] = model("plain", p("all.txt"));
+  EXPECT_NE(said.find("20 lines longer than 4192 bytes (SentencePiece's longest sentence: it drops longer lines) were cut "
+                      "at spaces into sentences"), std::string::npos) << said;
+  EXPECT_NE(said.find("U+2047, which SentencePiece reserves (it drops a line holding it), was left out 1 time(s)"),
+            std::string::npos) << said;
+  EXPECT_NE(bytes(p("plain.vocab")).find("\xE2\x96\x81quagga\t"), std::string::npos) << "the long lines' words are learned";
+  EXPECT_EQ(model("dir", p("corpus")).first, plain) << "a directory of .gz and JSON lines in .zst";
+  EXPECT_EQ(model("pipe", "-", "cat " + p("all.txt") + " | ").first, plain);
+
+  const auto [sampled, sampled_said] = model("s1", "--input-sentence-size 300 --seed 1 " + p("all.txt"));
+  EXPECT_NE(sampled_said.find("Learned from 300 of the "), std::string::npos) << sampled_said;
+  EXPECT_NE(sampled, plain);
+  EXPECT_EQ(model("s1again", "--input-sentence-size 300 --seed 1 " + p("all.txt")).first, sampled);
+  EXPECT_NE(model("s2", "--input-sentence-size 300 --seed 2 " + p("all.txt")).first, sampled);
+
+  // On a terminal (script(1) gives the command one), a progress line on stderr.
+  if (std::system("command -v script >/dev/null 2>&1") == 0) {
+    const std::string command = std::string(TT_BINARY) + " tokenizer-train --vocab-size 400 --out " + p("tty") + " " + p("all.txt");
+    ASSERT_EQ(std::system(("script -qec '" + command + "' /dev/null >" + p("tty.out")).c_str()), 0);
+    const std::string shown = bytes(p("tty.out"));
+    EXPECT_NE(shown.find("\rtokenizer-train: 0.4 MB read of 0.4, "), std::string::npos) << shown;
+    EXPECT_NE(shown.find(" lines: SentencePiece learns its pieces"), std::string::npos) << shown;
+  }
+
+  // Refused before any output: a file that is not text, a bad sample size or document format.
+  write("nul.txt", std::string("text\0more", 9));
+  for (const auto& [args, words] : std::vector<std::pair<std::string, std::string>>{
+           {p("nul.txt"), "'" + p("nul.txt") + "' is not text (it holds a NUL byte)"},
+           {"--input-sentence-size -1 " + p("all.txt"), "--input-sentence-size: 0 (every sentence) or more"},
+           {"--documents lines " + p("all.txt"), "--documents: file, line or jsonl (got 'lines')"},
+           {p("missing"), "tokenizer-train: '" + p("missing") + "' is not a regular file or a directory"}}) {
+    const Outcome r = run_binary("tokenizer-train --vocab-size 400 --out " + p("bad") + " " + args, dir);
+    EXPECT_EQ(r.exit_code, 2) << args;
+    EXPECT_NE(r.err.find(words), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(p("bad.model")));
+  }
 }
 
 }  // namespace

@@ -59,6 +59,10 @@ std::vector<std::string> seeds(const fs::path& dir) {
   out.push_back("{\"ctx\": \"A man sits on a roof. he\", \"endings\": [\"fixes it.\", \"flies.\"], \"label\": 0}\n"
                 "{\"context\": \"She  \", \"endings\": [\"a\", \"b\", \"c\"], \"label\": \"2\"}\n");
   out.push_back(hf.tokenizer_config);
+  // A checkpoint that stores its tokenizer (a SentencePiece model) after its tensors.
+  const TokenizerFiles stored{TokenizerKind::SentencePiece, {{"tokenizer.model", hf.tokenizer_model}}};
+  save_checkpoint((dir / "ckt").string(), m, CheckpointInfo{c, 3, 17, 0, "tokens", 42, 4, "0123456789abcdef", {}}, &stored);
+  out.push_back(slurp(dir / "ckt"));
   return out;
 }
 

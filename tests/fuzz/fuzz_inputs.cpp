@@ -15,6 +15,8 @@
 #include "data/token_file.h"
 #include "data/tokenize.h"
 #include "data/tokenizer.h"
+#include "data/tokenizer_files.h"
+#include "data/tokenizer_train.h"
 #include "model/llama.h"
 #include "train/checkpoint.h"
 #include "data/loader.h"
@@ -103,11 +105,18 @@ void run_case(const uint8_t* data, size_t size, const std::string& path) {
   try {
     const SafetensorsFile f = read_safetensors(path, "--fuzz");
     for (const SafetensorInfo& t : f.tensors)
-      if (t.numel() <= (1 << 20)) read_tensor_f32(f, t);
+      if (t.numel() <= (1 << 20)) t.dtype == "U8" ? void(read_tensor_bytes(f, t)) : void(read_tensor_f32(f, t));
   } catch (const UsageError&) {
   }
   try {
     read_checkpoint_info(path);
+  } catch (const UsageError&) {
+  }
+  try {  // a checkpoint's stored tokenizer, loaded as generate loads it
+    if (const std::optional<TokenizerFiles> files = read_checkpoint_tokenizer(path, "--fuzz")) {
+      const auto tok = load_tokenizer_files(*files, "stored in the case", "--fuzz");
+      tok->decode(tok->encode("the lazy dog"));
+    }
   } catch (const UsageError&) {
   }
   try {

@@ -12,6 +12,7 @@
 
 #include "data/tokenize.h"
 #include "data/tokenizer.h"
+#include "data/tokenizer_train.h"
 #include "gpu_harness.h"
 #include "python_checks.h"
 #include "run_outputs.h"

@@ -22,6 +22,7 @@
 
 #include "data/bpe_tokenizer.h"
 #include "data/tokenizer.h"
+#include "data/tokenizer_train.h"
 #include "run_outputs.h"
 
 namespace tt::test {
