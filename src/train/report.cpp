@@ -218,6 +218,9 @@ void print_header(std::ostream& log, const HeaderFacts& h) {
   log << fmt::format("Attention: {}\n", r.attention);
   if (!r.products.empty()) log << fmt::format("Products: {}\n", r.products);
   log << fmt::format("Data: {}\n", r.data);
+  if (!h.tokenizer.empty())
+    log << "Tokenizer: " << h.tokenizer
+        << (o.save_path.empty() && o.save_dir.empty() ? "" : ", stored in the checkpoints") << "\n";
   log << fmt::format("Batch {} x {} tokens, steps {}..{}, lr {}, weight decay {:g}, seed {}\n", o.batch, o.seq_len,
                      h.resume.step + 1, o.steps, constant_lr ? fmt::format("{:g}", o.learning_rate) : schedule.describe(),
                      o.weight_decay, o.seed);

@@ -37,6 +37,7 @@ struct HeaderFacts {
   bool data_parallel;  // a communicator of ranks, even of one
   std::string launcher, communicator;
   DType reduce_dtype;
+  std::string tokenizer;  // the data's tokenizer, as the header names it ("": unknown)
 };
 void print_header(std::ostream& log, const HeaderFacts& facts);
 // "every 100 steps and at the end, step files in DIR", or that the run saves nothing.

@@ -345,10 +345,8 @@ void TrainingRun::describe_run() {
   r_.classifier_chunk = model_->classifier_chunk();
   r_.world_size = comm_->size();
   r_.flops_per_step = training_flops(o_.model, o_.step_sequences(comm_->size()), o_.seq_len);
-  print_header(log, {o_, r_, *backend_, c_.resume, !comm_->solo(), c_.world.launcher, comm_->name(), model_->reduce_dtype()});
-  if (c_.tokenizer)
-    log << "Tokenizer: " << c_.tokenizer->tokenizer->describe()
-        << (o_.save_path.empty() && o_.save_dir.empty() ? "" : ", stored in the checkpoints") << "\n";
+  print_header(log, {o_, r_, *backend_, c_.resume, !comm_->solo(), c_.world.launcher, comm_->name(), model_->reduce_dtype(),
+                     c_.tokenizer ? c_.tokenizer->tokenizer->describe() : ""});
   if (o_.profile_memory && comm_->rank() == 0)
     report_memory(log, (std::filesystem::path(o_.profile_dir) / "memory.csv").string(), *model_);
   peak_ = backend_->is_cuda() ? peak_flops(backend_->name(), precision_name(o_.backend.plan)) : 0;

@@ -38,7 +38,8 @@ struct TrainOptions {
   std::string metrics_path;  // JSON lines, one at every log step, flushed as written
   std::string tensorboard_dir;  // TensorBoard event files, written with the metrics (src/train/tensorboard.h)
   std::string eval_task;        // a multiple-choice task scored with every validation (src/train/task.h)
-  std::string tokenizer;        // the data's tokenizer (--eval-task's; default: bytes for a vocabulary of 256)
+  std::string tokenizer;        // the data's tokenizer (default: the one tokenize recorded beside the shards,
+                                // bytes for a text file), stored in the checkpoints; --eval-task's
   double beta1 = 0.9, beta2 = 0.999, adam_eps = 1e-8;  // AdamW's
   int grad_accum = 1;      // micro-batches of --batch-size per optimizer step (gradient accumulation)
   double grad_clip = 0;    // > 0: the gradients clipped to this global norm (0: no clipping)
