@@ -91,17 +91,14 @@ bool bytes_of(const std::string& token, const std::unordered_map<char32_t, uint8
 
 class ByteLevelBpe final : public Tokenizer {
  public:
-  ByteLevelBpe(const std::string& path, const std::string& flag) : path_(path) {
+  ByteLevelBpe(const json& j, const std::string& path, const std::string& flag) : path_(path) {
     const auto bad = [&](const std::string& what) -> void {
       usage_fail(flag + ": '" + path + "': " + what);
     };
-    const json j = read_json_file(path, flag, size_t(256) << 20);
     if (!json_member(j, "model").is_object()) bad("no \"model\": not a tokenizer.json");
     const json& m = j["model"];
     const auto field = [](const json& o, const char* key) -> const json& { return json_member(o, key); };
     if (field(m, "type") != "BPE") bad("model.type is " + json_brief(field(m, "type")) + ": only BPE models are read");
-    if (!field(j, "normalizer").is_null())
-      bad("normalizer " + json_brief(field(j["normalizer"], "type")) + ": tokenizers with a normalizer are not read");
     for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
       if (!field(m, key).is_null() && field(m, key) != "") bad(std::string("model.") + key + " is not read");
     if (!field(m, "dropout").is_null() && field(m, "dropout") != 0) bad("model.dropout: BPE dropout is not read");
@@ -421,8 +418,9 @@ std::vector<std::string> byte_characters() {
   return out;
 }
 
-std::unique_ptr<Tokenizer> load_byte_level_bpe(const std::string& path, const std::string& flag) {
-  return std::make_unique<ByteLevelBpe>(path, flag);
+std::unique_ptr<Tokenizer> load_byte_level_bpe(const nlohmann::json& file, const std::string& path,
+                                               const std::string& flag) {
+  return std::make_unique<ByteLevelBpe>(file, path, flag);
 }
 
 }  // namespace tt

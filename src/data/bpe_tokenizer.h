@@ -13,12 +13,13 @@
 //      token of its own is taken whole.
 // Special tokens in the text are encoded as the text they are (as tiktoken's encode_ordinary, and
 // the library with split_special_tokens): a corpus cannot plant a document end. What the file asks
-// for that this does not do (a normalizer, another pre-tokenizer or pattern, dropout, a word
+// for that this does not do (another pre-tokenizer or pattern, dropout, a word
 // prefix or suffix, single_word added tokens) is refused with one line naming the field.
 // tests/gpu/test_gpu_tokenizers.cpp checks the ids against the tokenizers library.
 #pragma once
 #include <cstddef>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,10 +43,13 @@ std::vector<std::pair<size_t, size_t>> split_words(const std::string& text, Word
 // are the code points from 256 on, in byte order.
 std::vector<std::string> byte_characters();
 
-// Loads a tokenizer.json; UsageError naming `flag` and the field for a file it cannot read. BOS
+// Loads a tokenizer.json (`file`, read from `path`) of this kind (Tokenizer::load sends one with a
+// normalizer, SentencePiece's form, to data/sentencepiece_json.h); UsageError naming `flag` and
+// the field for a file it cannot read. BOS
 // and EOS come from tokenizer_config.json beside it when there is one (its bos_token and
 // eos_token), else from the file: the token its post-processor puts first, and the first of
 // <|endoftext|>, <|end_of_text|>, </s> among its special tokens.
-std::unique_ptr<Tokenizer> load_byte_level_bpe(const std::string& path, const std::string& flag);
+std::unique_ptr<Tokenizer> load_byte_level_bpe(const nlohmann::json& file, const std::string& path,
+                                               const std::string& flag);
 
 }  // namespace tt

@@ -4,6 +4,7 @@
 //                  user's corpus by `tiny_llama tokenizer-train` (data/tokenizer_train.h): byte-pair
 //                  encoding, unknown bytes spelled as byte tokens, the text kept as it is (no
 //                  normalization, whitespace and newlines preserved), so decode(encode(t)) == t;
+//                  or the tokenizer.json the export writes of one (data/sentencepiece_json.h);
 //   byte-level BPE a Hugging Face tokenizer.json of GPT-2's or LLaMA-3's kind, as users bring
 //                  with a model (data/bpe_tokenizer.h); decode(encode(t)) == t as well.
 #pragma once
@@ -63,12 +64,8 @@ nlohmann::ordered_json bos_post_processor(const std::string& bos_name, int bos);
 // vocabulary, or when the tokenizer's ids do not fit the model's (a model may have more).
 std::unique_ptr<Tokenizer> model_tokenizer(const std::string& spec, const std::string& hf_dir, int vocab);
 
-// A SentencePiece model (tokenizer-train's) as Hugging Face tokenizers' tokenizer.json: the
-// same pieces and ids, the dummy space and the space's "▁" as the normalizer, byte fallback, BOS
-// added in front, and the decoder that undoes it all. A BPE model becomes a BPE model with merges
-// derived from the pieces (each split of a piece into two pieces of the vocabulary, ranked by the
-// piece's score, as transformers' converter derives them); a unigram model a Unigram model, the
-// pieces with their scores. Its encoding is SentencePiece's (tests/gpu/test_gpu_tokenizers.cpp).
-std::string sentencepiece_tokenizer_json(const std::string& model_path);
+// The serialized model a SentencePiece tokenizer encodes with: its .model file's bytes, or the
+// model its tokenizer.json makes (data/sentencepiece_json.h). Fails for another kind.
+const std::string& sentencepiece_model(const Tokenizer& tok);
 
 }  // namespace tt

@@ -109,7 +109,9 @@ TokenizerFiles tokenizer_files(const Tokenizer& tok) {
   if (f.kind == TokenizerKind::Bytes) return f;
   const fs::path main(tok.path());
   f.files.emplace_back(tokenizer_file_names(f.kind).front().name,
-                       read_input_file(main.string(), "--tokenizer", kMaxTokenizerFileBytes));
+                       f.kind == TokenizerKind::SentencePiece  // a tokenizer.json's: the model it made
+                           ? sentencepiece_model(tok)
+                           : read_input_file(main.string(), "--tokenizer", kMaxTokenizerFileBytes));
   const fs::path config = main.parent_path() / "tokenizer_config.json";  // the reader's BOS and EOS (bpe_tokenizer.h)
   std::error_code ec;
   if (f.kind == TokenizerKind::ByteLevelBpe && fs::is_regular_file(config, ec))

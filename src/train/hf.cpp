@@ -15,6 +15,7 @@
 #include "core/json_input.h"
 #include "data/bpe_tokenizer.h"
 #include "data/safetensors.h"
+#include "data/sentencepiece_json.h"
 #include "data/tokenizer.h"
 #include "model/llama.h"
 #include "model/params.h"

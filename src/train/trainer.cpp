@@ -493,7 +493,7 @@ nlohmann::json TrainingRun::metrics_line(const StepRecord* s, std::optional<doub
 // --save's file, and --save-dir's step file (the run's older ones beyond --keep-last removed after).
 void TrainingRun::save(int64_t step) {
   CheckpointInfo info{o_.model, step, c_.data->position(), c_.data->epoch(), c_.data->identity(), o_.seed, o_.seq_len,
-                      c_.run_id, recipe_of(o_)};
+                      c_.run_id, recipe_of(o_), ""};  // save_checkpoint records the tokenizer's kind
   const TokenizerFiles* tokenizer = c_.tokenizer ? &c_.tokenizer->files : nullptr;
   if (!o_.save_path.empty()) save_checkpoint(o_.save_path, *model_, info, tokenizer);
   if (o_.save_dir.empty()) return;

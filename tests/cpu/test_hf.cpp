@@ -9,11 +9,13 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "cpu/gradcheck.h"
 #include "data/safetensors.h"
+#include "data/sentencepiece_json.h"
 #include "data/tokenizer.h"
 #include "data/tokenizer_train.h"
 #include "model/llama.h"
@@ -172,6 +174,76 @@ TEST_F(HfExport, SentencePieceModelsExportAsTheirKind) {
     EXPECT_FALSE(config.contains("model_max_length"));
     EXPECT_EQ(nlohmann::json::parse(bytes(dir / (type + "-hf") / "config.json"))["pad_token_id"], 2);
   }
+}
+
+// The tokenizer.json a SentencePiece model exports as reads back as that model: the same ids for
+// every text (spaces, newlines, digits, characters it never saw, special tokens' text), the same
+// BOS, EOS and decoding, and the same file when exported again; through the binary, tokenize
+// makes the same shards from either file. A tokenizer.json of another form is refused naming
+// the field.
+TEST_F(HfExport, SentencePieceTokenizerJsonReadsBack) {
+  std::string corpus;
+  for (int i = 0; i < 200; ++i) corpus += "his history is this: the quick brown fox jumps over the lazy dog " + std::to_string(i) + "\n";
+  std::ofstream(dir / "corpus.txt") << corpus;
+  std::vector<std::string> texts = {corpus, " leading", "  two  spaces\n\nand a tab\t! ", "trailing ", "", " ", "x",
+                                    "caf\xc3\xa9 \xe2\x82\xac 12345 zq", "<s> </s> <unk> <0x41> \xe2\x96\x81his"};
+  std::string every;  // a code point in 61 of every kind, from 1 to past the last plane
+  for (char32_t c = 1; c < 0x110000; c += 61) {
+    if (c >= 0xD800 && c < 0xE000) continue;
+    every += c < 0x80 ? std::string(1, char(c))
+             : c < 0x800 ? std::string{char(0xC0 | (c >> 6)), char(0x80 | (c & 0x3F))}
+             : c < 0x10000 ? std::string{char(0xE0 | (c >> 12)), char(0x80 | ((c >> 6) & 0x3F)), char(0x80 | (c & 0x3F))}
+                           : std::string{char(0xF0 | (c >> 18)), char(0x80 | ((c >> 12) & 0x3F)),
+                                         char(0x80 | ((c >> 6) & 0x3F)), char(0x80 | (c & 0x3F))};
+  }
+  texts.push_back(every);
+  for (const std::string type : {"bpe", "unigram"}) {
+    train_sentencepiece({(dir / "corpus.txt").string()}, 300, (dir / type).string(), type);
+    const std::string model = (dir / (type + ".model")).string(), file = (dir / (type + ".json")).string();
+    const std::string exported = sentencepiece_tokenizer_json(model);
+    std::ofstream(file, std::ios::binary) << exported;
+    const std::unique_ptr<Tokenizer> sp = Tokenizer::load(model, "test"), back = Tokenizer::load(file, "test");
+    EXPECT_EQ(back->kind(), TokenizerKind::SentencePiece);
+    ASSERT_EQ(back->vocab_size(), sp->vocab_size()) << type;
+    EXPECT_EQ(back->bos(), sp->bos());
+    EXPECT_EQ(back->eos(), sp->eos());
+    for (int id = 0; id < sp->vocab_size(); ++id) EXPECT_EQ(back->special_name(id), sp->special_name(id));
+    for (const std::string& text : texts) {
+      EXPECT_EQ(back->encode(text), sp->encode(text)) << type << ": " << text.substr(0, 60);
+      EXPECT_EQ(back->encode_more(text), sp->encode_more(text)) << type << ": " << text.substr(0, 60);
+      EXPECT_EQ(back->decode(sp->encode(text)), sp->decode(sp->encode(text))) << type;
+    }
+    std::ofstream(dir / (type + "-again.model"), std::ios::binary) << sentencepiece_model(*back);
+    EXPECT_EQ(sentencepiece_tokenizer_json((dir / (type + "-again.model")).string()), exported) << type << ": exported again";
+
+    const std::string shards_of_model = (dir / (type + "-m")).string(), shards_of_json = (dir / (type + "-j")).string();
+    for (const auto& [tok, out] : {std::pair{model, shards_of_model}, {file, shards_of_json}}) {
+      const Outcome r = run_binary("tokenize --val-fraction 0 --tokenizer " + tok + " --out " + out + " " +
+                                   (dir / "corpus.txt").string(), dir);
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+    }
+    EXPECT_EQ(bytes(fs::path(shards_of_json) / "train_000000.bin"), bytes(fs::path(shards_of_model) / "train_000000.bin"));
+  }
+  const nlohmann::json good = nlohmann::json::parse(bytes(dir / "bpe.json"));
+  const auto refused = [&](const std::function<void(nlohmann::json&)>& change) {
+    nlohmann::json j = good;
+    change(j);
+    std::ofstream(dir / "changed.json", std::ios::binary) << j.dump();
+    try {
+      Tokenizer::load((dir / "changed.json").string(), "--tokenizer");
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(loaded)");
+  };
+  EXPECT_NE(refused([](nlohmann::json& j) { j["pre_tokenizer"] = {{"type", "Metaspace"}}; }).find("pre_tokenizer \"Metaspace\" is not read"),
+            std::string::npos);
+  EXPECT_NE(refused([](nlohmann::json& j) { j["normalizer"] = {{"type", "NFKC"}}; }).find("normalizer \"NFKC\": only SentencePiece's"),
+            std::string::npos);
+  EXPECT_NE(refused([](nlohmann::json& j) { j["added_tokens"][0]["special"] = false; }).find("is not special"), std::string::npos);
+  EXPECT_NE(refused([](nlohmann::json& j) { j["model"]["merges"].push_back({"\xe2\x96\x81his", "zz"}); }).find("model.merges"),
+            std::string::npos);
+  EXPECT_NE(refused([](nlohmann::json& j) { j["model"]["vocab"]["zz"] = 100000; }).find("is not below"), std::string::npos);
 }
 
 // fp32: export, import into a model, save, export again: the same bytes.

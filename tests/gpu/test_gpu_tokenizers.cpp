@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "data/bpe_tokenizer.h"
+#include "data/sentencepiece_json.h"
 #include "data/tokenizer.h"
 #include "data/tokenizer_train.h"
 #include "run_outputs.h"
