@@ -62,6 +62,9 @@ class Llama {
   // Parameters from initial_params(config, seed, std), written a tensor at a time; gradients and
   // moments zeroed.
   void init_weights(uint64_t seed, double std = kInitStd);
+  // Every rank's parameters become rank 0's (ParamState::take_rank0_params): after they are
+  // initialized or loaded on every rank.
+  void take_rank0_params() { state_.take_rank0_params(); }
 
   // One step: set_batch, then forward and backward of each micro-batch in turn, then
   // optimizer_step. Each call only enqueues work on the backend; mean_loss() waits for it and

@@ -254,6 +254,13 @@ std::vector<float> ParamState::read_f32(const Tensor& t) {
   return out;
 }
 
+void ParamState::take_rank0_params() {
+  if (!dp_ || world_ == 1) return;
+  if (rank_ != 0) be_.zero(params_);
+  comm_->all_reduce_sum(params_);
+  if (!params_act_.empty()) be_.convert(params_act_, params_);
+}
+
 void ParamState::write(const Tensor& t, const std::vector<float>& values) {
   TT_CHECK(int64_t(values.size()) == t.numel, "write: size mismatch");
   if (t.dtype == DType::F32) {

@@ -70,6 +70,11 @@ class ParamState {
   DType reduce_dtype() const { return reduce_dtype_; }
   size_t buckets() const { return buckets_.size(); }
 
+  // Every rank's parameters become rank 0's, as DDP makes them at the start: ranks that read a
+  // different --init-from file of the same name, or drew other weights, train one model. Zero on
+  // the other ranks, then the sum over the ranks (exact: x + 0); the act-typed copy follows.
+  void take_rank0_params();
+
   // In the last micro-batch's backward, as bucket b's gradients are complete: their sum over the
   // ranks behind the backward, and with `update_behind` the bucket's AdamW after it (ZeRO-1: its
   // gathering follows the next bucket's reduction). finish_behind() after the last bucket.

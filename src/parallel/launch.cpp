@@ -1,9 +1,8 @@
 #include "parallel/launch.h"
 
-#include <netinet/in.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,24 +17,11 @@
 #include <thread>
 
 #include "core/error.h"
+#include "parallel/rendezvous.h"
 
 namespace tt {
 
 namespace {
-
-// A port nobody listens on now: the kernel's pick for port 0.
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
-    usage_fail("--nproc-per-node: no free port for the ranks to meet on");
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 // The stop signals the launcher received: the last one, and how many. Each goes on to every rank:
 // the first stops them after the same step, a second at once (src/core/signals.h).
@@ -93,7 +79,11 @@ void say_killed(int nproc) {
 }
 
 int launch_gpu_ranks(int nproc, const std::vector<std::string>& args) {
-  const std::string port = std::to_string(free_port());
+  // Rank 0's socket, listening before any rank starts: nothing can take the port in between, and
+  // the ranks that connect before rank 0 accepts wait in its queue.
+  int bound = 0;
+  const int listener = listen_for_ranks(0, &bound, "a free port");
+  const std::string port = std::to_string(bound);
   ::setenv("NCCL_NVLS_ENABLE", "0", 1);  // never NVLink multicast, in every rank
   std::vector<pid_t> ranks;
   for (int r = 0; r < nproc; ++r) {
@@ -105,12 +95,17 @@ int launch_gpu_ranks(int nproc, const std::vector<std::string>& args) {
                                  {"MASTER_ADDR", std::string("127.0.0.1")}, {"MASTER_PORT", port},
                                  {"TT_LAUNCHER", std::string("built-in")}})
         ::setenv(name, value.c_str(), 1);
+      if (r == 0) {  // rank 0 keeps the socket across exec; the others' copies close
+        ::fcntl(listener, F_SETFD, 0);
+        ::setenv(kRank0Listener, std::to_string(listener).c_str(), 1);
+      }
       std::vector<std::string> argv = {self_path()};
       argv.insert(argv.end(), args.begin(), args.end());
       exec_argv(argv);
     }
     ranks.push_back(pid);
   }
+  ::close(listener);
   struct sigaction sa {};
   sa.sa_handler = remember_signal;
   ::sigaction(SIGINT, &sa, nullptr);

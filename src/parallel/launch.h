@@ -2,7 +2,8 @@
 // command. On the CPU the ranks talk through MPI, so it runs the command under Open MPI's
 // mpirun (as root with the flags Open MPI asks for there) and waits for it. On GPUs it starts the ranks itself,
 // the way torchrun does: each a child with RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
-// MASTER_ADDR=127.0.0.1 and a free MASTER_PORT; when one fails the others are stopped
+// MASTER_ADDR=127.0.0.1 and MASTER_PORT, a port the launcher listens on before it starts them
+// and hands to rank 0 (src/parallel/rendezvous.h: no other process can take it between); when one fails the others are stopped
 // (SIGTERM, then SIGKILL after 30 s), and a signal to the launcher goes to every rank, followed
 // by SIGCONT (a stopped rank acts on it too); ranks still running 30 s later are killed.
 #pragma once

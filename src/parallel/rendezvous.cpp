@@ -33,25 +33,25 @@ std::string host_name() {
   return name;
 }
 
-// A listening socket on every interface; port 0 takes a free one. Returns the fd and the port.
-int listen_on(int port, int* bound_port, const std::string& what) {
-  const int fd = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) fail("rendezvous: socket: " + std::string(std::strerror(errno)));
-  const int on = 1, off = 0;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
-  ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);  // IPv4 clients too
+// The built-in launcher's socket, inherited (kRank0Listener), -1 without one: it must listen on
+// `port`; it is closed on exec from here on.
+int inherited_listener(int port) {
+  const char* value = std::getenv(kRank0Listener);
+  if (!value) return -1;
+  ::unsetenv(kRank0Listener);
+  const std::string text = value;
+  const bool digits = !text.empty() && text.size() < 9 && text.find_first_not_of("0123456789") == std::string::npos;
+  const int fd = digits ? std::stoi(text) : -1;
+  int listening = 0;
+  socklen_t size = sizeof listening;
   sockaddr_in6 a{};
-  a.sin6_family = AF_INET6;
-  a.sin6_addr = in6addr_any;
-  a.sin6_port = htons(uint16_t(port));
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, 256) != 0) {
-    const std::string why = std::strerror(errno);
-    ::close(fd);
-    usage_fail("rank 0 cannot listen on " + what + " (port " + std::to_string(port) + "): " + why);
-  }
   socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  *bound_port = ntohs(a.sin6_port);
+  if (fd < 0 || ::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &size) != 0 || !listening ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0 || a.sin6_family != AF_INET6 ||
+      ntohs(a.sin6_port) != port)
+    usage_fail(std::string(kRank0Listener) + "='" + text + "' is not a socket listening on MASTER_PORT " +
+               std::to_string(port) + " (the built-in launcher sets it for rank 0; unset it)");
+  ::fcntl(fd, F_SETFD, FD_CLOEXEC);
   return fd;
 }
 
@@ -119,6 +119,27 @@ bool read_all(int fd, void* data, size_t n, Clock::time_point deadline = Clock::
 
 }  // namespace
 
+int listen_for_ranks(int port, int* bound_port, const std::string& what) {
+  const int fd = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) fail("rendezvous: socket: " + std::string(std::strerror(errno)));
+  const int on = 1, off = 0;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+  ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);  // IPv4 clients too
+  sockaddr_in6 a{};
+  a.sin6_family = AF_INET6;
+  a.sin6_addr = in6addr_any;
+  a.sin6_port = htons(uint16_t(port));
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, 256) != 0) {
+    const std::string why = std::strerror(errno);
+    ::close(fd);
+    usage_fail("rank 0 cannot listen on " + what + " (port " + std::to_string(port) + "): " + why);
+  }
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  *bound_port = ntohs(a.sin6_port);
+  return fd;
+}
+
 void Rendezvous::send(int fd, const std::string& bytes) {
   const uint64_t n = bytes.size();
   try {
@@ -166,7 +187,10 @@ Rendezvous::Rendezvous(const World& world, const std::string& init, int timeout_
 
   if (world_.rank == 0) {
     int port = 0;
-    const int listener = listen_on(init == "env" ? env_port : 0, &port, init == "env" ? "MASTER_PORT" : "a free port");
+    int listener = inherited_listener(world_.master_port);  // the built-in launcher's, on MASTER_PORT
+    if (listener >= 0 && (init != "env" || agent_store)) ::close(listener), listener = -1;
+    if (listener >= 0) port = env_port;
+    else listener = listen_for_ranks(init == "env" ? env_port : 0, &port, init == "env" ? "MASTER_PORT" : "a free port");
     const std::string address = host_name() + " " + std::to_string(port);
     if (init == "mpi") mpi_broadcast_from_rank0(world_, address);
     if (init.rfind("file:", 0) == 0) {

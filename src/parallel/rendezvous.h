@@ -8,7 +8,8 @@
 //     kernel closes its connections: rank 0 sees which rank it was and tells the others, and
 //     every rank stops with one line naming it (the watchdog, watch()).
 // Where rank 0 listens (init):
-//   "env"        MASTER_ADDR:MASTER_PORT (torchrun, Slurm, the built-in launcher). Under
+//   "env"        MASTER_ADDR:MASTER_PORT (torchrun, Slurm, the built-in launcher, which listens
+//                there itself before it starts the ranks and hands rank 0 the socket). Under
 //                torchrun its agent's own store holds MASTER_PORT, so the ranks meet at
 //                MASTER_PORT + 1.
 //   "file:PATH"  a port rank 0 picks, written with its host name to PATH on a shared path.
@@ -78,6 +79,13 @@ class Rendezvous {
   std::atomic<bool> watching_{false};
   std::thread thread_;
 };
+
+// A socket listening on `port` of every interface (0: a free one, its number in *bound_port), as
+// rank 0 listens; UsageError naming `what` when it cannot.
+int listen_for_ranks(int port, int* bound_port, const std::string& what);
+// The environment variable that gives rank 0 the built-in launcher's listening socket (its file
+// descriptor, inherited): rank 0 checks that it listens on MASTER_PORT and uses it.
+constexpr const char* kRank0Listener = "TT_RANK0_LISTENER";
 
 // Rank 0's string to every rank through MPI (src/parallel/comm_mpi.cpp): MPI initialized on first use.
 std::string mpi_broadcast_from_rank0(const World& world, const std::string& bytes);

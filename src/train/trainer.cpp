@@ -282,11 +282,14 @@ class TrainingRun {
 TrainingRun::TrainingRun(const TrainOptions& o, std::ostream& out)
     : o_(o), c_(check_run(o)), log_(out), schedule_(o.schedule()) {
   BackendOptions backend_options = o.backend;
-  if (c_.world.launcher != "none" && c_.on_gpu) {  // one GPU per rank, the local rank's
+  // One GPU per rank: the local rank's, or under Slurm the only one a task sees (srun
+  // --gpus-per-task 1 gives each its own; two ranks on one GPU are refused when they meet).
+  if (c_.world.launcher != "none" && c_.on_gpu) {
     const int gpus = cuda_device_count();
-    if (c_.world.local_size > gpus)
+    const bool own_gpu = gpus == 1 && c_.world.launcher == "slurm";
+    if (c_.world.local_size > gpus && !own_gpu)
       usage_fail(fmt::format("{} processes on this node, but it has {} GPU(s): one GPU per process", c_.world.local_size, gpus));
-    backend_options.gpu = c_.world.local_rank;
+    backend_options.gpu = own_gpu ? 0 : c_.world.local_rank;
   }
   backend_ = make_backend(backend_options);
   const std::string dist_init = !o.dist_init.empty()                                              ? o.dist_init
@@ -307,6 +310,7 @@ TrainingRun::TrainingRun(const TrainOptions& o, std::ostream& out)
     load_checkpoint(o.resume_path, *model_);
     c_.data->set_position(c_.resume.data_position, c_.resume.data_epoch);
   }
+  model_->take_rank0_params();
   adam_ = {o.learning_rate, o.beta1, o.beta2, o.adam_eps, o.weight_decay, o.grad_clip};
   last_step_ = c_.resume.step;
   first_profiled_ = c_.resume.step + o.timing_warmup + 1, last_profiled_ = first_profiled_ + o.profile_steps - 1;

@@ -153,6 +153,30 @@ TEST_F(Distributed, MicroBatchesAndClippingOverRanks) {
   }
 }
 
+// Every rank starts from rank 0's weights, as under DDP: two ranks given --init-from of the same
+// name read different files (each runs in its own directory, an MPMD mpirun), and the job trains
+// as the one whose ranks both read rank 0's.
+TEST_F(Distributed, RanksStartFromRankZerosWeights) {
+  std::string err;
+  for (const auto& [name, seed] : {std::pair{"a", 1}, {"b", 2}}) {
+    fs::create_directories(p(name));
+    ASSERT_EQ(run(1, std::string("--batch-size 2 --num-steps 1 --seed ") + std::to_string(seed) + " --save " + p(name) + "/w.st", &err), 0) << err;
+  }
+  const std::string flags = std::string(" --device cpu --hidden-dim 32 --num-layers 2 --num-heads 4 --seq-len 16") +
+                            " --learning-rate 1e-3 --log-every 1000 --batch-size 3 --num-steps 5 --init-from w.st";
+  const std::string mpi = "OMP_NUM_THREADS=1 mpirun --oversubscribe --bind-to none" +
+                          std::string(::geteuid() == 0 ? " --allow-run-as-root" : "");
+  const auto job = [&](const std::string& second_dir, const std::string& out) {
+    const std::string cmd = mpi + " -np 1 --wdir " + p("a") + " " + TT_BINARY + flags + " --json " + p(out) + " : -np 1 --wdir " +
+                            p(second_dir) + " " + TT_BINARY + flags + " >" + p("out.log") + " 2>" + p("err.log");
+    const int status = std::system(cmd.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  ASSERT_EQ(job("a", "same.json"), 0) << read_text(p("err.log"));
+  ASSERT_EQ(job("b", "mixed.json"), 0) << read_text(p("err.log"));
+  EXPECT_EQ(losses(p("mixed.json")), losses(p("same.json")));
+}
+
 // A checkpoint of 2 ranks resumes on 1 and on 3, and one of 1 on 2, ZeRO-1 or not: the losses
 // continue as the uninterrupted run's.
 TEST_F(Distributed, CheckpointsResumeOnAnyNumberOfRanks) {
@@ -543,6 +567,43 @@ TEST(Rendezvous, StrayClientsNeverCostTheRanks) {
   EXPECT_EQ(error, "");
   EXPECT_EQ(got, "1");
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 4.0);
+}
+
+// The built-in launcher listens before it starts the ranks and hands the socket to rank 0
+// (TT_RANK0_LISTENER): the port is never free between, so another job cannot take it, and ranks
+// that come before rank 0 wait in its queue. A value that is not such a socket is refused.
+TEST(Rendezvous, TheLaunchersSocketLeavesNoRace) {
+  int port = 0;
+  const int listener = listen_for_ranks(0, &port, "a free port");
+  const int other = ::socket(AF_INET6, SOCK_STREAM, 0);
+  sockaddr_in6 a{};
+  a.sin6_family = AF_INET6;
+  a.sin6_addr = in6addr_any;
+  a.sin6_port = htons(uint16_t(port));
+  EXPECT_NE(::bind(other, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << "another job took the port";
+  ::close(other);
+  std::vector<std::string> got(3);
+  std::vector<std::thread> ranks;
+  for (int r = 1; r < 3; ++r)  // before rank 0
+    ranks.emplace_back([&, r] {
+      Rendezvous z(world_of(r, 3, port), "env", 20);
+      got[size_t(r)] = z.broadcast("");
+      z.finish();
+    });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ::setenv("TT_RANK0_LISTENER", std::to_string(listener).c_str(), 1);
+  {
+    Rendezvous z(world_of(0, 3, port), "env", 20);
+    EXPECT_EQ(std::getenv("TT_RANK0_LISTENER"), nullptr) << "rank 0 took it";
+    got[0] = z.broadcast("id from 0");
+    z.finish();
+  }
+  for (std::thread& t : ranks) t.join();
+  EXPECT_EQ(got, (std::vector<std::string>{"id from 0", "id from 0", "id from 0"}));
+  ::setenv("TT_RANK0_LISTENER", "0", 1);  // standard input: no socket
+  EXPECT_NE(refusal([&] { Rendezvous(world_of(0, 2, unused_port()), "env", 1); }).find("is not a socket listening on MASTER_PORT"),
+            std::string::npos);
+  ::unsetenv("TT_RANK0_LISTENER");
 }
 
 TEST(Rendezvous, BadWorldsAreRefused) {

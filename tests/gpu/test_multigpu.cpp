@@ -8,7 +8,10 @@
 //    its last checkpoint resumes; SIGTERM ends it within 30 s with a checkpoint; an error on
 //    rank 0 (its periodic checkpoint cannot be written) ends every rank within 30 s;
 //  - a checkpoint of R ranks resumes on R/2 and theirs on one GPU, and the losses continue those
-//    of an uninterrupted one-GPU run.
+//    of an uninterrupted one-GPU run;
+//  - jobs started at the same moment all run (no race for the ranks' port);
+//  - on four GPUs, two "nodes" of two over NCCL's sockets (torchrun --nnodes 2, Slurm's
+//    variables) give one GPU's losses, and a killed node ends the job.
 #include <cuda_runtime.h>
 #include <signal.h>
 
@@ -222,6 +225,131 @@ TEST_P(MultiGpu, SignalsKillsAndErrorsEndTheJob) {
   // The last checkpoint of the killed job continues, on one GPU.
   ASSERT_EQ(run("", "--version v4 --use-amp --batch-size 8 --num-steps 120 --resume " + p("ck.st"), &err), 0) << err;
   EXPECT_NE(err.find("Resumed from"), std::string::npos) << err;
+}
+
+// Jobs started at the same moment on one machine all run: the built-in launcher listens on the
+// ranks' port before it starts them and hands the socket to rank 0, so no other job can take
+// the port in between (it used to pick a free port, close it, and let rank 0 bind it later:
+// "Address already in use").
+TEST_P(MultiGpu, JobsStartedTogetherAllRun) {
+  const int jobs = 6;
+  std::string script = "rc=0; pids=; for i in $(seq 1 " + std::to_string(jobs) + "); do " + std::string(TT_BINARY) + " " +
+                       kModel + " --version v4 --num-steps 5" + per_rank_batch() + world() + " --json " + p("job") +
+                       "$i.json >" + p("job") + "$i.log 2>&1 & pids=\"$pids $!\"; done; "
+                       "for q in $pids; do wait $q || rc=1; done; exit $rc";
+  const int status = std::system(("timeout -k 5 150 env NCCL_NVLS_ENABLE=0 sh -c '" + script + "'").c_str());
+  for (int i = 1; i <= jobs; ++i)
+    EXPECT_TRUE(fs::exists(p("job" + std::to_string(i) + ".json"))) << read(p("job" + std::to_string(i) + ".log"));
+  EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0);
+  EXPECT_TRUE(leftovers().empty());
+}
+
+// Two "nodes" of two GPUs each on one machine of four, started separately as on two machines,
+// with NCCL kept off NVLink and shared memory between them (its socket transport, as between
+// machines without InfiniBand): under torchrun (--nnodes 2, once per node) and under Slurm's
+// variables set by hand as srun sets them with --gpus-per-task 1 (each task sees one GPU). The
+// losses are one GPU's; a killed node ends the job on the other.
+class TwoNodes : public DistRun {
+ protected:
+  void SetUp() override {
+    int gpus = 0;
+    if (cudaGetDeviceCount(&gpus) != cudaSuccess) gpus = 0;
+    if (gpus < 4) GTEST_SKIP() << "two nodes of two GPUs need 4 GPUs; this machine has " << gpus;
+    DistRun::SetUp();
+    port_ = std::to_string(21000 + (::getpid() * 7) % 20000);
+  }
+  static constexpr const char* kSockets = "NCCL_NVLS_ENABLE=0 NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1";
+  const std::string& port() const { return port_; }  // the same in a forked child
+  // Node `node`'s command under torchrun.
+  std::string torchrun_node(int node, const std::string& args) const {
+    return std::string("CUDA_VISIBLE_DEVICES=") + (node == 0 ? "0,1" : "2,3") + " torchrun --nnodes 2 --node-rank " +
+           std::to_string(node) + " --nproc-per-node 2 --master-addr 127.0.0.1 --master-port " + port() +
+           " --no-python " + TT_BINARY + " " + kModel + " " + args;
+  }
+  // Task `task` of 4 as srun starts it (2 a node, one GPU each).
+  std::string slurm_task(int task, const std::string& args) const {
+    return "SLURM_PROCID=" + std::to_string(task) + " SLURM_NTASKS=4 SLURM_LOCALID=" + std::to_string(task % 2) +
+           " SLURM_NODEID=" + std::to_string(task / 2) + " SLURM_NTASKS_PER_NODE=2 SLURM_JOB_NODELIST=localhost" +
+           " MASTER_PORT=" + port() + " CUDA_VISIBLE_DEVICES=" + std::to_string(task) + " " + TT_BINARY + " " + kModel +
+           " " + args;
+  }
+  // Runs `commands` side by side (the first's output in out.log and err.log), waits for all: 0
+  // when every one exited 0.
+  int together(const std::vector<std::string>& commands) {
+    std::string script = "rc=0; pids=;";
+    for (size_t i = 1; i < commands.size(); ++i)
+      script += " " + commands[i] + " >" + p("part" + std::to_string(i) + ".log") + " 2>&1 & pids=\"$pids $!\";";
+    script += " " + commands[0] + " >" + p("out.log") + " 2>" + p("err.log") + " || rc=1; for q in $pids; do wait $q || rc=1; done; exit $rc";
+    const int status = std::system(("timeout -k 5 300 env " + std::string(kSockets) + " sh -c '" + script + "'").c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  std::string port_;
+};
+
+TEST_F(TwoNodes, TorchrunAndSlurmOverSocketsComputeWhatOneGpuComputes) {
+  std::string err;
+  const std::string base = "--log-every 1000 --version v4 --num-steps 50";
+  ASSERT_EQ(run("", base + " --batch-size 8 --json " + p("one.json"), &err), 0) << err;
+  const std::vector<double> ref = losses(p("one.json"));
+  const std::string args = base + " --batch-size 2 --json " + p("n.json");
+  struct Launcher {
+    std::string name;
+    std::vector<std::string> commands;  // rank 0's first
+  };
+  const std::vector<Launcher> launchers = {
+      {"torchrun", {torchrun_node(0, args), torchrun_node(1, args)}},
+      {"slurm", {slurm_task(0, args), slurm_task(1, args), slurm_task(2, args), slurm_task(3, args)}}};
+  for (const Launcher& l : launchers) {
+    SCOPED_TRACE(l.name);
+    fs::remove(p("n.json"));
+    ASSERT_EQ(together(l.commands), 0) << read(p("err.log")) << read(p("part1.log"));
+    EXPECT_NE(read(p("out.log")).find("Data parallel: 4 processes"), std::string::npos) << read(p("out.log"));
+    EXPECT_NE(read(p("out.log")).find("NCCL"), std::string::npos);
+    expect_same_losses(losses(p("n.json")), ref, 1e-5);
+    EXPECT_TRUE(leftovers().empty());
+  }
+}
+
+TEST_F(TwoNodes, AKilledNodeEndsTheJob) {
+  const std::string args = "--log-every 10 --version v4 --batch-size 2 --num-steps 1000000";
+  const pid_t job = ::fork();
+  if (job == 0) {
+    ::setpgid(0, 0);
+    std::_Exit(together({slurm_task(0, args), slurm_task(1, args), slurm_task(2, args), slurm_task(3, args)}));
+  }
+  const auto deadline = Clock::now() + std::chrono::seconds(120);
+  while (read(p("out.log")).find("Step  20/") == std::string::npos && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (read(p("out.log")).find("Step  20/") == std::string::npos) leftovers(), ::kill(-job, SIGKILL), ::waitpid(job, nullptr, 0);
+  ASSERT_NE(read(p("out.log")).find("Step  20/"), std::string::npos) << read(p("err.log"));
+  // Node 1: the processes of tasks 2 and 3.
+  int killed = 0;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string env = '\0' + read((e.path() / "environ").string());
+    using namespace std::string_literals;
+    if (read((e.path() / "cmdline").string()).find(TT_BINARY) != std::string::npos && env.find("\0SLURM_NODEID=1\0"s) != std::string::npos &&
+        env.find("MASTER_PORT=" + port() + '\0') != std::string::npos)
+      killed += ::kill(pid_t(std::stol(name)), SIGKILL) == 0;
+  }
+  EXPECT_EQ(killed, 2);
+  const auto begin = Clock::now();
+  int status = 0;
+  pid_t done = 0;
+  while ((done = ::waitpid(job, &status, WNOHANG)) == 0 && Clock::now() - begin < std::chrono::seconds(60))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const double seconds = std::chrono::duration<double>(Clock::now() - begin).count();
+  if (done == 0) {  // every process of the job (timeout runs its command in a group of its own)
+    leftovers();
+    ::kill(-job, SIGKILL);
+    ::waitpid(job, &status, 0);
+  }
+  std::cout << "[ killed  ] node 1 (2 of 4 ranks, over sockets): the job ended " << seconds << " s later\n";
+  ASSERT_NE(done, 0) << "node 0 was still running 60 s after node 1 died";
+  EXPECT_NE(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0);
+  EXPECT_NE(read(p("err.log")).find(" of 4"), std::string::npos) << read(p("err.log"));
+  EXPECT_TRUE(leftovers().empty());
 }
 
 // R ranks (ZeRO-1) to step 10, R/2 ranks to step 20, one GPU to step 30: the losses of one
