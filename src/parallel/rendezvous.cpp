@@ -17,6 +17,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <sstream>
 
 #include "core/error.h"
@@ -117,6 +118,71 @@ bool read_all(int fd, void* data, size_t n, Clock::time_point deadline = Clock::
   return true;
 }
 
+// torchrun's agent store (PyTorch's TCPStore server, on MASTER_PORT): under torchrun rank 0
+// listens on a port the kernel picks and sets it there under a key of the run; the others wait
+// for the key and read it. Its wire format: after connecting, the query VALIDATE and its magic
+// number; SET, a key and a value; WAIT, a count of keys and the keys, answered by one byte when
+// they are all set; GET, a key, answered by its value. Keys and values go as a 64-bit length and
+// the bytes.
+class AgentStore {
+ public:
+  AgentStore(const std::string& host, int port, Clock::time_point deadline, int timeout_s)
+      : fd_(connect_to([&] { return std::pair{host, port}; }, deadline, timeout_s)) {
+    query(kValidate);
+    const uint32_t magic = 0x3C85F7CE;
+    put(&magic, sizeof magic);
+  }
+  ~AgentStore() { ::close(fd_); }
+  AgentStore(const AgentStore&) = delete;
+  AgentStore& operator=(const AgentStore&) = delete;
+
+  void set(const std::string& key, const std::string& value) {
+    query(kSet);
+    text(key);
+    text(value);
+  }
+  // The value of `key` once some rank has set it; "" if it is not set by the deadline.
+  std::string wait_get(const std::string& key, Clock::time_point deadline) {
+    query(kWait);
+    const uint64_t one = 1;
+    put(&one, sizeof one);
+    text(key);
+    uint8_t done = 1;
+    if (!read_all(fd_, &done, 1, deadline) || done != 0) return "";
+    query(kGet);
+    text(key);
+    uint64_t n = 0;
+    std::string value;
+    if (!read_all(fd_, &n, sizeof n, deadline) || n > 4096) return "";
+    value.resize(size_t(n));
+    return read_all(fd_, value.data(), value.size(), deadline) ? value : "";
+  }
+
+ private:
+  enum Query : uint8_t { kValidate = 0, kSet = 1, kGet = 3, kWait = 6 };
+  void put(const void* data, size_t n) {
+    try {
+      write_all(fd_, data, n);
+    } catch (const std::runtime_error& e) {
+      fail("rendezvous: lost the connection to torchrun's store: " + std::string(e.what()));
+    }
+  }
+  void query(Query q) { put(&q, 1); }
+  void text(const std::string& s) {
+    const uint64_t n = s.size();
+    put(&n, sizeof n);
+    put(s.data(), s.size());
+  }
+  int fd_;
+};
+
+// The key of rank 0's port in the agent store: one for each run and restart of the workers.
+std::string agent_store_key() {
+  const char* run = std::getenv("TORCHELASTIC_RUN_ID");
+  const char* restart = std::getenv("TORCHELASTIC_RESTART_COUNT");
+  return std::string("tiny_llama/rank0_port/") + (run ? run : "") + "/" + (restart ? restart : "0");
+}
+
 }  // namespace
 
 int listen_for_ranks(int port, int* bound_port, const std::string& what) {
@@ -179,18 +245,23 @@ Rendezvous::Rendezvous(const World& world, const std::string& init, int timeout_
   if (init == "env" && world_.master_addr.empty())
     usage_fail("the ranks need rank 0's address: set MASTER_ADDR and MASTER_PORT, or use --dist-init file:PATH");
   if (init == "file:") usage_fail("--dist-init file:PATH needs a path");
-  // Under torchrun the agent's store listens on MASTER_PORT.
+  // Under torchrun the agent's store listens on MASTER_PORT: rank 0 listens on a free port and
+  // tells the others through the store.
   const char* agent = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
-  const bool agent_store = agent && (std::string(agent) == "True" || std::string(agent) == "1");
-  const int env_port = world_.master_port + (init == "env" && agent_store ? 1 : 0);
-  if (init == "env" && env_port > 65535) usage_fail("MASTER_PORT: 65535 leaves no port for the ranks under torchrun");
+  const bool agent_store = init == "env" && agent && (std::string(agent) == "True" || std::string(agent) == "1");
 
   if (world_.rank == 0) {
     int port = 0;
     int listener = inherited_listener(world_.master_port);  // the built-in launcher's, on MASTER_PORT
     if (listener >= 0 && (init != "env" || agent_store)) ::close(listener), listener = -1;
-    if (listener >= 0) port = env_port;
-    else listener = listen_for_ranks(init == "env" ? env_port : 0, &port, init == "env" ? "MASTER_PORT" : "a free port");
+    if (listener >= 0) port = world_.master_port;
+    else if (init == "env" && !agent_store) listener = listen_for_ranks(world_.master_port, &port, "MASTER_PORT");
+    else listener = listen_for_ranks(0, &port, "a free port");
+    std::unique_ptr<AgentStore> store;  // open until the ranks have met
+    if (agent_store) {
+      store = std::make_unique<AgentStore>(world_.master_addr, world_.master_port, deadline, timeout_s);
+      store->set(agent_store_key(), std::to_string(port));
+    }
     const std::string address = host_name() + " " + std::to_string(port);
     if (init == "mpi") mpi_broadcast_from_rank0(world_, address);
     if (init.rfind("file:", 0) == 0) {
@@ -215,8 +286,15 @@ Rendezvous::Rendezvous(const World& world, const std::string& init, int timeout_
     meet_ranks(listener, deadline);
   } else {
     std::function<std::pair<std::string, int>()> where;
-    if (init == "env") {
-      where = [&] { return std::pair{world_.master_addr, env_port}; };
+    if (agent_store) {
+      AgentStore store(world_.master_addr, world_.master_port, deadline, timeout_s);
+      const std::string port = store.wait_get(agent_store_key(), deadline);
+      if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos)
+        usage_fail("rank 0 did not say where it listens within " + std::to_string(timeout_s) +
+                   " s (torchrun's store on MASTER_ADDR:MASTER_PORT): check --dist-timeout");
+      where = [this, p = std::stoi(port)] { return std::pair{world_.master_addr, p}; };
+    } else if (init == "env") {
+      where = [&] { return std::pair{world_.master_addr, world_.master_port}; };
     } else if (init == "mpi") {
       std::istringstream in(mpi_broadcast_from_rank0(world_, ""));
       std::string host;

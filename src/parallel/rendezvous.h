@@ -10,8 +10,8 @@
 // Where rank 0 listens (init):
 //   "env"        MASTER_ADDR:MASTER_PORT (torchrun, Slurm, the built-in launcher, which listens
 //                there itself before it starts the ranks and hands rank 0 the socket). Under
-//                torchrun its agent's own store holds MASTER_PORT, so the ranks meet at
-//                MASTER_PORT + 1.
+//                torchrun its agent's own store holds MASTER_PORT: rank 0 listens on a free
+//                port and sets its number in that store, where the others wait for it.
 //   "file:PATH"  a port rank 0 picks, written with its host name to PATH on a shared path.
 //   "mpi"        a port rank 0 picks, sent to the others over MPI (mpirun without MASTER_ADDR).
 #pragma once
