@@ -120,7 +120,7 @@ class CuptiTrace final : public KernelTrace {
         const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
         r.kind = TraceRecord::Kernel;
         r.name = demangle(k->name);
-        r.start_ns = k->start, r.end_ns = k->end;
+        r.start_ns = k->start, r.end_ns = k->end, r.stream = k->streamId;
         r.grid[0] = k->gridX, r.grid[1] = k->gridY, r.grid[2] = k->gridZ;
         r.block[0] = k->blockX, r.block[1] = k->blockY, r.block[2] = k->blockZ;
         r.registers = k->registersPerThread;
@@ -133,13 +133,13 @@ class CuptiTrace final : public KernelTrace {
                                       "memcpy PtoP"};
         r.kind = TraceRecord::Memcpy;
         r.name = m->copyKind < 11 ? names[m->copyKind] : "memcpy";
-        r.start_ns = m->start, r.end_ns = m->end, r.bytes = m->bytes;
+        r.start_ns = m->start, r.end_ns = m->end, r.bytes = m->bytes, r.stream = m->streamId;
         r.region = region_for(m->correlationId, m->graphNodeId);
       } else if (rec->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
         const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(rec);
         r.kind = TraceRecord::Memset;
         r.name = "memset";
-        r.start_ns = m->start, r.end_ns = m->end, r.bytes = m->bytes;
+        r.start_ns = m->start, r.end_ns = m->end, r.bytes = m->bytes, r.stream = m->streamId;
         r.region = region_for(m->correlationId, m->graphNodeId);
       } else {
         continue;

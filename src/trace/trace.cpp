@@ -14,14 +14,76 @@ std::vector<double> added_us(const TraceData& t) {
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return t.records[a].start_ns < t.records[b].start_ns; });
   std::vector<double> us(t.records.size(), 0.0);
-  uint64_t busy_until = 0;
+  std::map<uint32_t, uint64_t> busy_until;  // per stream
   for (size_t i : order) {
     const TraceRecord& r = t.records[i];
-    const uint64_t from = std::max(r.start_ns, busy_until);
+    uint64_t& until = busy_until[r.stream];
+    const uint64_t from = std::max(r.start_ns, until);
     if (r.end_ns > from) us[i] = double(r.end_ns - from) / 1e3;
-    busy_until = std::max(busy_until, r.end_ns);
+    until = std::max(until, r.end_ns);
   }
   return us;
+}
+
+namespace {
+
+using Intervals = std::vector<std::pair<uint64_t, uint64_t>>;  // [start, end), ns
+
+// The union of intervals, as disjoint intervals in order.
+Intervals merged(Intervals v) {
+  std::sort(v.begin(), v.end());
+  Intervals out;
+  for (const auto& [a, b] : v) {
+    if (!out.empty() && a <= out.back().second) out.back().second = std::max(out.back().second, b);
+    else out.emplace_back(a, b);
+  }
+  return out;
+}
+
+uint64_t measure(const Intervals& v) {
+  uint64_t n = 0;
+  for (const auto& [a, b] : v) n += b - a;
+  return n;
+}
+
+// The measure of the intersection of two unions (each merged).
+uint64_t overlap(const Intervals& x, const Intervals& y) {
+  uint64_t n = 0;
+  for (size_t i = 0, j = 0; i < x.size() && j < y.size();) {
+    const uint64_t a = std::max(x[i].first, y[j].first), b = std::min(x[i].second, y[j].second);
+    if (b > a) n += b - a;
+    (x[i].second < y[j].second ? i : j)++;
+  }
+  return n;
+}
+
+}  // namespace
+
+std::vector<StepAccount> step_accounts(const TraceData& t) {
+  const std::vector<double> added = added_us(t);
+  std::vector<StepAccount> steps(size_t(std::max(t.steps, 0)));
+  for (int s = 0; s < t.steps; ++s) {
+    StepAccount& a = steps[size_t(s)];
+    Intervals all, optimizer, rest;
+    uint64_t first = UINT64_MAX, last = 0;
+    for (size_t i = 0; i < t.records.size(); ++i) {
+      const TraceRecord& r = t.records[i];
+      if (r.step != s || r.kind == TraceRecord::Memcpy) continue;
+      a.kernel_us += added[i];
+      first = std::min(first, r.start_ns), last = std::max(last, r.end_ns);
+      all.emplace_back(r.start_ns, r.end_ns);
+      const bool in_optimizer = r.region >= 0 && t.regions[size_t(r.region)].rfind("optimizer", 0) == 0;
+      (in_optimizer ? optimizer : rest).emplace_back(r.start_ns, r.end_ns);
+    }
+    if (all.empty()) continue;
+    all = merged(all), optimizer = merged(optimizer), rest = merged(rest);
+    a.window_us = double(last - first) / 1e3;
+    a.busy_us = double(measure(all)) / 1e3;
+    a.idle_us = a.window_us - a.busy_us;
+    a.concurrent_us = std::max(0.0, a.kernel_us - a.busy_us);  // (never -0.000 from rounding)
+    a.optimizer_alone_us = double(measure(optimizer) - overlap(optimizer, rest)) / 1e3;
+  }
+  return steps;
 }
 
 std::vector<HotspotRow> hotspots(const TraceData& t) {
@@ -97,7 +159,7 @@ void write_chrome_trace(std::ostream& out, const TraceData& t) {
   events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", 1}, {"args", {{"name", "kernels"}}}});
   events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", 2}, {"args", {{"name", "model regions"}}}});
   for (const TraceRecord& r : t.records) {
-    json args = {{"step", r.step}, {"region", r.region >= 0 ? t.regions[size_t(r.region)] : ""}};
+    json args = {{"step", r.step}, {"stream", r.stream}, {"region", r.region >= 0 ? t.regions[size_t(r.region)] : ""}};
     if (r.kind == TraceRecord::Kernel) {
       args["grid"] = {r.grid[0], r.grid[1], r.grid[2]};
       args["block"] = {r.block[0], r.block[1], r.block[2]};

@@ -17,6 +17,7 @@ struct TraceRecord {
   int registers = 0, static_smem = 0, dynamic_smem = 0;
   uint64_t bytes = 0;  // memcpy and memset
   int step = 0;        // which profiled step
+  uint32_t stream = 0; // the CUDA stream it ran on (CUPTI's stream id)
   int region = -1;     // index into TraceData::regions (innermost named range), -1 outside any
   double duration_us() const { return double(end_ns - start_ns) / 1e3; }
 };
@@ -27,13 +28,15 @@ struct TraceData {
   int steps = 0;
 };
 
-// The time each record adds to the GPU's busy time, in microseconds: its end minus the later
-// of its start and the latest end among the records that started before it. With plain
-// launches on one stream records do not overlap, and this is the duration. Under programmatic
-// launch (v3) a kernel is placed while the one before it still runs and waits on chip for it;
-// counting whole durations would count that overlap twice, so only the part past the end of
-// the work before it counts. The times of a step then add up to its busy time. Every per-kernel
-// and per-region time below is this one.
+// The time each record adds to its stream's busy time, in microseconds: its end minus the later
+// of its start and the latest end among the records of its stream that started before it. With
+// plain launches records of one stream do not overlap, and this is the duration. Under
+// programmatic launch (v3) a kernel is placed while the one before it still runs and waits on
+// chip for it; counting whole durations would count that overlap twice, so only the part past
+// the end of the work before it counts. Records of other streams (AdamW's, NCCL's) run beside
+// them and keep their whole time: booking only what a kernel adds to the whole GPU's busy time
+// gave a product running beside AdamW almost nothing, and put products above the hardware's
+// rate. Every per-kernel and per-region time below is this one.
 std::vector<double> added_us(const TraceData& t);
 
 struct HotspotRow {
@@ -56,6 +59,19 @@ std::vector<RegionRow> region_times(const TraceData& t);
 std::vector<int64_t> launches_per_step(const TraceData& t);
 // The GPU's busy time in each profiled step (microseconds): the records' added_us summed.
 std::vector<double> busy_us_per_step(const TraceData& t);
+
+// Where a profiled step's time went, in microseconds, so that the rows add up to it: from its
+// first record's start to its last record's end (window) = the time some stream ran (busy) + the
+// time none did (idle). The kernels' own times (kernel, added_us summed over every stream) exceed
+// busy by the time streams ran side by side (concurrent): a CUDA graph runs the backward on a
+// stream of its own, and AdamW runs behind it. optimizer_alone is the time when only the
+// optimizer's kernels ran: AdamW's exposed part. Copies between host and GPU (the batch's upload,
+// the loss's read) wait on the host, which paces them with its own work between steps: they stand
+// outside the account.
+struct StepAccount {
+  double window_us = 0, busy_us = 0, idle_us = 0, kernel_us = 0, concurrent_us = 0, optimizer_alone_us = 0;
+};
+std::vector<StepAccount> step_accounts(const TraceData& t);
 
 // Chrome trace-event JSON (opens in Perfetto and chrome://tracing): the records on a "GPU"
 // track, the named ranges on a second track, each range spanning its records; ranges of one

@@ -39,6 +39,7 @@ void add_measured_times(std::vector<ModuleFlops>& modules, const TraceData& trac
 double peak_flops(const std::string& device_name, const std::string& precision) {
   // NVIDIA H100 SXM5 and H200 datasheets, dense (no sparsity).
   if (device_name.find("H100") != std::string::npos || device_name.find("H200") != std::string::npos) {
+    if (precision == "fp8") return 1978.9e12;
     if (precision == "bf16") return 989.4e12;
     if (precision == "tf32") return 494.7e12;
     if (precision == "fp32") return 66.9e12;

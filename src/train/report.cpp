@@ -1,6 +1,8 @@
 #include "train/report.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <tuple>
 
 #include <omp.h>
 
@@ -85,13 +87,22 @@ void print_summary(std::ostream& log, const TrainOptions& o, const TrainResult& 
                        r.memory.padding[c] ? " (" + format_mb(r.memory.padding[c]) + " of it vocabulary padding)" : "");
 }
 
-void print_profile(std::ostream& log, const TraceData& t, const std::vector<HotspotRow>& hot) {
+void print_profile(std::ostream& log, const TraceData& t, const std::vector<HotspotRow>& hot,
+                   const std::vector<double>& step_ms) {
   const std::vector<int64_t> launches = launches_per_step(t);
-  const std::vector<double> busy = busy_us_per_step(t);
-  std::string per_step;
-  for (size_t i = 0; i < launches.size(); ++i)
-    per_step += fmt::format("{}{} ({:.2f} ms busy)", i ? ", " : "", launches[i], busy[i] / 1e3);
-  log << fmt::format("Kernel launches per profiled step: {}\n", per_step);
+  const std::vector<StepAccount> accounts = step_accounts(t);
+  log << fmt::format("Kernel launches per profiled step: {}\n", fmt::join(launches, ", "));
+  log << "Where each profiled step's time went (ms): from its first kernel to its last = some stream running +\n"
+         "none; the kernels' own times (more: streams run side by side), the optimizer alone (AdamW's exposed\n"
+         "part), and the step as its events measured it:\n";
+  for (size_t i = 0; i < accounts.size(); ++i) {
+    const StepAccount& a = accounts[i];
+    log << fmt::format("  {:.3f} = {:.3f} busy + {:.3f} idle; kernels {:.3f} ({:.3f} side by side); optimizer alone {:.3f}",
+                       a.window_us / 1e3, a.busy_us / 1e3, a.idle_us / 1e3, a.kernel_us / 1e3, a.concurrent_us / 1e3,
+                       a.optimizer_alone_us / 1e3);
+    if (i < step_ms.size()) log << fmt::format("; measured {:.3f}", step_ms[i]);
+    log << "\n";
+  }
   log << "Top 10 kernels by GPU time:\n";
   log << fmt::format("  {:>6} {:>10} {:>7} {:>9}  {}\n", "share", "total ms", "calls", "mean us", "kernel");
   for (size_t i = 0; i < hot.size() && i < 10; ++i)
@@ -99,8 +110,8 @@ void print_profile(std::ostream& log, const TraceData& t, const std::vector<Hots
                        hot[i].calls, hot[i].mean_us, hot[i].name.substr(0, 90));
 }
 
-void print_flops_profile(std::ostream& log, const std::vector<ModuleFlops>& modules, double step_ms, double peak,
-                         const std::string& precision) {
+bool print_flops_profile(std::ostream& log, const std::vector<ModuleFlops>& modules, double step_ms, double peak,
+                         const std::string& precision, double product_peak) {
   log << "FLOP profile per module (per step; FLOPs from the formula in docs/profiling.md, time from the kernel trace):\n";
   log << fmt::format("  {:<15}{:>12}{:>11}{:>11}{:>9}{:>9}{:>10}{:>10}{:>8}\n", "module", "params", "fwd GFLOP",
                      "bwd GFLOP", "fwd ms", "bwd ms", "fwd TF/s", "bwd TF/s", "share");
@@ -113,12 +124,28 @@ void print_flops_profile(std::ostream& log, const std::vector<ModuleFlops>& modu
                        100 * (m.forward_us + m.backward_us) / 1e3 / step_ms);
     flops += m.forward_flops + m.backward_flops;
   }
+  // No module runs faster than the hardware: one that does has kernels of others booked to it.
+  bool within = true;
+  for (const ModuleFlops& m : modules) {
+    const double ceiling = m.module == "attention" || m.module == "ffn" ? product_peak : peak;
+    for (const auto& [f, us, pass] : {std::tuple{m.forward_flops, m.forward_us, "forward"},
+                                      std::tuple{m.backward_flops, m.backward_us, "backward"}}) {
+      const double rate = us > 0 ? f / (us * 1e-6) : 0;
+      if (ceiling > 0 && rate > ceiling) {
+        within = false;
+        log << fmt::format("  error in the profile: {} {} at {:.1f} TFLOP/s is above its ceiling of {:.1f}: kernels of "
+                           "other modules are booked to it\n",
+                           m.module, pass, rate / 1e12, ceiling / 1e12);
+      }
+    }
+  }
   const double achieved = flops / (step_ms * 1e-3);
   if (peak > 0)
     log << fmt::format("Model FLOPs utilization: {:.2f} TFLOP/s of the {} peak {:.1f} TFLOP/s = {:.1f}% MFU\n",
                        achieved / 1e12, precision, peak / 1e12, 100 * achieved / peak);
   else
     log << fmt::format("Model FLOPs: {:.2f} TFLOP/s ({} peak of this GPU unknown: no MFU)\n", achieved / 1e12, precision);
+  return within;
 }
 
 json result_json(const TrainOptions& o, const TrainResult& r) {
@@ -266,12 +293,17 @@ void report_profile(std::ostream& log, const TrainOptions& o, TrainResult& r, co
     write_file_atomic((dir / "regions.csv").string(), [&](std::ostream& out) { write_regions_csv(out, regions); });
     log << fmt::format("Profile of {} steps written to {}: trace.json, kernels.csv, regions.csv\n", t.steps, o.profile_dir);
   }
-  print_profile(log, t, hot);
+  std::vector<double> step_ms;  // the profiled steps: the last ones
+  for (size_t i = r.steps.size() - std::min(r.steps.size(), size_t(t.steps)); i < r.steps.size(); ++i)
+    step_ms.push_back(r.steps[i].step_ms);
+  print_profile(log, t, hot, step_ms);
   if (o.flops_profile) {
     std::vector<ModuleFlops> modules = module_flops(o.model, o.batch, o.seq_len);
     add_measured_times(modules, t);
     const std::string precision = precision_name(o.backend.plan);
-    print_flops_profile(log, modules, r.steps.back().step_ms, peak_flops(device, precision), precision);
+    const double peak = peak_flops(device, precision);
+    print_flops_profile(log, modules, r.steps.back().step_ms, peak, precision,
+                        o.backend.plan.fp8 ? peak_flops(device, "fp8") : peak);
   }
 }
 

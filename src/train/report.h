@@ -18,11 +18,16 @@ std::string format_mb(size_t bytes);
 std::string format_duration(double seconds);
 std::string step_line(const TrainOptions& o, const StepRecord& s, const MemoryReport& m, int world_size);
 void print_summary(std::ostream& log, const TrainOptions& o, const TrainResult& r);
-// The end of a --profile run: launches per step, GPU busy time, the top-10 kernels.
-void print_profile(std::ostream& log, const TraceData& t, const std::vector<HotspotRow>& hot);
-// The --flops-profile table and the model FLOPs utilization (peak 0: unknown GPU).
-void print_flops_profile(std::ostream& log, const std::vector<ModuleFlops>& modules, double step_ms, double peak,
-                         const std::string& precision);
+// The end of a --profile run: launches per step, where each profiled step's time went (the
+// rows of step_accounts against `step_ms`, the steps as their events measured them), the top-10
+// kernels.
+void print_profile(std::ostream& log, const TraceData& t, const std::vector<HotspotRow>& hot,
+                   const std::vector<double>& step_ms);
+// The --flops-profile table and the model FLOPs utilization (peak 0: unknown GPU). A module
+// faster than its ceiling (product_peak for attention and ffn, whose products may run in FP8;
+// peak for the rest) is an error of the profile: a line says so and it returns false.
+bool print_flops_profile(std::ostream& log, const std::vector<ModuleFlops>& modules, double step_ms, double peak,
+                         const std::string& precision, double product_peak);
 nlohmann::json result_json(const TrainOptions& o, const TrainResult& r);
 
 // The precision of the products, as peak_flops names it.

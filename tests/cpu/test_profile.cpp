@@ -7,6 +7,7 @@
 
 #include "train/flops.h"
 #include "trace/trace.h"
+#include "train/report.h"
 
 namespace tt::test {
 namespace {
@@ -80,6 +81,48 @@ TEST(Profile, OverlappingRecordsCountWhatTheyAdd) {
   const std::vector<HotspotRow> rows = hotspots(t);
   EXPECT_EQ(rows[0].name, "a");
   EXPECT_DOUBLE_EQ(rows[0].share, 4.0 / 6.0);
+}
+
+// Streams run side by side (AdamW's beside the backward): each record keeps the time it adds to
+// its own stream, and a step's account adds up to its window. Stream 1: a [0, 4] and b [5, 9] us;
+// stream 2, the optimizer: adam [2, 7] and x [9.5, 10]. Something runs for 9.5 of the 10 us;
+// the kernels' own times are 13.5 us, 4 of them side by side; the optimizer runs alone in [4, 5]
+// and [9.5, 10].
+TEST(Profile, OtherStreamsKeepTheirTimeAndTheStepAddsUp) {
+  TraceData t;
+  t.steps = 1;
+  t.regions = {"backward/layer.0/ffn", "optimizer"};
+  auto add = [&](const char* name, uint64_t start_ns, uint64_t end_ns, uint32_t stream, int region) {
+    TraceRecord r;
+    r.name = name, r.start_ns = start_ns, r.end_ns = end_ns, r.stream = stream, r.region = region;
+    t.records.push_back(r);
+  };
+  add("a", 0, 4000, 1, 0);
+  add("adam", 2000, 7000, 2, 1);
+  add("b", 5000, 9000, 1, 0);
+  add("x", 9500, 10000, 2, 1);
+  EXPECT_EQ(added_us(t), (std::vector<double>{4.0, 5.0, 4.0, 0.5}));
+  const std::vector<StepAccount> a = step_accounts(t);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_DOUBLE_EQ(a[0].window_us, 10.0);
+  EXPECT_DOUBLE_EQ(a[0].busy_us, 9.5);
+  EXPECT_DOUBLE_EQ(a[0].idle_us, 0.5);
+  EXPECT_DOUBLE_EQ(a[0].kernel_us, 13.5);
+  EXPECT_DOUBLE_EQ(a[0].concurrent_us, 4.0);
+  EXPECT_DOUBLE_EQ(a[0].optimizer_alone_us, 1.5);
+  EXPECT_DOUBLE_EQ(hotspots(t)[0].total_us, 5.0) << "adam keeps its whole time";
+}
+
+// A module faster than the hardware is an error of the profile, said in a line: attention at
+// 1,500 TFLOP/s is above bf16's 989.4 but not FP8's 1,978.9.
+TEST(Profile, AModuleAboveItsCeilingIsAnError) {
+  std::vector<ModuleFlops> modules = {{"attention", 0, 1.5e12, 0, 1000, 0}, {"head_loss", 0, 1e9, 0, 100, 0}};
+  std::ostringstream bf16, fp8;
+  EXPECT_FALSE(print_flops_profile(bf16, modules, 2.0, 989.4e12, "bf16", 989.4e12));
+  EXPECT_NE(bf16.str().find("error in the profile: attention forward at 1500.0 TFLOP/s is above its ceiling of 989.4"),
+            std::string::npos) << bf16.str();
+  EXPECT_TRUE(print_flops_profile(fp8, modules, 2.0, 989.4e12, "bf16", 1978.9e12));
+  EXPECT_EQ(fp8.str().find("error"), std::string::npos) << fp8.str();
 }
 
 TEST(Profile, ChromeTraceIsValidJsonWithNestedRanges) {

@@ -1,7 +1,9 @@
-// A profiled run on the GPU, v1 to v3: it writes all its files, the kernels of each step fit in
-// the step's measured time, the kernel table adds up to the timeline's busy time, and every
+// A profiled run on the GPU, v1 to v5: it writes all its files, each stream's kernels of a step
+// fit in the step's measured time, the kernel table adds up to the streams' busy times, the
+// printed account of each step adds up to its window and the window fits in the step, and every
 // step launches the same number of kernels.
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -46,24 +48,25 @@ TEST_P(GpuProfile, ThreeStepTraceIsCompleteAndConsistent) {
   EXPECT_EQ(r.launches_per_step[0], r.launches_per_step[1]);
   EXPECT_EQ(r.launches_per_step[1], r.launches_per_step[2]);
 
-  // Busy time per step from the timeline: the union of the records' intervals (under
-  // programmatic launch, v3, kernels overlap the one before them). It fits in the step, and the
-  // kernel table (kernels.csv) adds up to it.
+  // Busy time per step and stream from the timeline: the union of the stream's records' intervals
+  // (under programmatic launch, v3, kernels overlap the one before them; AdamW and NCCL run on
+  // streams of their own beside the compute stream). Each fits in the step, and the kernel table
+  // (kernels.csv) adds up to their sum.
   std::ifstream in(dir / "trace.json");
   const nlohmann::json j = nlohmann::json::parse(in);
-  std::map<int, std::vector<std::pair<double, double>>> intervals;
+  std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> intervals;  // (step, stream)
   int attributed = 0, records = 0;
   for (const auto& e : j["traceEvents"]) {
     if (e["ph"] != "X" || e["cat"] == "region") continue;
     const double ts = e["ts"].get<double>();
-    intervals[e["args"]["step"].get<int>()].push_back({ts, ts + e["dur"].get<double>()});
+    intervals[{e["args"]["step"].get<int>(), e["args"]["stream"].get<int>()}].push_back({ts, ts + e["dur"].get<double>()});
     records++;
     attributed += !e["args"]["region"].get<std::string>().empty();
   }
-  ASSERT_EQ(intervals.size(), 3u);
+  ASSERT_GE(intervals.size(), 3u);
   double busy_total_us = 0;
-  for (int s = 0; s < 3; ++s) {
-    std::vector<std::pair<double, double>>& iv = intervals[s];
+  for (auto& [key, iv] : intervals) {
+    const int s = key.first;
     std::sort(iv.begin(), iv.end());
     double busy_us = 0, until = -1e300;
     for (const auto& [begin, end] : iv) {
@@ -90,11 +93,30 @@ TEST_P(GpuProfile, ThreeStepTraceIsCompleteAndConsistent) {
     rows++;
   }
   EXPECT_NEAR(table_us, busy_total_us, 1e-3 * rows + 1e-6 * busy_total_us) << "kernels.csv against the timeline";
+  // "  window = busy + idle; kernels ...; measured step": the rows add up to the window, and the
+  // window (first kernel to last) fits in the step.
+  const std::string text = log.str();
+  ASSERT_NE(text.find("Where each profiled step's time went"), std::string::npos) << text;
+  std::vector<std::string> accounts;
+  std::istringstream all_lines(text);
+  for (std::string l; std::getline(all_lines, l);)
+    if (l.find(" busy + ") != std::string::npos) accounts.push_back(l);
+  ASSERT_EQ(accounts.size(), 3u) << text;
+  for (const std::string& l : accounts) {
+    double window = 0, busy = 0, idle = 0, kernels = 0, side = 0, alone = 0, measured = 0;
+    ASSERT_EQ(std::sscanf(l.c_str(), " %lf = %lf busy + %lf idle; kernels %lf (%lf side by side); optimizer alone %lf; measured %lf",
+                          &window, &busy, &idle, &kernels, &side, &alone, &measured), 7) << l;
+    EXPECT_NEAR(busy + idle, window, 2e-3) << l;
+    EXPECT_GE(idle, -1e-3) << l;
+    EXPECT_GE(side, -1e-3) << l;
+    EXPECT_LE(alone, busy + 1e-3) << l;
+    EXPECT_LE(window, measured * 1.01 + 0.01) << l;
+  }
   EXPECT_EQ(attributed, records) << "every kernel belongs to a model range";
   EXPECT_NE(log.str().find("Model FLOPs utilization"), std::string::npos) << log.str();
 }
 
-INSTANTIATE_TEST_SUITE_P(Versions, GpuProfile, ::testing::Values(1, 2, 3));
+INSTANTIATE_TEST_SUITE_P(Versions, GpuProfile, ::testing::Values(1, 2, 3, 4, 5));
 
 }  // namespace
 }  // namespace tt::test
