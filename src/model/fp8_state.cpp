@@ -121,6 +121,17 @@ void Fp8State::finish_step() {
 
 bool Fp8State::settled() const { return !on() || !be_.plan().fp8_delayed_scaling || calibrated_; }
 
+Tensor Fp8State::scale_state() const {
+  return on() && be_.plan().fp8_delayed_scaling && calibrated_ ? slots_ : Tensor{};
+}
+
+void Fp8State::restore_scales(const std::vector<float>& values) {
+  TT_CHECK(on() && be_.plan().fp8_delayed_scaling && int64_t(values.size()) == scale_state_numel(),
+           "restore_scales: no delayed scaling here, or values of another size");
+  be_.upload(slots_, values.data());
+  calibrated_ = true;
+}
+
 size_t Fp8State::kept_bytes(int l, size_t (*aligned)(const Tensor&)) const {
   if (!on()) return 0;
   const Layer& f = layers_[size_t(l)];

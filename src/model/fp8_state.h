@@ -66,6 +66,13 @@ class Fp8State {
   // Whether the step may be captured in a graph: delayed scaling's first step runs with current
   // scaling, outside the graph, to fill the history.
   bool settled() const;
+  // Delayed scaling's state (every slot: its scale, amax and history), as a checkpoint keeps it
+  // so that a resumed run scales as the uninterrupted one: empty before the history is filled
+  // or without delayed scaling (a run resumed from it calibrates again). restore_scales puts
+  // values of that size back and counts the history as filled.
+  Tensor scale_state() const;
+  int64_t scale_state_numel() const { return int64_t(cfg_.layers) * kSlots * kFp8SlotFloats; }
+  void restore_scales(const std::vector<float>& values);
   // The bytes of layer l's kept FP8 forms (the inputs' transposes), for the memory timeline.
   size_t kept_bytes(int layer, size_t (*aligned)(const Tensor&)) const;
 

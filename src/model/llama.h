@@ -58,6 +58,13 @@ class Llama {
   // run and why, for the run's header ("" without the fp8 switch).
   bool uses_fp8() const { return fp8_.on(); }
   const std::string& products_kind() const { return fp8_.description(); }
+  // Delayed scaling's state for checkpoints (Fp8State::scale_state: empty when there is none to
+  // keep), whether this run would take one back, and putting one back.
+  Tensor fp8_scale_state() const { return fp8_.scale_state(); }
+  bool takes_fp8_scale_state(int64_t numel) const {
+    return fp8_.on() && be_.plan().fp8_delayed_scaling && numel == fp8_.scale_state_numel();
+  }
+  void restore_fp8_scale_state(const std::vector<float>& values) { fp8_.restore_scales(values); }
 
   // Parameters from initial_params(config, seed, std), written a tensor at a time; gradients and
   // moments zeroed.

@@ -31,6 +31,9 @@ namespace {
 constexpr const char* kFormat = "tiny_llama";
 constexpr const char* kFormatVersion = "1";
 const std::string kTokenizerPrefix = "tokenizer/";  // tensors of the tokenizer's files: tokenizer/tokenizer.model
+// Version 5's delayed scaling: every FP8 tensor's scale, amax and amax history (rank 0's), F32,
+// one dimension; only where the run had filled its history.
+const std::string kFp8ScaleState = "fp8/scale_state";
 
 // Every tensor a checkpoint of this config holds: (name, entry), in file order.
 struct Expected {
@@ -150,10 +153,14 @@ Header read_header(const std::string& path, const std::string& flag) {
       tokenizer_tensors += t != nullptr;
     }
   }
+  const SafetensorInfo* scales = h.file.find(kFp8ScaleState);
+  if (scales && (scales->dtype != "F32" || scales->shape.size() != 1))
+    bad(flag, path, "tensor '" + kFp8ScaleState + "' is not F32 of one dimension");
   const std::vector<Expected> expected = expected_tensors(h.info.config);
-  if (h.file.tensors.size() != expected.size() + tokenizer_tensors)
+  const size_t extra = tokenizer_tensors + (scales != nullptr);
+  if (h.file.tensors.size() != expected.size() + extra)
     bad(flag, path, "holds " + std::to_string(h.file.tensors.size()) + " tensors, expected " +
-                        std::to_string(expected.size() + tokenizer_tensors));
+                        std::to_string(expected.size() + extra));
   for (const Expected& e : expected) {
     const SafetensorInfo* t = h.file.find(e.name);
     if (!t) bad(flag, path, "tensor '" + e.name + "' is missing");
@@ -189,7 +196,13 @@ void save_checkpoint(const std::string& path, Llama& model, const CheckpointInfo
     header[e.name] = {{"dtype", "F32"}, {"shape", e.shape}, {"data_offsets", {begin, begin + e.numel * 4}}};
   }
   static const TokenizerFiles none;
-  uint64_t end = uint64_t(3) * P * 4;  // the tokenizer's files after the model's tensors
+  uint64_t end = uint64_t(3) * P * 4;  // the FP8 scales, then the tokenizer's files, after the model's tensors
+  const Tensor scales = model.fp8_scale_state();
+  if (!scales.empty()) {
+    header[kFp8ScaleState] = {{"dtype", "F32"}, {"shape", json::array({scales.numel})},
+                              {"data_offsets", {end, end + uint64_t(scales.numel) * 4}}};
+    end += uint64_t(scales.numel) * 4;
+  }
   for (const auto& [name, bytes] : (tokenizer ? *tokenizer : none).files) {
     header[kTokenizerPrefix + name] = {{"dtype", "U8"}, {"shape", json::array({bytes.size()})},
                                        {"data_offsets", {end, end + bytes.size()}}};
@@ -227,6 +240,7 @@ void save_checkpoint(const std::string& path, Llama& model, const CheckpointInfo
         sink(v);
       }
     }
+    if (!scales.empty()) sink(model.read_f32(scales));
   };
   if (model.rank() != 0) return emit([](const std::vector<float>&) {});
   write_file_atomic(path, [&](std::ostream& out) {
@@ -337,6 +351,12 @@ void load_checkpoint(const std::string& path, Llama& model, const std::string& f
       for (float x : v)
         if (x < 0) bad(flag, path, "tensor '" + e.name + "' holds a negative second moment");
   }
+  std::vector<float> scales;
+  if (const SafetensorInfo* t = h.file.find(kFp8ScaleState)) {
+    scales = read_tensor_f32(h.file, *t);
+    for (float x : scales)
+      if (!std::isfinite(x)) bad(flag, path, "tensor '" + kFp8ScaleState + "' holds a value that is not finite");
+  }
   for (const Expected& e : expected_tensors(model.config())) {
     std::vector<float> v = read_tensor_f32(h.file, *h.file.find(e.name));
     if (e.which == 0)
@@ -344,6 +364,9 @@ void load_checkpoint(const std::string& path, Llama& model, const std::string& f
     else
       model.load_optimizer_state(e.which, e.offset, v);  // this rank's parts, under ZeRO-1
   }
+  // Delayed scaling goes on from the stored history, as the uninterrupted run's; a run with
+  // another plan (v4, current scaling) has no use for it, and one without it calibrates again.
+  if (!scales.empty() && model.takes_fp8_scale_state(int64_t(scales.size()))) model.restore_fp8_scale_state(scales);
   model.backend().zero(model.grads());
 }
 

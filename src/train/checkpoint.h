@@ -6,6 +6,9 @@
 //                                   LLaMA naming: model.layers.0.self_attn.q_proj.weight, ...)
 //   optimizer.exp_avg.<name>        Adam's first moment
 //   optimizer.exp_avg_sq.<name>     Adam's second moment
+//   fp8/scale_state                 [layers x 12 x 20] version 5's delayed scaling (rank 0's
+//                                   scales, amaxes and histories), where the run had filled its
+//                                   history: a resume restores it and continues bit for bit
 // __metadata__ (strings): format "tiny_llama", format_version "1", step (optimizer steps
 // taken), data_position (sequences consumed), data (which data and windows), config (the
 // model configuration as JSON), seed, seq_len, run (the run's identity: a fresh run draws one, a

@@ -4,6 +4,8 @@
 // another run's files; recipes in a file; a signal between micro-batches; the validation the same
 // at any batch size; a mistyped flag named with the nearest real one.
 #include <gtest/gtest.h>
+
+#include <cmath>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -98,6 +100,33 @@ TEST(LongJob, ACheckpointNeverChoosesWhereFilesGo) {
     EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
   }
   EXPECT_FALSE(fs::exists(dir.file("v.t")));
+}
+
+// Version 5's delayed scales in a checkpoint (fp8/scale_state, F32 of one dimension) are read as
+// untrusted input: another shape, or a value that is not finite, is refused naming the tensor; a sound
+// one is kept aside by a run without FP8 (the CPU here), which resumes.
+TEST(LongJob, AStoredFp8ScaleStateIsChecked) {
+  ScratchDir dir("long");
+  Outcome r = run_binary(kModel + "--num-steps 2 --save " + dir.file("ck.st"), dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const SafetensorsFile f = read_safetensors(dir.file("ck.st"), "test");
+  auto with_scales = [&](const std::string& name, std::vector<float> scales, std::vector<int64_t> shape) {
+    std::vector<TensorOut> out;
+    for (const SafetensorInfo& t : f.tensors) out.push_back({t.name, t.shape, read_tensor_f32(f, t)});
+    out.push_back({"fp8/scale_state", shape, scales});
+    write_safetensors(dir.file(name), out, f.metadata, false);
+  };
+  with_scales("good.st", std::vector<float>(40, 1.0f), {40});
+  with_scales("nan.st", {1.0f, std::nanf("")}, {2});
+  with_scales("2d.st", std::vector<float>(40, 1.0f), {2, 20});
+  r = run_binary("--device cpu --num-steps 3 --resume " + dir.file("good.st"), dir.path());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (const auto& [file, says] : {std::pair{"nan.st", "tensor 'fp8/scale_state' holds a value that is not finite"},
+                                   {"2d.st", "tensor 'fp8/scale_state' is not F32 of one dimension"}}) {
+    r = run_binary("--device cpu --num-steps 3 --resume " + dir.file(file), dir.path());
+    EXPECT_EQ(r.exit_code, 2) << file;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+  }
 }
 
 // A run removes only its own step files; a new run refuses a directory that holds another run's
