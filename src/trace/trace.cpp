@@ -111,6 +111,44 @@ std::vector<HotspotRow> hotspots(const TraceData& t) {
   return rows;
 }
 
+std::string kernel_family(const std::string& name) {
+  const auto has = [&](const char* s) { return name.find(s) != std::string::npos; };
+  const auto starts = [&](const char* s) { return name.rfind(s, 0) == 0; };
+  if (starts("nvjet") || starts("sm90_xmma") || starts("cutlass") || has("gemm"))
+    return starts("nvjet_sm90_qq") || has("e4m3") ? "FP8 products" : "products";
+  if (starts("flash_") || has("sdpa") || has("fmha") || starts("causal_softmax") || starts("heads_kernel")) return "attention";
+  if (has("SwiGlu") || starts("swiglu") || starts("silu")) return "SwiGLU";
+  if (starts("quantize_kernel") || starts("update_scales")) return "quantizing passes";
+  if (starts("rms")) return "RMSNorm";
+  if (starts("rope")) return "RoPE";
+  if (starts("cross_entropy") || has("classifier")) return "cross-entropy";
+  if (starts("adamw")) return "AdamW";
+  if (starts("memcpy") || starts("memset")) return "copies and fills";
+  return "other";
+}
+
+std::vector<FamilyRow> kernel_families(const TraceData& t) {
+  const std::vector<double> added = added_us(t);
+  std::map<std::string, FamilyRow> by;
+  for (size_t i = 0; i < t.records.size(); ++i) {
+    FamilyRow& f = by[kernel_family(t.records[i].name)];
+    f.family = kernel_family(t.records[i].name);
+    f.calls += 1;
+    f.total_us += added[i];
+  }
+  std::vector<FamilyRow> rows;
+  for (auto& [name, f] : by) rows.push_back(f);
+  std::stable_sort(rows.begin(), rows.end(), [](const FamilyRow& a, const FamilyRow& b) { return a.total_us > b.total_us; });
+  return rows;
+}
+
+bool has_fused_attention(const TraceData& t) {
+  for (const TraceRecord& r : t.records)
+    if (r.name.rfind("flash_", 0) == 0 || r.name.find("sdpa") != std::string::npos || r.name.find("fmha") != std::string::npos)
+      return true;
+  return false;
+}
+
 std::vector<RegionRow> region_times(const TraceData& t) {
   const std::vector<double> added = added_us(t);
   std::vector<RegionRow> rows;

@@ -55,6 +55,23 @@ struct RegionRow {
 // GPU time of the records attributed to each innermost region, in first-seen order.
 std::vector<RegionRow> region_times(const TraceData& t);
 
+// The kind of work a kernel does, from its name: the rows of the profile's family table.
+// "FP8 products" (cuBLASLt's FP8 kernels), "products" (cuBLAS's others), "attention" (fused:
+// ours, cuDNN's; unfused v1: its softmax and head reshapes, its products being cuBLAS's),
+// "quantizing passes", "SwiGLU" (with the passes that make its FP8 forms), "RMSNorm", "RoPE",
+// "cross-entropy", "AdamW", "copies and fills", "other".
+std::string kernel_family(const std::string& name);
+struct FamilyRow {
+  std::string family;
+  int64_t calls = 0;
+  double total_us = 0;  // added_us summed, over the profiled steps
+};
+// Per family, largest first.
+std::vector<FamilyRow> kernel_families(const TraceData& t);
+// Whether the trace holds a fused attention kernel (ours or cuDNN's): then attention's own
+// products run there, not in cuBLAS's.
+bool has_fused_attention(const TraceData& t);
+
 // Kernel launches in each profiled step.
 std::vector<int64_t> launches_per_step(const TraceData& t);
 // The GPU's busy time in each profiled step (microseconds): the records' added_us summed.

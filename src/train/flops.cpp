@@ -24,6 +24,16 @@ std::vector<ModuleFlops> module_flops(const ModelConfig& c, int64_t batch, int64
   };
 }
 
+StepWork step_work(const ModelConfig& c, int64_t batch, int64_t seq_len) {
+  const double N = double(batch) * double(seq_len), L = c.layers, C = c.hidden, F = c.intermediate;
+  const double HD = double(c.heads) * c.head_dim();
+  StepWork w;
+  w.layer_products = 6 * N * L * (C * c.qkv_dim() + HD * C + 3 * C * F);
+  w.head_products = 6 * N * C * c.vocab_size;
+  w.attention = 3 * L * 2.0 * double(batch) * double(seq_len) * double(seq_len) * HD;
+  return w;
+}
+
 void add_measured_times(std::vector<ModuleFlops>& modules, const TraceData& trace) {
   const double steps = trace.steps > 0 ? trace.steps : 1;
   for (const RegionRow& row : region_times(trace)) {

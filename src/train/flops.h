@@ -22,6 +22,14 @@ struct ModuleFlops {
 // training_flops(config, batch, seq_len).
 std::vector<ModuleFlops> module_flops(const ModelConfig& c, int64_t batch, int64_t seq_len);
 
+// A step's FLOPs by the kernels that do them: the layers' products, the head's (the logits and
+// their two gradients), and attention's own (q k^T and P v, causal), forward and backward; they
+// sum to training_flops.
+struct StepWork {
+  double layer_products = 0, head_products = 0, attention = 0;
+};
+StepWork step_work(const ModelConfig& c, int64_t batch, int64_t seq_len);
+
 // Adds the measured GPU time per module (mean over the trace's steps).
 void add_measured_times(std::vector<ModuleFlops>& modules, const TraceData& trace);
 

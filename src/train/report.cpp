@@ -110,6 +110,41 @@ void print_profile(std::ostream& log, const TraceData& t, const std::vector<Hots
                        hot[i].calls, hot[i].mean_us, hot[i].name.substr(0, 90));
 }
 
+bool print_families(std::ostream& log, const TraceData& t, const StepWork& work, double peak, double fp8_peak,
+                    const std::string& precision) {
+  const std::vector<FamilyRow> rows = kernel_families(t);
+  const bool fp8 = std::any_of(rows.begin(), rows.end(), [](const FamilyRow& r) { return r.family == "FP8 products"; });
+  const bool fused_attention = has_fused_attention(t);
+  const double steps = std::max(t.steps, 1);
+  double total_us = 0;
+  for (const FamilyRow& r : rows) total_us += r.total_us;
+  log << "Kernel time by family (ms a step, every stream; work from the FLOP formula of docs/profiling.md):\n";
+  log << fmt::format("  {:<18}{:>9}{:>8}{:>9}{:>10}  {}\n", "family", "ms", "share", "TFLOP", "TFLOP/s", "of its ceiling");
+  bool within = true;
+  for (const FamilyRow& r : rows) {
+    const double ms = r.total_us / steps / 1e3;
+    double flops = 0, ceiling = peak;
+    std::string ceiling_name = precision;
+    if (r.family == "FP8 products") flops = work.layer_products, ceiling = fp8_peak, ceiling_name = "fp8";
+    if (r.family == "products")
+      flops = work.head_products + (fp8 ? 0 : work.layer_products) + (fused_attention ? 0 : work.attention);
+    if (r.family == "attention" && fused_attention) flops = work.attention;
+    log << fmt::format("  {:<18}{:>9.3f}{:>7.1f}%", r.family, ms, total_us > 0 ? 100 * r.total_us / total_us : 0.0);
+    if (flops > 0 && ms > 0) {
+      const double rate = flops / (ms * 1e-3);
+      log << fmt::format("{:>9.3f}{:>10.1f}", flops / 1e12, rate / 1e12);
+      if (ceiling > 0) log << fmt::format("  {:.1f}% of {}'s {:.1f}", 100 * rate / ceiling, ceiling_name, ceiling / 1e12);
+      if (ceiling > 0 && rate > ceiling) {
+        within = false;
+        log << fmt::format("\n  error in the profile: {} at {:.1f} TFLOP/s is above the {} peak of {:.1f}: kernels are booked "
+                           "wrong", r.family, rate / 1e12, ceiling_name, ceiling / 1e12);
+      }
+    }
+    log << "\n";
+  }
+  return within;
+}
+
 bool print_flops_profile(std::ostream& log, const std::vector<ModuleFlops>& modules, double step_ms, double peak,
                          const std::string& precision, double product_peak) {
   log << "FLOP profile per module (per step; FLOPs from the formula in docs/profiling.md, time from the kernel trace):\n";
@@ -297,8 +332,11 @@ void report_profile(std::ostream& log, const TrainOptions& o, TrainResult& r, co
   for (size_t i = r.steps.size() - std::min(r.steps.size(), size_t(t.steps)); i < r.steps.size(); ++i)
     step_ms.push_back(r.steps[i].step_ms);
   print_profile(log, t, hot, step_ms);
+  const std::string families_precision = precision_name(o.backend.plan);
+  print_families(log, t, step_work(o.model, o.step_sequences(1), o.seq_len),
+                 peak_flops(device, families_precision), peak_flops(device, "fp8"), families_precision);
   if (o.flops_profile) {
-    std::vector<ModuleFlops> modules = module_flops(o.model, o.batch, o.seq_len);
+    std::vector<ModuleFlops> modules = module_flops(o.model, o.step_sequences(1), o.seq_len);  // this rank's step
     add_measured_times(modules, t);
     const std::string precision = precision_name(o.backend.plan);
     const double peak = peak_flops(device, precision);

@@ -23,6 +23,13 @@ void print_summary(std::ostream& log, const TrainOptions& o, const TrainResult& 
 // kernels.
 void print_profile(std::ostream& log, const TraceData& t, const std::vector<HotspotRow>& hot,
                    const std::vector<double>& step_ms);
+// The family table of a --profile run: each family's kernel time a step (all streams), its share,
+// and for the products and attention their work (`work`: FP8 products the layers' where the trace
+// has FP8 products, attention its own where it ran fused, the products the rest), rate and share
+// of the ceiling (peak: the dense peak of the run's precision; fp8_peak: FP8's). A family above
+// its ceiling is an error of the profile: a line says so and it returns false.
+bool print_families(std::ostream& log, const TraceData& t, const StepWork& work, double peak, double fp8_peak,
+                    const std::string& precision);
 // The --flops-profile table and the model FLOPs utilization (peak 0: unknown GPU). A module
 // faster than its ceiling (product_peak for attention and ffn, whose products may run in FP8;
 // peak for the rest) is an error of the profile: a line says so and it returns false.

@@ -125,6 +125,55 @@ TEST(Profile, AModuleAboveItsCeilingIsAnError) {
   EXPECT_EQ(fp8.str().find("error"), std::string::npos) << fp8.str();
 }
 
+// Kernels group into families by name, and the family table books the step's work where it runs:
+// with FP8 products and a fused attention, the layers' FLOPs to the FP8 products, the head's to
+// the other products, attention's own to attention; a family faster than its ceiling is an error.
+TEST(Profile, FamiliesBookTheWorkWhereItRuns) {
+  EXPECT_EQ(kernel_family("nvjet_sm90_qqtst_128x256_128x4_2x1_v_bz_coopA_TNN"), "FP8 products");
+  EXPECT_EQ(kernel_family("nvjet_sm90_tst_192x192_64x4_2x1_v_bz_coopB_TNN"), "products");
+  EXPECT_EQ(kernel_family("flash_backward_dq_kernel<64, 2>"), "attention");
+  EXPECT_EQ(kernel_family("causal_softmax_kernel<__nv_bfloat16, 8>"), "attention");
+  EXPECT_EQ(kernel_family("quantize_kernel<SwiGluOutput<__nv_bfloat16>, true, true>"), "SwiGLU");
+  EXPECT_EQ(kernel_family("quantize_kernel<StoredMatrix<__nv_bfloat16>, true, true>"), "quantizing passes");
+  EXPECT_EQ(kernel_family("rms_dw_sum_kernel"), "RMSNorm");
+  EXPECT_EQ(kernel_family("adamw_kernel<__nv_bfloat16>"), "AdamW");
+  EXPECT_EQ(kernel_family("memset"), "copies and fills");
+  EXPECT_EQ(kernel_family("embedding_forward_kernel<__nv_bfloat16>"), "other");
+
+  TraceData t;
+  t.steps = 1;
+  uint64_t now = 0;
+  auto add = [&](const char* name, uint64_t us) {
+    TraceRecord r;
+    r.name = name, r.start_ns = now, r.end_ns = now + us * 1000;
+    now = r.end_ns;
+    t.records.push_back(r);
+  };
+  add("nvjet_sm90_qqtst_a", 1000);  // 1 ms
+  add("nvjet_sm90_qqtst_b", 1000);  // 1 ms
+  add("nvjet_sm90_tst_head", 1000);
+  add("flash_forward_kernel<64, 2>", 500);
+  add("adamw_kernel<float>", 500);
+  const std::vector<FamilyRow> rows = kernel_families(t);
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0].family, "FP8 products");
+  EXPECT_DOUBLE_EQ(rows[0].total_us, 2000.0);
+  EXPECT_TRUE(has_fused_attention(t));
+  const StepWork work{2e12, 0.5e12, 0.05e12};  // layers 1,000 TFLOP/s over 2 ms; head 500; attention 100
+  std::ostringstream ok, over;
+  EXPECT_TRUE(print_families(ok, t, work, 989.4e12, 1978.9e12, "bf16"));
+  EXPECT_NE(ok.str().find("  FP8 products          2.000   50.0%    2.000    1000.0  50.5% of fp8's 1978.9"), std::string::npos)
+      << ok.str();
+  EXPECT_NE(ok.str().find("  products              1.000   25.0%    0.500     500.0  50.5% of bf16's 989.4"), std::string::npos)
+      << ok.str();
+  EXPECT_FALSE(print_families(over, t, StepWork{5e12, 0.5e12, 0.05e12}, 989.4e12, 1978.9e12, "bf16"));
+  EXPECT_NE(over.str().find("error in the profile: FP8 products at 2500.0 TFLOP/s is above the fp8 peak"), std::string::npos)
+      << over.str();
+  const StepWork sums = step_work(ModelConfig{}, 8, 128);
+  EXPECT_NEAR(sums.layer_products + sums.head_products + sums.attention, training_flops(ModelConfig{}, 8, 128),
+              1e-9 * training_flops(ModelConfig{}, 8, 128));
+}
+
 TEST(Profile, ChromeTraceIsValidJsonWithNestedRanges) {
   std::ostringstream out;
   write_chrome_trace(out, sample_trace());

@@ -114,6 +114,8 @@ TEST_P(GpuProfile, ThreeStepTraceIsCompleteAndConsistent) {
   }
   EXPECT_EQ(attributed, records) << "every kernel belongs to a model range";
   EXPECT_NE(log.str().find("Model FLOPs utilization"), std::string::npos) << log.str();
+  EXPECT_NE(log.str().find("Kernel time by family"), std::string::npos) << log.str();
+  EXPECT_EQ(log.str().find("error in the profile"), std::string::npos) << "a module or family above its ceiling:\n" << log.str();
 }
 
 INSTANTIATE_TEST_SUITE_P(Versions, GpuProfile, ::testing::Values(1, 2, 3, 4, 5));
