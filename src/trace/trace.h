@@ -1,6 +1,7 @@
 // What a kernel trace holds, and everything computed from it: the hotspot table, GPU time
-// per model region, launches per step, and the Chrome trace-event file. Nothing here needs
-// CUDA, so all of it is tested on the CPU; the collector is src/trace/cupti_trace.h.
+// per model region and per kernel family, launches per step, each step's account of its time,
+// and the Chrome trace-event file. Nothing here needs CUDA, so all of it is tested on the CPU;
+// the collector is src/trace/cupti_trace.h.
 #pragma once
 #include <cstdint>
 #include <ostream>
