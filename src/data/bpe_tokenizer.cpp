@@ -136,16 +136,8 @@ class ByteLevelBpe final : public Tokenizer {
     int rank = 0;
     for (const json& merge : m["merges"]) {
       std::string left, right;
-      if (merge.is_string()) {
-        const std::string s = merge;
-        const size_t space = s.find(' ');
-        if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos) bad("model.merges: '" + s + "' is not a pair");
-        left = s.substr(0, space), right = s.substr(space + 1);
-      } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() && merge[1].is_string()) {
-        left = merge[0], right = merge[1];
-      } else {
-        bad("model.merges: " + json_brief(merge) + " is not a pair");
-      }
+      if (!merge_sides(merge, left, right))
+        bad("model.merges: " + (merge.is_string() ? "'" + merge.get<std::string>() + "'" : json_brief(merge)) + " is not a pair");
       std::string l, r;
       if (!bytes_of(left, byte_of, l) || !bytes_of(right, byte_of, r) || !ids_.count(l) || !ids_.count(r) ||
           !ids_.count(l + r))
@@ -405,6 +397,19 @@ std::vector<std::pair<size_t, size_t>> split_words(const std::string& text, Word
     i = end;
   }
   return words;
+}
+
+bool merge_sides(const nlohmann::json& merge, std::string& left, std::string& right) {
+  if (merge.is_string()) {
+    const std::string& s = merge.get_ref<const std::string&>();
+    const size_t space = s.find(' ');
+    if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos) return false;
+    left = s.substr(0, space), right = s.substr(space + 1);
+    return true;
+  }
+  if (!merge.is_array() || merge.size() != 2 || !merge[0].is_string() || !merge[1].is_string()) return false;
+  left = merge[0], right = merge[1];
+  return true;
 }
 
 std::vector<std::string> byte_characters() {

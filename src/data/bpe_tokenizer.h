@@ -39,6 +39,10 @@ enum class WordPattern { Gpt2, Llama3, Whole };
 // UTF-8 are characters of no class (punctuation, as far as the patterns go).
 std::vector<std::pair<size_t, size_t>> split_words(const std::string& text, WordPattern pattern);
 
+// One entry of a tokenizer.json's model.merges, "left right" (older files) or ["left", "right"],
+// as its two sides; false for anything else (no space, two spaces, another type).
+bool merge_sides(const nlohmann::json& merge, std::string& left, std::string& right);
+
 // GPT-2's characters for the 256 bytes, as UTF-8: the printable ones are themselves, the others
 // are the code points from 256 on, in byte order.
 std::vector<std::string> byte_characters();

@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/json_input.h"
+#include "data/bpe_tokenizer.h"
 #include "data/tokenizer.h"
 
 namespace tt {
@@ -225,17 +226,8 @@ std::vector<Piece> bpe_pieces(const nlohmann::json& m, const Bad& bad) {
   std::vector<bool> merged(pieces.size(), false);
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     const nlohmann::json& merge = merges[rank];
-    std::string left, right;
-    if (merge.is_string()) {  // "left right" (older files; a piece has no space, "▁" stands for it)
-      const std::string s = merge;
-      const size_t space = s.find(' ');
-      if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos) bad("model.merges: " + json_brief(merge) + " is not a pair");
-      left = s.substr(0, space), right = s.substr(space + 1);
-    } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() && merge[1].is_string()) {
-      left = merge[0], right = merge[1];
-    } else {
-      bad("model.merges: " + json_brief(merge) + " is not a pair");
-    }
+    std::string left, right;  // (a piece has no space: "▁" stands for it)
+    if (!merge_sides(merge, left, right)) bad("model.merges: " + json_brief(merge) + " is not a pair");
     const auto whole = id_of.find(left + right);
     if (!id_of.count(left) || !id_of.count(right) || whole == id_of.end())
       bad("model.merges: '" + left + " " + right + "' merges pieces that are not in the vocabulary");

@@ -20,8 +20,6 @@ namespace tt {
 
 namespace {
 
-constexpr size_t kMaxTokenizerFileBytes = size_t(256) << 20;  // LLaMA-3's tokenizer.json: 9 MB
-
 class ByteTokenizer final : public Tokenizer {
  public:
   std::string describe() const override { return "bytes (vocabulary 256)"; }

@@ -8,6 +8,7 @@
 //   byte-level BPE a Hugging Face tokenizer.json of GPT-2's or LLaMA-3's kind, as users bring
 //                  with a model (data/bpe_tokenizer.h); decode(encode(t)) == t as well.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -17,6 +18,9 @@
 namespace tt {
 
 enum class TokenizerKind { Bytes, SentencePiece, ByteLevelBpe };
+
+// The largest tokenizer file read (LLaMA-3's tokenizer.json: 9 MB).
+constexpr size_t kMaxTokenizerFileBytes = size_t(256) << 20;
 
 class Tokenizer {
  public:

@@ -16,8 +16,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr size_t kMaxTokenizerFileBytes = size_t(256) << 20;  // LLaMA-3's tokenizer.json: 9 MB
-
 // A tokenizer loaded from stored files: the files' tokenizer, described by where they came from.
 class StoredTokenizer final : public Tokenizer {
  public:

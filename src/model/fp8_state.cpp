@@ -114,20 +114,19 @@ void Fp8State::cast_weights(const Weights& w) {
 }
 
 void Fp8State::finish_step() {
-  if (!on() || !be_.plan().fp8_delayed_scaling) return;
+  if (!delayed()) return;
   be_.fp8_update_scales(slots_, cfg_.layers * kSlots);
   calibrated_ = true;
 }
 
-bool Fp8State::settled() const { return !on() || !be_.plan().fp8_delayed_scaling || calibrated_; }
+bool Fp8State::settled() const { return !delayed() || calibrated_; }
 
 Tensor Fp8State::scale_state() const {
-  return on() && be_.plan().fp8_delayed_scaling && calibrated_ ? slots_ : Tensor{};
+  return delayed() && calibrated_ ? slots_ : Tensor{};
 }
 
 void Fp8State::restore_scales(const std::vector<float>& values) {
-  TT_CHECK(on() && be_.plan().fp8_delayed_scaling && int64_t(values.size()) == scale_state_numel(),
-           "restore_scales: no delayed scaling here, or values of another size");
+  TT_CHECK(takes_scales(int64_t(values.size())), "restore_scales: no delayed scaling here, or values of another size");
   be_.upload(slots_, values.data());
   calibrated_ = true;
 }

@@ -68,10 +68,11 @@ class Fp8State {
   bool settled() const;
   // Delayed scaling's state (every slot: its scale, amax and history), as a checkpoint keeps it
   // so that a resumed run scales as the uninterrupted one: empty before the history is filled
-  // or without delayed scaling (a run resumed from it calibrates again). restore_scales puts
-  // values of that size back and counts the history as filled.
+  // or without delayed scaling (a run resumed from it calibrates again). takes_scales: whether
+  // this run scales with a history of that many values; restore_scales puts them back and counts
+  // the history as filled.
   Tensor scale_state() const;
-  int64_t scale_state_numel() const { return int64_t(cfg_.layers) * kSlots * kFp8SlotFloats; }
+  bool takes_scales(int64_t numel) const { return delayed() && numel == int64_t(cfg_.layers) * kSlots * kFp8SlotFloats; }
   void restore_scales(const std::vector<float>& values);
   // The bytes of layer l's kept FP8 forms (the inputs' transposes), for the memory timeline.
   size_t kept_bytes(int layer, size_t (*aligned)(const Tensor&)) const;
@@ -88,6 +89,7 @@ class Fp8State {
     return slots_.slice((int64_t(layer) * kSlots + which) * kFp8SlotFloats, kFp8SlotFloats);
   }
   int64_t width(Proj p) const;  // the product's output columns
+  bool delayed() const { return on() && be_.plan().fp8_delayed_scaling; }  // FP8 with delayed scaling
 
   ModelConfig cfg_;
   Backend& be_;

@@ -61,9 +61,7 @@ class Llama {
   // Delayed scaling's state for checkpoints (Fp8State::scale_state: empty when there is none to
   // keep), whether this run would take one back, and putting one back.
   Tensor fp8_scale_state() const { return fp8_.scale_state(); }
-  bool takes_fp8_scale_state(int64_t numel) const {
-    return fp8_.on() && be_.plan().fp8_delayed_scaling && numel == fp8_.scale_state_numel();
-  }
+  bool takes_fp8_scale_state(int64_t numel) const { return fp8_.takes_scales(numel); }
   void restore_fp8_scale_state(const std::vector<float>& values) { fp8_.restore_scales(values); }
 
   // Parameters from initial_params(config, seed, std), written a tensor at a time; gradients and

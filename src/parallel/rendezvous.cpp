@@ -118,6 +118,18 @@ bool read_all(int fd, void* data, size_t n, Clock::time_point deadline = Clock::
   return true;
 }
 
+// `bytes` as the rendezvous and torchrun's store frame them: a 64-bit length, then the bytes.
+// A lost connection fails naming `peer`.
+void send_message(int fd, const std::string& bytes, const char* peer) {
+  const uint64_t n = bytes.size();
+  try {
+    write_all(fd, &n, sizeof n);
+    write_all(fd, bytes.data(), bytes.size());
+  } catch (const std::runtime_error& e) {
+    fail(std::string("rendezvous: lost the connection to ") + peer + ": " + e.what());
+  }
+}
+
 // torchrun's agent store (PyTorch's TCPStore server, on MASTER_PORT): under torchrun rank 0
 // listens on a port the kernel picks and sets it there under a key of the run; the others wait
 // for the key and read it. Its wire format: after connecting, the query VALIDATE and its magic
@@ -138,19 +150,19 @@ class AgentStore {
 
   void set(const std::string& key, const std::string& value) {
     query(kSet);
-    text(key);
-    text(value);
+    send_message(fd_, key, kPeer);
+    send_message(fd_, value, kPeer);
   }
   // The value of `key` once some rank has set it; "" if it is not set by the deadline.
   std::string wait_get(const std::string& key, Clock::time_point deadline) {
     query(kWait);
     const uint64_t one = 1;
     put(&one, sizeof one);
-    text(key);
+    send_message(fd_, key, kPeer);
     uint8_t done = 1;
     if (!read_all(fd_, &done, 1, deadline) || done != 0) return "";
     query(kGet);
-    text(key);
+    send_message(fd_, key, kPeer);
     uint64_t n = 0;
     std::string value;
     if (!read_all(fd_, &n, sizeof n, deadline) || n > 4096) return "";
@@ -160,19 +172,15 @@ class AgentStore {
 
  private:
   enum Query : uint8_t { kValidate = 0, kSet = 1, kGet = 3, kWait = 6 };
-  void put(const void* data, size_t n) {
+  static constexpr const char* kPeer = "torchrun's store";
+  void put(const void* data, size_t n) {  // unframed: a query and its fixed-size fields
     try {
       write_all(fd_, data, n);
     } catch (const std::runtime_error& e) {
-      fail("rendezvous: lost the connection to torchrun's store: " + std::string(e.what()));
+      fail(std::string("rendezvous: lost the connection to ") + kPeer + ": " + e.what());
     }
   }
   void query(Query q) { put(&q, 1); }
-  void text(const std::string& s) {
-    const uint64_t n = s.size();
-    put(&n, sizeof n);
-    put(s.data(), s.size());
-  }
   int fd_;
 };
 
@@ -206,15 +214,7 @@ int listen_for_ranks(int port, int* bound_port, const std::string& what) {
   return fd;
 }
 
-void Rendezvous::send(int fd, const std::string& bytes) {
-  const uint64_t n = bytes.size();
-  try {
-    write_all(fd, &n, sizeof n);
-    write_all(fd, bytes.data(), bytes.size());
-  } catch (const std::runtime_error& e) {
-    fail("rendezvous: lost the connection to another rank: " + std::string(e.what()));
-  }
-}
+void Rendezvous::send(int fd, const std::string& bytes) { send_message(fd, bytes, "another rank"); }
 
 std::string Rendezvous::receive(int fd, int from_rank, Clock::time_point deadline) {
   uint64_t n = 0;
@@ -289,7 +289,8 @@ Rendezvous::Rendezvous(const World& world, const std::string& init, int timeout_
     if (agent_store) {
       AgentStore store(world_.master_addr, world_.master_port, deadline, timeout_s);
       const std::string port = store.wait_get(agent_store_key(), deadline);
-      if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos)
+      if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
+          std::stoi(port) < 1 || std::stoi(port) > 65535)
         usage_fail("rank 0 did not say where it listens within " + std::to_string(timeout_s) +
                    " s (torchrun's store on MASTER_ADDR:MASTER_PORT): check --dist-timeout");
       where = [this, p = std::stoi(port)] { return std::pair{world_.master_addr, p}; };

@@ -111,12 +111,21 @@ std::vector<HotspotRow> hotspots(const TraceData& t) {
   return rows;
 }
 
+namespace {
+
+// A fused attention kernel: ours, or cuDNN's.
+bool is_fused_attention(const std::string& name) {
+  return name.rfind("flash_", 0) == 0 || name.find("sdpa") != std::string::npos || name.find("fmha") != std::string::npos;
+}
+
+}  // namespace
+
 std::string kernel_family(const std::string& name) {
   const auto has = [&](const char* s) { return name.find(s) != std::string::npos; };
   const auto starts = [&](const char* s) { return name.rfind(s, 0) == 0; };
   if (starts("nvjet") || starts("sm90_xmma") || starts("cutlass") || has("gemm"))
     return starts("nvjet_sm90_qq") || has("e4m3") ? "FP8 products" : "products";
-  if (starts("flash_") || has("sdpa") || has("fmha") || starts("causal_softmax") || starts("heads_kernel")) return "attention";
+  if (is_fused_attention(name) || starts("causal_softmax") || starts("heads_kernel")) return "attention";
   if (has("SwiGlu") || starts("swiglu") || starts("silu")) return "SwiGLU";
   if (starts("quantize_kernel") || starts("update_scales")) return "quantizing passes";
   if (starts("rms")) return "RMSNorm";
@@ -131,8 +140,9 @@ std::vector<FamilyRow> kernel_families(const TraceData& t) {
   const std::vector<double> added = added_us(t);
   std::map<std::string, FamilyRow> by;
   for (size_t i = 0; i < t.records.size(); ++i) {
-    FamilyRow& f = by[kernel_family(t.records[i].name)];
-    f.family = kernel_family(t.records[i].name);
+    const std::string family = kernel_family(t.records[i].name);
+    FamilyRow& f = by[family];
+    f.family = family;
     f.calls += 1;
     f.total_us += added[i];
   }
@@ -143,10 +153,7 @@ std::vector<FamilyRow> kernel_families(const TraceData& t) {
 }
 
 bool has_fused_attention(const TraceData& t) {
-  for (const TraceRecord& r : t.records)
-    if (r.name.rfind("flash_", 0) == 0 || r.name.find("sdpa") != std::string::npos || r.name.find("fmha") != std::string::npos)
-      return true;
-  return false;
+  return std::any_of(t.records.begin(), t.records.end(), [](const TraceRecord& r) { return is_fused_attention(r.name); });
 }
 
 std::vector<RegionRow> region_times(const TraceData& t) {
@@ -174,16 +181,6 @@ std::vector<int64_t> launches_per_step(const TraceData& t) {
   for (const TraceRecord& r : t.records)
     if (r.kind == TraceRecord::Kernel && r.step >= 0 && r.step < t.steps) n[size_t(r.step)]++;
   return n;
-}
-
-std::vector<double> busy_us_per_step(const TraceData& t) {
-  const std::vector<double> added = added_us(t);
-  std::vector<double> us(size_t(t.steps), 0);
-  for (size_t i = 0; i < t.records.size(); ++i) {
-    const int step = t.records[i].step;
-    if (step >= 0 && step < t.steps) us[size_t(step)] += added[i];
-  }
-  return us;
 }
 
 void write_chrome_trace(std::ostream& out, const TraceData& t) {

@@ -75,8 +75,6 @@ bool has_fused_attention(const TraceData& t);
 
 // Kernel launches in each profiled step.
 std::vector<int64_t> launches_per_step(const TraceData& t);
-// The GPU's busy time in each profiled step (microseconds): the records' added_us summed.
-std::vector<double> busy_us_per_step(const TraceData& t);
 
 // Where a profiled step's time went, in microseconds, so that the rows add up to it: from its
 // first record's start to its last record's end (window) = the time some stream ran (busy) + the

@@ -56,7 +56,10 @@ TEST(Profile, RegionsAndSteps) {
   EXPECT_DOUBLE_EQ(rows[0].gpu_us, 6.0);   // 2 x (2 us kernel + 1 us memset)
   EXPECT_EQ(rows[2].path, "(outside any range)");
   EXPECT_EQ(launches_per_step(t), (std::vector<int64_t>{3, 3}));
-  EXPECT_EQ(busy_us_per_step(t), (std::vector<double>{10.0, 10.0}));
+  for (const StepAccount& a : step_accounts(t)) {
+    EXPECT_DOUBLE_EQ(a.kernel_us, 10.0);
+    EXPECT_DOUBLE_EQ(a.busy_us, 10.0);
+  }
 }
 
 // Under programmatic launch a kernel starts while the one before it runs and waits for it:
@@ -76,7 +79,8 @@ TEST(Profile, OverlappingRecordsCountWhatTheyAdd) {
   add("c", 3500, 5500);  // inside a and b: adds nothing
   add("d", 8000, 9000);  // after an idle gap: 1 us
   EXPECT_EQ(added_us(t), (std::vector<double>{1.0, 4.0, 0.0, 1.0}));
-  EXPECT_EQ(busy_us_per_step(t), (std::vector<double>{6.0}));
+  EXPECT_DOUBLE_EQ(step_accounts(t)[0].kernel_us, 6.0);
+  EXPECT_DOUBLE_EQ(step_accounts(t)[0].busy_us, 6.0);
   EXPECT_DOUBLE_EQ(region_times(t)[0].gpu_us, 6.0);
   const std::vector<HotspotRow> rows = hotspots(t);
   EXPECT_EQ(rows[0].name, "a");
