@@ -128,6 +128,12 @@ class Backend {
   // Both in one pass, the gradient written over the logits (the fused classifier).
   virtual void cross_entropy_fused(const Tensor& losses, const Tensor& logits, const Tensor& targets, int64_t n,
                                    int v, int64_t ld, double scale) = 0;
+  // Both, the gradient [n, ld] made straight in FP8 (version 5's head, fp8-head) into dlogits8's
+  // layouts through its slot's scale, as delayed scaling uses it (the caller sets it); the logits
+  // stay. lse: scratch of n fp32 (ops/cross_entropy.h).
+  virtual void fp8_cross_entropy_fused(const Fp8Matrix& dlogits8, const Tensor& lse, const Tensor& losses,
+                                       const Tensor& logits, const Tensor& targets, int64_t n, int v, int64_t ld,
+                                       double scale) = 0;
   // The step's AdamW scalars (learning rate, bias corrections): adamw() uses the last ones
   // set. The CUDA kernel reads them from device memory, so that a captured step replays with
   // the scalars of the current step; set them outside a capture, before the step.

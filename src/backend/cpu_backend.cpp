@@ -187,6 +187,13 @@ class CpuBackend final : public Backend {
                            int64_t ld, double scale) override {
     ref::cross_entropy_fused(losses.data<T>(), logits.data<T>(), targets.data<int32_t>(), n, v, ld, scale);
   }
+  void fp8_cross_entropy_fused(const Fp8Matrix& dlogits8, const Tensor&, const Tensor& losses, const Tensor& logits,
+                               const Tensor& targets, int64_t n, int v, int64_t ld, double scale) override {
+    ref::cross_entropy_forward(losses.data<T>(), logits.data<T>(), targets.data<int32_t>(), n, v, ld);
+    std::vector<T> d(size_t(n * ld));
+    ref::cross_entropy_backward(d.data(), logits.data<T>(), targets.data<int32_t>(), n, v, ld, scale);
+    ref::quantize_fp8(dlogits8, d.data(), n, ld, Fp8Scaling::Delayed);
+  }
   void set_adamw_step(const AdamWStep& s) override { adamw_step_ = s; }
   void adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const Tensor& p_act, bool decay,
              const Tensor& grad_sumsq) override {

@@ -1,6 +1,9 @@
 #include "model/fp8_state.h"
 
 #include <algorithm>
+#include <vector>
+
+#include "core/fp8.h"
 
 namespace tt {
 
@@ -20,28 +23,37 @@ bool fp8_dims_fit(std::initializer_list<int64_t> dims) {
   return std::all_of(dims.begin(), dims.end(), [](int64_t d) { return d % 16 == 0; });
 }
 
-Fp8Decision decide_fp8(const Plan& plan, bool cuda, const ModelConfig& c, int64_t tokens) {
+Fp8Decision decide_fp8(const Plan& plan, bool cuda, const ModelConfig& c, int64_t tokens, int64_t padded_vocab,
+                       int64_t chunk) {
   if (!plan.fp8 || !cuda) return {};
-  if (!plan.amp) return {false, "fp32: v5's FP8 products take bf16 activations (--use-amp)"};
+  if (!plan.amp) return {false, false, "fp32: v5's FP8 products take bf16 activations (--use-amp)"};
   if (!plan.fp8_every_shape && !(c.hidden >= kFp8MinHidden && tokens >= kFp8MinTokens))
-    return {false, "bf16: FP8 pays from hidden " + std::to_string(kFp8MinHidden) + " and " +
-                       std::to_string(kFp8MinTokens) + " tokens a micro-batch (--enable-fp8-every-shape takes it anyway)"};
+    return {false, false, "bf16: FP8 pays from hidden " + std::to_string(kFp8MinHidden) + " and " +
+                              std::to_string(kFp8MinTokens) + " tokens a micro-batch (--enable-fp8-every-shape takes it anyway)"};
   if (!fp8_dims_fit({tokens, c.hidden, c.intermediate, c.qkv_dim(), int64_t(c.heads) * c.head_dim()}))
-    return {false, "bf16: FP8 products need the tokens, hidden, FFN and attention widths to be multiples of 16"};
-  return {true, std::string("FP8 in the layers (E4M3 weights and activations, ") +
-                    (plan.fp8_e5m2_gradients ? "E5M2" : "E4M3") + " gradients, " +
-                    (plan.fp8_delayed_scaling ? "delayed" : "current") + " scaling); bf16 in the head"};
+    return {false, false, "bf16: FP8 products need the tokens, hidden, FFN and attention widths to be multiples of 16"};
+  // The head's gradient comes from the fused classifier's pass, a chunk of tokens at a time.
+  const bool head = plan.fp8_head && plan.fused_classifier && fp8_dims_fit({chunk, padded_vocab});
+  return {true, head, std::string("FP8 in the layers (E4M3 weights and activations, ") +
+                          (plan.fp8_e5m2_gradients ? "E5M2" : "E4M3") + " gradients, " +
+                          (plan.fp8_delayed_scaling ? "delayed" : "current") + " scaling); " +
+                          (head ? "FP8 in the head (the logits' gradient at a fixed scale)" : "bf16 in the head")};
 }
 
-Fp8State::Fp8State(const ModelConfig& config, Backend& backend, int64_t tokens)
-    : cfg_(config), be_(backend), N_(tokens), decision_(decide_fp8(backend.plan(), backend.is_cuda(), config, tokens)) {}
+Fp8State::Fp8State(const ModelConfig& config, Backend& backend, int64_t tokens, int64_t padded_vocab, int64_t chunk)
+    : cfg_(config),
+      be_(backend),
+      N_(tokens),
+      Vp_(padded_vocab),
+      chunk_(chunk),
+      decision_(decide_fp8(backend.plan(), backend.is_cuda(), config, tokens, padded_vocab, chunk)) {}
 
 void Fp8State::layout(Arena& a) {
   layers_.clear();
   if (!on()) return;
   const int64_t C = cfg_.hidden, F = cfg_.intermediate, HD = int64_t(cfg_.heads) * cfg_.head_dim(), QKV = cfg_.qkv_dim();
   const DType E4 = DType::F8E4M3;
-  slots_ = a.take(Category::Workspace, DType::F32, int64_t(cfg_.layers) * kSlots * kFp8SlotFloats);
+  slots_ = a.take(Category::Workspace, DType::F32, slot_count() * kFp8SlotFloats);
   // The inputs' rows live until the product after them, in one buffer the layers share; their
   // transposes until the weight gradients, per layer.
   const Tensor rows = a.take(Category::Workspace, E4, N_ * std::max({C, HD, F}));
@@ -58,10 +70,25 @@ void Fp8State::layout(Arena& a) {
   const int64_t widest = std::max({QKV, 2 * F, C});
   grad_rows_ = a.take(Category::Workspace, G, N_ * widest);
   grad_cols_ = a.take(Category::Workspace, G, N_ * widest);
+  if (!head_on()) return;
+  // xf's rows in the shared buffer (the layers' products are done when the head runs).
+  head_.x = {rows.slice(0, N_ * C), a.take(Category::Workspace, E4, N_ * C), C, N_, head_slot(kXf)};
+  head_.w = {a.take(Category::Parameters, E4, Vp_ * C), a.take(Category::Parameters, E4, Vp_ * C), C, Vp_,
+             head_slot(kWhead)};
+  head_.d = {a.take(Category::Workspace, G, chunk_ * Vp_), a.take(Category::Workspace, G, chunk_ * Vp_), Vp_, chunk_,
+             head_slot(kDlogits)};
+  head_lse_ = a.take(Category::Workspace, DType::F32, chunk_);
 }
 
-void Fp8State::zero_slots() {
-  if (on()) be_.zero(slots_);
+void Fp8State::init_slots(double head_gradient_bound) {
+  if (!on()) return;
+  be_.zero(slots_);
+  if (!head_on()) return;
+  const float largest = float(fp8_spec(fp8_format(head_.d.rows.dtype)).max_finite);
+  const float scale = fp8_scale_of(float(head_gradient_bound), largest);
+  std::vector<float> slot(kFp8SlotFloats, 0.0f);
+  slot[0] = 1.0f / scale, slot[1] = scale, slot[3] = largest;
+  be_.upload(head_slot(kDlogits), slot.data());
 }
 
 int64_t Fp8State::width(Proj p) const {
@@ -111,11 +138,13 @@ void Fp8State::cast_weights(const Weights& w) {
     cast(f.wgateup, lw.wgateup, 2 * F, C);
     cast(f.wdown, lw.wdown, C, F);
   }
+  if (head_on()) cast(head_.w, w.head, Vp_, C);
 }
 
 void Fp8State::finish_step() {
   if (!delayed()) return;
-  be_.fp8_update_scales(slots_, cfg_.layers * kSlots);
+  static_assert(kDlogits == kHeadSlots - 1, "the fixed slot is the last");
+  be_.fp8_update_scales(slots_, int(slot_count()) - 1);  // the head gradient's scale stays
   calibrated_ = true;
 }
 

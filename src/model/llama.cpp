@@ -38,7 +38,7 @@ Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len
       Vp_(tt::padded_vocab(config.vocab_size, backend.vocab_padding_multiple())),
       chunk_(classifier_chunk_for(backend.plan(), tokens(), Vp_, dtype_size(backend.act_dtype()))),
       attn_{batch, seq_len, config.heads, config.kv_heads, config.head_dim()},
-      fp8_(config, backend, tokens()),
+      fp8_(config, backend, tokens(), Vp_, chunk_),
       state_(cfg_, backend, dp, step, Vp_),
       arena_(backend.memory()) {
   TT_CHECK(step.micro_batches >= 1, "Llama: at least one micro-batch a step (TrainOptions::validate refuses it)");
@@ -61,7 +61,7 @@ Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len
   else
     be_.upload(rope_table_, table_f.data());
   be_.set_attention_rope(rope_table_);
-  fp8_.zero_slots();
+  fp8_.init_slots(loss_grad_scale());
 }
 
 std::array<size_t, kNumCategories> Llama::memory_needed(const ModelConfig& config, Backend& backend, int batch,
@@ -293,16 +293,27 @@ void Llama::forward_head(Pass pass) {
   ScopedRange r(be_, "head_loss");
   const int64_t N = tokens();
   const int C = cfg_.hidden, V = cfg_.vocab_size;
+  // In FP8 (fp8-head): xf cast once, the chunks' products from its rows, the weight gradient's
+  // from its columns; the logits' gradient made in FP8 by the cross-entropy pass itself.
+  const Fp8Operands f8 = fp8_.head_on() ? fp8_.head_operands() : Fp8Operands{};
+  if (!f8.empty()) fp8_.cast(f8.x, xf_, N, C);
   for (int64_t first = 0; first < N; first += chunk_) {
     const int rows = int(std::min<int64_t>(chunk_, N - first));
     const Tensor xf = xf_.slice(first * C, int64_t(rows) * C), losses = micro_slice(losses_).slice(first, rows),
                  targets = micro_slice(targets_).slice(first, rows);
-    be_.matmul(linear_gemm(logits_, Vp_, xf, C, w_.head, rows, C, Vp_));
-    head_backward_done_ = cross_entropy_loss(be_, pass == Pass::Train, losses, logits_, targets, rows, V, Vp_,
-                                             loss_grad_scale());
+    const Fp8Operands chunk8 = f8.empty() ? f8 : Fp8Operands{f8.x.row_block(first, rows), f8.w};
+    be_.matmul(linear_product(logits_, Vp_, xf, w_.head, rows, C, Vp_, chunk8));
+    if (!f8.empty() && pass == Pass::Train) {
+      be_.fp8_cross_entropy_fused(fp8_.head_gradient(), fp8_.head_scratch(), losses, logits_, targets, rows, V, Vp_,
+                                  loss_grad_scale());
+      head_backward_done_ = true;
+    } else {
+      head_backward_done_ = cross_entropy_loss(be_, pass == Pass::Train, losses, logits_, targets, rows, V, Vp_,
+                                               loss_grad_scale());
+    }
     if (!head_backward_done_) continue;
     linear_backward(be_, d_normed_.slice(first * C, int64_t(rows) * C), 0.0f, g_.head, first == 0 ? dw_beta() : 1.0f,
-                    logits_, Vp_, xf, w_.head, rows, C, Vp_);
+                    logits_, Vp_, xf, w_.head, rows, C, Vp_, chunk8, fp8_.head_gradient());
   }
 }
 

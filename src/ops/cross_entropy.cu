@@ -20,8 +20,15 @@
 // and 2576 GB/s (with the streaming stores; 2412 without). Smaller blocks, more of them, read
 // the forward no faster (3055 GB/s at four of 256) and slowed the fused kernel (1951 GB/s): the
 // rows waiting for their second pass no longer fit in L2.
+//
+// Version 5's head in FP8 (fp8-head) needs the gradient in both layouts, and a row per block
+// cannot write the transpose's tiles. So the loss pass keeps each row's log-sum-exp, and
+// quantize.cuh's tiled pass computes the gradient from the logits again (SoftmaxGradient), element
+// by element as the kernel here stores it, writing its FP8 rows and columns: one more read of the
+// logits, and one byte written per layout instead of two.
 #include "ops/cross_entropy.h"
 #include "ops/cuda_common.cuh"
+#include "ops/quantize.cuh"
 
 namespace tt::cuda {
 namespace {
@@ -54,9 +61,18 @@ __device__ __forceinline__ MaxSum block_combine(MaxSum a, MaxSum* scratch) {
 
 constexpr int kMaxThreads = 512;
 
+// One element of the gradient, scale * (softmax - onehot), from its logit x and the row's
+// log-sum-exp in base 2, rounded to T: one expression for the kernel below and the FP8 pass, with
+// the roundings written out, so that no contraction into a fused multiply-add can tell them apart.
+template <class T>
+__device__ __forceinline__ T softmax_gradient(float x, float lse2, bool target, float scale) {
+  const float p = exp2f(__fsub_rn(__fmul_rn(x, kLog2e), lse2));
+  return from_float<T>(__fmul_rn(scale, target ? __fsub_rn(p, 1.0f) : p));
+}
+
 template <class T, int kN, bool kLoss, bool kGrad>
-__global__ void __launch_bounds__(kMaxThreads, 2) cross_entropy_kernel(Successor next, float* losses, T* dlogits, const T* logits,
-                                     const int32_t* targets, int v, int64_t ld, float scale) {
+__global__ void __launch_bounds__(kMaxThreads, 2) cross_entropy_kernel(Successor next, float* losses, float* lse2s, T* dlogits,
+                                     const T* logits, const int32_t* targets, int v, int64_t ld, float scale) {
   await_previous_kernel(next);
   __shared__ MaxSum scratch[32];
   const T* row = logits + int64_t(blockIdx.x) * ld;
@@ -88,6 +104,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2) cross_entropy_kernel(Successor
   acc = block_combine(acc, scratch);
   const float lse2 = acc.m + log2f(acc.s);  // log-sum-exp in base 2
   if (kLoss && threadIdx.x == 0) losses[blockIdx.x] = (lse2 - target_logit * kLog2e) * kLn2;
+  if (lse2s && threadIdx.x == 0) lse2s[blockIdx.x] = lse2;
   if (!kGrad) return;
 
   T* drow = dlogits + int64_t(blockIdx.x) * ld;
@@ -104,8 +121,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2) cross_entropy_kernel(Successor
 #pragma unroll
       for (int k = 0; k < kN; ++k) {
         const int col = col0 + k;
-        const float p = col < v ? exp2f(to_float(x[u].v[k]) * kLog2e - lse2) : 0.0f;
-        d.v[k] = from_float<T>(scale * (col == target ? p - 1.0f : p));
+        d.v[k] = col < v ? softmax_gradient<T>(to_float(x[u].v[k]), lse2, col == target, scale) : from_float<T>(0.0f);
       }
       d.store_streaming(drow + col0);
     }
@@ -119,18 +135,41 @@ int threads_for(int64_t nvec) {
 
 template <bool kLoss, bool kGrad>
 void launch_cross_entropy(const char* name, const Tensor& losses, const Tensor& dlogits, const Tensor& logits,
-                          const Tensor& targets, int64_t n, int v, int64_t ld, float scale, Stream s) {
+                          const Tensor& targets, int64_t n, int v, int64_t ld, float scale, Stream s,
+                          float* lse2s = nullptr) {
   TT_CHECK(v >= 1 && ld >= v, "cross_entropy: the row stride must hold the vocabulary");
   if (n == 0) return;
   TT_DISPATCH_ACT(logits.dtype, {
     with_vec_width<T>(fits_vec16<T>(ld, {logits.ptr, dlogits.ptr}), [&](auto width) {
       constexpr int kN = decltype(width)::value;
       launch(name, cross_entropy_kernel<T, kN, kLoss, kGrad>, unsigned(n), threads_for(ld / kN), 0, s,
-             kLoss ? losses.data<float>() : nullptr, static_cast<T*>(dlogits.ptr), static_cast<const T*>(logits.ptr),
+             kLoss ? losses.data<float>() : nullptr, lse2s, static_cast<T*>(dlogits.ptr), static_cast<const T*>(logits.ptr),
              targets.data<int32_t>(), v, ld, scale);
     });
   });
 }
+
+// quantize.cuh's source: the gradient of rows of logits [n, ld] from their log-sum-exp, element by
+// element as cross_entropy_kernel stores it (zero in the padding columns).
+template <class T>
+struct SoftmaxGradient {
+  const T* logits;
+  const float* lse2s;
+  const int32_t* targets;
+  int64_t ld;
+  int v;
+  float scale;
+  __device__ __forceinline__ void load(int64_t row, int64_t col, float (&out)[kQuantizeChunk]) const {
+    const Vec<T, kQuantizeChunk> x = Vec<T, kQuantizeChunk>::load(logits + row * ld + col);
+    const float lse2 = lse2s[row];
+    const int target = targets[row];
+#pragma unroll
+    for (int k = 0; k < kQuantizeChunk; ++k) {
+      const int64_t c = col + k;
+      out[k] = c < v ? to_float(softmax_gradient<T>(to_float(x.v[k]), lse2, c == target, scale)) : 0.0f;
+    }
+  }
+};
 
 }  // namespace
 
@@ -147,6 +186,21 @@ void cross_entropy_backward(const Tensor& dlogits, const Tensor& logits, const T
 void cross_entropy_fused(const Tensor& losses, const Tensor& logits, const Tensor& targets, int64_t n, int v,
                          int64_t ld, float scale, Stream s) {
   launch_cross_entropy<true, true>("cross_entropy_fused", losses, logits, logits, targets, n, v, ld, scale, s);
+}
+
+void cross_entropy_fused_fp8(const Fp8Matrix& dlogits8, const Tensor& lse, const Tensor& losses, const Tensor& logits,
+                             const Tensor& targets, int64_t n, int v, int64_t ld, float scale, const Tensor& partials,
+                             Stream s) {
+  TT_CHECK(ld % kQuantizeChunk == 0 && aligned16(logits.ptr), "cross_entropy_fused_fp8: rows of a multiple of 8, aligned");
+  TT_CHECK(lse.dtype == DType::F32 && lse.numel >= n, "cross_entropy_fused_fp8: the scratch holds n fp32");
+  if (n == 0) return;
+  launch_cross_entropy<true, false>("cross_entropy_fused_fp8", losses, Tensor{}, logits, targets, n, v, ld, 0.0f, s,
+                                    lse.data<float>());
+  TT_DISPATCH_ACT(logits.dtype, {
+    const SoftmaxGradient<T> src{static_cast<const T*>(logits.ptr), lse.data<float>(), targets.data<int32_t>(), ld, v,
+                                 scale};
+    quantize_from(dlogits8, src, n, ld, Fp8Scaling::Delayed, partials, s);
+  });
 }
 
 }  // namespace tt::cuda

@@ -3,13 +3,16 @@
 //             (the model's loss is the mean of losses over all n = B*T tokens)
 //   backward: dlogits[i, j] = scale * (softmax(logits[i, :v])_j - [j == targets[i]]) for j < v,
 //             0 for v <= j < ld; scale = 1/n for the mean. dlogits may be the logits buffer.
-//   fused:    both at once, the gradient written over the logits (the fused classifier).
+//   fused:    both at once, the gradient written over the logits (the fused classifier); or,
+//             for version 5's head, the gradient's FP8 forms instead (ops/quantize.h), the logits
+//             kept, through the slot's scale as delayed scaling uses it.
 // Rows are ld elements apart: the columns from v to ld are the output head's vocabulary
 // padding (src/model/params.h), which takes no part in the softmax and gets a zero gradient.
 // Sums run in double on the CPU and in fp32 on the GPU, whatever the logits' type.
 #pragma once
 #include "core/stream.h"
 #include "core/tensor.h"
+#include "ops/quantize.h"
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -65,4 +68,9 @@ void cross_entropy_backward(const Tensor& dlogits, const Tensor& logits, const T
                             int64_t ld, float scale, Stream s);
 void cross_entropy_fused(const Tensor& losses, const Tensor& logits, const Tensor& targets, int64_t n, int v,
                          int64_t ld, float scale, Stream s);
+// lse: scratch of n fp32 (each row's log-sum-exp, from the loss pass to the FP8 one); partials:
+// quantize_fp8's (unused: the scaling is the slot's).
+void cross_entropy_fused_fp8(const Fp8Matrix& dlogits8, const Tensor& lse, const Tensor& losses, const Tensor& logits,
+                             const Tensor& targets, int64_t n, int v, int64_t ld, float scale, const Tensor& partials,
+                             Stream s);
 }  // namespace tt::cuda

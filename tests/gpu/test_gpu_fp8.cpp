@@ -180,6 +180,45 @@ TEST_P(Fp8Quantize, SwiGluMadeInFp8IsTheCastOfWhatItStores) {
   }
 }
 
+// The head's gradient made in FP8 (fp8-head): the losses of the bf16 pass, and the bytes of
+// quantizing the gradient the bf16 kernel stores, through the fixed scale of its bound (the slot
+// as Llama sets it); every byte written, the padding columns zero, the logits left as they were.
+TEST_P(Fp8Quantize, CrossEntropyGradientMadeInFp8IsTheCastOfWhatItStores) {
+  const DType d = GetParam();
+  const Fp8Format f = fp8_format(d);
+  const int64_t n = 200, ld = 1088;
+  const int v = 1000;
+  GpuBackend be(fp8_plan(true), ModelShape{1, 16, 64, 1, 1, 64, 64, 16});
+  std::vector<double> logits = spread_values(n * ld, 5, 4.0);
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) ids[size_t(i)] = int32_t((i * 7919) % v);
+  DeviceBuffer x(DType::BF16, logits), targets(DType::I32, n), losses(DType::F32, n), losses8(DType::F32, n),
+      lse(DType::F32, n), dlogits(DType::BF16, n * ld);
+  cudaMemcpy(targets.t().ptr, ids.data(), ids.size() * sizeof(int32_t), cudaMemcpyHostToDevice);
+  const double scale = 1.0 / double(n);
+  be->cross_entropy_forward(losses, x, targets, n, v, ld);
+  be->cross_entropy_backward(dlogits, x, targets, n, v, ld, scale);
+  const std::vector<uint8_t> logits_before = bytes_of(x);
+  DeviceFp8 cast(d, n, ld), made(d, n, ld);
+  std::vector<double> slot(kFp8SlotFloats, 0.0);
+  const float s = fp8_scale(float(scale), f);
+  slot[0] = 1.0 / s, slot[1] = s, slot[3] = fp8_spec(f).max_finite;
+  cast.slot.set(slot);
+  made.slot.set(slot);
+  be->fp8_quantize(cast.m, dlogits, n, ld, Fp8Scaling::Delayed);
+  be->fp8_cross_entropy_fused(made.m, lse, losses8, x, targets, n, v, ld, scale);
+  EXPECT_EQ(bytes_of(losses8), bytes_of(losses));
+  EXPECT_EQ(bytes_of(made.rows), bytes_of(cast.rows));
+  EXPECT_EQ(bytes_of(made.cols), bytes_of(cast.cols));
+  EXPECT_EQ(floats_of(made.slot), floats_of(cast.slot));
+  EXPECT_EQ(bytes_of(x), logits_before);
+  const std::vector<uint8_t> rows = bytes_of(made.rows);
+  int64_t padding = 0;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = v; j < ld; ++j) padding += rows[size_t(i * ld + j)] != 0;
+  EXPECT_EQ(padding, 0) << "padding columns not zero";
+}
+
 INSTANTIATE_TEST_SUITE_P(Formats, Fp8Quantize, ::testing::Values(DType::F8E4M3, DType::F8E5M2),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
@@ -363,6 +402,8 @@ TEST(Fp8Model, LossAndGradientsWithinTheBoundOfTheCpuInDouble) {
       plans.push_back(fp8_plan(delayed, e5m2));
       plans.back().fp8_every_shape = true;
     }
+  plans.push_back(plans[1]);  // delayed, E4M3, the head in bf16: what the head in FP8 adds
+  plans.back().fp8_head = false;
   for (double global : fp8_gradient_errors(fp8_model(), 8, 128, plans, 1e-3, 0.3)) EXPECT_LT(global, 0.25);
 }
 

@@ -296,6 +296,11 @@ class CudaBackend final : public Backend {
                            int64_t ld, double scale) override {
     cuda::cross_entropy_fused(losses, logits, targets, n, v, ld, float(scale), kernel_stream());
   }
+  void fp8_cross_entropy_fused(const Fp8Matrix& dlogits8, const Tensor& lse, const Tensor& losses, const Tensor& logits,
+                               const Tensor& targets, int64_t n, int v, int64_t ld, double scale) override {
+    cuda::cross_entropy_fused_fp8(dlogits8, lse, losses, logits, targets, n, v, ld, float(scale), amax_partials_,
+                                  kernel_stream());
+  }
   void set_adamw_step(const AdamWStep& s) override {
     // Called outside any capture (the model uploads the scalars before each step). The copy
     // from pinned memory is asynchronous: the previous one must have read the buffer before
