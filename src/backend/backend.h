@@ -102,6 +102,10 @@ class Backend {
   virtual bool attention_applies_rope() const { return false; }
   virtual void set_attention_rope(const Tensor& table) {}
   virtual void rope_backward(const Tensor& dx, const Tensor& table, const RopeShape& s) = 0;
+  // Version 5 (fp8-fused-rope): the backward made straight in FP8, every column of dx
+  // [s.tokens, s.ld] into dx8 (s's heads turned back), dx itself left as it is (ops/rope.h).
+  virtual void fp8_rope_backward(const Fp8Matrix& dx8, const Tensor& dx, const Tensor& table, const RopeShape& s,
+                                 Fp8Scaling scaling) = 0;
   virtual void attention_forward(const Tensor& att, const Tensor& saved, const Tensor& qkv,
                                  const AttnShape& s) = 0;
   virtual void attention_backward(const Tensor& dqkv, const Tensor& datt, const Tensor& qkv,

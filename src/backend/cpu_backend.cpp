@@ -151,6 +151,12 @@ class CpuBackend final : public Backend {
   void rope_backward(const Tensor& dx, const Tensor& table, const RopeShape& s) override {
     ref::rope(dx.data<T>(), table.data<T>(), s, true);
   }
+  void fp8_rope_backward(const Fp8Matrix& dx8, const Tensor& dx, const Tensor& table, const RopeShape& s,
+                         Fp8Scaling scaling) override {
+    std::vector<T> d(dx.data<T>(), dx.data<T>() + s.tokens * s.ld);
+    ref::rope(d.data(), table.data<T>(), s, true);
+    ref::quantize_fp8(dx8, d.data(), s.tokens, s.ld, scaling);
+  }
   void attention_forward(const Tensor& att, const Tensor& saved, const Tensor& qkv,
                          const AttnShape& s) override {
     ref::attention_forward(att.data<T>(), saved.data<T>(), qkv.data<T>(), s);

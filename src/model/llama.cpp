@@ -428,8 +428,11 @@ void Llama::backward_attention(int l) {
     ScopedRange r(be_, "attention");
     project_backward(l, Proj::Out, datt_, g.wo, dres_, a.att, w.wo);
     be_.attention_backward(dqkv_, datt_, a.qkv, a.att, a.saved, attn_);
-    for (const RopeShape& s : rope_shapes(be_, attn_)) be_.rope_backward(dqkv_, rope_table_, s);
-    project_backward(l, Proj::Qkv, d_normed_, g.wqkv, dqkv_, a.xn1, w.wqkv);
+    const std::vector<RopeShape> ropes = rope_shapes(be_, attn_);
+    const bool dqkv_in_fp8 = rope_backward_in_fp8(be_.plan(), fp8_.on(), ropes);
+    qkv_rope_backward(be_, dqkv_, dqkv_in_fp8 ? fp8_.gradient(l, Proj::Qkv) : Fp8Matrix{}, rope_table_, ropes,
+                      fp8_.scaling());
+    project_backward(l, Proj::Qkv, d_normed_, g.wqkv, dqkv_, a.xn1, w.wqkv, dqkv_in_fp8);
   }
   ScopedRange r(be_, "attention_norm");  // dres: now the gradient of the layer's input
   residual_norm_backward(be_, dres_, d_norm_in_, g.attn_norm, d_normed_, a.x, w.attn_norm, a.rstd1, tokens(),

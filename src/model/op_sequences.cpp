@@ -43,6 +43,16 @@ std::vector<RopeShape> rope_shapes(const Backend& be, const AttnShape& s) {
   return {{n, s.T, s.H, s.D, 0, ld}, {n, s.T, s.KVH, s.D, s.k_col(), ld}};
 }
 
+bool rope_backward_in_fp8(const Plan& plan, bool fp8_products, const std::vector<RopeShape>& ropes) {
+  return fp8_products && plan.fp8_fused_rope && ropes.size() == 1;
+}
+
+void qkv_rope_backward(Backend& be, const Tensor& dqkv, const Fp8Matrix& dqkv8, const Tensor& table,
+                       const std::vector<RopeShape>& ropes, Fp8Scaling scaling) {
+  if (!dqkv8.slot.empty()) return be.fp8_rope_backward(dqkv8, dqkv, table, ropes.at(0), scaling);
+  for (const RopeShape& s : ropes) be.rope_backward(dqkv, table, s);
+}
+
 bool swiglu_in_fp8(const Plan& plan, bool fp8_products) { return fp8_products && plan.fp8_fused_swiglu; }
 
 void ffn_swiglu_forward(Backend& be, const Tensor& h, const Fp8Matrix& h8, const Tensor& gateup, int64_t n, int f,

@@ -42,6 +42,13 @@ void cross_entropy_gradient(Backend& be, const Tensor& logits, const Tensor& tar
 // (rope-in-attention).
 std::vector<RopeShape> rope_shapes(const Backend& be, const AttnShape& s);
 
+// Whether RoPE's backward writes the QKV product's gradient straight in FP8 (fp8-fused-rope) where
+// that product takes FP8 and one call rotates the queries and keys (custom-rope); and RoPE's
+// backward so: into dqkv8 when it does, else in place.
+bool rope_backward_in_fp8(const Plan& plan, bool fp8_products, const std::vector<RopeShape>& ropes);
+void qkv_rope_backward(Backend& be, const Tensor& dqkv, const Fp8Matrix& dqkv8, const Tensor& table,
+                       const std::vector<RopeShape>& ropes, Fp8Scaling scaling);
+
 // Whether SwiGLU writes its output and its input gradient straight in FP8 (fp8-fused-swiglu) where
 // the products around it take FP8; and SwiGLU so: into h8 (or dgateup8) when it does, else into h.
 bool swiglu_in_fp8(const Plan& plan, bool fp8_products);

@@ -6,13 +6,23 @@
 //     rotates the queries and the keys in one call. Bytes moved, either way: the rotated
 //     columns read and written, 2 * tokens * heads * head_dim elements, plus the table
 //     (seq_len * head_dim floats, read from cache for all but the first batch row).
+// Version 5 (fp8-fused-rope): the backward made straight in FP8 by quantize.cuh's pass, which
+// turns the rotated heads back as it reads the gradient (RopeGradient), so that neither the
+// rotation in place nor a cast pass runs. One rotation with its roundings written out serves
+// both: a contraction into a fused multiply-add in one and not in the other made their bits differ.
 #include "ops/cuda_common.cuh"
+#include "ops/quantize.cuh"
 #include "ops/rope.h"
 
 namespace tt::cuda {
 namespace {
 
 constexpr int kThreads = 256;
+
+// (x0 c - x1 sn, x0 sn + x1 c), each product and sum rounded as written.
+__device__ __forceinline__ float2 rotate_pair(float x0, float x1, float c, float sn) {
+  return make_float2(__fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, sn)), __fadd_rn(__fmul_rn(x0, sn), __fmul_rn(x1, c)));
+}
 
 // Thread i rotates kPairs consecutive pairs of one head of one token.
 template <class T, int kPairs>
@@ -35,10 +45,9 @@ __global__ void rope_kernel(Successor next, T* x, const float* table, RopeShape 
     v = V::load(p);
 #pragma unroll
   for (int q = 0; q < kPairs; ++q) {
-    const float c = cs.v[2 * q], sn = sign * cs.v[2 * q + 1];
-    const float x0 = to_float(v.v[2 * q]), x1 = to_float(v.v[2 * q + 1]);
-    v.v[2 * q] = from_float<T>(x0 * c - x1 * sn);
-    v.v[2 * q + 1] = from_float<T>(x0 * sn + x1 * c);
+    const float2 r = rotate_pair(to_float(v.v[2 * q]), to_float(v.v[2 * q + 1]), cs.v[2 * q], sign * cs.v[2 * q + 1]);
+    v.v[2 * q] = from_float<T>(r.x);
+    v.v[2 * q + 1] = from_float<T>(r.y);
   }
   if constexpr (kPairs == 1)
     p[0] = v.v[0], p[1] = v.v[1];
@@ -46,7 +55,46 @@ __global__ void rope_kernel(Successor next, T* x, const float* table, RopeShape 
     v.store(p);
 }
 
+// quantize.cuh's source: the gradient x [s.tokens, s.ld] with s's heads rotated back, as the
+// backward kernel above stores them, and its other columns as they are. A chunk of 8 lies in one
+// head (the head size and s.col are multiples of 8).
+template <class T>
+struct RopeGradient {
+  const T* x;
+  const float* table;
+  RopeShape s;
+  __device__ __forceinline__ void load(int64_t row, int64_t col, float (&v)[kQuantizeChunk]) const {
+    const Vec<T, kQuantizeChunk> d = Vec<T, kQuantizeChunk>::load(x + row * s.ld + col);
+    const int64_t c = col - s.col;
+    if (c < 0 || c >= int64_t(s.heads) * s.head_dim) {
+#pragma unroll
+      for (int k = 0; k < kQuantizeChunk; ++k) v[k] = to_float(d.v[k]);
+      return;
+    }
+    const int pair = int(c % s.head_dim) / 2;
+    const Vec<float, kQuantizeChunk> cs =
+        Vec<float, kQuantizeChunk>::load(table + (int64_t(row % s.seq_len) * (s.head_dim / 2) + pair) * 2);
+#pragma unroll
+    for (int q = 0; q < kQuantizeChunk / 2; ++q) {
+      const float2 r = rotate_pair(to_float(d.v[2 * q]), to_float(d.v[2 * q + 1]), cs.v[2 * q], -1.0f * cs.v[2 * q + 1]);
+      v[2 * q] = to_float(from_float<T>(r.x));
+      v[2 * q + 1] = to_float(from_float<T>(r.y));
+    }
+  }
+};
+
 }  // namespace
+
+void rope_backward_fp8(const Fp8Matrix& dx8, const Tensor& dx, const Tensor& table, const RopeShape& shape,
+                       Fp8Scaling scaling, const Tensor& partials, Stream s) {
+  TT_CHECK(shape.ld % kQuantizeChunk == 0 && shape.col % kQuantizeChunk == 0 && shape.head_dim % kQuantizeChunk == 0 &&
+               aligned16(dx.ptr) && aligned16(table.ptr),
+           "rope_backward_fp8: rows, first column and head size multiples of 8, aligned tensors");
+  TT_DISPATCH_ACT(dx.dtype, {
+    const RopeGradient<T> src{static_cast<const T*>(dx.ptr), table.data<float>(), shape};
+    quantize_from(dx8, src, shape.tokens, shape.ld, scaling, partials, s);
+  });
+}
 
 void rope(const Tensor& x, const Tensor& table, const RopeShape& shape, bool backward, bool wide, Stream s) {
   TT_DISPATCH_ACT(x.dtype, {

@@ -9,6 +9,7 @@
 #pragma once
 #include "core/stream.h"
 #include "core/tensor.h"
+#include "ops/quantize.h"
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -65,4 +66,8 @@ void rope(T* x, const S* table, const RopeShape& s, bool backward) {
 // head_dim, col and ld are multiples of 16 bytes' elements and the pointers 16-byte aligned.
 namespace tt::cuda {
 void rope(const Tensor& x, const Tensor& table, const RopeShape& shape, bool backward, bool wide, Stream s);
+// Version 5: the backward of x [shape.tokens, shape.ld] made straight in FP8 into dx8's layouts,
+// every column (the rotated heads turned back), x left as it is; partials as quantize_fp8's.
+void rope_backward_fp8(const Fp8Matrix& dx8, const Tensor& dx, const Tensor& table, const RopeShape& shape,
+                       Fp8Scaling scaling, const Tensor& partials, Stream s);
 }  // namespace tt::cuda

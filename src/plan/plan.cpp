@@ -35,6 +35,8 @@ const std::vector<PlanSwitch>& plan_switches() {
        "FP8 scales from the last 16 steps' amax, recorded as each tensor is quantized (no amax pass)"},
       {"fp8-fused-swiglu", &Plan::fp8_fused_swiglu, 5,
        "SwiGLU writes its output and its input gradient straight in FP8: no bf16 copy, no cast pass"},
+      {"fp8-fused-rope", &Plan::fp8_fused_rope, 5,
+       "RoPE's backward writes the QKV product's gradient straight in FP8: no rotation in place, no cast pass"},
       {"fp8-head", &Plan::fp8_head, 5,
        "the output head's products in FP8 too: the cross-entropy pass writes the logits' gradient in FP8, both layouts"},
       // Measured no faster and less precise than E4M3 (docs/versions/v5.md). Opt-in.

@@ -180,6 +180,34 @@ TEST_P(Fp8Quantize, SwiGluMadeInFp8IsTheCastOfWhatItStores) {
   }
 }
 
+// RoPE's backward made straight in FP8 (fp8-fused-rope): the bytes of quantizing what the
+// backward kernel leaves in place (custom-rope's one call for the queries and keys; the values'
+// columns as they are), with both scalings; the gradient itself left unrotated.
+TEST_P(Fp8Quantize, RopeBackwardMadeInFp8IsTheCastOfWhatItRotates) {
+  const DType d = GetParam();
+  const int B = 3, T = 70, H = 4, KVH = 2, D = 64;
+  const int64_t n = int64_t(B) * T, ld = int64_t(H + 2 * KVH) * D;
+  GpuBackend be(fp8_plan(), ModelShape{B, T, H * D, H, KVH, D, 64, 16});
+  const RopeShape shape{n, T, H + KVH, D, 0, ld};
+  const std::vector<double> table = rope_table(T, D, 10000.0);
+  DeviceBuffer tb(DType::F32, table), dqkv(DType::BF16, spread_values(n * ld, 8, 1e-3)), rotated(DType::BF16, n * ld);
+  cudaMemcpy(rotated.t().ptr, dqkv.t().ptr, dqkv.t().bytes(), cudaMemcpyDeviceToDevice);
+  be->rope_backward(rotated, tb, shape);
+  const std::vector<uint8_t> before = bytes_of(dqkv);
+  for (Fp8Scaling scaling : {Fp8Scaling::Current, Fp8Scaling::Delayed}) {
+    SCOPED_TRACE(scaling == Fp8Scaling::Current ? "current" : "delayed");
+    DeviceFp8 cast(d, n, ld), made(d, n, ld);
+    if (scaling == Fp8Scaling::Delayed)  // the slots as current scaling leaves them
+      for (DeviceFp8* m : {&cast, &made}) be->fp8_quantize(m->m, rotated, n, ld, Fp8Scaling::Current);
+    be->fp8_quantize(cast.m, rotated, n, ld, scaling);
+    be->fp8_rope_backward(made.m, dqkv, tb, shape, scaling);
+    EXPECT_EQ(bytes_of(made.rows), bytes_of(cast.rows));
+    EXPECT_EQ(bytes_of(made.cols), bytes_of(cast.cols));
+    EXPECT_EQ(floats_of(made.slot), floats_of(cast.slot));
+  }
+  EXPECT_EQ(bytes_of(dqkv), before);
+}
+
 // The head's gradient made in FP8 (fp8-head): the losses of the bf16 pass, and the bytes of
 // quantizing the gradient the bf16 kernel stores, through the fixed scale of its bound (the slot
 // as Llama sets it); every byte written, the padding columns zero, the logits left as they were.
@@ -462,6 +490,20 @@ TEST(Fp8Model, FusedSwiGluChangesNoBit) {
   EXPECT_TRUE(fused.fp8);
   EXPECT_EQ(fused.losses, stored.losses);
   EXPECT_TRUE(fused.params == stored.params);
+}
+
+// RoPE's backward made straight in FP8 changes no bit of training: v5 with and without
+// fp8-fused-rope, every product in FP8, the same losses and weights.
+TEST(Fp8Model, FusedRopeChangesNoBit) {
+  REQUIRE_GPU();
+  Plan p = fp8_plan(true);
+  p.fp8_every_shape = true;
+  const FiveSteps fused = five_steps(p);
+  p.fp8_fused_rope = false;
+  const FiveSteps separate = five_steps(p);
+  EXPECT_TRUE(fused.fp8);
+  EXPECT_EQ(fused.losses, separate.losses);
+  EXPECT_TRUE(fused.params == separate.params);
 }
 
 // Where FP8 does not pay (the default shape without fp8-every-shape), v5 is v4: the same losses

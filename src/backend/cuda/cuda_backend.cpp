@@ -242,6 +242,10 @@ class CudaBackend final : public Backend {
   void rope_backward(const Tensor& dx, const Tensor& table, const RopeShape& s) override {
     cuda::rope(dx, table, s, true, plan_.custom_rope, kernel_stream());
   }
+  void fp8_rope_backward(const Fp8Matrix& dx8, const Tensor& dx, const Tensor& table, const RopeShape& s,
+                         Fp8Scaling scaling) override {
+    cuda::rope_backward_fp8(dx8, dx, table, s, scaling, amax_partials_, kernel_stream());
+  }
   void attention_forward(const Tensor& att, const Tensor& saved, const Tensor& qkv, const AttnShape& s) override {
     if (use_custom_attention_)
       cuda::flash_attention_forward(att, saved, qkv, s, attention_rope(), kernel_stream());

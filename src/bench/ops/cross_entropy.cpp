@@ -32,9 +32,8 @@ class CrossEntropyCase final : public OpCase {
   bool has_version(int version) const override { return version >= 3; }
   int base_version(int version) const override { return version == 5 ? 4 : 3; }
   std::vector<bool Plan::*> switches() const override { return {&Plan::fused_classifier, &Plan::fp8_head}; }
-  // In FP8 each element is within one step of E4M3 of the reference's (the gradient is rounded to
-  // the act type first, as the model stores it): the bound of bf16's rows.
-  double fp32_bound(const Plan& p) const override { return p.fp8_head ? 2e-2 : 1e-5; }
+  // In FP8 each element is within one step of E4M3 of the reference's: rarely a step apart in fp32.
+  double fp32_bound(const Plan& p) const override { return p.fp8_head ? 2e-3 : 1e-5; }
 
   void layout(OpLayout& l) override {
     rows_ = std::min(shape_.tokens(), kMaxClassifierRows);
