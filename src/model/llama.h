@@ -58,6 +58,7 @@ class Llama {
   // run and why, for the run's header ("" without the fp8 switch).
   bool uses_fp8() const { return fp8_.on(); }
   const std::string& products_kind() const { return fp8_.description(); }
+  bool head_in_fp8() const { return fp8_.head_on(); }
   // Delayed scaling's state for checkpoints (Fp8State::scale_state: empty when there is none to
   // keep), whether this run would take one back, and putting one back.
   Tensor fp8_scale_state() const { return fp8_.scale_state(); }

@@ -27,6 +27,7 @@ std::vector<ModuleFlops> module_flops(const ModelConfig& c, int64_t batch, int64
 // sum to training_flops.
 struct StepWork {
   double layer_products = 0, head_products = 0, attention = 0;
+  bool head_fp8 = false;  // the head's products run in FP8 too (version 5's fp8-head)
 };
 StepWork step_work(const ModelConfig& c, int64_t batch, int64_t seq_len);
 

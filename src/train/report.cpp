@@ -125,9 +125,10 @@ bool print_families(std::ostream& log, const TraceData& t, const StepWork& work,
     const double ms = r.total_us / steps / 1e3;
     double flops = 0, ceiling = peak;
     std::string ceiling_name = precision;
-    if (r.family == "FP8 products") flops = work.layer_products, ceiling = fp8_peak, ceiling_name = "fp8";
+    const double head_fp8 = work.head_fp8 ? work.head_products : 0;
+    if (r.family == "FP8 products") flops = work.layer_products + head_fp8, ceiling = fp8_peak, ceiling_name = "fp8";
     if (r.family == "products")
-      flops = work.head_products + (fp8 ? 0 : work.layer_products) + (fused_attention ? 0 : work.attention);
+      flops = work.head_products - head_fp8 + (fp8 ? 0 : work.layer_products) + (fused_attention ? 0 : work.attention);
     if (r.family == "attention" && fused_attention) flops = work.attention;
     log << fmt::format("  {:<18}{:>9.3f}{:>7.1f}%", r.family, ms, total_us > 0 ? 100 * r.total_us / total_us : 0.0);
     if (flops > 0 && ms > 0) {
@@ -162,7 +163,7 @@ bool print_flops_profile(std::ostream& log, const std::vector<ModuleFlops>& modu
   // No module runs faster than the hardware: one that does has kernels of others booked to it.
   bool within = true;
   for (const ModuleFlops& m : modules) {
-    const double ceiling = m.module == "attention" || m.module == "ffn" ? product_peak : peak;
+    const double ceiling = m.module == "attention" || m.module == "ffn" || m.module == "head_loss" ? product_peak : peak;
     for (const auto& [f, us, pass] : {std::tuple{m.forward_flops, m.forward_us, "forward"},
                                       std::tuple{m.backward_flops, m.backward_us, "backward"}}) {
       const double rate = us > 0 ? f / (us * 1e-6) : 0;
@@ -333,8 +334,9 @@ void report_profile(std::ostream& log, const TrainOptions& o, TrainResult& r, co
     step_ms.push_back(r.steps[i].step_ms);
   print_profile(log, t, hot, step_ms);
   const std::string families_precision = precision_name(o.backend.plan);
-  print_families(log, t, step_work(o.model, o.step_sequences(1), o.seq_len),
-                 peak_flops(device, families_precision), peak_flops(device, "fp8"), families_precision);
+  StepWork work = step_work(o.model, o.step_sequences(1), o.seq_len);
+  work.head_fp8 = r.head_fp8;
+  print_families(log, t, work, peak_flops(device, families_precision), peak_flops(device, "fp8"), families_precision);
   if (o.flops_profile) {
     std::vector<ModuleFlops> modules = module_flops(o.model, o.step_sequences(1), o.seq_len);  // this rank's step
     add_measured_times(modules, t);

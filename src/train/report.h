@@ -25,14 +25,15 @@ void print_profile(std::ostream& log, const TraceData& t, const std::vector<Hots
                    const std::vector<double>& step_ms);
 // The family table of a --profile run: each family's kernel time a step (all streams), its share,
 // and for the products and attention their work (`work`: FP8 products the layers' where the trace
-// has FP8 products, attention its own where it ran fused, the products the rest), rate and share
+// has FP8 products, and the head's where it ran in FP8, attention its own where it ran fused, the
+// products the rest), rate and share
 // of the ceiling (peak: the dense peak of the run's precision; fp8_peak: FP8's). A family above
 // its ceiling is an error of the profile: a line says so and it returns false.
 bool print_families(std::ostream& log, const TraceData& t, const StepWork& work, double peak, double fp8_peak,
                     const std::string& precision);
 // The --flops-profile table and the model FLOPs utilization (peak 0: unknown GPU). A module
-// faster than its ceiling (product_peak for attention and ffn, whose products may run in FP8;
-// peak for the rest) is an error of the profile: a line says so and it returns false.
+// faster than its ceiling (product_peak for attention, ffn and the head, whose products may run
+// in FP8; peak for the rest) is an error of the profile: a line says so and it returns false.
 bool print_flops_profile(std::ostream& log, const std::vector<ModuleFlops>& modules, double step_ms, double peak,
                          const std::string& precision, double product_peak);
 nlohmann::json result_json(const TrainOptions& o, const TrainResult& r);

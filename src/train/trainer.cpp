@@ -339,6 +339,7 @@ void TrainingRun::describe_run() {
   r_.plan = backend_->is_cuda() ? describe(backend_->plan()) : "reference (plan switches apply to the CUDA backend)";
   r_.attention = backend_->attention_kind();
   r_.products = model_->products_kind();
+  r_.head_fp8 = model_->head_in_fp8();
   r_.data = c_.data->describe();
   const std::array<size_t, kNumCategories> padding = model_->padding_bytes();
   for (int c = 0; c < kNumCategories; ++c) {

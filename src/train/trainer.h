@@ -88,6 +88,7 @@ struct MemoryReport {
 struct TrainResult {
   std::string device, backend, plan, attention, data;
   std::string products;  // version 5: FP8 or not, and why ("" without the fp8 switch)
+  bool head_fp8 = false;  // version 5: the head's products in FP8 too
   int padded_vocab = 0;     // the output head's rows (the vocabulary padded for the backend)
   int classifier_chunk = 0;  // tokens per chunk of the head (all of them without the fused classifier)
   std::vector<StepRecord> steps;

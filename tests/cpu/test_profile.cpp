@@ -173,6 +173,14 @@ TEST(Profile, FamiliesBookTheWorkWhereItRuns) {
   EXPECT_FALSE(print_families(over, t, StepWork{5e12, 0.5e12, 0.05e12}, 989.4e12, 1978.9e12, "bf16"));
   EXPECT_NE(over.str().find("error in the profile: FP8 products at 2500.0 TFLOP/s is above the fp8 peak"), std::string::npos)
       << over.str();
+  // With the head in FP8 its work joins the FP8 family's: 2.5 TFLOP over 2 ms there.
+  std::ostringstream head;
+  StepWork head_fp8 = work;
+  head_fp8.head_fp8 = true;
+  EXPECT_TRUE(print_families(head, t, head_fp8, 989.4e12, 1978.9e12, "bf16"));
+  EXPECT_NE(head.str().find("  FP8 products          2.000   50.0%    2.500    1250.0  63.2% of fp8's 1978.9"),
+            std::string::npos)
+      << head.str();
   const StepWork sums = step_work(ModelConfig{}, 8, 128);
   EXPECT_NEAR(sums.layer_products + sums.head_products + sums.attention, training_flops(ModelConfig{}, 8, 128),
               1e-9 * training_flops(ModelConfig{}, 8, 128));
