@@ -28,8 +28,9 @@ Fp8Decision decide_fp8(const Plan& plan, bool cuda, const ModelConfig& c, int64_
   if (!plan.fp8 || !cuda) return {};
   if (!plan.amp) return {false, false, "fp32: v5's FP8 products take bf16 activations (--use-amp)"};
   if (!plan.fp8_every_shape && !(c.hidden >= kFp8MinHidden && tokens >= kFp8MinTokens))
-    return {false, false, "bf16: FP8 pays from hidden " + std::to_string(kFp8MinHidden) + " and " +
-                              std::to_string(kFp8MinTokens) + " tokens a micro-batch (--enable-fp8-every-shape takes it anyway)"};
+    return {false, false,
+            "bf16: FP8 pays from hidden " + std::to_string(kFp8MinHidden) + " and " + std::to_string(kFp8MinTokens) +
+                " tokens a micro-batch (--enable-fp8-every-shape takes it anyway)"};
   if (!fp8_dims_fit({tokens, c.hidden, c.intermediate, c.qkv_dim(), int64_t(c.heads) * c.head_dim()}))
     return {false, false, "bf16: FP8 products need the tokens, hidden, FFN and attention widths to be multiples of 16"};
   // The head's gradient comes from the fused classifier's pass, a chunk of tokens at a time.

@@ -71,8 +71,9 @@ __device__ __forceinline__ T softmax_gradient(float x, float lse2, bool target, 
 }
 
 template <class T, int kN, bool kLoss, bool kGrad>
-__global__ void __launch_bounds__(kMaxThreads, 2) cross_entropy_kernel(Successor next, float* losses, float* lse2s, T* dlogits,
-                                     const T* logits, const int32_t* targets, int v, int64_t ld, float scale) {
+__global__ void __launch_bounds__(kMaxThreads, 2)
+    cross_entropy_kernel(Successor next, float* losses, float* lse2s, T* dlogits, const T* logits,
+                         const int32_t* targets, int v, int64_t ld, float scale) {
   await_previous_kernel(next);
   __shared__ MaxSum scratch[32];
   const T* row = logits + int64_t(blockIdx.x) * ld;
@@ -143,8 +144,8 @@ void launch_cross_entropy(const char* name, const Tensor& losses, const Tensor& 
     with_vec_width<T>(fits_vec16<T>(ld, {logits.ptr, dlogits.ptr}), [&](auto width) {
       constexpr int kN = decltype(width)::value;
       launch(name, cross_entropy_kernel<T, kN, kLoss, kGrad>, unsigned(n), threads_for(ld / kN), 0, s,
-             kLoss ? losses.data<float>() : nullptr, lse2s, static_cast<T*>(dlogits.ptr), static_cast<const T*>(logits.ptr),
-             targets.data<int32_t>(), v, ld, scale);
+             kLoss ? losses.data<float>() : nullptr, lse2s, static_cast<T*>(dlogits.ptr),
+             static_cast<const T*>(logits.ptr), targets.data<int32_t>(), v, ld, scale);
     });
   });
 }
@@ -191,7 +192,8 @@ void cross_entropy_fused(const Tensor& losses, const Tensor& logits, const Tenso
 void cross_entropy_fused_fp8(const Fp8Matrix& dlogits8, const Tensor& lse, const Tensor& losses, const Tensor& logits,
                              const Tensor& targets, int64_t n, int v, int64_t ld, float scale, const Tensor& partials,
                              Stream s) {
-  TT_CHECK(ld % kQuantizeChunk == 0 && aligned16(logits.ptr), "cross_entropy_fused_fp8: rows of a multiple of 8, aligned");
+  TT_CHECK(ld % kQuantizeChunk == 0 && aligned16(logits.ptr),
+           "cross_entropy_fused_fp8: rows of a multiple of 8, aligned");
   TT_CHECK(lse.dtype == DType::F32 && lse.numel >= n, "cross_entropy_fused_fp8: the scratch holds n fp32");
   if (n == 0) return;
   launch_cross_entropy<true, false>("cross_entropy_fused_fp8", losses, Tensor{}, logits, targets, n, v, ld, 0.0f, s,

@@ -76,7 +76,8 @@ struct RopeGradient {
         Vec<float, kQuantizeChunk>::load(table + (int64_t(row % s.seq_len) * (s.head_dim / 2) + pair) * 2);
 #pragma unroll
     for (int q = 0; q < kQuantizeChunk / 2; ++q) {
-      const float2 r = rotate_pair(to_float(d.v[2 * q]), to_float(d.v[2 * q + 1]), cs.v[2 * q], -1.0f * cs.v[2 * q + 1]);
+      const float sn = -1.0f * cs.v[2 * q + 1];  // the backward's sign, as the kernel above applies it
+      const float2 r = rotate_pair(to_float(d.v[2 * q]), to_float(d.v[2 * q + 1]), cs.v[2 * q], sn);
       v[2 * q] = to_float(from_float<T>(r.x));
       v[2 * q + 1] = to_float(from_float<T>(r.y));
     }
