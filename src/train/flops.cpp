@@ -44,6 +44,9 @@ void add_measured_times(std::vector<ModuleFlops>& modules, const TraceData& trac
       if (m.module == leaf || (m.module == "optimizer" && path.rfind("optimizer", 0) == 0))
         (backward ? m.backward_us : m.forward_us) += row.gpu_us / steps;
   }
+  for (ModuleFlops& m : modules)
+    if (m.module == "head_loss" && m.forward_us > 0 && m.backward_us == 0)
+      m.forward_flops += m.backward_flops, m.backward_flops = 0;
 }
 
 double peak_flops(const std::string& device_name, const std::string& precision) {

@@ -31,7 +31,9 @@ struct StepWork {
 };
 StepWork step_work(const ModelConfig& c, int64_t batch, int64_t seq_len);
 
-// Adds the measured GPU time per module (mean over the trace's steps).
+// Adds the measured GPU time per module (mean over the trace's steps). With the fused classifier
+// the head's backward products run inside the forward's head_loss range: where that range has
+// forward time and no backward time, its backward FLOPs move to the forward row with them.
 void add_measured_times(std::vector<ModuleFlops>& modules, const TraceData& trace);
 
 // Dense peak FLOP rate of the precision in use on a known GPU (datasheet values, listed in

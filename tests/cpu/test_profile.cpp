@@ -255,5 +255,26 @@ TEST(Profile, MeasuredTimesJoinModulesByRangeName) {
   }
 }
 
+// The fused classifier runs the head's backward inside the forward's head_loss range: its FLOPs
+// are booked there, where the time is, and the total stays the formula's. Without it (a backward
+// head_loss range) they stay apart.
+TEST(Profile, TheFusedClassifiersBackwardIsBookedWhereItRuns) {
+  for (const char* backward_range : {"", "backward/head_loss"}) {
+    std::vector<ModuleFlops> m = module_flops(ModelConfig{}, 8, 128);
+    double head_fwd = 0, head_bwd = 0;
+    for (const ModuleFlops& x : m)
+      if (x.module == "head_loss") head_fwd = x.forward_flops, head_bwd = x.backward_flops;
+    TraceData t = sample_trace();
+    t.regions[0] = "forward/head_loss";
+    if (*backward_range) t.regions[1] = backward_range;
+    add_measured_times(m, t);
+    for (const ModuleFlops& x : m)
+      if (x.module == "head_loss") {
+        EXPECT_DOUBLE_EQ(x.forward_flops, *backward_range ? head_fwd : head_fwd + head_bwd) << backward_range;
+        EXPECT_DOUBLE_EQ(x.backward_flops, *backward_range ? head_bwd : 0.0) << backward_range;
+      }
+  }
+}
+
 }  // namespace
 }  // namespace tt::test
