@@ -127,6 +127,8 @@ std::string kernel_family(const std::string& name) {
     return starts("nvjet_sm90_qq") || has("e4m3") ? "FP8 products" : "products";
   if (is_fused_attention(name) || starts("causal_softmax") || starts("heads_kernel")) return "attention";
   if (has("SwiGlu") || starts("swiglu") || starts("silu")) return "SwiGLU";
+  if (has("RopeGradient")) return "RoPE";
+  if (has("SoftmaxGradient")) return "cross-entropy";
   if (starts("quantize_kernel") || starts("update_scales")) return "quantizing passes";
   if (starts("rms")) return "RMSNorm";
   if (starts("rope")) return "RoPE";

@@ -139,6 +139,8 @@ TEST(Profile, FamiliesBookTheWorkWhereItRuns) {
   EXPECT_EQ(kernel_family("causal_softmax_kernel<__nv_bfloat16, 8>"), "attention");
   EXPECT_EQ(kernel_family("quantize_kernel<SwiGluOutput<__nv_bfloat16>, true, true>"), "SwiGLU");
   EXPECT_EQ(kernel_family("quantize_kernel<StoredMatrix<__nv_bfloat16>, true, true>"), "quantizing passes");
+  EXPECT_EQ(kernel_family("quantize_kernel<RopeGradient<__nv_bfloat16>, true, true>"), "RoPE");
+  EXPECT_EQ(kernel_family("quantize_kernel<SoftmaxGradient<__nv_bfloat16>, true, true>"), "cross-entropy");
   EXPECT_EQ(kernel_family("rms_dw_sum_kernel"), "RMSNorm");
   EXPECT_EQ(kernel_family("adamw_kernel<__nv_bfloat16>"), "AdamW");
   EXPECT_EQ(kernel_family("memset"), "copies and fills");
