@@ -182,7 +182,7 @@ enum PieceKind { kNormal = 1, kUnknown = 2, kControl = 3, kByte = 6 };
 enum ModelField { kPieces = 1, kTrainerSpec = 2, kNormalizerSpec = 3 };
 enum PieceField { kPieceText = 1, kPieceScore = 2, kPieceKind = 3 };
 enum TrainerField { kModelType = 3, kVocabSize = 4, kByteFallback = 35, kUnkPiece = 45, kBosPiece = 46, kEosPiece = 47 };
-enum NormalizerField { kRuleName = 1, kRemoveExtraWhitespaces = 4 };
+enum NormalizerField { kRuleName = 1, kAddDummyPrefix = 3, kRemoveExtraWhitespaces = 4, kEscapeWhitespaces = 5 };
 constexpr int kUnigramType = 1, kBpeType = 2;
 constexpr size_t kMaxPieces = size_t(1) << 24;
 
@@ -275,9 +275,9 @@ std::string named_special(const nlohmann::json& token, const std::vector<Piece>&
 
 }  // namespace
 
-std::string sentencepiece_tokenizer_json(const std::string& model_path) {
-  sentencepiece::SentencePieceProcessor sp;
-  if (!sp.Load(model_path).ok()) usage_fail("'" + model_path + "' is not a SentencePiece model");
+namespace {
+
+std::string tokenizer_json_of(const sentencepiece::SentencePieceProcessor& sp) {
   ojson added = ojson::array();
   for (int i = 0; i < sp.GetPieceSize(); ++i)
     if (sp.IsControl(i) || sp.IsUnknown(i))
@@ -295,6 +295,31 @@ std::string sentencepiece_tokenizer_json(const std::string& model_path) {
       {"decoder", sentencepiece_decoder()},
       {"model", is_unigram(sp) ? unigram_model(sp) : bpe_model(sp)}};
   return tokenizer.dump(1);
+}
+
+// Whether a boolean field of a message holds `value` (absent: the default).
+bool proto_flag(const std::string& message, uint64_t number, bool value, bool default_value) {
+  const std::string v = proto_field(message, number);
+  return v.empty() ? default_value == value : (v[0] != 0) == value;
+}
+
+}  // namespace
+
+std::string sentencepiece_tokenizer_json(const std::string& model_path) {
+  sentencepiece::SentencePieceProcessor sp;
+  if (!sp.Load(model_path).ok()) usage_fail("'" + model_path + "' is not a SentencePiece model");
+  return tokenizer_json_of(sp);
+}
+
+std::string sentencepiece_identity(const std::string& serialized_model) {
+  sentencepiece::SentencePieceProcessor sp;
+  if (!sp.LoadFromSerializedProto(serialized_model).ok()) return "";
+  // The normalizer the export writes: the text as it is, with the dummy space and "▁" for spaces.
+  const std::string ns = proto_field(serialized_model, kNormalizerSpec);
+  if (proto_field(ns, kRuleName) != "identity" || !proto_flag(ns, kRemoveExtraWhitespaces, false, true) ||
+      !proto_flag(ns, kAddDummyPrefix, true, true) || !proto_flag(ns, kEscapeWhitespaces, true, true))
+    return "";
+  return tokenizer_json_of(sp) + "\neos " + std::to_string(sp.eos_id());
 }
 
 

@@ -25,6 +25,12 @@ namespace tt {
 // The SentencePiece model at `model_path` as a tokenizer.json (its text).
 std::string sentencepiece_tokenizer_json(const std::string& model_path);
 
+// What a SentencePiece model (serialized) is as a tokenizer, for telling whether two files are the
+// same one: its tokenizer.json and its EOS, where the export is faithful to it (the text as it is:
+// the identity normalizer, spaces kept, the dummy space); "" where it is not, or the bytes do not
+// load. A model and the model that its tokenizer.json reads back as have the same.
+std::string sentencepiece_identity(const std::string& serialized_model);
+
 // Whether a parsed tokenizer.json is of SentencePiece's form as far as the readers go: it has a
 // normalizer or a Unigram model (a byte-level BPE has neither).
 bool is_sentencepiece_json(const nlohmann::json& file);

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "data/sentencepiece_json.h"
 
 namespace tt {
 
@@ -74,6 +75,16 @@ const std::string* TokenizerFiles::find(const std::string& name) const {
   for (const auto& [file, bytes] : files)
     if (file == name) return &bytes;
   return nullptr;
+}
+
+bool same_tokenizer(const TokenizerFiles& a, const TokenizerFiles& b) {
+  if (a == b) return true;
+  if (a.kind != TokenizerKind::SentencePiece || b.kind != TokenizerKind::SentencePiece) return false;
+  const std::string name = tokenizer_file_names(TokenizerKind::SentencePiece).front().name;
+  const std::string *model_a = a.find(name), *model_b = b.find(name);
+  if (!model_a || !model_b) return false;
+  const std::string identity = sentencepiece_identity(*model_a);
+  return !identity.empty() && identity == sentencepiece_identity(*model_b);
 }
 
 std::string tokenizer_kind_name(TokenizerKind kind) {

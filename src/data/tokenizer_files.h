@@ -30,6 +30,11 @@ struct TokenizerFiles {
   const std::string* find(const std::string& name) const;
 };
 
+// Whether two tokenizers' files make the same tokenizer: the same bytes, or two SentencePiece
+// models that encode and decode alike (sentencepiece_identity: a .model and the model its
+// exported tokenizer.json reads back as).
+bool same_tokenizer(const TokenizerFiles& a, const TokenizerFiles& b);
+
 // How manifests and checkpoints name a kind: "bytes", "sentencepiece", "byte-level-bpe"; false for
 // a name that is none of them.
 std::string tokenizer_kind_name(TokenizerKind kind);

@@ -30,7 +30,7 @@ std::optional<BoundTokenizer> data_tokenizer(const std::string& data) {
   const auto& [first_dir, first] = *by_dir.begin();
   for (const auto& [dir, recorded] : by_dir) {
     if (!recorded) return std::nullopt;  // another tool's shards, or tokenize's before it recorded its tokenizer
-    if (*recorded != *first)
+    if (!same_tokenizer(*recorded, *first))
       usage_fail("--data: the shards of '" + first_dir + "' and of '" + dir + "' were made by different tokenizers (" +
                  bound(*first, "recorded in '" + first_dir + "'", "--data").tokenizer->describe() + "; " +
                  bound(*recorded, "recorded in '" + dir + "'", "--data").tokenizer->describe() +
@@ -45,7 +45,7 @@ std::optional<BoundTokenizer> training_tokenizer(const std::string& spec, const 
   if (!spec.empty()) {
     std::unique_ptr<Tokenizer> given = Tokenizer::load(spec, "--tokenizer");
     TokenizerFiles files = tokenizer_files(*given);
-    if (chosen && files != chosen->files)
+    if (chosen && !same_tokenizer(files, chosen->files))
       usage_fail("--tokenizer: " + given->describe() + " is not the tokenizer that made the data, " +
                  chosen->tokenizer->describe() + ": leave --tokenizer out to use it");
     chosen = BoundTokenizer{std::move(files), std::move(given), false};
@@ -53,7 +53,7 @@ std::optional<BoundTokenizer> training_tokenizer(const std::string& spec, const 
   if (!from.empty())
     if (const std::optional<TokenizerFiles> stored = read_checkpoint_tokenizer(from, from_flag)) {
       BoundTokenizer earlier = bound(*stored, "stored in '" + from + "'", from_flag);
-      if (chosen && chosen->files != *stored)
+      if (chosen && !same_tokenizer(chosen->files, *stored))
         usage_fail(from_flag + ": the checkpoint's tokenizer, " + earlier.tokenizer->describe() + ", is not this run's, " +
                    chosen->tokenizer->describe());
       if (!chosen) chosen = std::move(earlier);
@@ -72,7 +72,7 @@ BoundTokenizer model_source_tokenizer(const std::string& spec, const std::string
       b.stored = true;
       if (!spec.empty()) {
         const std::unique_ptr<Tokenizer> given = Tokenizer::load(spec, "--tokenizer");
-        if (tokenizer_files(*given) != b.files)
+        if (!same_tokenizer(tokenizer_files(*given), b.files))
           usage_fail("--tokenizer: " + given->describe() + " is not the tokenizer the model was trained with, " +
                      b.tokenizer->describe() + ": leave --tokenizer out to use it");
       }
@@ -90,7 +90,7 @@ void check_data_tokenizer(const std::string& data, const std::string& model, con
   const std::optional<TokenizerFiles> stored = read_checkpoint_tokenizer(model, command);
   if (!stored) return;
   const std::optional<BoundTokenizer> made = data_tokenizer(data);
-  if (made && made->files != *stored)
+  if (made && !same_tokenizer(made->files, *stored))
     usage_fail("--data: its tokens were made by " + made->tokenizer->describe() + ", not by the model's tokenizer, " +
                bound(*stored, "stored in '" + model + "'", command).tokenizer->describe());
 }

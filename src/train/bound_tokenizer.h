@@ -1,6 +1,7 @@
 // The tokenizer bound to a model. A training run finds the tokenizer of its data and stores its
 // files in every checkpoint (src/train/checkpoint.h); generate, export and eval then take the
-// checkpoint's by default and refuse a different --tokenizer, naming both (the wrong one printed
+// checkpoint's by default and refuse a different --tokenizer (same_tokenizer: the same files, or
+// a SentencePiece model and its exported tokenizer.json), naming both (the wrong one printed
 // text and then failed, wrote a broken Hugging Face directory, or printed bytes as text, each with
 // exit code 0 or 1). A checkpoint that stores none (older ones, synthetic data, other tools'
 // shards) leaves the choice to --tokenizer as before (model_tokenizer, src/data/tokenizer.h).

@@ -17,6 +17,7 @@
 #include "data/safetensors.h"
 #include "data/sentencepiece_json.h"
 #include "data/tokenizer.h"
+#include "data/tokenizer_files.h"
 #include "data/tokenizer_train.h"
 #include "model/llama.h"
 #include "train/checkpoint.h"
@@ -223,7 +224,29 @@ TEST_F(HfExport, SentencePieceTokenizerJsonReadsBack) {
       ASSERT_EQ(r.exit_code, 0) << r.err;
     }
     EXPECT_EQ(bytes(fs::path(shards_of_json) / "train_000000.bin"), bytes(fs::path(shards_of_model) / "train_000000.bin"));
+
+    // The two files are one tokenizer: a run on the .model's shards takes the tokenizer.json, and
+    // generate takes it for the checkpoint that stores the .model (their stored bytes differ).
+    EXPECT_NE(tokenizer_files(*back).files, tokenizer_files(*sp).files);
+    EXPECT_TRUE(same_tokenizer(tokenizer_files(*back), tokenizer_files(*sp)));
+    const std::string data = "--device cpu --data '" + shards_of_model + "/*.bin' --vocab-size 320 --hidden-dim 16 "
+                             "--num-layers 1 --num-heads 2 --seq-len 16 --batch-size 2 --num-steps 1 --tokenizer " + file;
+    const Outcome trained = run_binary(data + " --save " + (dir / (type + ".st")).string(), dir);
+    EXPECT_EQ(trained.exit_code, 0) << trained.err;
+    const Outcome generated = run_binary("generate --device cpu " + (dir / (type + ".st")).string() + " --tokenizer " +
+                                             file + " --prompt his --max-new-tokens 2", dir);
+    EXPECT_EQ(generated.exit_code, 0) << generated.err;
   }
+  // Two SentencePiece models that are not one tokenizer stay apart.
+  const auto files_of = [&](const std::string& type) {
+    return tokenizer_files(*Tokenizer::load((dir / (type + ".model")).string(), "test"));
+  };
+  EXPECT_FALSE(same_tokenizer(files_of("bpe"), files_of("unigram")));
+  const Outcome other = run_binary("--device cpu --data '" + (dir / "bpe-m").string() + "/*.bin' --vocab-size 320 "
+                                   "--hidden-dim 16 --num-layers 1 --num-heads 2 --seq-len 16 --batch-size 2 "
+                                   "--num-steps 1 --tokenizer " + (dir / "unigram.json").string(), dir);
+  EXPECT_EQ(other.exit_code, 2) << other.err;
+  EXPECT_NE(other.err.find("is not the tokenizer that made the data"), std::string::npos) << other.err;
   const nlohmann::json good = nlohmann::json::parse(bytes(dir / "bpe.json"));
   const auto refused = [&](const std::function<void(nlohmann::json&)>& change) {
     nlohmann::json j = good;
