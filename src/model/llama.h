@@ -20,7 +20,10 @@
 // gate/up, down) take FP8 operands (src/model/fp8_state.h): the weights cast once a step, before
 // the first forward; each product casts its input (and in the backward the gradient entering it)
 // as it runs, except SwiGLU's output and input gradient, which SwiGLU's kernels write in FP8
-// themselves (fp8-fused-swiglu). The head, the attention and everything else stay as in v4.
+// themselves (fp8-fused-swiglu), and the QKV gradient, which RoPE's backward writes
+// (fp8-fused-rope). With fp8-head the head's three products take FP8 too: xf cast once, the
+// logits' gradient written in FP8 by the cross-entropy's pass. The attention and everything else
+// stay as in v4.
 #pragma once
 #include <array>
 #include <cstdint>

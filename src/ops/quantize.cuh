@@ -1,7 +1,8 @@
 // The quantizing pass of version 5 as a template over where the values come from (a Source), so
 // that a kernel that makes a tensor can write it straight in FP8: quantize.cu reads a bf16 matrix;
 // swiglu.cu computes SwiGLU's output or input gradient from its inputs, and never writes the bf16
-// copy. A Source gives the values of 8 consecutive elements of a row (the row's width is a multiple
+// copy; rope.cu turns the QKV gradient's heads back as it reads them; cross_entropy.cu computes
+// the logits' gradient from the logits and each row's log-sum-exp. A Source gives the values of 8 consecutive elements of a row (the row's width is a multiple
 // of 8), rounded to the act type as the unfused kernel would store them, so that the bytes are
 // those of quantizing what that kernel writes.
 //
