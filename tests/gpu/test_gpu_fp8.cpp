@@ -478,33 +478,30 @@ FiveSteps five_steps(const Plan& plan) {
   return r;
 }
 
-// SwiGLU made straight in FP8 changes no bit of training: v5 with and without fp8-fused-swiglu,
-// every product in FP8 (the first step fills the history of the delayed scales), the same losses
-// and weights.
-TEST(Fp8Model, FusedSwiGluChangesNoBit) {
-  REQUIRE_GPU();
+// A kernel that makes its output straight in FP8 changes no bit of training: five steps of v5 with
+// every product in FP8 (the first step fills the history of the delayed scales), with and without
+// `writer`, the same losses and weights.
+void expect_the_same_bits_without(bool Plan::*writer) {
   Plan p = fp8_plan(true);
   p.fp8_every_shape = true;
   const FiveSteps fused = five_steps(p);
-  p.fp8_fused_swiglu = false;
-  const FiveSteps stored = five_steps(p);
-  EXPECT_TRUE(fused.fp8);
-  EXPECT_EQ(fused.losses, stored.losses);
-  EXPECT_TRUE(fused.params == stored.params);
-}
-
-// RoPE's backward made straight in FP8 changes no bit of training: v5 with and without
-// fp8-fused-rope, every product in FP8, the same losses and weights.
-TEST(Fp8Model, FusedRopeChangesNoBit) {
-  REQUIRE_GPU();
-  Plan p = fp8_plan(true);
-  p.fp8_every_shape = true;
-  const FiveSteps fused = five_steps(p);
-  p.fp8_fused_rope = false;
+  p.*writer = false;
   const FiveSteps separate = five_steps(p);
   EXPECT_TRUE(fused.fp8);
   EXPECT_EQ(fused.losses, separate.losses);
   EXPECT_TRUE(fused.params == separate.params);
+}
+
+// SwiGLU's output and input gradient (fp8-fused-swiglu).
+TEST(Fp8Model, FusedSwiGluChangesNoBit) {
+  REQUIRE_GPU();
+  expect_the_same_bits_without(&Plan::fp8_fused_swiglu);
+}
+
+// RoPE's backward, the QKV gradient (fp8-fused-rope).
+TEST(Fp8Model, FusedRopeChangesNoBit) {
+  REQUIRE_GPU();
+  expect_the_same_bits_without(&Plan::fp8_fused_rope);
 }
 
 // Where FP8 does not pay (the default shape without fp8-every-shape), v5 is v4: the same losses
