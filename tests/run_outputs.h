@@ -19,6 +19,7 @@
 
 #include "core/error.h"
 #include "data/safetensors.h"
+#include "train/trainer.h"
 
 namespace tt::test {
 
@@ -117,6 +118,29 @@ inline std::string checkpoint_bytes_without_run(const std::filesystem::path& pat
   const size_t at = bytes.find(key);
   if (at != std::string::npos && at < 65536) bytes.replace(at + key.size(), 16, 16, '-');
   return bytes;
+}
+
+// A run of o.steps, one of half of them saved to dir's half.safetensors, and that one resumed to
+// o.steps: the resumed steps' losses are the whole run's, and its checkpoint is the whole run's
+// byte for byte but for the run identity (not EXPECT_EQ, which would print two checkpoints).
+// Returns the whole run's result.
+inline TrainResult expect_resume_continues_bit_for_bit(TrainOptions o, const ScratchDir& dir, std::ostream& log) {
+  const int steps = o.steps, half = o.steps / 2;
+  o.save_path = dir.file("full.safetensors");
+  const TrainResult full = train(o, log);
+  o.steps = half;
+  o.save_path = dir.file("half.safetensors");
+  train(o, log);
+  o.steps = steps;
+  o.resume_path = dir.file("half.safetensors");
+  o.save_path = dir.file("resumed.safetensors");
+  const TrainResult resumed = train(o, log);
+  EXPECT_EQ(resumed.steps.size(), size_t(steps - half));
+  for (size_t i = 0; i < resumed.steps.size() && half + i < full.steps.size(); ++i)
+    EXPECT_EQ(resumed.steps[i].loss, full.steps[half + i].loss) << "step " << resumed.steps[i].step;
+  EXPECT_TRUE(checkpoint_bytes_without_run(dir.file("resumed.safetensors")) ==
+              checkpoint_bytes_without_run(dir.file("full.safetensors")));
+  return full;
 }
 
 // Every tensor of a checkpoint but the optimizer's and the tokenizer's files, in file order.

@@ -136,22 +136,7 @@ TEST(VocabPadding, CheckpointsHoldTheRealVocabularyAndResumeBitForBit) {
   TrainOptions o = gpt2_vocab_options(3);
   o.backend.plan.fused_classifier = true;
   o.steps = 8;
-  o.save_path = dir.file("full.safetensors");
-  const TrainResult full = train(o, log);
-  o.steps = 4;
-  o.save_path = dir.file("half.safetensors");
-  train(o, log);
-  o.steps = 8;
-  o.resume_path = dir.file("half.safetensors");
-  o.save_path = dir.file("resumed.safetensors");
-  const TrainResult resumed = train(o, log);
-  ASSERT_EQ(resumed.steps.size(), 4u);
-  for (size_t i = 0; i < 4; ++i)
-    EXPECT_EQ(resumed.steps[i].loss, full.steps[4 + i].loss) << "step " << resumed.steps[i].step;
-  // Byte for byte but for the run identity (the resumed run keeps the interrupted one's); not
-  // EXPECT_EQ, which would print two 1.5 GB strings.
-  EXPECT_TRUE(checkpoint_bytes_without_run(dir.file("resumed.safetensors")) ==
-              checkpoint_bytes_without_run(dir.file("full.safetensors")));
+  expect_resume_continues_bit_for_bit(o, dir, log);
 
   auto cpu = make_backend({DeviceKind::Cpu, plan_for_version(1)});
   Llama on_cpu(o.model, *cpu, 1, 8);
