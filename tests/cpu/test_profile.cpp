@@ -133,18 +133,20 @@ TEST(Profile, AModuleAboveItsCeilingIsAnError) {
 // with FP8 products and a fused attention, the layers' FLOPs to the FP8 products, the head's to
 // the other products, attention's own to attention; a family faster than its ceiling is an error.
 TEST(Profile, FamiliesBookTheWorkWhereItRuns) {
-  EXPECT_EQ(kernel_family("nvjet_sm90_qqtst_128x256_128x4_2x1_v_bz_coopA_TNN"), "FP8 products");
-  EXPECT_EQ(kernel_family("nvjet_sm90_tst_192x192_64x4_2x1_v_bz_coopB_TNN"), "products");
-  EXPECT_EQ(kernel_family("flash_backward_dq_kernel<64, 2>"), "attention");
-  EXPECT_EQ(kernel_family("causal_softmax_kernel<__nv_bfloat16, 8>"), "attention");
-  EXPECT_EQ(kernel_family("quantize_kernel<SwiGluOutput<__nv_bfloat16>, true, true>"), "SwiGLU");
-  EXPECT_EQ(kernel_family("quantize_kernel<StoredMatrix<__nv_bfloat16>, true, true>"), "quantizing passes");
-  EXPECT_EQ(kernel_family("quantize_kernel<RopeGradient<__nv_bfloat16>, true, true>"), "RoPE");
-  EXPECT_EQ(kernel_family("quantize_kernel<SoftmaxGradient<__nv_bfloat16>, true, true>"), "cross-entropy");
-  EXPECT_EQ(kernel_family("rms_dw_sum_kernel"), "RMSNorm");
-  EXPECT_EQ(kernel_family("adamw_kernel<__nv_bfloat16>"), "AdamW");
-  EXPECT_EQ(kernel_family("memset"), "copies and fills");
-  EXPECT_EQ(kernel_family("embedding_forward_kernel<__nv_bfloat16>"), "other");
+  for (const auto& [name, family] : std::vector<std::pair<const char*, const char*>>{
+           {"nvjet_sm90_qqtst_128x256_128x4_2x1_v_bz_coopA_TNN", "FP8 products"},
+           {"nvjet_sm90_tst_192x192_64x4_2x1_v_bz_coopB_TNN", "products"},
+           {"flash_backward_dq_kernel<64, 2>", "attention"},
+           {"causal_softmax_kernel<__nv_bfloat16, 8>", "attention"},
+           {"quantize_kernel<SwiGluOutput<__nv_bfloat16>, true, true>", "SwiGLU"},
+           {"quantize_kernel<StoredMatrix<__nv_bfloat16>, true, true>", "quantizing passes"},
+           {"quantize_kernel<RopeGradient<__nv_bfloat16>, true, true>", "RoPE"},
+           {"quantize_kernel<SoftmaxGradient<__nv_bfloat16>, true, true>", "cross-entropy"},
+           {"rms_dw_sum_kernel", "RMSNorm"},
+           {"adamw_kernel<__nv_bfloat16>", "AdamW"},
+           {"memset", "copies and fills"},
+           {"embedding_forward_kernel<__nv_bfloat16>", "other"}})
+    EXPECT_EQ(kernel_family(name), family) << name;
 
   TraceData t;
   t.steps = 1;
