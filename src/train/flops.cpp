@@ -2,35 +2,46 @@
 
 namespace tt {
 
-std::vector<ModuleFlops> module_flops(const ModelConfig& c, int64_t batch, int64_t seq_len) {
+namespace {
+
+// A step's forward FLOPs by where they are done: 2 per multiply-add of each product; the causal
+// attention products count half of the T x T square (q k^T and P v: 2 * 2 * B * T^2 * H * D / 2).
+// The backward does twice each.
+struct ForwardParts {
+  double attention_projections, attention, ffn, head;
+};
+ForwardParts forward_parts(const ModelConfig& c, int64_t batch, int64_t seq_len) {
   const double N = double(batch) * double(seq_len), L = c.layers, C = c.hidden, F = c.intermediate;
-  const double HD = double(c.heads) * c.head_dim(), QKV = c.qkv_dim(), V = c.vocab_size;
-  const double attn_params = C * QKV + HD * C;
-  // Forward FLOPs: 2 per multiply-add of each product; the causal attention products count
-  // half of the T x T square (q k^T and P v: 2 * 2 * B * T^2 * H * D / 2).
-  const double attn_fwd = L * (2 * N * attn_params + 2.0 * double(batch) * double(seq_len) * double(seq_len) * HD);
-  const double ffn_fwd = L * 2 * N * 3 * C * F;
-  const double head_fwd = 2 * N * C * V;
+  const double HD = double(c.heads) * c.head_dim();
+  return {L * 2 * N * (C * c.qkv_dim() + HD * C), L * 2.0 * double(batch) * double(seq_len) * double(seq_len) * HD,
+          L * 2 * N * 3 * C * F, 2 * N * C * c.vocab_size};
+}
+
+}  // namespace
+
+std::vector<ModuleFlops> module_flops(const ModelConfig& c, int64_t batch, int64_t seq_len) {
+  const double L = c.layers, C = c.hidden, F = c.intermediate, V = c.vocab_size;
+  const double HD = double(c.heads) * c.head_dim();
+  const ForwardParts f = forward_parts(c, batch, seq_len);
   auto m = [](const char* name, double params, double fwd) { return ModuleFlops{name, int64_t(params), fwd, 2 * fwd, 0, 0}; };
   return {
       m("embedding", V * C, 0),
       m("attention_norm", L * C, 0),
-      m("attention", L * attn_params, attn_fwd),
+      m("attention", L * (C * c.qkv_dim() + HD * C), f.attention_projections + f.attention),
       m("ffn_norm", L * C, 0),
-      m("ffn", L * 3 * C * F, ffn_fwd),
+      m("ffn", L * 3 * C * F, f.ffn),
       m("final_norm", C, 0),
-      m("head_loss", 0, head_fwd),  // the head is the embedding (tied): its parameters are counted there
+      m("head_loss", 0, f.head),  // the head is the embedding (tied): its parameters are counted there
       m("optimizer", 0, 0),
   };
 }
 
 StepWork step_work(const ModelConfig& c, int64_t batch, int64_t seq_len) {
-  const double N = double(batch) * double(seq_len), L = c.layers, C = c.hidden, F = c.intermediate;
-  const double HD = double(c.heads) * c.head_dim();
+  const ForwardParts f = forward_parts(c, batch, seq_len);
   StepWork w;
-  w.layer_products = 6 * N * L * (C * c.qkv_dim() + HD * C + 3 * C * F);
-  w.head_products = 6 * N * C * c.vocab_size;
-  w.attention = 3 * L * 2.0 * double(batch) * double(seq_len) * double(seq_len) * HD;
+  w.layer_products = 3 * (f.attention_projections + f.ffn);
+  w.head_products = 3 * f.head;
+  w.attention = 3 * f.attention;
   return w;
 }
 

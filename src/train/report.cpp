@@ -121,11 +121,11 @@ bool print_families(std::ostream& log, const TraceData& t, const StepWork& work,
   log << "Kernel time by family (ms a step, every stream; work from the FLOP formula of docs/profiling.md):\n";
   log << fmt::format("  {:<18}{:>9}{:>8}{:>9}{:>10}  {}\n", "family", "ms", "share", "TFLOP", "TFLOP/s", "of its ceiling");
   bool within = true;
+  const double head_fp8 = work.head_fp8 ? work.head_products : 0;  // the head's work where it ran in FP8
   for (const FamilyRow& r : rows) {
     const double ms = r.total_us / steps / 1e3;
     double flops = 0, ceiling = peak;
     std::string ceiling_name = precision;
-    const double head_fp8 = work.head_fp8 ? work.head_products : 0;
     if (r.family == "FP8 products") flops = work.layer_products + head_fp8, ceiling = fp8_peak, ceiling_name = "fp8";
     if (r.family == "products")
       flops = work.head_products - head_fp8 + (fp8 ? 0 : work.layer_products) + (fused_attention ? 0 : work.attention);
@@ -333,17 +333,15 @@ void report_profile(std::ostream& log, const TrainOptions& o, TrainResult& r, co
   for (size_t i = r.steps.size() - std::min(r.steps.size(), size_t(t.steps)); i < r.steps.size(); ++i)
     step_ms.push_back(r.steps[i].step_ms);
   print_profile(log, t, hot, step_ms);
-  const std::string families_precision = precision_name(o.backend.plan);
+  const std::string precision = precision_name(o.backend.plan);
+  const double peak = peak_flops(device, precision), fp8_peak = peak_flops(device, "fp8");
   StepWork work = step_work(o.model, o.step_sequences(1), o.seq_len);
   work.head_fp8 = r.head_fp8;
-  print_families(log, t, work, peak_flops(device, families_precision), peak_flops(device, "fp8"), families_precision);
+  print_families(log, t, work, peak, fp8_peak, precision);
   if (o.flops_profile) {
     std::vector<ModuleFlops> modules = module_flops(o.model, o.step_sequences(1), o.seq_len);  // this rank's step
     add_measured_times(modules, t);
-    const std::string precision = precision_name(o.backend.plan);
-    const double peak = peak_flops(device, precision);
-    print_flops_profile(log, modules, r.steps.back().step_ms, peak, precision,
-                        o.backend.plan.fp8 ? peak_flops(device, "fp8") : peak);
+    print_flops_profile(log, modules, r.steps.back().step_ms, peak, precision, o.backend.plan.fp8 ? fp8_peak : peak);
   }
 }
 
