@@ -118,16 +118,20 @@ bool read_all(int fd, void* data, size_t n, Clock::time_point deadline = Clock::
   return true;
 }
 
-// `bytes` as the rendezvous and torchrun's store frame them: a 64-bit length, then the bytes.
-// A lost connection fails naming `peer`.
-void send_message(int fd, const std::string& bytes, const char* peer) {
-  const uint64_t n = bytes.size();
+// write_all, where a lost connection fails naming `peer`.
+void write_to(int fd, const void* data, size_t n, const char* peer) {
   try {
-    write_all(fd, &n, sizeof n);
-    write_all(fd, bytes.data(), bytes.size());
+    write_all(fd, data, n);
   } catch (const std::runtime_error& e) {
     fail(std::string("rendezvous: lost the connection to ") + peer + ": " + e.what());
   }
+}
+
+// `bytes` as the rendezvous and torchrun's store frame them: a 64-bit length, then the bytes.
+void send_message(int fd, const std::string& bytes, const char* peer) {
+  const uint64_t n = bytes.size();
+  write_to(fd, &n, sizeof n, peer);
+  write_to(fd, bytes.data(), bytes.size(), peer);
 }
 
 // torchrun's agent store (PyTorch's TCPStore server, on MASTER_PORT): under torchrun rank 0
@@ -173,13 +177,7 @@ class AgentStore {
  private:
   enum Query : uint8_t { kValidate = 0, kSet = 1, kGet = 3, kWait = 6 };
   static constexpr const char* kPeer = "torchrun's store";
-  void put(const void* data, size_t n) {  // unframed: a query and its fixed-size fields
-    try {
-      write_all(fd_, data, n);
-    } catch (const std::runtime_error& e) {
-      fail(std::string("rendezvous: lost the connection to ") + kPeer + ": " + e.what());
-    }
-  }
+  void put(const void* data, size_t n) { write_to(fd_, data, n, kPeer); }  // unframed: a query, its fixed fields
   void query(Query q) { put(&q, 1); }
   int fd_;
 };
