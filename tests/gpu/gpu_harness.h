@@ -9,6 +9,7 @@
 
 #include "backend/backend.h"
 #include "core/arena.h"
+#include "core/cuda_check.h"
 #include "cpu/gradcheck.h"
 
 namespace tt::test {
@@ -52,10 +53,13 @@ class DeviceBuffer {
     }
     return out;
   }
-  // All bits set: NaN in fp32 and bf16, so an element the kernel forgets fails the check.
+  // All bits set: NaN in fp32 and bf16, so an element the kernel forgets fails the check. The
+  // memset runs on the legacy stream, which the backend's stream neither waits for nor holds
+  // back: the device is idle before and after it.
   void poison() {
-    cudaMemset(tensor_.ptr, 0xff, tensor_.bytes());
-    cudaDeviceSynchronize();
+    CUDA_CHECK(cudaDeviceSynchronize());
+    CUDA_CHECK(cudaMemset(tensor_.ptr, 0xff, tensor_.bytes()));
+    CUDA_CHECK(cudaDeviceSynchronize());
   }
 
  private:

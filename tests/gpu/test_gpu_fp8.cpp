@@ -59,9 +59,10 @@ struct DeviceFp8 {
   DeviceBuffer rows, cols, slot;
   Fp8Matrix m;
   DeviceFp8(DType d, int64_t r, int64_t c) : rows(d, r * c), cols(d, r * c), slot(DType::F32, kFp8SlotFloats) {
-    cudaMemset(rows.t().ptr, 0xff, rows.t().bytes());
-    cudaMemset(cols.t().ptr, 0xff, cols.t().bytes());
-    cudaMemset(slot.t().ptr, 0, slot.t().bytes());
+    rows.poison();
+    cols.poison();
+    CUDA_CHECK(cudaMemset(slot.t().ptr, 0, slot.t().bytes()));
+    CUDA_CHECK(cudaDeviceSynchronize());  // before the backend's stream writes it
     m = {rows.t(), cols.t(), c, r, slot.t()};
   }
 };
@@ -164,8 +165,8 @@ TEST_P(Fp8Quantize, SwiGluMadeInFp8IsTheCastOfWhatItStores) {
       for (DeviceFp8* m : {&h_cast, &h_made, &d_cast, &d_made}) {
         const bool forward = m == &h_cast || m == &h_made;
         be->fp8_quantize(m->m, forward ? h.t() : dgateup.t(), n, forward ? f : 2 * f, Fp8Scaling::Current);
-        cudaMemset(m->rows.t().ptr, 0xff, m->rows.t().bytes());
-        cudaMemset(m->cols.t().ptr, 0xff, m->cols.t().bytes());
+        m->rows.poison();
+        m->cols.poison();
       }
     be->fp8_quantize(h_cast.m, h, n, f, scaling);
     be->fp8_swiglu_forward(h_made.m, gateup, n, int(f), scaling);
