@@ -175,19 +175,23 @@ class CudnnAttention {
 // cores in bf16, FMA in fp32 (src/ops/attention_fp32.cu), head sizes 32, 64 and 128, any sequence length. `lse` is the
 // saved log-sum-exp per row, [B, H, T] fp32 (natural log, of the scaled scores). The backward
 // needs flash_attention_scratch_numel fp32 elements of scratch (rowsum(dO * O) per row, and in
-// bf16 at small batches and long sequences the partial dK/dV sums of split key columns); it
-// overwrites all of dqkv and is bitwise reproducible (no atomics).
+// bf16 at small batches and long sequences the partial dK/dV sums of split key columns; `fused`,
+// the fused backward's fp32 dQ and its counters); it overwrites all of dqkv and is bitwise
+// reproducible (the fused backward's adds take turns in a fixed order).
 namespace tt::cuda {
 bool flash_attention_supports(const AttnShape& s);
-int64_t flash_attention_scratch_numel(const AttnShape& s, DType dtype);
+int64_t flash_attention_scratch_numel(const AttnShape& s, DType dtype, bool fused);
 // `rope` (bf16 only; null: none): the [T, D] cos/sin table of src/ops/rope.h, applied to the
 // queries and keys of an unrotated qkv as the kernels load them, and its inverse to dQ and dK
 // (rope-in-attention).
 void flash_attention_forward(const Tensor& att, const Tensor& lse, const Tensor& qkv, const AttnShape& s,
                              const float* rope, Stream st);
+// `fused` (fused-attention-backward): dQ made by the dK/dV kernel where the shape allows it
+// (flash_attention_fused_backward; bf16), else the two kernels.
+bool flash_attention_fused_backward(const AttnShape& s, bool asked);  // head size 32 or 64, no split column
 void flash_attention_backward(const Tensor& dqkv, const Tensor& datt, const Tensor& qkv, const Tensor& att,
                               const Tensor& lse, const AttnShape& s, const float* rope, const Tensor& scratch,
-                              Stream st);
+                              bool fused, Stream st);
 // The fp32 kernels the two above launch for fp32 tensors; `delta` is the scratch's first part.
 void flash_attention_forward_fp32(const Tensor& att, const Tensor& lse, const Tensor& qkv, const AttnShape& s,
                                   float scale_log2, Stream st);

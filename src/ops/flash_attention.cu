@@ -22,7 +22,19 @@
 //            At small batches and long sequences, the long columns of both are split into
 //            chunks whose sums a third kernel adds in order (ColumnSplit).
 //            P and dP are recomputed in both: seven tile products against the five of a
-//            backward that sums dQ with atomics. That is the price of determinism.
+//            backward that sums dQ with atomics (the fused backward below, in a fixed order).
+//   fused backward (fused-attention-backward, opt-in; D <= 64 where no column is split):
+//            the dK/dV kernel also makes dQ: it puts its tile of dS into shared memory and
+//            adds dS K into an fp32 dQ in memory, five tile products a step instead of seven.
+//            The adds into a query tile take turns, key tiles from the diagonal down, each
+//            block waiting on a counter for the one before; the blocks start shortest column
+//            first, so the block a turn waits on started earlier and is one step ahead: it
+//            rarely waits, cannot wait on a block not yet started, and the sum has one order,
+//            the same bits every run. delta comes from a kernel before it, and one after it
+//            turns the sums into dqkv's bf16. Slower than the two kernels: at gpt2-small on an
+//            H200, 405 us a layer against 150 + 161 (195 without the adds). The L2's fp32 adds
+//            of 16 KB a step cost more than the two products saved; 16-byte atomics and the
+//            copy engine's bulk reductions were no faster (docs/versions/v5.md).
 // fp32 runs take the same algorithm on the CUDA cores (src/ops/attention_fp32.cu). The Hopper
 // primitives (cp.async, wgmma) are in src/ops/hopper.cuh.
 #include <cuda_bf16.h>
@@ -205,6 +217,19 @@ __device__ __forceinline__ void wg_pb(float (&acc)[D / 2], const uint32_t (&p)[k
   wgmma_commit();
 }
 
+// acc = A B (issued, not waited for): A the K-major tile a of 64 rows and kK columns (the
+// reduction), B the MN-major tile b of kK rows and D columns.
+template <int kK, int D>
+__device__ __forceinline__ void wg_ab(float (&acc)[D / 2], uint32_t a, uint32_t b) {
+  using LA = Smem<kK>;
+  const uint64_t da = LA::k_major(a, 0), db = Smem<D>::template mn_major<kK>(b);
+  wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < kK / 16; ++ks)
+    Wgmma<D>::template ss<1>(acc, da + LA::template k_step<64>(ks), db + Smem<D>::mn_step(ks), ks > 0);
+  wgmma_commit();
+}
+
 // The tile shapes, for kWG warpgroups per block (two only where the grid stays large:
 // with_warpgroups; the dK/dV kernel always has one). A block owns 64 kWG rows: queries in the
 // forward and dQ kernels, keys in the dK/dV one. Tuning them is an exercise of
@@ -382,6 +407,24 @@ __device__ __forceinline__ void recompute_p_ds(float (&sc)[kN], float (&dp)[kN],
   }
 }
 
+// delta = rowsum(dO * O) of the row of att and datt at `at`, by the four threads t = 0..3 of a
+// quad, D / 4 columns each, their sums added across the quad: every thread gets it, the same bits
+// wherever it is computed.
+template <int D>
+__device__ __forceinline__ float row_delta(const bf16_t* att, const bf16_t* datt, int64_t at, int t) {
+  at += t * (D / 4);
+  float dl = 0.0f;
+#pragma unroll
+  for (int c = 0; c < D / 4; c += 8) {
+    const Vec<bf16_t, 8> o = Vec<bf16_t, 8>::load(att + at + c), go = Vec<bf16_t, 8>::load(datt + at + c);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) dl += to_float(go.v[e]) * to_float(o.v[e]);
+  }
+  dl += __shfl_xor_sync(0xffffffffu, dl, 1);
+  dl += __shfl_xor_sync(0xffffffffu, dl, 2);
+  return dl;
+}
+
 // dQ = scale * dS K for one (query tile, batch, head), or one chunk of its key tiles
 // (ColumnSplit). The tile's delta = rowsum(dO * O) is computed here, each row by the four
 // threads that hold it, and written out by the column's first chunk for the dK/dV kernel.
@@ -421,16 +464,7 @@ __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads)
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int row = min(q0 + wrow + g + 8 * r, s.T - 1);
-    const int64_t at = (int64_t(b) * s.T + row) * ld_att + int64_t(h) * D + t * (D / 4);  // D / 4 columns
-    float dl = 0.0f;
-#pragma unroll
-    for (int c = 0; c < D / 4; c += 8) {
-      const Vec<bf16_t, 8> o = Vec<bf16_t, 8>::load(att + at + c), go = Vec<bf16_t, 8>::load(datt + at + c);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) dl += to_float(go.v[e]) * to_float(o.v[e]);
-    }
-    dl += __shfl_xor_sync(0xffffffffu, dl, 1);
-    dl += __shfl_xor_sync(0xffffffffu, dl, 2);
+    const float dl = row_delta<D>(att, datt, (int64_t(b) * s.T + row) * ld_att + int64_t(h) * D, t);
     row_stat[r] = make_float2(lse[stats + row] * kLog2e, dl);
     if (chunk == 0 && t == 0 && q0 + wrow + g + 8 * r < s.T) delta[stats + row] = dl;
   }
@@ -487,31 +521,76 @@ struct StepCursor {
   }
 };
 
+// Counters in global memory: one thread reads (acquire) or writes (release) for its block,
+// ordered with the block's other threads by a barrier.
+__device__ __forceinline__ int load_acquire(const int* p) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void store_release(int* p, int v) {
+  asm volatile("st.release.gpu.global.b32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+}
+
+// The fused backward's dQ part of one step (64 queries x D accumulators of the warpgroup) added
+// into `out` (row stride ld, `rows` rows valid) when *turn == mine: the first turn stores, the
+// others add. Then the next turn is the next block's.
+template <int D>
+__device__ __forceinline__ void add_in_turn(float* out, int64_t ld, int rows, const float (&dq)[D / 2], int* turn,
+                                            int mine) {
+  if (threadIdx.x == 0)
+    while (load_acquire(turn) != mine) {
+    }
+  __syncthreads();
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, row0 = 16 * (threadIdx.x / 32) + g;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    if (row0 + 8 * r >= rows) continue;
+    float* at = out + (row0 + 8 * r) * ld + 2 * t;
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n) {
+      const float2 v = make_float2(dq[4 * n + 2 * r], dq[4 * n + 2 * r + 1]);
+      if (mine == 0)
+        *reinterpret_cast<float2*>(at + n * 8) = v;
+      else
+        atomicAdd(reinterpret_cast<float2*>(at + n * 8), v);
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) store_release(turn, mine + 1);
+}
+
 // dK = scale * dS^T Q and dV = P^T dO for one (key tile, batch, kv head), summed over the query
 // heads of the group, or one chunk of that sum (ColumnSplit). The block is one warpgroup that
 // owns 64 keys and computes the transposed tiles S^T = K Q^T and dP^T = V dO^T, so P^T and dS^T
 // are A operands in registers for dV and dK. (One warpgroup per block: at up to 168 registers
 // per thread, which the launch bounds ask of D <= 64, three blocks fit an SM.)
-template <int D>
+// kFusedDq (the fused backward, one chunk a column): dQ's sums too, into dq_acc, taking turns
+// on turns[] (see the top of the file).
+template <int D, bool kFusedDq>
 __global__ void __launch_bounds__(Tiles<D, 1>::kThreads, D <= 64 ? 3 : 1)
-    flash_backward_dkdv_kernel(Successor next, bf16_t* dqkv, float* partial, const bf16_t* datt, const bf16_t* qkv,
-                               const float* rope, const float* lse, const float* delta, AttnShape s, ColumnSplit split,
-                               float scale, float scale_log2) {
+    flash_backward_dkdv_kernel(Successor next, bf16_t* dqkv, float* partial, float* dq_acc, int* turns,
+                               const bf16_t* datt, const bf16_t* qkv, const float* rope, const float* lse,
+                               const float* delta, AttnShape s, ColumnSplit split, float scale, float scale_log2) {
   await_previous_kernel(next);
   using C = Tiles<D, 1>;
   constexpr int kKeys = C::kRows, kRows = dkdv_queries(D);
   static_assert(kKeys == kTileKeys, "a dK/dV block owns kTileKeys keys");
-  const int kt = blockIdx.y / split.slots, chunk = blockIdx.y % split.slots;  // key tile, its chunk
+  static_assert(!kFusedDq || kRows == 64, "the fused dQ product takes 64 queries a step");
+  // Key tile and its chunk: the longest columns first, or for the fused dQ the shortest.
+  const int kt = kFusedDq ? split.columns - 1 - int(blockIdx.y) : blockIdx.y / split.slots;
+  const int chunk = kFusedDq ? 0 : blockIdx.y % split.slots;
   const int begin = chunk * split.chunk, end = min(begin + split.chunk, split.steps(kt));
   if (begin >= end) return;  // the column has fewer chunks than the longest
   unsigned char* sk = aligned_smem();                  // [kKeys][D]
   unsigned char* sv = sk + Smem<D>::bytes(kKeys);      // [kKeys][D]
   unsigned char* sq = sv + Smem<D>::bytes(kKeys);      // [2][kRows][D]
   unsigned char* sdo = sq + 2 * Smem<D>::bytes(kRows);  // [2][kRows][D]
-  float* slse = reinterpret_cast<float*>(sdo + 2 * Smem<D>::bytes(kRows));  // [2][kRows]
-  float* sdelta = slse + 2 * kRows;                                          // [2][kRows]
+  unsigned char* sds = sdo + 2 * Smem<D>::bytes(kRows);  // fused: dS [kRows][kKeys]
+  float* slse = reinterpret_cast<float*>(sds + (kFusedDq ? Smem<kKeys>::bytes(kRows) : 0));  // [2][kRows]
+  float* sdelta = slse + 2 * kRows;                                                        // [2][kRows]
 
-  const int k0 = kt * kKeys;  // the longest key columns come first already
+  const int k0 = kt * kKeys;
   const int b = blockIdx.x / s.KVH, kvh = blockIdx.x % s.KVH, group = s.H / s.KVH;
   const int ld = (s.H + 2 * s.KVH) * D, ld_att = s.H * D;
   const bf16_t* base = qkv + int64_t(b) * s.T * ld;
@@ -538,7 +617,7 @@ __global__ void __launch_bounds__(Tiles<D, 1>::kThreads, D <= 64 ? 3 : 1)
   const int wkey = 16 * (threadIdx.x / 32);  // the warp's first key in the tile
   float dk[D / 2] = {}, dv[D / 2] = {};
   for (int i = begin; i < end; ++i) {
-    const int q0 = computing.tile * kRows;
+    const int q0 = computing.tile * kRows, computing_head = computing.head;
     computing.next(first, split.tiles);
     tiles_landed([&] {  // step i has landed, and every warp is done with step i - 1's buffers
       if (i == begin) rotate_tile<kKeys, D, C::kThreads>(sk, rope, k0, s.T);
@@ -571,9 +650,28 @@ __global__ void __launch_bounds__(Tiles<D, 1>::kThreads, D <= 64 ? 3 : 1)
     uint32_t p[kRows / 16][4], ds[kRows / 16][4];
     to_a_operand<kRows>(p, st);
     to_a_operand<kRows>(ds, dpt);
+    if constexpr (kFusedDq) {  // dS as rounded for dK into shared memory, the queries as rows
+#pragma unroll
+      for (int i = 0; i < kRows / 2; ++i) {  // accumulator i: fragment ds[i / 8][i % 8 / 2], half i % 2
+        const int query = i / 4 * 8 + 2 * t + i % 2, key = wkey + g + 8 * (i % 4 / 2);
+        *reinterpret_cast<uint16_t*>(sds + Smem<kKeys>::offset(kRows, query, key & ~7) + (key & 7) * 2) =
+            uint16_t(ds[i / 8][i % 8 / 2] >> (16 * (i % 2)));
+      }
+    }
     wg_pb<kRows, D>(dv, p, dot);  // dV += P^T dO
     wg_pb<kRows, D>(dk, ds, qt);  // dK += dS^T Q
-    wgmma_wait<0>(dv, dk);
+    if constexpr (kFusedDq) {  // dQ's part dS K, added into dq_acc in this key tile's turn
+      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+      __syncthreads();
+      float dq[D / 2];
+      wg_ab<kKeys, D>(dq, smem_addr(sds), smem_addr(sk));  // dQ part = dS K
+      wgmma_wait<0>(dv, dk, dq);
+      const int q_tile = q0 / kRows, h = kvh * group + computing_head;
+      add_in_turn<D>(dq_acc + (int64_t(b) * s.T + q0) * (int64_t(s.H) * D) + int64_t(h) * D, int64_t(s.H) * D,
+                     s.T - q0, dq, turns + (int64_t(b) * s.H + h) * split.tiles + q_tile, q_tile - kt);
+    } else {
+      wgmma_wait<0>(dv, dk);
+    }
   }
   const bool whole = split.chunks(kt) == 1;
   float* slot = whole ? nullptr : partial + split.slot(blockIdx.x, kt, chunk, D);
@@ -625,6 +723,38 @@ __global__ void flash_backward_split_sum_kernel(Successor next, bf16_t* dqkv, co
   bf16_t* out = dqkv + (b * s.T + row) * int64_t(s.H + 2 * s.KVH) * D + (col0 + mat * heads + head) * D + d;
   reinterpret_cast<__nv_bfloat162*>(out)[0] = __floats2bfloat162_rn(acc.x * k, acc.y * k);
   reinterpret_cast<__nv_bfloat162*>(out)[1] = __floats2bfloat162_rn(acc.z * k, acc.w * k);
+}
+
+// The fused backward's first kernel: delta = rowsum(dO * O) of every query row, four threads a
+// row as in the dQ kernel (the same bits), and the turns of the dK/dV kernel set to 0.
+template <int D>
+__global__ void flash_backward_delta_kernel(Successor next, float* delta, int* turns, int64_t turn_count,
+                                            const bf16_t* datt, const bf16_t* att, AttnShape s) {
+  await_previous_kernel(next);
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < turn_count) turns[i] = 0;
+  const int64_t rows = int64_t(s.B) * s.T * s.H, row = min(i / 4, rows - 1);  // (batch, position, head)
+  const float dl = row_delta<D>(att, datt, row * D, int(i % 4));  // every thread of a quad takes part
+  if (i / 4 < rows && i % 4 == 0) {
+    const int64_t h = row % s.H, pos = row / s.H % s.T, b = row / s.H / s.T;
+    delta[(b * s.H + h) * s.T + pos] = dl;
+  }
+}
+
+// The fused backward's last kernel: dQ's fp32 sums [B T, H D] turned back (rope-in-attention),
+// scaled and rounded into dqkv, two elements a thread.
+template <int D>
+__global__ void flash_backward_dq_store_kernel(Successor next, bf16_t* dqkv, const float* dq_acc, const float* rope,
+                                               AttnShape s, float scale) {
+  await_previous_kernel(next);
+  const int64_t i = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * 2, hd = int64_t(s.H) * D;
+  if (i >= int64_t(s.B) * s.T * hd) return;
+  const int64_t token = i / hd;
+  const int col = int(i % hd);
+  const float2 v = *reinterpret_cast<const float2*>(dq_acc + i);
+  const float2 d = unrotate<D>(v.x, v.y, rope, int(token % s.T), col % D / 2);
+  *reinterpret_cast<__nv_bfloat162*>(dqkv + token * (s.H + 2 * s.KVH) * D + col) =
+      __floats2bfloat162_rn(d.x * scale, d.y * scale);
 }
 
 // ---- launchers ------------------------------------------------------------------------------
@@ -708,17 +838,19 @@ ColumnSplit with_chunks(ColumnSplit split, int64_t heads, int resident) {
   return split;
 }
 
-template <int D>
-size_t dkdv_smem() {
-  constexpr int kRows = dkdv_queries(D);
-  return kSmemAlign + Smem<D>::bytes(2 * kTileKeys + 4 * kRows) + sizeof(float) * 4 * kRows;
-}
 template <int D, int kWG>
 size_t dq_smem() {
   return kSmemAlign + Smem<D>::bytes(2 * Tiles<D, kWG>::kRows + 4 * kTileKeys);
 }
 
-template <int D>
+template <int D, bool kFusedDq>
+size_t dkdv_smem() {
+  constexpr int kRows = dkdv_queries(D);
+  return kSmemAlign + Smem<D>::bytes(2 * kTileKeys + 4 * kRows) + (kFusedDq ? Smem<kTileKeys>::bytes(kRows) : 0) +
+         sizeof(float) * 4 * kRows;
+}
+
+template <int D, bool kFusedDq = false>
 ColumnSplit dkdv_split(const AttnShape& s) {
   ColumnSplit split{};
   split.keys = true;
@@ -729,8 +861,25 @@ ColumnSplit dkdv_split(const AttnShape& s) {
   split.tiles = blocks_of(s.T, split.query_rows);
   split.group = s.H / s.KVH;
   return with_chunks(split, int64_t(s.B) * s.KVH,
-                     resident_blocks(flash_backward_dkdv_kernel<D>, kWarpgroup, dkdv_smem<D>()));
+                     resident_blocks(flash_backward_dkdv_kernel<D, kFusedDq>, kWarpgroup, dkdv_smem<D, kFusedDq>()));
 }
+
+}  // namespace
+
+bool flash_attention_fused_backward(const AttnShape& s, bool asked) {
+  if (!asked || !flash_attention_supports(s) || dkdv_queries(s.D) != 64) return false;
+  bool whole = false;
+  with_head_dim(s.D, [&](auto dim) {
+    constexpr int D = decltype(dim)::value;
+    if constexpr (dkdv_queries(D) == 64) whole = dkdv_split<D, true>(s).slots == 1;
+  });
+  return whole;
+}
+
+namespace {
+// The fused backward's scratch after delta: dQ's sums [B T, H D], then the turns [B H][query tiles].
+int64_t dq_acc_numel(const AttnShape& s) { return int64_t(s.B) * s.T * s.H * s.D; }
+int64_t turn_count(const AttnShape& s) { return int64_t(s.B) * s.H * blocks_of(s.T, 64); }
 
 template <int D, int kWG>
 ColumnSplit dq_split(const AttnShape& s) {
@@ -748,8 +897,11 @@ ColumnSplit dq_split(const AttnShape& s) {
 
 bool flash_attention_supports(const AttnShape& s) { return s.D == 32 || s.D == 64 || s.D == 128; }
 
-int64_t flash_attention_scratch_numel(const AttnShape& s, DType dtype) {
+int64_t flash_attention_scratch_numel(const AttnShape& s, DType dtype, bool fused) {
   if (dtype != DType::BF16 || !flash_attention_supports(s)) return delta_numel(s);
+  // The fused backward's fp32 dQ and turns, or (either way, for a call without it) the two
+  // kernels' partial sums.
+  const int64_t fused_numel = flash_attention_fused_backward(s, fused) ? dq_acc_numel(s) + turn_count(s) : 0;
   // The two backward kernels run one after the other: their partial sums share the space.
   auto partial_numel = [&](const ColumnSplit& split, int heads) {
     return split.slots > 1 ? split.slot(int64_t(s.B) * heads, 0, 0, s.D) : 0;  // the slots of all grid rows
@@ -762,7 +914,7 @@ int64_t flash_attention_scratch_numel(const AttnShape& s, DType dtype) {
       partial = std::max(partial, partial_numel(dq_split<D, decltype(warpgroups)::value>(s), s.H));
     });
   });
-  return delta_numel(s) + partial;
+  return delta_numel(s) + std::max(partial, fused_numel);
 }
 
 // Our flash attention kernels are placed the plain way even under programmatic-launch
@@ -799,9 +951,10 @@ void flash_attention_forward(const Tensor& att, const Tensor& lse, const Tensor&
 
 void flash_attention_backward(const Tensor& dqkv, const Tensor& datt, const Tensor& qkv, const Tensor& att,
                               const Tensor& lse, const AttnShape& s, const float* rope, const Tensor& scratch,
-                              Stream st) {
+                              bool fused, Stream st) {
   TT_CHECK(!rope || qkv.dtype == DType::BF16, "rope-in-attention: the bf16 kernels only");
-  TT_CHECK(scratch.numel >= flash_attention_scratch_numel(s, qkv.dtype), "flash attention scratch too small");
+  fused = fused && qkv.dtype == DType::BF16 && flash_attention_fused_backward(s, true);
+  TT_CHECK(scratch.numel >= flash_attention_scratch_numel(s, qkv.dtype, fused), "flash attention scratch too small");
   const float scale = float(s.scale()), scale_log2 = scale * kLog2e;
   float* delta = scratch.data<float>();  // written by the dQ kernel, read by the dK/dV kernel
   with_head_dim(s.D, [&](auto dim) {
@@ -819,6 +972,22 @@ void flash_attention_backward(const Tensor& dqkv, const Tensor& datt, const Tens
         launch_plainly("flash_backward_split_sum_kernel", flash_backward_split_sum_kernel<D>,
                        blocks_for(elements / 4, 256), 256, 0, st, dq, partial, s, split, heads, col0, scale);
       };
+      if constexpr (dkdv_queries(D) == 64) {
+        if (fused) {
+          float* dq_acc = delta + delta_numel(s);
+          int* turns = reinterpret_cast<int*>(dq_acc + dq_acc_numel(s));
+          const int64_t threads = std::max(4 * int64_t(s.B) * s.T * s.H, turn_count(s));
+          launch_plainly("flash_backward_delta_kernel", flash_backward_delta_kernel<D>, blocks_for(threads, 256), 256,
+                         0, st, delta, turns, turn_count(s), g, o, s);
+          const ColumnSplit split = dkdv_split<D, true>(s);  // also allows the kernel its shared memory
+          launch_plainly("flash_backward_dkdv_kernel", flash_backward_dkdv_kernel<D, true>,
+                         column_grid(s.B * s.KVH, split.columns), kWarpgroup, dkdv_smem<D, true>(), st, dq, nullptr,
+                         dq_acc, turns, g, x, rope, lse.data<float>(), delta, s, split, scale, scale_log2);
+          launch_plainly("flash_backward_dq_store_kernel", flash_backward_dq_store_kernel<D>,
+                         blocks_for(dq_acc_numel(s) / 2, 256), 256, 0, st, dq, dq_acc, rope, s, scale);
+          return;
+        }
+      }
       with_warpgroups(s.T, s.B * s.H, [&](auto warpgroups) {
         constexpr int kWG = decltype(warpgroups)::value;
         const ColumnSplit split = dq_split<D, kWG>(s);  // also allows the kernel its shared memory
@@ -830,8 +999,9 @@ void flash_attention_backward(const Tensor& dqkv, const Tensor& datt, const Tens
       {
         const ColumnSplit split = dkdv_split<D>(s);  // also allows the kernel its shared memory
         const dim3 grid = column_grid(s.B * s.KVH, split.columns * split.slots);
-        launch_plainly("flash_backward_dkdv_kernel", flash_backward_dkdv_kernel<D>, grid, kWarpgroup, dkdv_smem<D>(),
-                       st, dq, partial, g, x, rope, lse.data<float>(), delta, s, split, scale, scale_log2);
+        launch_plainly("flash_backward_dkdv_kernel", flash_backward_dkdv_kernel<D, false>, grid, kWarpgroup,
+                       dkdv_smem<D, false>(), st, dq, partial, nullptr, nullptr, g, x, rope, lse.data<float>(), delta,
+                       s, split, scale, scale_log2);
         if (split.slots > 1) sum_split(split, s.KVH, s.H);
       }
     } else {

@@ -39,6 +39,12 @@ const std::vector<PlanSwitch>& plan_switches() {
        "RoPE's backward writes the QKV product's gradient straight in FP8: no rotation in place, no cast pass"},
       {"fp8-head", &Plan::fp8_head, 5,
        "the output head's products in FP8 too: the cross-entropy pass writes the logits' gradient in FP8, both layouts"},
+      // Measured slower than the two kernels (docs/versions/v5.md): the fp32 adds of dQ's parts
+      // cost more than the two products they save. Opt-in.
+      {"fused-attention-backward", &Plan::fused_attention_backward, 5,
+       "our flash attention's backward in one kernel: dK/dV's blocks add dS K into dQ, taking turns in a fixed "
+       "order (five tile products a step, not seven; opt-in: slower)",
+       false},
       // Measured no faster and less precise than E4M3 (docs/versions/v5.md). Opt-in.
       {"fp8-e5m2-gradients", &Plan::fp8_e5m2_gradients, 5,
        "the gradients entering the FP8 products in E5M2 (more range), not E4M3 (opt-in: less precise)", false},

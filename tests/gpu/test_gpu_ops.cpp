@@ -76,7 +76,7 @@ class GpuAttention : public GpuOps {};
 TEST_P(GpuAttention, RopeInsideMatchesRopeThenAttention) {
   if (act() != DType::BF16) GTEST_SKIP() << "rope-in-attention is in the bf16 kernels";
   for (const AttnShape& s : {AttnShape{2, 7, 4, 4, 32}, AttnShape{2, 129, 4, 2, 64}, AttnShape{2, 1000, 4, 1, 128},
-                             AttnShape{14, 640, 4, 2, 64}, AttnShape{44, 300, 4, 2, 32}}) {
+                             AttnShape{14, 640, 4, 2, 64}, AttnShape{44, 300, 4, 2, 32}, AttnShape{96, 250, 4, 2, 64}}) {
     SCOPED_TRACE(testing::Message() << "B=" << s.B << " T=" << s.T << " D=" << s.D << " kv_heads=" << s.KVH);
     const int64_t N = int64_t(s.B) * s.T, ld = s.ld();
     const std::vector<double> table = rope_table(s.T, s.D, 10000.0);
@@ -90,12 +90,51 @@ TEST_P(GpuAttention, RopeInsideMatchesRopeThenAttention) {
     for (const RopeShape& r : qk) ref::rope(dqkv_ref.data(), table.data(), r, true);  // back to unrotated q, k
     DeviceBuffer QKV(act(), qkv), DATT(act(), datt), ATT(act(), N * s.H * s.D), DQKV(act(), N * ld),
         LSE(DType::F32, int64_t(s.B) * s.H * s.T), ROPE(DType::F32, table),
-        SCRATCH(DType::F32, cuda::flash_attention_scratch_numel(s, DType::BF16));
-    ATT.poison(), DQKV.poison();
+        SCRATCH(DType::F32, cuda::flash_attention_scratch_numel(s, DType::BF16, true));
+    ATT.poison();
     cuda::flash_attention_forward(ATT, LSE, QKV, s, ROPE.t().data<float>(), Stream{});
-    cuda::flash_attention_backward(DQKV, DATT, QKV, ATT, LSE, s, ROPE.t().data<float>(), SCRATCH, Stream{});
     EXPECT_MATCHES(ATT.get(), att_ref, tol());
-    EXPECT_MATCHES(DQKV.get(), dqkv_ref, 2e-2);
+    for (bool fused : {false, true}) {  // the two kernels, and dQ made by the dK/dV one where the shape allows
+      SCOPED_TRACE(fused ? "fused backward" : "two kernels");
+      DQKV.poison();
+      cuda::flash_attention_backward(DQKV, DATT, QKV, ATT, LSE, s, ROPE.t().data<float>(), SCRATCH, fused, Stream{});
+      EXPECT_MATCHES(DQKV.get(), dqkv_ref, 2e-2);
+    }
+  }
+}
+
+// fused-attention-backward: dK and dV are the two-kernel backward's bits (the dK/dV kernel's own
+// sums are untouched, delta is computed alike); dQ, summed in another order, is within a bf16
+// rounding of it; and a second run repeats every bit, whatever the order the blocks ran in.
+TEST_P(GpuAttention, FusedBackwardKeepsDkDvAndRepeatsItsBits) {
+  if (act() != DType::BF16) GTEST_SKIP() << "the fused backward is in the bf16 kernels";
+  for (const AttnShape& s : {AttnShape{96, 250, 4, 2, 32}, AttnShape{64, 512, 8, 2, 64}, AttnShape{16, 1024, 12, 12, 64}}) {
+    SCOPED_TRACE(testing::Message() << "B=" << s.B << " T=" << s.T << " D=" << s.D << " kv_heads=" << s.KVH);
+    ASSERT_TRUE(cuda::flash_attention_fused_backward(s, true));
+    const int64_t N = int64_t(s.B) * s.T, ld = s.ld();
+    DeviceBuffer QKV(act(), input(size_t(N * ld))), DATT(act(), input(size_t(N) * s.H * s.D)),
+        ATT(act(), N * s.H * s.D), LSE(DType::F32, int64_t(s.B) * s.H * s.T),
+        SCRATCH(DType::F32, cuda::flash_attention_scratch_numel(s, DType::BF16, true));
+    cuda::flash_attention_forward(ATT, LSE, QKV, s, nullptr, Stream{});
+    std::vector<std::vector<double>> runs;
+    for (bool fused : {false, true, true}) {
+      DeviceBuffer DQKV(act(), N * ld);
+      DQKV.poison();
+      cuda::flash_attention_backward(DQKV, DATT, QKV, ATT, LSE, s, nullptr, SCRATCH, fused, Stream{});
+      runs.push_back(DQKV.get());
+    }
+    std::vector<double> q_two, q_fused;
+    int64_t kv_differ = 0;
+    for (int64_t i = 0; i < N * ld; ++i) {
+      if (i % ld < int64_t(s.H) * s.D) {
+        q_two.push_back(runs[0][size_t(i)]), q_fused.push_back(runs[1][size_t(i)]);
+      } else {
+        kv_differ += runs[0][size_t(i)] != runs[1][size_t(i)];
+      }
+    }
+    EXPECT_EQ(kv_differ, 0) << "dK and dV differ from the two kernels'";
+    EXPECT_MATCHES(q_fused, q_two, 1e-2);
+    EXPECT_TRUE(runs[2] == runs[1]) << "a second fused backward differs from the first";
   }
 }
 

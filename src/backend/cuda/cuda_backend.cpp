@@ -139,7 +139,7 @@ class CudaBackend final : public Backend {
     use_custom_attention_ = uses_custom_attention(attn);
     use_cudnn_ = uses_cudnn(attn);
     if (use_custom_attention_) {
-      flash_scratch_ = take(DType::F32, cuda::flash_attention_scratch_numel(attn, act));
+      flash_scratch_ = take(DType::F32, cuda::flash_attention_scratch_numel(attn, act, plan_.fused_attention_backward));
     } else if (use_cudnn_) {
       cudnn_workspace_ = take(DType::F32, cuda::CudnnAttention::workspace_bytes(attn) / 4);
       if (cudnn_workspace_.ptr) {  // the arena's real pass: build the plans now, before any capture
@@ -257,7 +257,8 @@ class CudaBackend final : public Backend {
   void attention_backward(const Tensor& dqkv, const Tensor& datt, const Tensor& qkv, const Tensor& att,
                           const Tensor& saved, const AttnShape& s) override {
     if (use_custom_attention_)
-      cuda::flash_attention_backward(dqkv, datt, qkv, att, saved, s, attention_rope(), flash_scratch_, kernel_stream());
+      cuda::flash_attention_backward(dqkv, datt, qkv, att, saved, s, attention_rope(), flash_scratch_,
+                                     plan_.fused_attention_backward, kernel_stream());
     else if (use_cudnn_)
       cudnn_->backward(dqkv, datt, qkv, att, saved, s, cudnn_workspace_);
     else
@@ -379,7 +380,10 @@ class CudaBackend final : public Backend {
 
   std::string attention_kind() const override {
     if (use_custom_attention_)
-      return plan_.amp ? "our flash attention (tensor cores, wgmma bf16)" : "our flash attention (fp32 FMA)";
+      return !plan_.amp ? "our flash attention (fp32 FMA)"
+             : cuda::flash_attention_fused_backward(shape_, plan_.fused_attention_backward)
+                 ? "our flash attention (tensor cores, wgmma bf16; dQ made by the dK/dV kernel)"
+                 : "our flash attention (tensor cores, wgmma bf16)";
     if (plan_.custom_attention && !cuda::flash_attention_supports(shape_))
       return "our flash attention needs head size 32, 64 or 128: " + fallback_attention_kind();
     if (plan_.custom_attention)
