@@ -117,6 +117,10 @@ class Backend {
   virtual void swiglu_forward(const Tensor& h, const Tensor& gateup, int64_t n, int f) = 0;
   virtual void swiglu_backward(const Tensor& dgateup, const Tensor& dh, const Tensor& gateup,
                                int64_t n, int f) = 0;
+  // Version 5 (fp8-fused-norm): the norm of x [n, c] straight into its FP8 forms out8 with delayed
+  // scaling, and rstd; no bf16 output (ops/rmsnorm.h).
+  virtual void fp8_rmsnorm_forward(const Fp8Matrix& out8, const Tensor& rstd, const Tensor& x, const Tensor& w,
+                                   int64_t n, int c, double eps) = 0;
   // Version 5 (CUDA): x [r, c] into its FP8 forms, and the delayed scales' update (ops/quantize.h).
   virtual void fp8_quantize(const Fp8Matrix& out, const Tensor& x, int64_t r, int64_t c, Fp8Scaling scaling) = 0;
   virtual void fp8_update_scales(const Tensor& slots, int count) = 0;

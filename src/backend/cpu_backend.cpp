@@ -130,6 +130,12 @@ class CpuBackend final : public Backend {
                        int64_t n, int c, double eps) override {
     ref::rmsnorm_forward(out.data<T>(), rstd.data<T>(), x.data<T>(), w.data<T>(), n, c, eps);
   }
+  void fp8_rmsnorm_forward(const Fp8Matrix& out8, const Tensor& rstd, const Tensor& x, const Tensor& w, int64_t n,
+                           int c, double eps) override {
+    std::vector<T> out(size_t(n * c));
+    ref::rmsnorm_forward(out.data(), rstd.data<T>(), x.data<T>(), w.data<T>(), n, c, eps);
+    ref::quantize_fp8(out8, out.data(), n, c, Fp8Scaling::Delayed);
+  }
   void rmsnorm_backward(const Tensor& dx, const Tensor& dw, const Tensor& dout, const Tensor& x,
                         const Tensor& w, const Tensor& rstd, int64_t n, int c, bool add_dw) override {
     ref::rmsnorm_backward(dx.data<T>(), dw.data<T>(), dout.data<T>(), x.data<T>(), w.data<T>(),

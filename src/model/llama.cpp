@@ -280,7 +280,21 @@ void Llama::output_and_residual(int l, Proj p, const Tensor& sum, const Tensor& 
   residual_add(be_, sum_norm);
   if (!plan.fused_residual_norm) return;  // the norm is made where the next block begins
   ScopedRange r(be_, next.range);
-  residual_norm(be_, sum_norm);
+  residual_norm(be_, sum_norm, norm_output8(next.layer, next.proj));
+}
+
+Fp8Matrix Llama::norm_output8(int l, Proj p) const {
+  if (l < 0 || !norm_in_fp8(be_.plan(), fp8_.on(), fp8_.scaling(), cfg_.hidden)) return {};
+  return fp8_.operands(l, p).x;
+}
+
+bool Llama::block_norm(int l, Proj p, const ResidualNorm& r) {
+  const Fp8Matrix out8 = norm_output8(l, p);
+  if ((l == 0 && p == Proj::Qkv) || !be_.plan().fused_residual_norm) {  // else the residual add before did it
+    ScopedRange range(be_, p == Proj::Qkv ? "attention_norm" : "ffn_norm");
+    residual_norm(be_, r, out8);
+  }
+  return !out8.slot.empty();
 }
 
 // The tied output head and the loss, a chunk of tokens at a time (one chunk without the fused
@@ -318,20 +332,17 @@ void Llama::forward_head(Pass pass) {
 }
 
 void Llama::forward_attention(int l) {
-  const Plan& plan = be_.plan();
   const int64_t N = tokens();
   const int C = cfg_.hidden;
   const LayerActs& a = acts_[size_t(l)];
   const LayerWeights& w = w_.layers[size_t(l)];
-  if (l == 0 || !plan.fused_residual_norm) {  // else the previous layer's residual add did it
-    ScopedRange r(be_, "attention_norm");
-    be_.rmsnorm_forward(a.xn1, a.rstd1, a.x, w.attn_norm, N, C, cfg_.norm_eps);
-  }
+  const bool xn_cast = block_norm(l, Proj::Qkv, {a.x, a.xn1, a.rstd1, {}, {}, w.attn_norm, N, C, cfg_.norm_eps});
   ScopedRange r(be_, "attention");
-  project(l, Proj::Qkv, a.qkv, a.xn1, w.wqkv);
+  project(l, Proj::Qkv, a.qkv, a.xn1, w.wqkv, xn_cast);
   for (const RopeShape& s : rope_shapes(be_, attn_)) be_.rope_forward(a.qkv, rope_table_, s);
   be_.attention_forward(a.att, a.saved, a.qkv, attn_);
-  output_and_residual(l, Proj::Out, a.x_mid, a.x, a.att, w.wo, {"ffn_norm", a.xn2, a.rstd2, w.ffn_norm});
+  output_and_residual(l, Proj::Out, a.x_mid, a.x, a.att, w.wo,
+                      {"ffn_norm", a.xn2, a.rstd2, w.ffn_norm, l, Proj::GateUp});
 }
 
 void Llama::forward_ffn(int l) {
@@ -342,17 +353,14 @@ void Llama::forward_ffn(int l) {
   const LayerWeights& w = w_.layers[size_t(l)];
   const bool last = l + 1 == cfg_.layers;
   const Tensor& x_next = last ? x_out_ : acts_[size_t(l) + 1].x;
-  if (!plan.fused_residual_norm) {  // else this layer's attention did it
-    ScopedRange r(be_, "ffn_norm");
-    be_.rmsnorm_forward(a.xn2, a.rstd2, a.x_mid, w.ffn_norm, N, C, cfg_.norm_eps);
-  }
+  const bool xn_cast = block_norm(l, Proj::GateUp, {a.x_mid, a.xn2, a.rstd2, {}, {}, w.ffn_norm, N, C, cfg_.norm_eps});
   ScopedRange r(be_, "ffn");
-  project(l, Proj::GateUp, a.gateup, a.xn2, w.wgateup);
+  project(l, Proj::GateUp, a.gateup, a.xn2, w.wgateup, xn_cast);
   const bool h_in_fp8 = swiglu_in_fp8(plan, fp8_.on());
   ffn_swiglu_forward(be_, a.h, h_in_fp8 ? fp8_.operands(l, Proj::Down).x : Fp8Matrix{}, a.gateup, N, F, fp8_.scaling());
-  const NormNext next = last ? NormNext{"final_norm", xf_, rstd_f_, w_.final_norm}
+  const NormNext next = last ? NormNext{"final_norm", xf_, rstd_f_, w_.final_norm, -1, Proj::Qkv}
                              : NormNext{"attention_norm", acts_[size_t(l) + 1].xn1, acts_[size_t(l) + 1].rstd1,
-                                        w_.layers[size_t(l) + 1].attn_norm};
+                                        w_.layers[size_t(l) + 1].attn_norm, l + 1, Proj::Qkv};
   output_and_residual(l, Proj::Down, x_next, a.x_mid, a.h, w.wdown, next, h_in_fp8);
 }
 

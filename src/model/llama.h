@@ -40,6 +40,8 @@
 
 namespace tt {
 
+struct ResidualNorm;  // model/op_sequences.h
+
 class Llama {
  public:
   Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len, DataParallel dp = {},
@@ -186,11 +188,19 @@ class Llama {
   void backward_ffn(int layer);
   void backward_attention(int layer);
   void forward_head(Pass pass);
-  // The RMSNorm that follows a residual add: its range name, output, statistics and weight.
+  // The RMSNorm that follows a residual add: its range name, output, statistics and weight, and
+  // the product that takes its output (layer < 0: the head).
   struct NormNext {
     const char* range;
     Tensor out, rstd, w;
+    int layer;
+    Proj proj;
   };
+  // Layer l's product p's FP8 input where the norm before it writes it (norm_in_fp8), else empty.
+  Fp8Matrix norm_output8(int l, Proj p) const;
+  // The norm of a layer's input (r.sum) that begins block p (Qkv or GateUp) where no residual add
+  // made it already; returns whether it wrote p's FP8 input.
+  bool block_norm(int l, Proj p, const ResidualNorm& r);
   // Layer l's product p: its output columns [col, col + width), made by the weight's rows of the
   // same numbers; one block for the whole product, or the unfused products of QKV (q, k, v) and
   // gate/up (gate, up) without qkv-fusion and gate-up-fusion.

@@ -7,7 +7,16 @@ void residual_add(Backend& be, const ResidualNorm& r) {
   if (!be.plan().fused_residual_norm && !r.b.empty()) be.add(r.sum, r.a, r.b);
 }
 
-void residual_norm(Backend& be, const ResidualNorm& r) {
+bool norm_in_fp8(const Plan& plan, bool fp8_products, Fp8Scaling scaling, int c) {
+  return fp8_products && plan.fp8_fused_norm && scaling == Fp8Scaling::Delayed && plan.custom_rmsnorm &&
+         (plan.gemm_epilogues || !plan.fused_residual_norm) && c % 8 == 0 && c <= 6144;
+}
+
+void residual_norm(Backend& be, const ResidualNorm& r, const Fp8Matrix& out8) {
+  if (!out8.slot.empty()) {
+    TT_CHECK(!be.plan().fused_residual_norm || r.b.empty(), "residual_norm: the FP8 norm takes the sum made");
+    return be.fp8_rmsnorm_forward(out8, r.rstd, r.sum, r.w, r.n, r.c, r.eps);
+  }
   if (be.plan().fused_residual_norm && !r.b.empty())
     be.add_rmsnorm_forward(r.sum, r.out, r.rstd, r.a, r.b, r.w, r.n, r.c, r.eps);
   else

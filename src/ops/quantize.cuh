@@ -39,6 +39,20 @@ __global__ void amax_partials_kernel(Successor next, float* partials, Source src
   if (threadIdx.x == 0) partials[blockIdx.x] = m;
 }
 
+// Rows i0 .. i0 + 15 of column j of a shared tile (rows `pitch` bytes apart) as 16 consecutive
+// bytes of the transpose's row gc, from its column gr (those below r).
+__device__ __forceinline__ void store_transpose_run(uint8_t* qt, int64_t ld_t, bool wide_t, const uint8_t* tile,
+                                                    int pitch, int i0, int j, int64_t gc, int64_t gr, int64_t r) {
+  alignas(16) uint8_t column[16];
+#pragma unroll
+  for (int k = 0; k < 16; ++k) column[k] = tile[(i0 + k) * pitch + j];
+  if (wide_t && gr + 16 <= r) {
+    *reinterpret_cast<uint4*>(qt + gc * ld_t + gr) = *reinterpret_cast<const uint4*>(column);
+  } else {
+    for (int k = 0; k < 16 && gr + k < r; ++k) qt[gc * ld_t + gr + k] = column[k];
+  }
+}
+
 template <class Source, bool kRows, bool kCols>
 __global__ void quantize_kernel(Successor next, uint8_t* q, int64_t ld, uint8_t* qt, int64_t ld_t, bool wide_t,
                                 float* slot, Source src, int64_t r, int64_t c, bool current, const float* partials,
@@ -94,16 +108,7 @@ __global__ void quantize_kernel(Successor next, uint8_t* q, int64_t ld, uint8_t*
     // Row c0 + j of the transpose, its 16 columns from r0 + i0.
     const int j = int(threadIdx.x) / 4, i0 = int(threadIdx.x) % 4 * 16;
     const int64_t gc = c0 + j, gr = r0 + i0;
-    if (gc < c && gr < r) {
-      alignas(16) uint8_t column[16];
-#pragma unroll
-      for (int k = 0; k < 16; ++k) column[k] = tile[i0 + k][j];
-      if (wide_t && gr + 16 <= r) {
-        *reinterpret_cast<uint4*>(qt + gc * ld_t + gr) = *reinterpret_cast<const uint4*>(column);
-      } else {
-        for (int k = 0; k < 16 && gr + k < r; ++k) qt[gc * ld_t + gr + k] = column[k];
-      }
-    }
+    if (gc < c && gr < r) store_transpose_run(qt, ld_t, wide_t, &tile[0][0], kQuantizeTile + 16, i0, j, gc, gr, r);
   }
   if (!current) {  // delayed: record this tensor's amax for the steps to come
     amax = block_max(amax, scratch);
@@ -111,11 +116,9 @@ __global__ void quantize_kernel(Successor next, uint8_t* q, int64_t ld, uint8_t*
   }
 }
 
-// The matrix [r, c] that `src` gives into out.rows and/or out.cols (see quantize_fp8 in quantize.h;
-// with current scaling, a pass over src for its amax first).
-template <class Source>
-void quantize_from(const Fp8Matrix& out, Source src, int64_t r, int64_t c, Fp8Scaling scaling, const Tensor& partials,
-                   Stream s) {
+// That out can take an FP8 matrix [r, c] from a quantizing kernel: one FP8 type, 8-byte runs of
+// rows, strides and sizes, the slot. Returns its format.
+inline Fp8Format check_fp8_output(const Fp8Matrix& out, int64_t r, int64_t c) {
   const bool rows = !out.rows.empty(), cols = !out.cols.empty();
   TT_CHECK(rows || cols, "quantize_fp8: no output");
   const DType d = rows ? out.rows.dtype : out.cols.dtype;
@@ -127,6 +130,21 @@ void quantize_from(const Fp8Matrix& out, Source src, int64_t r, int64_t c, Fp8Sc
   TT_CHECK(!cols || (out.ld_t >= r && out.cols.numel >= (c - 1) * out.ld_t + r), "quantize_fp8: the transpose's stride or size");
   TT_CHECK(out.slot.dtype == DType::F32 && out.slot.numel >= kFp8SlotFloats && aligned16(out.slot.ptr),
            "quantize_fp8: the scale's slot (on a 16-byte boundary)");
+  return fp8_format(d);
+}
+// Whether the transpose's 16-byte runs can be written whole.
+inline bool wide_transpose(const Fp8Matrix& out) {
+  return !out.cols.empty() && out.ld_t % 16 == 0 && aligned16(out.cols.ptr);
+}
+inline __nv_fp8_interpretation_t fp8_interpretation(Fp8Format f) { return f == Fp8Format::E4M3 ? __NV_E4M3 : __NV_E5M2; }
+
+// The matrix [r, c] that `src` gives into out.rows and/or out.cols (see quantize_fp8 in quantize.h;
+// with current scaling, a pass over src for its amax first).
+template <class Source>
+void quantize_from(const Fp8Matrix& out, Source src, int64_t r, int64_t c, Fp8Scaling scaling, const Tensor& partials,
+                   Stream s) {
+  const Fp8Format f = check_fp8_output(out, r, c);
+  const bool rows = !out.rows.empty(), cols = !out.cols.empty();
   const bool current = scaling == Fp8Scaling::Current;
   TT_CHECK(!current || partials.numel >= kAmaxBlocks, "quantize_fp8: current scaling needs the partial maxima");
   const dim3 grid(unsigned((c + kQuantizeTile - 1) / kQuantizeTile), unsigned((r + kQuantizeTile - 1) / kQuantizeTile));
@@ -135,10 +153,9 @@ void quantize_from(const Fp8Matrix& out, Source src, int64_t r, int64_t c, Fp8Sc
   if (current)
     launch("fp8_amax_partials_kernel", amax_partials_kernel<Source>, kAmaxBlocks, kQuantizeThreads, 0, s, partial, src,
            r, c);
-  const Fp8Format f = fp8_format(d);
-  const __nv_fp8_interpretation_t format = f == Fp8Format::E4M3 ? __NV_E4M3 : __NV_E5M2;
+  const __nv_fp8_interpretation_t format = fp8_interpretation(f);
   const float largest = float(fp8_spec(f).max_finite);
-  const bool wide_t = cols && out.ld_t % 16 == 0 && aligned16(out.cols.ptr);
+  const bool wide_t = wide_transpose(out);
   auto run = [&](auto kernel) {
     launch("quantize_fp8_kernel", kernel, grid, kQuantizeThreads, 0, s, static_cast<uint8_t*>(out.rows.ptr), out.ld,
            static_cast<uint8_t*>(out.cols.ptr), out.ld_t, wide_t, static_cast<float*>(out.slot.ptr), src, r, c, current,

@@ -33,9 +33,17 @@
 // pass instead of an add kernel (a, b read, sum written) and a norm reading sum again. The
 // backward adds dx into the residual stream's gradient instead of writing it for an add kernel
 // to add. Both round the sum to the element type exactly as the add kernel does.
+//
+// Version 5 (fp8-fused-norm): where the norm's output feeds an FP8 product, the forward writes
+// it straight in its FP8 forms, as quantize_fp8 makes them from what version 3's kernel writes
+// (the same bytes), instead of the bf16 copy that a quantizing pass read again. A block takes 32
+// rows, each row by one warp as in version 3 (the same sums in the same order), so that the
+// transpose's runs are whole sectors: one pass reads x and writes two bytes an element, where
+// the norm and the cast moved six.
 #include <algorithm>
 
 #include "ops/cuda_common.cuh"
+#include "ops/quantize.cuh"
 #include "ops/rmsnorm.h"
 
 namespace tt::cuda {
@@ -246,6 +254,63 @@ __global__ void __launch_bounds__(kThreads, 4)
     scaled(V::load(again + j), r, V::load(w + j)).store(outr + j);
 }
 
+// ---- version 5 ----
+
+// Rows a block: the transpose's runs are 32 bytes, a whole sector, and 512 blocks of gpt2-small's
+// 16384 rows all fit the SMs at once (64 rows, 256 blocks, left half the SMs a second wave).
+constexpr int kFp8NormRows = 32;
+constexpr int kFp8NormMaxWidth = 6144;  // the shared tile, kFp8NormRows x (c + 16) bytes: up to 197 KB
+
+// Rows r0 .. r0 + kFp8NormRows - 1 normalized as rmsnorm_fused_forward_kernel<bf16_t, 8, false> normalizes them
+// (one warp a row, lane l summing vectors l, l + 32, ...: the same rstd, the same bf16 values),
+// then each value times the slot's scale into FP8: the row-major bytes (q, if any), and a shared
+// tile whose columns become 16-byte runs of the transpose (qt, if any). The amax of the bf16
+// values joins the slot's, as the quantizing pass records it.
+__global__ void __launch_bounds__(kThreads)
+    rmsnorm_fp8_kernel(Successor next, uint8_t* q, int64_t ld, uint8_t* qt, int64_t ld_t, bool wide_t, float* slot,
+                       float* rstd, const bf16_t* x, const bf16_t* w, int64_t n, int c, float eps,
+                       __nv_fp8_interpretation_t format) {
+  extern __shared__ __align__(16) uint8_t tile[];  // [kFp8NormRows][c + 16]
+  __shared__ float scratch[32];
+  await_previous_kernel(next);
+  using V = Vec<bf16_t, 8>;
+  const int pitch = c + 16, lane = threadIdx.x % 32, nv = c / 8;
+  const int64_t r0 = int64_t(blockIdx.x) * kFp8NormRows;
+  const float scale = slot[1];
+  float amax = 0.0f;
+  for (int i = threadIdx.x / 32; i < kFp8NormRows && r0 + i < n; i += kThreads / 32) {
+    const int64_t row = r0 + i;
+    const bf16_t* xr = x + row * c;
+    float sq = 0.0f;
+    for (int v = lane; v < nv; v += 32) sq += sum_squares(V::load(xr + v * 8));
+    const float r = rsqrtf(warp_sum(sq) / c + eps);
+    if (lane == 0) rstd[row] = r;
+    for (int v = lane; v < nv; v += 32) {
+      const V out = scaled(V::load(xr + v * 8), r, V::load(w + v * 8));
+      uint2 bytes;
+      uint16_t* pairs = reinterpret_cast<uint16_t*>(&bytes);
+#pragma unroll
+      for (int k = 0; k < 8; k += 2) {
+        const float a = to_float(out.v[k]), b = to_float(out.v[k + 1]);
+        amax = fmaxf(amax, fmaxf(fabsf(a), fabsf(b)));
+        pairs[k / 2] = __nv_cvt_float2_to_fp8x2(make_float2(a * scale, b * scale), __NV_SATFINITE, format);
+      }
+      if (q) *reinterpret_cast<uint2*>(q + row * ld + v * 8) = bytes;
+      *reinterpret_cast<uint2*>(tile + i * pitch + v * 8) = bytes;
+    }
+  }
+  if (qt) {
+    __syncthreads();
+    constexpr int kRuns = kFp8NormRows / 16;  // of 16 rows, in a column
+    for (int k = threadIdx.x; k < c * kRuns; k += kThreads) {  // column j, rows i0 .. i0 + 15
+      const int j = k / kRuns, i0 = k % kRuns * 16;
+      if (r0 + i0 < n) store_transpose_run(qt, ld_t, wide_t, tile, pitch, i0, j, j, r0 + i0, n);
+    }
+  }
+  amax = block_max(amax, scratch);
+  if (threadIdx.x == 0) atomicMax(reinterpret_cast<unsigned*>(slot + 2), __float_as_uint(amax));  // >= 0: ordered as bits
+}
+
 // dw[j, j + kVec) = sum over all rows of g x rstd, for the kVec columns from j = col_block *
 // kVec, by one block: thread t adds rows t, t + kThreads, ... in order, then each element is
 // summed over the warp's lanes (a fixed shuffle tree) and over the warps (in warp order);
@@ -417,6 +482,23 @@ void launch_fused_backward(const Tensor& dx, const Tensor& dw, const Tensor& dou
 }
 
 }  // namespace
+
+bool rmsnorm_fp8_fits(const Tensor& x, const Tensor& w, int c) {
+  return x.dtype == DType::BF16 && c % 8 == 0 && c <= kFp8NormMaxWidth && aligned16(x.ptr) && aligned16(w.ptr);
+}
+
+void rmsnorm_forward_fp8(const Fp8Matrix& out8, const Tensor& rstd, const Tensor& x, const Tensor& w, int64_t n, int c,
+                         float eps, Stream s) {
+  TT_CHECK(rmsnorm_fp8_fits(x, w, c), "rmsnorm_forward_fp8: bf16 rows of a multiple of 8 elements, up to 6144, on "
+                                      "16-byte boundaries");
+  const Fp8Format f = check_fp8_output(out8, n, c);
+  const size_t smem = size_t(kFp8NormRows) * (c + 16);
+  CUDA_CHECK(cudaFuncSetAttribute(rmsnorm_fp8_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  launch("rmsnorm_fp8_kernel", rmsnorm_fp8_kernel, blocks_for(n, kFp8NormRows), kThreads, smem, s,
+         static_cast<uint8_t*>(out8.rows.ptr), out8.ld, static_cast<uint8_t*>(out8.cols.ptr), out8.ld_t,
+         wide_transpose(out8), static_cast<float*>(out8.slot.ptr), rstd.data<float>(), static_cast<const bf16_t*>(x.ptr),
+         static_cast<const bf16_t*>(w.ptr), n, c, eps, fp8_interpretation(f));
+}
 
 void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, const Tensor& w, int64_t n, int c,
                      float eps, bool fused, Stream s) {

@@ -12,6 +12,7 @@
 #pragma once
 #include "core/stream.h"
 #include "core/tensor.h"
+#include "ops/quantize.h"
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -85,4 +86,11 @@ void add_rmsnorm_forward(const Tensor& sum, const Tensor& out, const Tensor& rst
                          const Tensor& w, int64_t n, int c, float eps, Stream s);
 void rmsnorm_backward_add(const Tensor& dres, const Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
                           const Tensor& rstd, int64_t n, int c, bool add_dw, const Tensor& scratch, Stream s);
+// Version 5 (fp8-fused-norm): the norm of x straight into its FP8 forms out8 and rstd, with
+// delayed scaling (the scale in out8's slot; the amax recorded there): the bytes quantize_fp8
+// makes from what rmsnorm_forward(fused) writes, and no bf16 output. For bf16 rows of a multiple
+// of 8 elements, up to 6144, on 16-byte boundaries (rmsnorm_fp8_fits).
+bool rmsnorm_fp8_fits(const Tensor& x, const Tensor& w, int c);
+void rmsnorm_forward_fp8(const Fp8Matrix& out8, const Tensor& rstd, const Tensor& x, const Tensor& w, int64_t n, int c,
+                         float eps, Stream s);
 }  // namespace tt::cuda

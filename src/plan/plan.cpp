@@ -37,6 +37,9 @@ const std::vector<PlanSwitch>& plan_switches() {
        "SwiGLU writes its output and its input gradient straight in FP8: no bf16 copy, no cast pass"},
       {"fp8-fused-rope", &Plan::fp8_fused_rope, 5,
        "RoPE's backward writes the QKV product's gradient straight in FP8: no rotation in place, no cast pass"},
+      {"fp8-fused-norm", &Plan::fp8_fused_norm, 5,
+       "RMSNorm writes its output straight in FP8 where a product takes it (32 rows a block, both layouts): no bf16 "
+       "copy, no cast pass"},
       {"fp8-head", &Plan::fp8_head, 5,
        "the output head's products in FP8 too: the cross-entropy pass writes the logits' gradient in FP8, both layouts"},
       // Measured slower than the two kernels (docs/versions/v5.md): the fp32 adds of dQ's parts

@@ -209,6 +209,34 @@ TEST_P(Fp8Quantize, RopeBackwardMadeInFp8IsTheCastOfWhatItRotates) {
   EXPECT_EQ(bytes_of(dqkv), before);
 }
 
+// RMSNorm's output made straight in FP8 (fp8-fused-norm): rstd and the bytes of quantizing what
+// the one-kernel forward writes, through the slot as delayed scaling finds it; row counts that end
+// inside a block of 64, widths from one vector to the largest.
+TEST_P(Fp8Quantize, NormMadeInFp8IsTheCastOfWhatItStores) {
+  const DType d = GetParam();
+  GpuBackend be(fp8_plan(), ModelShape{1, 16, 64, 1, 1, 64, 64, 16});
+  uint32_t seed = 20;
+  for (const QuantizeCase k : {QuantizeCase{64, 8}, {1, 768}, {37, 512}, {1000, 768}, {130, 6144}}) {
+    SCOPED_TRACE(testing::Message() << k.r << " x " << k.c);
+    DeviceBuffer x(DType::BF16, spread_values(k.r * k.c, seed++, 3.0)), w(DType::BF16, spread_values(k.c, seed++, 1.0)),
+        out(DType::BF16, k.r * k.c), rstd(DType::F32, k.r), rstd8(DType::F32, k.r);
+    be->rmsnorm_forward(out, rstd, x, w, k.r, int(k.c), 1e-5);
+    DeviceFp8 cast(d, k.r, k.c), made(d, k.r, k.c);
+    for (DeviceFp8* m : {&cast, &made}) {  // the slots as current scaling leaves them, the bytes poisoned again
+      be->fp8_quantize(m->m, out, k.r, k.c, Fp8Scaling::Current);
+      m->rows.poison();
+      m->cols.poison();
+    }
+    rstd8.poison();
+    be->fp8_quantize(cast.m, out, k.r, k.c, Fp8Scaling::Delayed);
+    be->fp8_rmsnorm_forward(made.m, rstd8, x, w, k.r, int(k.c), 1e-5);
+    EXPECT_EQ(bytes_of(rstd8), bytes_of(rstd));
+    EXPECT_EQ(bytes_of(made.rows), bytes_of(cast.rows));
+    EXPECT_EQ(bytes_of(made.cols), bytes_of(cast.cols));
+    EXPECT_EQ(floats_of(made.slot), floats_of(cast.slot));
+  }
+}
+
 // The head's gradient made in FP8 (fp8-head): the losses of the bf16 pass, and the bytes of
 // quantizing the gradient the bf16 kernel stores, through the fixed scale of its bound (the slot
 // as Llama sets it); every byte written, the padding columns zero, the logits left as they were.
@@ -503,6 +531,12 @@ TEST(Fp8Model, FusedSwiGluChangesNoBit) {
 TEST(Fp8Model, FusedRopeChangesNoBit) {
   REQUIRE_GPU();
   expect_the_same_bits_without(&Plan::fp8_fused_rope);
+}
+
+// RMSNorm's output, the QKV and gate/up products' input (fp8-fused-norm).
+TEST(Fp8Model, FusedNormChangesNoBit) {
+  REQUIRE_GPU();
+  expect_the_same_bits_without(&Plan::fp8_fused_norm);
 }
 
 // Where FP8 does not pay (the default shape without fp8-every-shape), v5 is v4: the same losses

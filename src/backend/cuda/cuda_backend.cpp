@@ -218,6 +218,10 @@ class CudaBackend final : public Backend {
                        double eps) override {
     cuda::rmsnorm_forward(out, rstd, x, w, n, c, float(eps), plan_.custom_rmsnorm, kernel_stream());
   }
+  void fp8_rmsnorm_forward(const Fp8Matrix& out8, const Tensor& rstd, const Tensor& x, const Tensor& w, int64_t n,
+                           int c, double eps) override {
+    cuda::rmsnorm_forward_fp8(out8, rstd, x, w, n, c, float(eps), kernel_stream());
+  }
   void rmsnorm_backward(const Tensor& dx, const Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
                         const Tensor& rstd, int64_t n, int c, bool add_dw) override {
     cuda::rmsnorm_backward(dx, dw, dout, x, w, rstd, n, c, add_dw, plan_.custom_rmsnorm, rmsnorm_scratch_,

@@ -1,12 +1,14 @@
 // The RMSNorm case (src/bench/op_case.h): out = x / rms(x) * w over rows of `hidden`, and its
 // backward (dx, and the gain's gradient dw in fp32): the eager kernels of v1 and v2, v3's one kernel
-// each way (custom-rmsnorm). Its extra checks: widths from 32 to 2048 (1000 takes the scalar path
-// in bf16), rows beyond 1536 where the weight gradient takes two stages (fewer warps a block at
-// 2048), a weight gradient that repeats its bits, and accumulation into dw (the micro-batches
-// after the first of gradient accumulation) exactly in fp32.
+// each way (custom-rmsnorm), v5's forward straight into FP8 in bf16 (fp8-fused-norm, as
+// op_sequences.h's residual_norm makes it). Its extra checks: widths from 32 to 2048 (1000 takes
+// the scalar path in bf16), rows beyond 1536 where the weight gradient takes two stages (fewer
+// warps a block at 2048), a weight gradient that repeats its bits, and accumulation into dw (the
+// micro-batches after the first of gradient accumulation) exactly in fp32.
 #include <fmt/format.h>
 
 #include "bench/op_case.h"
+#include "model/op_sequences.h"
 
 namespace tt {
 
@@ -18,14 +20,17 @@ class RmsNormCase final : public OpCase {
  public:
   using OpCase::OpCase;
   const char* name() const override { return "rmsnorm"; }
-  bool has_version(int version) const override { return version <= 3; }
-  int base_version(int) const override { return 2; }
-  std::vector<bool Plan::*> switches() const override { return {&Plan::custom_rmsnorm}; }
+  bool has_version(int version) const override { return version <= 3 || version == 5; }
+  int base_version(int version) const override { return version == 5 ? 3 : 2; }
+  std::vector<bool Plan::*> switches() const override { return {&Plan::custom_rmsnorm, &Plan::fp8_fused_norm}; }
 
   void layout(OpLayout& l) override {
     const int64_t n = shape_.tokens(), C = shape_.hidden;
     x_ = l.act(n * C), w_ = l.act(C), out_ = l.act(n * C), rstd_ = l.acc(n);
     dout_ = l.act(n * C), dx_ = l.act(n * C), dw_ = l.master(C);
+    // bf16 runs (and their references): the FP8 norm's kernel takes bf16 rows.
+    fp8_ = shape_.bf16_inputs && norm_in_fp8(l.backend().plan(), true, Fp8Scaling::Delayed, shape_.hidden);
+    out8_ = fp8_ ? l.fp8(n, C, 4.0) : Fp8Matrix{};  // |out| < 4: x in [-1, 1], w below 1.5
   }
   void fill(OpFill& f) override {
     f.uniform(x_, -1, 1, 4);
@@ -33,18 +38,25 @@ class RmsNormCase final : public OpCase {
     f.uniform(w_, 0.5, 1.5, 13);
     f.backend().zero(dw_);
   }
-  void forward(Backend& be) override { be.rmsnorm_forward(out_, rstd_, x_, w_, shape_.tokens(), shape_.hidden, 1e-5); }
+  void forward(Backend& be) override {
+    residual_norm(be, {x_, out_, rstd_, {}, {}, w_, shape_.tokens(), shape_.hidden, 1e-5}, out8_);
+  }
   void backward(Backend& be) override {
     be.rmsnorm_backward(dx_, dw_, dout_, x_, w_, rstd_, shape_.tokens(), shape_.hidden, add_dw_);
   }
   std::vector<OpOutput> outputs(bool backward) const override {
     if (backward) return {{"dx", dx_}, {"dw", dw_}};
+    if (fp8_) return {{"out8 rows", out8_.rows}, {"out8 cols", out8_.cols}, {"rstd", rstd_}};
     return {{"out", out_}, {"rstd", rstd_}};
   }
-  std::vector<Tensor> written() const override { return {out_, rstd_, dx_, dw_}; }
+  std::vector<Tensor> written() const override {
+    if (fp8_) return {out8_.rows, out8_.cols, rstd_, dx_, dw_};
+    return {out_, rstd_, dx_, dw_};
+  }
+  // In FP8: x read, a byte an element written in each layout.
   OpWork work(double a) const override {
     const double n = double(shape_.tokens()), C = shape_.hidden;
-    return {false, a * (2 * n * C + C) + 4 * n, a * (3 * n * C + C) + 4 * n + 8 * C};
+    return {false, (fp8_ ? (a + 2) * n * C + a * C : a * (2 * n * C + C)) + 4 * n, a * (3 * n * C + C) + 4 * n + 8 * C};
   }
 
   void extra_checks(OpCheckLog& log, int version) const override {
@@ -55,7 +67,8 @@ class RmsNormCase final : public OpCase {
       log.where(fmt::format("rmsnorm v{} n={} c={}", version, n, c));
       const std::unique_ptr<OpRig> rig = log.gpu_rig(rmsnorm_case, shape, op_plan(version, *this, log.bf16()));
       if (!rig) continue;
-      const auto ours = log.expect_reference(*rig, {{"rstd", log.bf16() ? 1e-5 : 1e-6}});
+      const auto ours = log.expect_reference(
+          *rig, {{"rstd", log.bf16() ? 1e-5 : 1e-6}, {"out8 rows", 0x1p-3}, {"out8 cols", 0x1p-3}});  // one E4M3 step
       RmsNormCase& op = static_cast<RmsNormCase&>(rig->op());
       const std::vector<double>& once = output(ours.second, "dw");
       op.backward(rig->backend());
@@ -73,7 +86,9 @@ class RmsNormCase final : public OpCase {
 
  private:
   bool add_dw_ = false;  // the backward adds to dw
+  bool fp8_ = false;     // the forward writes out8
   Tensor x_, w_, out_, rstd_, dout_, dx_, dw_;
+  Fp8Matrix out8_;
 };
 
 }  // namespace
