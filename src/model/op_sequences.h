@@ -27,7 +27,8 @@ void residual_norm(Backend& be, const ResidualNorm& r, const Fp8Matrix& out8 = {
 // Whether a norm whose output feeds an FP8 product writes it straight in FP8 (fp8-fused-norm): with
 // delayed scaling, the one-kernel norm (custom-rmsnorm), its input formed before it (no add inside
 // it: gemm-epilogues made the sum, or fused-residual-norm is off), bf16 rows of a multiple of 8
-// elements up to 6144 (ops/rmsnorm.h).
+// elements up to 6144 (ops/rmsnorm.h; the kernel also refuses tensors off 16-byte boundaries,
+// which the arena's never are).
 bool norm_in_fp8(const Plan& plan, bool fp8_products, Fp8Scaling scaling, int c);
 // Its backward: dres += the norm's input gradient for dout (the gradient of out), in one kernel with
 // the switch, else the norm's backward into the scratch dx, then the add. dw is written, or added

@@ -29,8 +29,11 @@
 //            The adds into a query tile take turns, key tiles from the diagonal down, each
 //            block waiting on a counter for the one before; the blocks start shortest column
 //            first, so the block a turn waits on started earlier and is one step ahead: it
-//            rarely waits, cannot wait on a block not yet started, and the sum has one order,
-//            the same bits every run. delta comes from a kernel before it, and one after it
+//            rarely waits, and the sum has one order, the same bits every run. That it never
+//            waits on a block not yet started rests on the hardware starting blocks in the order
+//            of their index, as it does (FlashAttention-3's deterministic backward rests on it
+//            too); CUDA does not promise it, and a ticket taken with an atomic at the block's
+//            start would. So the switch stays opt-in on this count as well. delta comes from a kernel before it, and one after it
 //            turns the sums into dqkv's bf16. Slower than the two kernels: at gpt2-small on an
 //            H200, 405 us a layer against 150 + 161 (195 without the adds). The L2's fp32 adds
 //            of 16 KB a step cost more than the two products saved; 16-byte atomics and the
@@ -767,8 +770,9 @@ void allow_smem(Kernel kernel, size_t bytes) {
 
 
 // The tensor-core kernels' grid: the (batch, head) rows in x, the columns (query or key tiles,
-// or chunks of them; the longest first) in y. The hardware starts blocks x first, so every
-// row's longest column starts before any shorter one, and the short ones fill the tail. (With
+// or chunks of them; the longest first, but the fused dK/dV kernel's, shortest first) in y. The
+// hardware starts blocks x first, so every row's longest column starts before any shorter one,
+// and the short ones fill the tail. (With
 // the columns in x, the rows of the last wave started their longest columns last: B1 T8192's
 // forward took 0.26 ms instead of 0.19.)
 dim3 column_grid(int rows, int columns) {
@@ -786,7 +790,7 @@ void check_bf16_layout(const AttnShape& s, std::initializer_list<const void*> te
 }
 
 // The scratch holds delta, then (from a 256-byte boundary, for the vector accesses) the
-// partial sums of split columns.
+// partial sums of split columns, or the fused backward's fp32 dQ and its counters.
 int64_t delta_numel(const AttnShape& s) { return (int64_t(s.B) * s.H * s.T + 63) / 64 * 64; }
 
 int sm_count() {
@@ -956,7 +960,7 @@ void flash_attention_backward(const Tensor& dqkv, const Tensor& datt, const Tens
   fused = fused && qkv.dtype == DType::BF16 && flash_attention_fused_backward(s, true);
   TT_CHECK(scratch.numel >= flash_attention_scratch_numel(s, qkv.dtype, fused), "flash attention scratch too small");
   const float scale = float(s.scale()), scale_log2 = scale * kLog2e;
-  float* delta = scratch.data<float>();  // written by the dQ kernel, read by the dK/dV kernel
+  float* delta = scratch.data<float>();  // written by the dQ or delta kernel, read by the dK/dV kernel
   with_head_dim(s.D, [&](auto dim) {
     constexpr int D = decltype(dim)::value;
     if (qkv.dtype == DType::BF16) {

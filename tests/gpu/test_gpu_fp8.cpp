@@ -211,7 +211,7 @@ TEST_P(Fp8Quantize, RopeBackwardMadeInFp8IsTheCastOfWhatItRotates) {
 
 // RMSNorm's output made straight in FP8 (fp8-fused-norm): rstd and the bytes of quantizing what
 // the one-kernel forward writes, through the slot as delayed scaling finds it; row counts that end
-// inside a block of 64, widths from one vector to the largest.
+// inside a block of 32, widths from one vector to the largest.
 TEST_P(Fp8Quantize, NormMadeInFp8IsTheCastOfWhatItStores) {
   const DType d = GetParam();
   GpuBackend be(fp8_plan(), ModelShape{1, 16, 64, 1, 1, 64, 64, 16});

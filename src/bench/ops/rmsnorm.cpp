@@ -1,10 +1,10 @@
 // The RMSNorm case (src/bench/op_case.h): out = x / rms(x) * w over rows of `hidden`, and its
 // backward (dx, and the gain's gradient dw in fp32): the eager kernels of v1 and v2, v3's one kernel
 // each way (custom-rmsnorm), v5's forward straight into FP8 in bf16 (fp8-fused-norm, as
-// op_sequences.h's residual_norm makes it). Its extra checks: widths from 32 to 2048 (1000 takes
-// the scalar path in bf16), rows beyond 1536 where the weight gradient takes two stages (fewer
-// warps a block at 2048), a weight gradient that repeats its bits, and accumulation into dw (the
-// micro-batches after the first of gradient accumulation) exactly in fp32.
+// op_sequences.h's residual_norm makes it). Its extra checks: widths from 32 to 2048, rows beyond
+// 1536 where the weight gradient takes two stages (fewer warps a block at 2048), a weight gradient
+// that repeats its bits, and accumulation into dw (the micro-batches after the first of gradient
+// accumulation) exactly in fp32.
 #include <fmt/format.h>
 
 #include "bench/op_case.h"
