@@ -22,7 +22,16 @@
 
 namespace tt {
 
+bool KernelBenchOptions::runs(const std::string& op) const {
+  return ops.empty() || std::find(ops.begin(), ops.end(), op) != ops.end();
+}
+
 void KernelBenchOptions::validate() const {
+  std::vector<std::string> names;
+  for (const OpMaker& make : op_cases()) names.push_back(make(OpShape{})->name());
+  for (const std::string& op : ops)
+    if (std::find(names.begin(), names.end(), op) == names.end())
+      usage_fail("--ops: the operations are " + fmt::format("{}", fmt::join(names, ", ")) + " (got '" + op + "')");
   auto positive = [](int v, const char* flag) {
     if (v <= 0) usage_fail(std::string(flag) + ": must be a positive integer (got " + std::to_string(v) + ")");
   };
@@ -360,7 +369,7 @@ std::vector<KernelRow> run_kernel_bench(const KernelBenchOptions& o, std::ostrea
     for (int version : o.versions)
       for (const OpMaker& make : op_cases()) {
         const std::unique_ptr<OpCase> op = make(shape);
-        if (!op->has_version(version)) continue;
+        if (!op->has_version(version) || !o.runs(op->name())) continue;
         KernelRow row;
         row.op = op->name(), row.shape = shape.label(), row.version = version;
         row.base_version = op->base_version(version);

@@ -42,12 +42,14 @@ struct KernelBenchOptions {
   int vocab = 50257;  // the cross-entropy's
   int warmup = 3, repeats = 20;
   uint64_t seed = 42;
+  std::vector<std::string> ops;  // the operations, by their rows' names (empty: every one)
   std::string csv_path, json_path;
   // Instead of timing: each row's calls against the CPU reference in double, at the default shape
   // (op_case.h: the same cases); the error, the bound and whether a second run repeats the bits.
   bool check = false;
 
   void validate() const;  // throws UsageError naming the flag
+  bool runs(const std::string& op) const;  // whether `op`'s rows are asked for
 };
 
 struct KernelRow {

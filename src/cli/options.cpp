@@ -484,6 +484,7 @@ bool parse_kernel_options(const std::vector<std::string>& args, KernelBenchOptio
   app.add_option("--warmup", o.warmup, "untimed calls before the repetitions")->capture_default_str();
   app.add_option("--repeats", o.repeats, "timed repetitions (the median is reported)")->capture_default_str();
   app.add_option("--seed", o.seed, "random inputs")->capture_default_str();
+  app.add_option("--ops", o.ops, "only these operations' rows, by name (default: every one)")->delimiter(',');
   app.add_option("--csv", o.csv_path, "write the rows as CSV");
   app.add_option("--json", o.json_path, "write the rows, the ceilings and the machine as JSON");
   app.add_flag("--check", o.check,

@@ -215,6 +215,7 @@ TEST_F(Cli, KernelBenchWithoutGpu) {
   std::string why;
   if (cuda_available(&why)) GTEST_SKIP() << "a GPU is present: the kernel benchmark runs here";
   expect_command_error("kernels --json " + (dir / "out/k.json").string(), "needs a CUDA GPU");
+  expect_command_error("kernels --ops attention,rmsnorm", "needs a CUDA GPU");  // valid: on to the device
 }
 TEST_F(Cli, KernelBenchBadFlags) {
   expect_command_error("kernels --precision fp16", "--precision");
@@ -224,6 +225,7 @@ TEST_F(Cli, KernelBenchBadFlags) {
   expect_command_error("kernels --num-heads 8 --num-kv-heads 3", "--num-kv-heads");
   expect_command_error("kernels --head-dim 63", "--head-dim");
   expect_command_error("kernels --repeats 0", "--repeats");
+  expect_command_error("kernels --ops attention,softmax", "--ops: the operations are attention, rmsnorm");
   expect_command_error("kernels --csv " + (dir / "no/such/dir/k.csv").string(), "--csv");
 }
 
