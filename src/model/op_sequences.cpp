@@ -1,6 +1,8 @@
 // The model's sequences of calls that the plan chooses between (see op_sequences.h).
 #include "model/op_sequences.h"
 
+#include "ops/rmsnorm.h"
+
 namespace tt {
 
 void residual_add(Backend& be, const ResidualNorm& r) {
@@ -9,7 +11,7 @@ void residual_add(Backend& be, const ResidualNorm& r) {
 
 bool norm_in_fp8(const Plan& plan, bool fp8_products, Fp8Scaling scaling, int c) {
   return fp8_products && plan.fp8_fused_norm && scaling == Fp8Scaling::Delayed && plan.custom_rmsnorm &&
-         (plan.gemm_epilogues || !plan.fused_residual_norm) && c % 8 == 0 && c <= 6144;
+         (plan.gemm_epilogues || !plan.fused_residual_norm) && fp8_norm_width_fits(c);
 }
 
 void residual_norm(Backend& be, const ResidualNorm& r, const Fp8Matrix& out8) {

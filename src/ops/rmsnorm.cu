@@ -260,7 +260,6 @@ __global__ void __launch_bounds__(kThreads, 4)
 // gpt2-small's 16384 rows all fit the SMs at once. (64 rows made 256 blocks, two uneven waves,
 // and saved 0.04 ms of an H200 step where 32 save 0.31: docs/versions/v5.md.)
 constexpr int kFp8NormRows = 32;
-constexpr int kFp8NormMaxWidth = 6144;  // the shared tile, kFp8NormRows x (c + 16) bytes: up to 197 KB
 
 // Rows r0 .. r0 + kFp8NormRows - 1 normalized as rmsnorm_fused_forward_kernel<bf16_t, 8, false>
 // normalizes them (one warp a row, lane l summing vectors l, l + 32, ...: the same rstd, the same
@@ -485,7 +484,7 @@ void launch_fused_backward(const Tensor& dx, const Tensor& dw, const Tensor& dou
 }  // namespace
 
 bool rmsnorm_fp8_fits(const Tensor& x, const Tensor& w, int c) {
-  return x.dtype == DType::BF16 && c % 8 == 0 && c <= kFp8NormMaxWidth && aligned16(x.ptr) && aligned16(w.ptr);
+  return x.dtype == DType::BF16 && fp8_norm_width_fits(c) && aligned16(x.ptr) && aligned16(w.ptr);
 }
 
 void rmsnorm_forward_fp8(const Fp8Matrix& out8, const Tensor& rstd, const Tensor& x, const Tensor& w, int64_t n, int c,
