@@ -12,6 +12,9 @@ namespace tt::cuda {
 
 [[noreturn]] void throw_cuda(cudaError_t err, const char* call, const char* file, int line);
 [[noreturn]] void throw_cublas(cublasStatus_t st, const char* call, const char* file, int line);
+// A device allocation of `bytes` (for `breakdown`) that failed: UsageError saying how much is free
+// and which flags to lower.
+[[noreturn]] void refuse_device_memory(size_t bytes, const std::string& breakdown);
 
 }  // namespace tt::cuda
 

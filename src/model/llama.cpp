@@ -40,7 +40,7 @@ Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len
       attn_{batch, seq_len, config.heads, config.kv_heads, config.head_dim()},
       fp8_(config, backend, tokens(), Vp_, chunk_),
       state_(cfg_, backend, dp, step, Vp_),
-      arena_(backend.memory()) {
+      arena_(dp.comm && dp.comm->memory() ? *dp.comm->memory() : backend.memory()) {
   TT_CHECK(step.micro_batches >= 1, "Llama: at least one micro-batch a step (TrainOptions::validate refuses it)");
   for (int l = 0; l < cfg_.layers; ++l) layer_names_.push_back("layer." + std::to_string(l));
   arena_.measure([this](Arena& a) { layout(a); });
@@ -49,6 +49,7 @@ Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len
 Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len, DataParallel dp, StepOptions step)
     : Llama(config, backend, batch, seq_len, dp, step, MeasureOnly{}) {
   arena_.build([this](Arena& a) { layout(a); });
+  state_.share_buffers();
   w_ = weight_views(cfg_, state_.params_act().empty() ? state_.params() : state_.params_act(), Vp_);
   g_ = weight_views(cfg_, state_.grads(), Vp_);
   // The padding rows of the head are zero for good: AdamW updates the real parameters only.

@@ -46,6 +46,18 @@ void ParamState::layout(Arena& a) {
   if (step_.norm_measured()) grad_sumsq_ = a.take(Category::Workspace, M, 1);
 }
 
+// The parameters are the arena's first tensor, and everything up to the end of its gradients'
+// region (the act-typed copy, the FP8 weights, the bucket in reduce_dtype_) is laid out from the
+// same configuration on every rank; the Adam moments after it differ with ZeRO-1's parts.
+void ParamState::share_buffers() {
+  if (!dp_) return;
+  char* const begin = static_cast<char*>(params_.ptr);
+  char* end = begin;
+  for (const Tensor* t : {&params_, &params_act_, &grads_, &reduce_scratch_})
+    if (!t->empty()) end = std::max(end, static_cast<char*>(t->ptr) + t->bytes());
+  comm_->share(begin, size_t(end - begin));
+}
+
 // The buckets, in the flat buffers' order: each layer's nine tensors (the last layer's with the
 // final norm after them), then the embedding (and an untied head after it). Contiguous and in
 // order, they cover the real parameters exactly (the padding rows that follow are not updated).

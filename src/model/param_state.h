@@ -54,6 +54,10 @@ class ParamState {
   // and the reduction's bucket in its type (Gradients), the moments (OptimizerState), the norm's
   // sum of squares (Workspace).
   void layout(Arena& a);
+  // After the arena is built, with a communicator that reduces: the parameters, the gradients and
+  // the reduction's bucket (the arena's first bytes, the same on every rank) shared with the
+  // other ranks for their collectives (Communicator::share).
+  void share_buffers();
 
   // The whole flat buffers (padding rows included) and the act-typed copy (empty when the
   // parameters are already the products' type); the moments are this rank's parts with ZeRO-1.

@@ -16,6 +16,7 @@
 namespace tt {
 
 class Backend;
+struct MemoryResource;
 
 class Communicator {
  public:
@@ -28,6 +29,15 @@ class Communicator {
   // The job ends normally: wait for every rank to get here (after rank 0 has written its files),
   // so that no rank takes another's ending for a failure.
   virtual void finish() {}
+
+  // Where a model's arena comes from when the engine's collectives run faster on memory of its
+  // own; nullptr: the backend's. NCCL's comes from ncclMemAlloc, for its symmetric windows.
+  virtual MemoryResource* memory() { return nullptr; }
+  // Bytes [p, p + bytes) of a block from memory(), at the same offset of every rank's block and
+  // laid out alike: the collectives on them may read and write the other ranks' copies directly
+  // (NCCL: a symmetric window, whose all-reduce takes a few blocks instead of a ring's 24). A
+  // collective: every rank calls it, before the first collective on those bytes.
+  virtual void share(void* /*p*/, size_t /*bytes*/) {}
 
   // t = the sum of every rank's t, in place.
   virtual void all_reduce_sum(const Tensor& t) = 0;

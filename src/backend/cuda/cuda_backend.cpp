@@ -33,17 +33,8 @@ class DeviceMemory final : public MemoryResource {
  public:
   void* allocate(size_t bytes, const std::string& breakdown) override {
     void* p = nullptr;
-    const cudaError_t err = cudaMalloc(&p, bytes);
-    if (err == cudaSuccess) return p;
-    cudaGetLastError();
-    size_t free_b = 0, total_b = 0;
-    cudaMemGetInfo(&free_b, &total_b);
-    char msg[512];
-    std::snprintf(msg, sizeof msg,
-                  "out of GPU memory: the run needs %.1f MB (%s) but %.1f MB of %.1f MB are free; lower "
-                  "--batch-size or --seq-len (or use --use-amp, or a later --version)",
-                  bytes / 1e6, breakdown.c_str(), free_b / 1e6, total_b / 1e6);
-    usage_fail(msg);
+    if (cudaMalloc(&p, bytes) != cudaSuccess) cuda::refuse_device_memory(bytes, breakdown);
+    return p;
   }
   void deallocate(void* p) override { cudaFree(p); }
 };
