@@ -34,6 +34,7 @@ struct TensorSpec {
 // The sizes a backend needs to reserve its own scratch memory.
 struct ModelShape {
   int B, T, C, H, KVH, D, F, V;
+  int lookup_ranks = 1;  // the embedding backward runs over this many ranks' tokens (Llama's gathered lookup)
   int64_t tokens() const { return int64_t(B) * T; }
 };
 
@@ -61,7 +62,8 @@ class Backend {
   virtual void upload(const Tensor& dst, const void* host) = 0;
   virtual void download(void* host, const Tensor& src) = 0;
   virtual void zero(const Tensor& t) = 0;
-  // dst = src converted to dst's element type (same number of elements).
+  // dst = src converted to dst's element type (same number of elements); of equal types, of any
+  // type (int32 too), a copy.
   virtual void convert(const Tensor& dst, const Tensor& src) = 0;
   virtual void synchronize() = 0;
 

@@ -46,6 +46,10 @@ class Arena {
   Tensor take(Category c, DType dtype, int64_t numel);
 
   size_t bytes(Category c) const { return committed_[int(c)]; }
+  // The built block's bytes from its start through the region of `last` (the regions lie in the
+  // order of Category).
+  char* base() const { return base_; }
+  size_t bytes_through(Category last) const { return region_[int(last)] + committed_[int(last)]; }
   size_t total_bytes() const;
   // "parameters 128.0 MB, gradients 128.0 MB, ..." of the committed (or measured) layout.
   std::string breakdown() const;

@@ -49,7 +49,10 @@ Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len
 Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len, DataParallel dp, StepOptions step)
     : Llama(config, backend, batch, seq_len, dp, step, MeasureOnly{}) {
   arena_.build([this](Arena& a) { layout(a); });
-  state_.share_buffers();
+  // The parameters' and gradients' regions (the parameters first), laid out from the same
+  // configuration on every rank: the buffers of every collective on the GPU. (The Adam moments
+  // after them differ with ZeRO-1's parts.)
+  if (state_.distributed()) state_.comm()->share(arena_.base(), arena_.bytes_through(Category::Gradients));
   w_ = weight_views(cfg_, state_.params_act().empty() ? state_.params() : state_.params_act(), Vp_);
   g_ = weight_views(cfg_, state_.grads(), Vp_);
   // The padding rows of the head are zero for good: AdamW updates the real parameters only.
@@ -79,6 +82,11 @@ void Llama::layout(Arena& a) {
   const int64_t C = cfg_.hidden, F = cfg_.intermediate, HD = int64_t(cfg_.heads) * cfg_.head_dim();
   const TensorSpec saved = be_.attention_saved(attn_);
   state_.layout(a);
+  const int lookup_ranks = lookup_gathered() ? state_.world_size() : 1;
+  if (lookup_gathered()) {
+    lookup_rows_ = a.take(Category::Gradients, A, lookup_ranks * N * C);
+    lookup_tokens_ = a.take(Category::Gradients, DType::I32, lookup_ranks * N);
+  }
 
   auto act = [&](DType d, int64_t n) { return a.take(Category::Activations, d, n); };
   auto scratch = [&](DType d, int64_t n) { return a.take(Category::Workspace, d, n); };
@@ -122,7 +130,7 @@ void Llama::layout(Arena& a) {
   dgateup_ = scratch(A, N * 2 * F);
   dh_ = scratch(A, N * F);
   be_.layout_workspace(a, ModelShape{B_, T_, cfg_.hidden, cfg_.heads, cfg_.kv_heads,
-                                     cfg_.head_dim(), cfg_.intermediate, cfg_.vocab_size});
+                                     cfg_.head_dim(), cfg_.intermediate, cfg_.vocab_size, lookup_ranks});
 }
 
 std::vector<Tensor> Llama::padding_rows() const {
@@ -383,6 +391,11 @@ void Llama::backward_pass(bool update_behind) {
     cross_entropy_gradient(be_, logits_, micro_slice(targets_), N, V, Vp_, loss_grad_scale());
     linear_backward(be_, d_normed_, 0.0f, g_.head, dw_beta(), logits_, Vp_, xf_, w_.head, int(N), C, Vp_);
   }
+  // The lookup adds: to the tied head's gradient the head's product wrote, or to an untied one
+  // zeroed here (before the embedding's bucket may be summed early).
+  if (!cfg_.tie_embeddings && !accumulating()) be_.zero(g_.wte);
+  const bool last = micro_ + 1 == step_.micro_batches, gathered = last && lookup_gathered();
+  if (gathered) state_.reduce_early(state_.buckets() - 1);
   {
     ScopedRange r(be_, "final_norm");
     be_.rmsnorm_backward(dres_, g_.final_norm, d_normed_, x_out_, w_.final_norm, rstd_f_, N, C, accumulating());
@@ -390,23 +403,54 @@ void Llama::backward_pass(bool update_behind) {
   // dres holds the gradient of the residual stream, from the last layer down. Each bucket of
   // gradients (a layer's, the last layer's with the final norm's, the embedding's) is finished
   // behind the backward as soon as it is complete (bucket_complete), in the last micro-batch.
-  const bool last = micro_ + 1 == step_.micro_batches;
   for (int l = cfg_.layers - 1; l >= 0; --l) {
     ScopedRange r(be_, layer_names_[size_t(l)].c_str());
     backward_ffn(l);
     backward_attention(l);
     if (last) state_.bucket_complete(size_t(l), update_behind);
   }
+  if (gathered) {
+    state_.bucket_complete(state_.buckets() - 1, update_behind, [this] { embedding_backward_gathered(); });
+    state_.finish_behind();
+    return;
+  }
   {
     ScopedRange r(be_, "embedding");
-    // It adds: to the tied head's gradient the head's product wrote, or to an untied one zeroed here.
-    if (!cfg_.tie_embeddings && !accumulating()) be_.zero(g_.wte);
     be_.embedding_backward(g_.wte, dres_, micro_slice(tokens_), N, C, V);
   }
   if (last) {
     state_.bucket_complete(state_.buckets() - 1, update_behind);
     state_.finish_behind();
   }
+}
+
+// Compared per hidden column: the gathered rows (ranks x tokens, act-typed) against the
+// embedding's rows in the reduction's type. At gpt2-small's shape on 2 ranks, 2 x 16384 x 2 bytes
+// against 50304 x 4; not for medium's vocabulary of 1,000 (16 x 512 tokens).
+bool Llama::lookup_gathered() const {
+  if (!state_.distributed()) return false;
+  const int64_t rows = int64_t(state_.world_size()) * tokens() * int64_t(dtype_size(be_.act_dtype()));
+  return rows < int64_t(Vp_) * int64_t(dtype_size(state_.reduce_dtype()));
+}
+
+// On the communication lane, after the embedding's early sum (the lane runs in order): this
+// rank's residual gradient and tokens into its slot, every rank's gathered, and the lookup's
+// gradient of all of them added to the sum in one pass (each token's rows in rank order), so
+// every rank adds the same bits.
+void Llama::embedding_backward_gathered() {
+  const int64_t N = tokens();
+  const int C = cfg_.hidden, W = state_.world_size(), me = state_.rank();
+  std::vector<int64_t> rows, ids;
+  for (int r = 0; r <= W; ++r) rows.push_back(r * N * C), ids.push_back(r * N);
+  {
+    ScopedRange r(be_, "gradient_reduction");
+    be_.convert(lookup_rows_.slice(me * N * C, N * C), dres_);
+    be_.convert(lookup_tokens_.slice(me * N, N), micro_slice(tokens_));
+    state_.comm()->all_gather(lookup_rows_, rows);
+    state_.comm()->all_gather(lookup_tokens_, ids);
+  }
+  ScopedRange r(be_, "embedding");
+  be_.embedding_backward(g_.wte, lookup_rows_, lookup_tokens_, W * N, C, cfg_.vocab_size);
 }
 
 void Llama::backward_ffn(int l) {

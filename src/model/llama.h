@@ -188,6 +188,13 @@ class Llama {
   void backward_ffn(int layer);
   void backward_attention(int layer);
   void forward_head(Pass pass);
+  // Data parallelism where every rank's tokens' residual gradients are fewer bytes than the
+  // embedding's bucket (a large vocabulary): that bucket is summed over the ranks early, at the
+  // start of the last micro-batch's backward (all but the last lookup's part is in it then), and
+  // embedding_backward_gathered adds the lookup's part of every rank once the backward is done,
+  // instead of the bucket's sum being the step's last, exposed, reduction.
+  bool lookup_gathered() const;
+  void embedding_backward_gathered();
   // The RMSNorm that follows a residual add: its range name, output, statistics and weight, and
   // the product that takes its output (layer < 0: the head).
   struct NormNext {
@@ -252,6 +259,8 @@ class Llama {
   Tensor rope_table_;
   // Scratch: a branch's output before it joins the residual stream, and activation gradients.
   Tensor branch_, dres_, d_normed_, d_norm_in_, dqkv_, datt_, dgateup_, dh_;
+  // lookup_gathered(): every rank's residual gradient [ranks, B, T, C] and tokens [ranks, B, T]
+  Tensor lookup_rows_, lookup_tokens_;
 };
 
 }  // namespace tt

@@ -46,18 +46,6 @@ void ParamState::layout(Arena& a) {
   if (step_.norm_measured()) grad_sumsq_ = a.take(Category::Workspace, M, 1);
 }
 
-// The parameters are the arena's first tensor, and everything up to the end of its gradients'
-// region (the act-typed copy, the FP8 weights, the bucket in reduce_dtype_) is laid out from the
-// same configuration on every rank; the Adam moments after it differ with ZeRO-1's parts.
-void ParamState::share_buffers() {
-  if (!dp_) return;
-  char* const begin = static_cast<char*>(params_.ptr);
-  char* end = begin;
-  for (const Tensor* t : {&params_, &params_act_, &grads_, &reduce_scratch_})
-    if (!t->empty()) end = std::max(end, static_cast<char*>(t->ptr) + t->bytes());
-  comm_->share(begin, size_t(end - begin));
-}
-
 // The buckets, in the flat buffers' order: each layer's nine tensors (the last layer's with the
 // final norm after them), then the embedding (and an untied head after it). Contiguous and in
 // order, they cover the real parameters exactly (the padding rows that follow are not updated).
@@ -85,10 +73,13 @@ int64_t ParamState::shard_numel() const {
 // communication lane; with the update behind the backward, its AdamW on the update lane once the
 // sum is there. With ZeRO-1 the updated parts are gathered on the communication lane after the
 // next bucket's reduction is enqueued, so that no reduction waits for an update.
-void ParamState::bucket_complete(size_t b, bool update_behind) {
+void ParamState::bucket_complete(size_t b, bool update_behind, const std::function<void()>& add_to_sum) {
   if (dp_) {
     be_.begin_behind(Backend::Lane::Communication);
-    reduce_bucket(b);
+    if (add_to_sum)
+      add_to_sum();
+    else
+      reduce_bucket(b);
     if (pending_gather_ >= 0) {
       be_.follow(Backend::Lane::Update);
       gather_bucket(size_t(pending_gather_));
@@ -102,6 +93,13 @@ void ParamState::bucket_complete(size_t b, bool update_behind) {
   update_bucket(b);
   be_.end_behind();
   if (zero_ == 1) pending_gather_ = int(b);
+}
+
+void ParamState::reduce_early(size_t b) {
+  TT_CHECK(dp_, "reduce_early: no ranks to sum over");
+  be_.begin_behind(Backend::Lane::Communication);
+  reduce_bucket(b);
+  be_.end_behind();
 }
 
 void ParamState::finish_behind() {

@@ -6,6 +6,7 @@
 // the step's update, and a checkpoint.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "backend/backend.h"
@@ -54,10 +55,6 @@ class ParamState {
   // and the reduction's bucket in its type (Gradients), the moments (OptimizerState), the norm's
   // sum of squares (Workspace).
   void layout(Arena& a);
-  // After the arena is built, with a communicator that reduces: the parameters, the gradients and
-  // the reduction's bucket (the arena's first bytes, the same on every rank) shared with the
-  // other ranks for their collectives (Communicator::share).
-  void share_buffers();
 
   // The whole flat buffers (padding rows included) and the act-typed copy (empty when the
   // parameters are already the products' type); the moments are this rank's parts with ZeRO-1.
@@ -82,7 +79,13 @@ class ParamState {
   // In the last micro-batch's backward, as bucket b's gradients are complete: their sum over the
   // ranks behind the backward, and with `update_behind` the bucket's AdamW after it (ZeRO-1: its
   // gathering follows the next bucket's reduction). finish_behind() after the last bucket.
-  void bucket_complete(size_t b, bool update_behind);
+  //
+  // A bucket may also be summed early, behind the backward before it is complete (reduce_early),
+  // when what is still to come can be added to the sum on every rank alike: bucket_complete then
+  // runs `add_to_sum` on the communication lane in place of the sum (after it: the lane runs in
+  // order), before the update.
+  void bucket_complete(size_t b, bool update_behind, const std::function<void()>& add_to_sum = {});
+  void reduce_early(size_t b);
   void finish_behind();
   // After the backward: the gradients' global norm (clipping), then the update of every bucket
   // not updated behind the backward.

@@ -30,7 +30,8 @@ void check(int rc, const char* call) {
 MPI_Datatype type_of(const Tensor& t) {
   if (t.dtype == DType::F32) return MPI_FLOAT;
   if (t.dtype == DType::F64) return MPI_DOUBLE;
-  fail(std::string("MPI collectives take fp32 or fp64 tensors, not ") + dtype_name(t.dtype));
+  if (t.dtype == DType::I32) return MPI_INT;  // gathers of token ids
+  fail(std::string("MPI collectives take fp32, fp64 or int32 tensors, not ") + dtype_name(t.dtype));
 }
 
 std::vector<int> counts_of(const std::vector<int64_t>& offsets, std::vector<int>* displs) {

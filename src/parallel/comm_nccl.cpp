@@ -47,7 +47,8 @@ ncclDataType_t type_of(const Tensor& t) {
     case DType::F32: return ncclFloat32;
     case DType::BF16: return ncclBfloat16;
     case DType::F64: return ncclFloat64;
-    default: fail(std::string("NCCL collectives take fp32, bf16 or fp64 tensors, not ") + dtype_name(t.dtype));
+    case DType::I32: return ncclInt32;  // gathers of token ids
+    default: fail(std::string("NCCL collectives take fp32, bf16, fp64 or int32 tensors, not ") + dtype_name(t.dtype));
   }
 }
 

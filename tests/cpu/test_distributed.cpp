@@ -130,6 +130,29 @@ TEST_F(Distributed, RanksComputeWhatOneRankComputes) {
   }
 }
 
+// The embedding's bucket either way: summed early with the lookup's part gathered from every rank
+// (the default shapes above: 2 x 48 tokens against a vocabulary of 1000), and summed whole at the
+// end where a rank's tokens outnumber the vocabulary (64); an untied head gathered too.
+TEST_F(Distributed, TheEmbeddingsGradientGatheredOrSummedWhole) {
+  std::string err;
+  for (const std::string flags : {" --vocab-size 64", " --no-tie-embeddings"}) {
+    SCOPED_TRACE(flags);
+    ASSERT_EQ(run(1, "--batch-size 6 --num-steps 10 --json " + p("one.json") + " --save " + p("one.st") + flags, &err), 0)
+        << err;
+    for (int zero : {0, 1}) {
+      ASSERT_EQ(run(2, "--batch-size 3 --num-steps 10 --zero " + std::to_string(zero) + " --json " + p("two.json") +
+                           " --save " + p("two.st") + flags,
+                    &err),
+                0)
+          << err;
+      const std::vector<double> ref = losses(p("one.json")), got = losses(p("two.json"));
+      ASSERT_EQ(got.size(), ref.size());
+      for (size_t i = 0; i < ref.size(); ++i) EXPECT_LE(std::fabs(got[i] - ref[i]) / ref[i], 1e-6) << "step " << i + 1;
+      EXPECT_LE(relative_difference(weights(p("two.st")), weights(p("one.st"))), 1e-5) << "final weights";
+    }
+  }
+}
+
 // The recipe over ranks: 1 rank at batch 6 against 2 ranks of 3 micro-batches of 1 (ZeRO-1) and 3
 // ranks of 2 micro-batches of 1, with clipping (the norm over every rank's part) and the norms and
 // embedding exempt from decay.

@@ -142,7 +142,7 @@ class CudaBackend final : public Backend {
       Tensor* bufs[] = {&attn_.qh, &attn_.kh, &attn_.vh, &attn_.oh, &attn_.dqh, &attn_.dkh, &attn_.dvh, &attn_.ds};
       for (size_t i = 0; i < sizes.size(); ++i) *bufs[i] = take(act, sizes[i]);
     }
-    const std::vector<int64_t> sort = cuda::embedding_scratch_numel(m.tokens());
+    const std::vector<int64_t> sort = cuda::embedding_scratch_numel(m.tokens() * m.lookup_ranks);
     embedding_ = {take(DType::I32, sort[0]), take(DType::I32, sort[1]), take(DType::I32, sort[2]),
                   take(DType::I32, sort[3])};
     if (embedding_.positions.ptr) cuda::embedding_prepare(embedding_, kernel_stream());  // the real pass
