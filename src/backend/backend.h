@@ -112,6 +112,11 @@ class Backend {
                                  const AttnShape& s) = 0;
   virtual void attention_backward(const Tensor& dqkv, const Tensor& datt, const Tensor& qkv,
                                   const Tensor& att, const Tensor& saved, const AttnShape& s) = 0;
+  // Version 5 (fp8-fused-attention): attention_forward, and its output [B T, H D] also in its FP8
+  // forms att8 with delayed scaling, the bytes and amax of quantizing att: made by our flash
+  // attention's kernel where it runs, else by the quantizing pass after it.
+  virtual void fp8_attention_forward(const Fp8Matrix& att8, const Tensor& att, const Tensor& saved, const Tensor& qkv,
+                                     const AttnShape& s) = 0;
   // One new token's attention over the key/value cache of `len` positions, rows ld elements
   // apart (generation; src/ops/attention_decode.h). s gives the heads and their size.
   virtual void attention_decode(const Tensor& out, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,

@@ -167,6 +167,11 @@ class CpuBackend final : public Backend {
                          const AttnShape& s) override {
     ref::attention_forward(att.data<T>(), saved.data<T>(), qkv.data<T>(), s);
   }
+  void fp8_attention_forward(const Fp8Matrix& att8, const Tensor& att, const Tensor& saved, const Tensor& qkv,
+                             const AttnShape& s) override {
+    attention_forward(att, saved, qkv, s);
+    ref::quantize_fp8(att8, att.data<T>(), int64_t(s.B) * s.T, int64_t(s.H) * s.D, Fp8Scaling::Delayed);
+  }
   void attention_backward(const Tensor& dqkv, const Tensor& datt, const Tensor& qkv,
                           const Tensor&, const Tensor& saved, const AttnShape& s) override {
     ref::attention_backward(dqkv.data<T>(), datt.data<T>(), qkv.data<T>(), saved.data<T>(), s);

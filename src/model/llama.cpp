@@ -349,9 +349,11 @@ void Llama::forward_attention(int l) {
   ScopedRange r(be_, "attention");
   project(l, Proj::Qkv, a.qkv, a.xn1, w.wqkv, xn_cast);
   for (const RopeShape& s : rope_shapes(be_, attn_)) be_.rope_forward(a.qkv, rope_table_, s);
-  be_.attention_forward(a.att, a.saved, a.qkv, attn_);
-  output_and_residual(l, Proj::Out, a.x_mid, a.x, a.att, w.wo,
-                      {"ffn_norm", a.xn2, a.rstd2, w.ffn_norm, l, Proj::GateUp});
+  const Fp8Matrix att8 =
+      attention_in_fp8(be_.plan(), fp8_.on(), fp8_.scaling()) ? fp8_.operands(l, Proj::Out).x : Fp8Matrix{};
+  attention_forward(be_, a.att, a.saved, a.qkv, attn_, att8);
+  output_and_residual(l, Proj::Out, a.x_mid, a.x, a.att, w.wo, {"ffn_norm", a.xn2, a.rstd2, w.ffn_norm, l, Proj::GateUp},
+                      !att8.slot.empty());
 }
 
 void Llama::forward_ffn(int l) {

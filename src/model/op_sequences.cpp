@@ -14,6 +14,16 @@ bool norm_in_fp8(const Plan& plan, bool fp8_products, Fp8Scaling scaling, int c)
          (plan.gemm_epilogues || !plan.fused_residual_norm) && fp8_norm_width_fits(c);
 }
 
+bool attention_in_fp8(const Plan& plan, bool fp8_products, Fp8Scaling scaling) {
+  return fp8_products && plan.fp8_fused_attention && scaling == Fp8Scaling::Delayed && plan.custom_attention;
+}
+
+void attention_forward(Backend& be, const Tensor& att, const Tensor& saved, const Tensor& qkv, const AttnShape& s,
+                       const Fp8Matrix& att8) {
+  if (att8.slot.empty()) return be.attention_forward(att, saved, qkv, s);
+  be.fp8_attention_forward(att8, att, saved, qkv, s);
+}
+
 void residual_norm(Backend& be, const ResidualNorm& r, const Fp8Matrix& out8) {
   if (!out8.slot.empty()) {
     TT_CHECK(!be.plan().fused_residual_norm || r.b.empty(), "residual_norm: the FP8 norm takes the sum made");

@@ -30,6 +30,12 @@ void residual_norm(Backend& be, const ResidualNorm& r, const Fp8Matrix& out8 = {
 // elements up to 6144 (ops/rmsnorm.h; the kernel also refuses tensors off 16-byte boundaries,
 // which the arena's never are).
 bool norm_in_fp8(const Plan& plan, bool fp8_products, Fp8Scaling scaling, int c);
+// Whether the attention writes its output in FP8 too for the output product (fp8-fused-attention):
+// with delayed scaling and our flash attention (custom-attention; at a shape where the backend
+// runs another, the backend casts after it). Then attention_forward takes the output's FP8 forms.
+bool attention_in_fp8(const Plan& plan, bool fp8_products, Fp8Scaling scaling);
+void attention_forward(Backend& be, const Tensor& att, const Tensor& saved, const Tensor& qkv, const AttnShape& s,
+                       const Fp8Matrix& att8 = {});
 // Its backward: dres += the norm's input gradient for dout (the gradient of out), in one kernel with
 // the switch, else the norm's backward into the scratch dx, then the add. dw is written, or added
 // to with add_dw.

@@ -14,6 +14,7 @@
 #include "core/stream.h"
 #include "core/tensor.h"
 #include "ops/gemm.h"
+#include "ops/quantize.h"
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -184,8 +185,10 @@ int64_t flash_attention_scratch_numel(const AttnShape& s, DType dtype, bool fuse
 // `rope` (bf16 only; null: none): the [T, D] cos/sin table of src/ops/rope.h, applied to the
 // queries and keys of an unrotated qkv as the kernels load them, and its inverse to dQ and dK
 // (rope-in-attention).
+// With att8's slot given (fp8-fused-attention, bf16): the output also into att8's FP8 forms with
+// delayed scaling, the bytes and amax of quantize_fp8 on att (ops/quantize.h).
 void flash_attention_forward(const Tensor& att, const Tensor& lse, const Tensor& qkv, const AttnShape& s,
-                             const float* rope, Stream st);
+                             const float* rope, Stream st, const Fp8Matrix& att8 = {});
 // `fused` (fused-attention-backward): dQ made by the dK/dV kernel where the shape allows it
 // (flash_attention_fused_backward; bf16), else the two kernels.
 bool flash_attention_fused_backward(const AttnShape& s, bool asked);  // head size 32 or 64, no split column

@@ -149,7 +149,7 @@ TEST(Validate, CpuAgainstDoubleAndTheBounds) {
   EXPECT_NE(log.str().find("pass"), std::string::npos);
 }
 
-// The op cases (src/bench/op_case.h): registered in the order of `kernels`' rows, 23 rows of a
+// The op cases (src/bench/op_case.h): registered in the order of `kernels`' rows, 24 rows of a
 // case and a version from v1 to v5.
 TEST(OpCases, TheRowsOfKernels) {
   std::vector<std::string> names;
@@ -161,7 +161,7 @@ TEST(OpCases, TheRowsOfKernels) {
   }
   EXPECT_EQ(names, (std::vector<std::string>{"attention", "rmsnorm", "swiglu", "rope", "residual_norm",
                                              "cross_entropy", "quantize", "linear"}));
-  EXPECT_EQ(rows, 23);
+  EXPECT_EQ(rows, 24);
 }
 
 // `kernels --check`'s code (check_against_reference) with the fp32 CPU backend in place of the GPU:

@@ -237,6 +237,41 @@ TEST_P(Fp8Quantize, NormMadeInFp8IsTheCastOfWhatItStores) {
   }
 }
 
+// The attention's output made in FP8 by our flash attention (fp8-fused-attention): the bf16 output
+// and log-sum-exp it stores are those of the plain kernel, and its FP8 forms the bytes and amax of
+// quantizing that output. Sequences that end inside a tile, lengths off 16 (the transpose's narrow
+// runs), every head size, a grid of two warpgroups a block.
+TEST_P(Fp8Quantize, AttentionOutputMadeInFp8IsTheCastOfWhatItStores) {
+  const DType d = GetParam();
+  uint32_t seed = 40;
+  for (const AttnShape s : {AttnShape{2, 128, 4, 2, 64}, {3, 200, 2, 1, 64}, {1, 7, 2, 2, 32}, {2, 300, 2, 2, 128},
+                            {44, 64, 4, 2, 64}}) {
+    SCOPED_TRACE(testing::Message() << "B" << s.B << " T" << s.T << " H" << s.H << " KVH" << s.KVH << " D" << s.D);
+    const int64_t n = int64_t(s.B) * s.T, hd = int64_t(s.H) * s.D;
+    GpuBackend be(fp8_plan(true), ModelShape{s.B, s.T, int(hd), s.H, s.KVH, s.D, 64, 16});
+    ASSERT_EQ(be->attention_kind().rfind("our flash attention (", 0), 0u) << be->attention_kind();
+    const TensorSpec saved = be->attention_saved(s);
+    DeviceBuffer qkv(DType::BF16, spread_values(n * s.ld(), seed++, 2.0)), att(DType::BF16, n * hd),
+        att_too(DType::BF16, n * hd), lse(saved.dtype, saved.numel), lse_too(saved.dtype, saved.numel);
+    be->attention_forward(att, lse, qkv, s);
+    DeviceFp8 cast(d, n, hd), made(d, n, hd);
+    for (DeviceFp8* m : {&cast, &made}) {  // the slots as current scaling leaves them, the bytes poisoned again
+      be->fp8_quantize(m->m, att, n, hd, Fp8Scaling::Current);
+      m->rows.poison();
+      m->cols.poison();
+    }
+    att_too.poison();
+    lse_too.poison();
+    be->fp8_quantize(cast.m, att, n, hd, Fp8Scaling::Delayed);
+    be->fp8_attention_forward(made.m, att_too, lse_too, qkv, s);
+    EXPECT_EQ(bytes_of(att_too), bytes_of(att));
+    EXPECT_EQ(bytes_of(lse_too), bytes_of(lse));
+    EXPECT_EQ(bytes_of(made.rows), bytes_of(cast.rows));
+    EXPECT_EQ(bytes_of(made.cols), bytes_of(cast.cols));
+    EXPECT_EQ(floats_of(made.slot), floats_of(cast.slot));
+  }
+}
+
 // The head's gradient made in FP8 (fp8-head): the losses of the bf16 pass, and the bytes of
 // quantizing the gradient the bf16 kernel stores, through the fixed scale of its bound (the slot
 // as Llama sets it); every byte written, the padding columns zero, the logits left as they were.
@@ -509,10 +544,11 @@ FiveSteps five_steps(const Plan& plan) {
 
 // A kernel that makes its output straight in FP8 changes no bit of training: five steps of v5 with
 // every product in FP8 (the first step fills the history of the delayed scales), with and without
-// `writer`, the same losses and weights.
+// `writer` (on in v5's preset, or opt-in), the same losses and weights.
 void expect_the_same_bits_without(bool Plan::*writer) {
   Plan p = fp8_plan(true);
   p.fp8_every_shape = true;
+  p.*writer = true;
   const FiveSteps fused = five_steps(p);
   p.*writer = false;
   const FiveSteps separate = five_steps(p);
@@ -537,6 +573,12 @@ TEST(Fp8Model, FusedRopeChangesNoBit) {
 TEST(Fp8Model, FusedNormChangesNoBit) {
   REQUIRE_GPU();
   expect_the_same_bits_without(&Plan::fp8_fused_norm);
+}
+
+// The attention's output, the output product's input (fp8-fused-attention).
+TEST(Fp8Model, FusedAttentionChangesNoBit) {
+  REQUIRE_GPU();
+  expect_the_same_bits_without(&Plan::fp8_fused_attention);
 }
 
 // Where FP8 does not pay (the default shape without fp8-every-shape), v5 is v4: the same losses

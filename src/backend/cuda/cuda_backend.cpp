@@ -249,6 +249,13 @@ class CudaBackend final : public Backend {
     else
       cuda::attention_forward(blas(), att, saved, qkv, s, plan_.flash_attention, attn_);
   }
+  void fp8_attention_forward(const Fp8Matrix& att8, const Tensor& att, const Tensor& saved, const Tensor& qkv,
+                             const AttnShape& s) override {
+    if (use_custom_attention_ && qkv.dtype == DType::BF16)
+      return cuda::flash_attention_forward(att, saved, qkv, s, attention_rope(), kernel_stream(), att8);
+    attention_forward(att, saved, qkv, s);
+    fp8_quantize(att8, att, int64_t(s.B) * s.T, int64_t(s.H) * s.D, Fp8Scaling::Delayed);
+  }
   void attention_backward(const Tensor& dqkv, const Tensor& datt, const Tensor& qkv, const Tensor& att,
                           const Tensor& saved, const AttnShape& s) override {
     if (use_custom_attention_)
