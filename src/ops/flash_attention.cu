@@ -434,9 +434,9 @@ __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads)
           *reinterpret_cast<uint2*>(f8.rows + (row0 + i) * f8.ld + int64_t(h) * D + c) =
               *reinterpret_cast<const uint2*>(tile + i * kPitch + c);
       }
-    if (f8.cols)
-      for (int k = threadIdx.x; k < D * (kRows / 16); k += C::kThreads) {  // head column j, rows i0 .. i0 + 15
-        const int j = k / (kRows / 16), i0 = k % (kRows / 16) * 16;
+    if (f8.cols)  // head column j, rows i0 .. i0 + 15; a warp's lanes read 32 neighbouring columns: no bank conflict
+      for (int k = threadIdx.x; k < D * (kRows / 16); k += C::kThreads) {
+        const int j = k % D, i0 = k / D * 16;
         if (i0 < rows)
           store_transpose_run(f8.cols, f8.ld_t, f8.wide_t, tile, kPitch, i0, j, int64_t(h) * D + j, row0 + i0, row0 + rows);
       }
