@@ -40,12 +40,9 @@ const std::vector<PlanSwitch>& plan_switches() {
       {"fp8-fused-norm", &Plan::fp8_fused_norm, 5,
        "RMSNorm writes its output straight in FP8 where a product takes it (32 rows a block, both layouts): no bf16 "
        "copy, no cast pass"},
-      // Measured no faster (docs/versions/v5.md): the forward's longer tail costs what the cast pass
-      // did. Opt-in.
       {"fp8-fused-attention", &Plan::fp8_fused_attention, 5,
        "our flash attention writes its output in FP8 too (both layouts, from a shared tile) for the output product: "
-       "no cast pass (opt-in: no faster)",
-       false},
+       "no cast pass"},
       {"fp8-head", &Plan::fp8_head, 5,
        "the output head's products in FP8 too: the cross-entropy pass writes the logits' gradient in FP8, both layouts"},
       // Measured slower than the two kernels (docs/versions/v5.md): the fp32 adds of dQ's parts

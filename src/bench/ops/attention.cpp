@@ -1,7 +1,7 @@
 // The attention case (src/bench/op_case.h): causal attention over qkv [B T, (H + 2 KVH) D] with
 // grouped heads: v1 materialized scores, v2 cuDNN's flash attention in bf16 (the fused softmax in
 // fp32), v3 our flash attention (tensor cores in bf16, FMA in fp32), v5 ours in bf16 with its
-// output in FP8 too (the opt-in fp8-fused-attention, as op_sequences.h's attention_forward makes
+// output in FP8 too (fp8-fused-attention, as op_sequences.h's attention_forward makes
 // it). Its extra checks: every head size and grouping at sequences of 1 to 1000, grids for two
 // warpgroups a block (batch 44) and backwards that split their columns (batch 14, and T = 1000 on
 // an H100), with the implementation each version must pick.
@@ -25,10 +25,8 @@ class AttentionCase final : public OpCase {
   std::vector<bool Plan::*> switches() const override { return {&Plan::custom_attention, &Plan::fp8_fused_attention}; }
   // In fp32 the backend keeps v2's materialized attention where its scores fit (it is faster
   // there); the v3 row takes our FMA flash attention all the same.
-  // The v5 row checks the opt-in fp8-fused-attention (v5's preset leaves it off).
   void adjust_plan(Plan& p) const override {
     if (p.version >= 3) p.flash_attention = false;
-    if (p.version == 5) p.fp8_fused_attention = true;
   }
 
   void layout(OpLayout& l) override {
