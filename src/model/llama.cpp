@@ -50,8 +50,9 @@ Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len
     : Llama(config, backend, batch, seq_len, dp, step, MeasureOnly{}) {
   arena_.build([this](Arena& a) { layout(a); });
   // The parameters' and gradients' regions (the parameters first), laid out from the same
-  // configuration on every rank: the buffers of every collective on the GPU. (The Adam moments
-  // after them differ with ZeRO-1's parts.)
+  // configuration on every rank: the buffers of the gradients' sums, ZeRO-1's gathers and the
+  // gathered lookup. (The Adam moments after them differ with ZeRO-1's parts; the norm's sum of
+  // squares, in the workspace, is summed outside the window.)
   if (state_.distributed()) state_.comm()->share(arena_.base(), arena_.bytes_through(Category::Gradients));
   w_ = weight_views(cfg_, state_.params_act().empty() ? state_.params() : state_.params_act(), Vp_);
   g_ = weight_views(cfg_, state_.grads(), Vp_);

@@ -35,8 +35,10 @@ class Communicator {
   virtual MemoryResource* memory() { return nullptr; }
   // Bytes [p, p + bytes) of a block from memory(), at the same offset of every rank's block and
   // laid out alike: the collectives on them may read and write the other ranks' copies directly
-  // (NCCL: a symmetric window, whose all-reduce takes a few blocks instead of a ring's 24). A
-  // collective: every rank calls it, before the first collective on those bytes.
+  // (NCCL: a symmetric window, whose kernels load the peers' buffers instead of passing chunks
+  // round a ring). A collective: every rank calls it, before the first collective on those bytes.
+  // The in-place reduce-scatter and all-gather name this rank's part at an offset of its own;
+  // NCCL's symmetric kernels touch that part on this rank only (as of 2.28).
   virtual void share(void* /*p*/, size_t /*bytes*/) {}
 
   // t = the sum of every rank's t, in place.

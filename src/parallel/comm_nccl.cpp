@@ -15,9 +15,10 @@
 // The model's arena comes from ncclMemAlloc, and its parameters and gradients (the first bytes of
 // every rank's arena, laid out alike) are one symmetric window: where every GPU reaches every
 // other over NVLink, NCCL's all-reduce and reduce-scatter on them read and write the peers'
-// buffers directly, with the fewest blocks its model says reach the links' rate (a ring takes
-// 24 blocks of SMs from the backward). Elsewhere (sockets, PCIe without peer access) the
-// registration is a no-op and the ring runs as before.
+// buffers directly instead of passing chunks round a ring (NCCL_SYM_CTAS below sets their
+// blocks). Elsewhere (sockets, PCIe without peer access) the registration is a no-op and the
+// ring runs as before. Symmetric windows are NCCL 2.27's; with an older NCCL the arena is the
+// backend's and nothing is registered.
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <unistd.h>
@@ -60,17 +61,25 @@ bool equal_parts(const std::vector<int64_t>& offsets) {
   return true;
 }
 
+#define TT_NCCL_WINDOWS (NCCL_VERSION_CODE >= NCCL_VERSION(2, 27, 0))
+
+#if TT_NCCL_WINDOWS
 // Device memory from NCCL's allocator (CUDA's virtual memory, mappable by the other ranks' GPUs).
 // Stateless: a block may outlive the communicator.
 class NcclMemory final : public MemoryResource {
  public:
   void* allocate(size_t bytes, const std::string& breakdown) override {
     void* p = nullptr;
-    if (ncclMemAlloc(&p, bytes) != ncclSuccess) cuda::refuse_device_memory(bytes, breakdown);
-    return p;
+    const ncclResult_t rc = ncclMemAlloc(&p, bytes);
+    if (rc == ncclSuccess) return p;
+    size_t free_b = 0, total_b = 0;
+    cudaMemGetInfo(&free_b, &total_b);
+    if (bytes > free_b) cuda::refuse_device_memory(bytes, breakdown);
+    fail("ncclMemAlloc of " + std::to_string(bytes / 1000000) + " MB failed: " + ncclGetErrorString(rc));
   }
   void deallocate(void* p) override { ncclMemFree(p); }
 };
+#endif
 
 class NcclCommunicator final : public Communicator {
  public:
@@ -137,17 +146,20 @@ class NcclCommunicator final : public Communicator {
     CUDA_CHECK(cudaDeviceSynchronize());
     be_.graph_release();
     rendezvous_->finish();
+#if TT_NCCL_WINDOWS
     for (ncclWindow_t w : windows_) {
       check(ncclCommWindowDeregister(comm_, w), "ncclCommWindowDeregister");
-      await("ncclCommWindowDeregister");
+      await("ncclCommWindowDeregister", std::chrono::seconds(timeout_s_));
     }
     windows_.clear();
+#endif
     check(ncclCommFinalize(comm_), "ncclCommFinalize");
     await("ncclCommFinalize", std::chrono::seconds(timeout_s_));
     ncclCommDestroy(comm_);
     comm_ = nullptr;
   }
 
+#if TT_NCCL_WINDOWS
   MemoryResource* memory() override {
     static NcclMemory memory;
     return &memory;
@@ -160,6 +172,7 @@ class NcclCommunicator final : public Communicator {
     await("ncclCommWindowRegister", std::chrono::seconds(timeout_s_));
     if (w) windows_.push_back(w);
   }
+#endif
 
   void all_reduce_sum(const Tensor& t) override {
     check(ncclAllReduce(t.ptr, t.ptr, size_t(t.numel), type_of(t), ncclSum, comm_, stream()), "ncclAllReduce");
@@ -278,7 +291,9 @@ class NcclCommunicator final : public Communicator {
   int rank_, size_, timeout_s_;
   std::unique_ptr<Rendezvous> rendezvous_;
   ncclComm_t comm_ = nullptr;
+#if TT_NCCL_WINDOWS
   std::vector<ncclWindow_t> windows_;  // share()'s, deregistered by finish()
+#endif
   std::string version_;
 };
 
@@ -288,7 +303,7 @@ std::unique_ptr<Communicator> make_nccl_communicator(const World& world, Backend
                                                      int timeout_s) {
   ::setenv("NCCL_NVLS_ENABLE", "0", 1);  // never NVLink multicast
   ::setenv("NCCL_RUNTIME_CONNECT", "0", 0);  // every connection at init, none inside a graph capture
-  // The symmetric kernels' blocks. NCCL's model picks the fewest that reach the links' rate (7 on
+  // The symmetric kernels' blocks (every symmetric collective's, the small ones' too). NCCL's model picks the fewest that reach the links' rate (7 on
   // two H200s), but beside the backward those ran the all-reduce at 142 GB/s and slowed the
   // backward by 20% (medium); with 16 and 24 blocks it took 9.6% and 9.3%, the ring 13.5%.
   ::setenv("NCCL_SYM_CTAS", "24", 0);

@@ -240,6 +240,9 @@ void summarize_timing(TrainResult& r, const TrainOptions& o, const std::vector<d
 class TrainingRun {
  public:
   TrainingRun(const TrainOptions& o, std::ostream& out);
+  // The communicator goes before the model: when a run ends in an error, NCCL's kernels may still
+  // use the model's memory (its window over NCCL's allocation), and the abort ends them first.
+  ~TrainingRun() { comm_.reset(); }
   int64_t first_step() const { return c_.resume.step + 1; }
   bool step(int64_t step);  // false: stopped by a signal before it
   TrainResult finish();

@@ -132,7 +132,8 @@ TEST_F(Distributed, RanksComputeWhatOneRankComputes) {
 
 // The embedding's bucket either way: summed early with the lookup's part gathered from every rank
 // (the default shapes above: 2 x 48 tokens against a vocabulary of 1000), and summed whole at the
-// end where a rank's tokens outnumber the vocabulary (64); an untied head gathered too.
+// end where every rank's tokens outnumber the vocabulary (96 against 64); an untied head gathered
+// too.
 TEST_F(Distributed, TheEmbeddingsGradientGatheredOrSummedWhole) {
   std::string err;
   for (const std::string flags : {" --vocab-size 64", " --no-tie-embeddings"}) {

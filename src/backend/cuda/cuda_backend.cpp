@@ -8,7 +8,6 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include <algorithm>
-#include <cstdio>
 
 #include "backend/backend.h"
 #include "core/cuda_check.h"
