@@ -443,8 +443,7 @@ bool Llama::lookup_gathered() const {
 void Llama::embedding_backward_gathered() {
   const int64_t N = tokens();
   const int C = cfg_.hidden, W = state_.world_size(), me = state_.rank();
-  std::vector<int64_t> rows, ids;
-  for (int r = 0; r <= W; ++r) rows.push_back(r * N * C), ids.push_back(r * N);
+  const std::vector<int64_t> rows = split_offsets(W * N * C, W), ids = split_offsets(W * N, W);  // N C and N a rank
   {
     ScopedRange r(be_, "gradient_reduction");
     be_.convert(lookup_rows_.slice(me * N * C, N * C), dres_);
