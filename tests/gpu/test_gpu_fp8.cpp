@@ -65,6 +65,13 @@ struct DeviceFp8 {
     CUDA_CHECK(cudaDeviceSynchronize());  // before the backend's stream writes it
     m = {rows.t(), cols.t(), c, r, slot.t()};
   }
+  // The slot as current scaling leaves it for x [r, c] (a scale for delayed scaling to use), the
+  // bytes poisoned again.
+  void calibrate(Backend& be, const Tensor& x, int64_t r, int64_t c) {
+    be.fp8_quantize(m, x, r, c, Fp8Scaling::Current);
+    rows.poison();
+    cols.poison();
+  }
 };
 
 struct QuantizeCase {
@@ -161,13 +168,10 @@ TEST_P(Fp8Quantize, SwiGluMadeInFp8IsTheCastOfWhatItStores) {
   for (Fp8Scaling scaling : {Fp8Scaling::Current, Fp8Scaling::Delayed}) {
     SCOPED_TRACE(scaling == Fp8Scaling::Current ? "current" : "delayed");
     DeviceFp8 h_cast(d, n, f), h_made(d, n, f), d_cast(d, n, 2 * f), d_made(d, n, 2 * f);
-    if (scaling == Fp8Scaling::Delayed)  // the slots as current scaling leaves them
-      for (DeviceFp8* m : {&h_cast, &h_made, &d_cast, &d_made}) {
-        const bool forward = m == &h_cast || m == &h_made;
-        be->fp8_quantize(m->m, forward ? h.t() : dgateup.t(), n, forward ? f : 2 * f, Fp8Scaling::Current);
-        m->rows.poison();
-        m->cols.poison();
-      }
+    if (scaling == Fp8Scaling::Delayed) {
+      for (DeviceFp8* m : {&h_cast, &h_made}) m->calibrate(*be.be, h, n, f);
+      for (DeviceFp8* m : {&d_cast, &d_made}) m->calibrate(*be.be, dgateup, n, 2 * f);
+    }
     be->fp8_quantize(h_cast.m, h, n, f, scaling);
     be->fp8_swiglu_forward(h_made.m, gateup, n, int(f), scaling);
     be->fp8_quantize(d_cast.m, dgateup, n, 2 * f, scaling);
@@ -222,11 +226,7 @@ TEST_P(Fp8Quantize, NormMadeInFp8IsTheCastOfWhatItStores) {
         out(DType::BF16, k.r * k.c), rstd(DType::F32, k.r), rstd8(DType::F32, k.r);
     be->rmsnorm_forward(out, rstd, x, w, k.r, int(k.c), 1e-5);
     DeviceFp8 cast(d, k.r, k.c), made(d, k.r, k.c);
-    for (DeviceFp8* m : {&cast, &made}) {  // the slots as current scaling leaves them, the bytes poisoned again
-      be->fp8_quantize(m->m, out, k.r, k.c, Fp8Scaling::Current);
-      m->rows.poison();
-      m->cols.poison();
-    }
+    for (DeviceFp8* m : {&cast, &made}) m->calibrate(*be.be, out, k.r, k.c);
     rstd8.poison();
     be->fp8_quantize(cast.m, out, k.r, k.c, Fp8Scaling::Delayed);
     be->fp8_rmsnorm_forward(made.m, rstd8, x, w, k.r, int(k.c), 1e-5);
@@ -255,11 +255,7 @@ TEST_P(Fp8Quantize, AttentionOutputMadeInFp8IsTheCastOfWhatItStores) {
         att_too(DType::BF16, n * hd), lse(saved.dtype, saved.numel), lse_too(saved.dtype, saved.numel);
     be->attention_forward(att, lse, qkv, s);
     DeviceFp8 cast(d, n, hd), made(d, n, hd);
-    for (DeviceFp8* m : {&cast, &made}) {  // the slots as current scaling leaves them, the bytes poisoned again
-      be->fp8_quantize(m->m, att, n, hd, Fp8Scaling::Current);
-      m->rows.poison();
-      m->cols.poison();
-    }
+    for (DeviceFp8* m : {&cast, &made}) m->calibrate(*be.be, att, n, hd);
     att_too.poison();
     lse_too.poison();
     be->fp8_quantize(cast.m, att, n, hd, Fp8Scaling::Delayed);
