@@ -133,7 +133,13 @@ class Llama {
 
   // The master buffers (parameters, gradients, Adam moments), all laid out by param_table:
   // the real parameters only (the padding rows that follow them are the model's own).
-  Tensor params() const { return state_.params().slice(0, cfg_.param_count()); }
+  // With ZeRO-1 in bf16 the fp32 masters are sharded after an update: params() is then refused
+  // and whole_params() gathers them first (a collective: every rank calls it).
+  Tensor params() const {
+    TT_CHECK(state_.masters_whole(), "Llama::params: the fp32 masters are sharded (ZeRO-1); whole_params() gathers them");
+    return state_.params().slice(0, cfg_.param_count());
+  }
+  Tensor whole_params() { return state_.whole_params().slice(0, cfg_.param_count()); }
   Tensor grads() const { return state_.grads().slice(0, cfg_.param_count()); }
   Tensor adam_m() const { return state_.adam_m(); }  // with ZeRO-1: this rank's parts only
   Tensor adam_v() const { return state_.adam_v(); }

@@ -138,12 +138,24 @@ void ParamState::update_bucket(size_t b) {
   if (n > 0) adamw_runs(begin, n, shard_at_[b]);
 }
 
+// The owner's AdamW wrote both its fp32 part and the part's bf16 copy: the products read the
+// copy only, so in bf16 runs the ranks gather that (2 bytes an element, not 4) and the masters
+// stay sharded until whole_params().
 void ParamState::gather_bucket(size_t b) {
   if (zero_ == 0) return;
   ScopedRange range(be_, "parameter_gather");
   const ParamRange& r = buckets_[b];
-  comm_->all_gather(params_.slice(r.offset, r.numel), bucket_split_[b]);
-  if (!params_act_.empty()) be_.convert(params_act_.slice(r.offset, r.numel), params_.slice(r.offset, r.numel));
+  if (params_act_.empty()) return comm_->all_gather(params_.slice(r.offset, r.numel), bucket_split_[b]);
+  comm_->all_gather(params_act_.slice(r.offset, r.numel), bucket_split_[b]);
+  masters_whole_ = false;
+}
+
+const Tensor& ParamState::whole_params() {
+  if (!masters_whole_)
+    for (size_t b = 0; b < buckets_.size(); ++b)
+      comm_->all_gather(params_.slice(buckets_[b].offset, buckets_[b].numel), bucket_split_[b]);
+  masters_whole_ = true;
+  return params_;
 }
 
 void ParamState::update() {

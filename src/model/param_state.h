@@ -20,7 +20,9 @@ namespace tt {
 // every rank's tokens, and each bucket of gradients (a layer's, the last layer's with the final
 // norm's, the embedding's: buckets()) is summed over the ranks as soon as it is complete.
 // With ZeRO-1 (zero = 1) a rank keeps the Adam moments of its part of each bucket only
-// (split_offsets), updates that part of the weights, and gathers the others' parts. The
+// (split_offsets), updates that part of the weights, and gathers the others' parts: the
+// products' bf16 copy in bf16 runs (half the bytes of the fp32 masters, which then stay sharded:
+// each rank's are current in its own parts only, until whole_params() gathers them). The
 // reductions run on the backend's communication lane, the updates behind the backward on its
 // update lane (Backend::Lane).
 struct DataParallel {
@@ -59,6 +61,10 @@ class ParamState {
   // The whole flat buffers (padding rows included) and the act-typed copy (empty when the
   // parameters are already the products' type); the moments are this rank's parts with ZeRO-1.
   const Tensor& params() const { return params_; }
+  // False while ZeRO-1 keeps the fp32 masters sharded (after an update in a bf16 run): the other
+  // ranks' parts of params() are stale. whole_params() gathers them (a collective: every rank).
+  bool masters_whole() const { return masters_whole_; }
+  const Tensor& whole_params();
   const Tensor& params_act() const { return params_act_; }
   const Tensor& grads() const { return grads_; }
   const Tensor& adam_m() const { return m_; }
@@ -132,6 +138,7 @@ class ParamState {
   std::vector<std::vector<int64_t>> bucket_split_;  // per bucket: split_offsets among the ranks
   std::vector<int64_t> shard_at_;                   // ZeRO-1: where this rank's part of each bucket sits in m_, v_
   int pending_gather_ = -1;                         // ZeRO-1 behind the backward: the bucket to gather next
+  bool masters_whole_ = true;                       // every part of params_ current on this rank
   Tensor params_, params_act_, grads_, m_, v_;
   Tensor reduce_scratch_;  // a bucket in reduce_dtype_ when that is not the gradients' type
   Tensor clip_sumsq() const { return step_.clip ? grad_sumsq_ : Tensor{}; }  // what AdamW clips by (none: no clipping)

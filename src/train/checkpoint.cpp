@@ -223,13 +223,14 @@ void save_checkpoint(const std::string& path, Llama& model, const CheckpointInfo
   std::string text = header.dump();
   text.resize((text.size() + 7) / 8 * 8, ' ');  // data starts 8-byte aligned
   // Tensor by tensor: the host holds one tensor at a time, not three copies of the model. Every
-  // rank of a data-parallel run goes through the same steps (gathering the optimizer state is a
-  // collective under ZeRO-1) and the same checks; rank 0 alone writes. A value that is not finite
-  // (a run that diverged) stops the write, and the last checkpoint stays as it was.
+  // rank of a data-parallel run goes through the same steps (gathering the masters and the
+  // optimizer state is a collective under ZeRO-1) and the same checks; rank 0 alone writes. A
+  // value that is not finite (a run that diverged) stops the write, and the last checkpoint stays
+  // as it was.
   const std::vector<Expected> tensors = expected_tensors(c);
   auto emit = [&](const std::function<void(const std::vector<float>&)>& sink) {
     for (int which = 0; which < 3; ++which) {
-      const Tensor source = which == 0 ? model.params() : model.optimizer_state(which);
+      const Tensor source = which == 0 ? model.whole_params() : model.optimizer_state(which);
       for (const Expected& e : tensors) {
         if (e.which != which) continue;
         const std::vector<float> v = model.read_f32(source.slice(e.offset, e.numel));

@@ -8,7 +8,7 @@
 //    its last checkpoint resumes; SIGTERM ends it within 30 s with a checkpoint; an error on
 //    rank 0 (its periodic checkpoint cannot be written) ends every rank within 30 s;
 //  - a checkpoint of R ranks resumes on R/2 and theirs on one GPU, and the losses continue those
-//    of an uninterrupted one-GPU run;
+//    of an uninterrupted one-GPU run; one of ZeRO-1 in bf16 (sharded masters) resumes bit for bit;
 //  - jobs started at the same moment all run (no race for the ranks' port);
 //  - on four GPUs, two "nodes" of two over NCCL's sockets (torchrun --nnodes 2, Slurm's
 //    variables) give one GPU's losses, and a killed node ends the job.
@@ -390,6 +390,27 @@ TEST_P(MultiGpu, ACheckpointResumesOnFewerGpus) {
     }
     from = ckpt;
   }
+}
+
+// ZeRO-1 in bf16 gathers the bf16 weights only, and each rank's fp32 masters are current in its
+// own parts alone: a checkpoint gathers them first. One that did not would save stale masters,
+// and the resumed run would leave the uninterrupted one.
+TEST_P(MultiGpu, AShardedBf16RunResumesBitForBit) {
+  std::string err;
+  const std::string base = "--version v4 --use-amp --zero 1" + world() + per_rank_batch();
+  ASSERT_EQ(run("", base + " --num-steps 20 --json " + p("full.json") + " --save " + p("full.st"), &err), 0) << err;
+  ASSERT_EQ(run("", base + " --num-steps 10 --save " + p("half.st"), &err), 0) << err;
+  ASSERT_EQ(run("", base + " --num-steps 20 --resume " + p("half.st") + " --json " + p("rest.json") + " --save " +
+                        p("rest.st"),
+                &err),
+            0)
+      << err;
+  EXPECT_TRUE(ended());
+  const std::vector<double> full = losses(p("full.json")), rest = losses(p("rest.json"));
+  ASSERT_EQ(full.size(), 20u);
+  ASSERT_EQ(rest.size(), 10u);
+  for (size_t s = 0; s < rest.size(); ++s) EXPECT_EQ(rest[s], full[10 + s]) << "step " << 11 + s;
+  EXPECT_EQ(weights(p("rest.st")), weights(p("full.st")));
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, MultiGpu, ::testing::Values(2, 4),
