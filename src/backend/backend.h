@@ -128,6 +128,13 @@ class Backend {
   // scaling, and rstd; no bf16 output (ops/rmsnorm.h).
   virtual void fp8_rmsnorm_forward(const Fp8Matrix& out8, const Tensor& rstd, const Tensor& x, const Tensor& w,
                                    int64_t n, int c, double eps) = 0;
+  // Version 5 (fp8-fused-norm-backward): rmsnorm_backward (add: rmsnorm_backward_add) whose dx, the
+  // residual stream's gradient as stored, is also written in its FP8 forms dx8 with delayed
+  // scaling, the bytes and amax of quantizing it: by the norm's kernel where it fits, else by the
+  // quantizing pass after it.
+  virtual void fp8_rmsnorm_backward(const Fp8Matrix& dx8, const Tensor& dx, const Tensor& dw, const Tensor& dout,
+                                    const Tensor& x, const Tensor& w, const Tensor& rstd, int64_t n, int c, bool add,
+                                    bool add_dw) = 0;
   // Version 5 (CUDA): x [r, c] into its FP8 forms, and the delayed scales' update (ops/quantize.h).
   virtual void fp8_quantize(const Fp8Matrix& out, const Tensor& x, int64_t r, int64_t c, Fp8Scaling scaling) = 0;
   virtual void fp8_update_scales(const Tensor& slots, int count) = 0;

@@ -141,6 +141,13 @@ class CpuBackend final : public Backend {
     ref::rmsnorm_backward(dx.data<T>(), dw.data<T>(), dout.data<T>(), x.data<T>(), w.data<T>(),
                           rstd.data<T>(), n, c, false, add_dw);
   }
+  void fp8_rmsnorm_backward(const Fp8Matrix& dx8, const Tensor& dx, const Tensor& dw, const Tensor& dout,
+                            const Tensor& x, const Tensor& w, const Tensor& rstd, int64_t n, int c, bool add,
+                            bool add_dw) override {
+    ref::rmsnorm_backward(dx.data<T>(), dw.data<T>(), dout.data<T>(), x.data<T>(), w.data<T>(), rstd.data<T>(), n, c,
+                          add, add_dw);
+    ref::quantize_fp8(dx8, dx.data<T>(), n, c, Fp8Scaling::Delayed);
+  }
   void add_rmsnorm_forward(const Tensor& sum, const Tensor& out, const Tensor& rstd, const Tensor& a, const Tensor& b,
                            const Tensor& w, int64_t n, int c, double eps) override {
     ref::add_rmsnorm_forward(sum.data<T>(), out.data<T>(), rstd.data<T>(), a.data<T>(), b.data<T>(), w.data<T>(), n, c,

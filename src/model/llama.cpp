@@ -298,6 +298,11 @@ Fp8Matrix Llama::norm_output8(int l, Proj p) const {
   return fp8_.operands(l, p).x;
 }
 
+Fp8Matrix Llama::residual_gradient8(int l, Proj p) const {
+  if (l < 0 || !norm_backward_in_fp8(be_.plan(), fp8_.on(), fp8_.scaling())) return {};
+  return fp8_.gradient(l, p);
+}
+
 bool Llama::block_norm(int l, Proj p, const ResidualNorm& r) {
   const Fp8Matrix out8 = norm_output8(l, p);
   if ((l == 0 && p == Proj::Qkv) || !be_.plan().fused_residual_norm) {  // else the residual add before did it
@@ -401,7 +406,12 @@ void Llama::backward_pass(bool update_behind) {
   if (gathered) state_.reduce_early(state_.buckets() - 1);
   {
     ScopedRange r(be_, "final_norm");
-    be_.rmsnorm_backward(dres_, g_.final_norm, d_normed_, x_out_, w_.final_norm, rstd_f_, N, C, accumulating());
+    const Fp8Matrix dres8 = residual_gradient8(cfg_.layers - 1, Proj::Down);
+    if (dres8.slot.empty())
+      be_.rmsnorm_backward(dres_, g_.final_norm, d_normed_, x_out_, w_.final_norm, rstd_f_, N, C, accumulating());
+    else
+      be_.fp8_rmsnorm_backward(dres8, dres_, g_.final_norm, d_normed_, x_out_, w_.final_norm, rstd_f_, N, C, false,
+                               accumulating());
   }
   // dres holds the gradient of the residual stream, from the last layer down. Each bucket of
   // gradients (a layer's, the last layer's with the final norm's, the embedding's) is finished
@@ -464,7 +474,7 @@ void Llama::backward_ffn(int l) {
   const LayerWeights& g = g_.layers[size_t(l)];
   {
     ScopedRange r(be_, "ffn");
-    project_backward(l, Proj::Down, dh_, g.wdown, dres_, a.h, w.wdown);
+    project_backward(l, Proj::Down, dh_, g.wdown, dres_, a.h, w.wdown, !residual_gradient8(l, Proj::Down).slot.empty());
     const bool dgateup_in_fp8 = swiglu_in_fp8(plan, fp8_.on());
     ffn_swiglu_backward(be_, dgateup_, dgateup_in_fp8 ? fp8_.gradient(l, Proj::GateUp) : Fp8Matrix{}, dh_, a.gateup,
                         N, F, fp8_.scaling());
@@ -472,7 +482,7 @@ void Llama::backward_ffn(int l) {
   }
   ScopedRange r(be_, "ffn_norm");  // dres: now the gradient of x_mid
   residual_norm_backward(be_, dres_, d_norm_in_, g.ffn_norm, d_normed_, a.x_mid, w.ffn_norm, a.rstd2, N, cfg_.hidden,
-                         accumulating());
+                         accumulating(), residual_gradient8(l, Proj::Out));
 }
 
 void Llama::backward_attention(int l) {
@@ -481,7 +491,7 @@ void Llama::backward_attention(int l) {
   const LayerWeights& g = g_.layers[size_t(l)];
   {
     ScopedRange r(be_, "attention");
-    project_backward(l, Proj::Out, datt_, g.wo, dres_, a.att, w.wo);
+    project_backward(l, Proj::Out, datt_, g.wo, dres_, a.att, w.wo, !residual_gradient8(l, Proj::Out).slot.empty());
     be_.attention_backward(dqkv_, datt_, a.qkv, a.att, a.saved, attn_);
     const std::vector<RopeShape> ropes = rope_shapes(be_, attn_);
     const bool dqkv_in_fp8 = rope_backward_in_fp8(be_.plan(), fp8_.on(), ropes);
@@ -491,7 +501,7 @@ void Llama::backward_attention(int l) {
   }
   ScopedRange r(be_, "attention_norm");  // dres: now the gradient of the layer's input
   residual_norm_backward(be_, dres_, d_norm_in_, g.attn_norm, d_normed_, a.x, w.attn_norm, a.rstd1, tokens(),
-                         cfg_.hidden, accumulating());
+                         cfg_.hidden, accumulating(), residual_gradient8(l - 1, Proj::Down));
 }
 
 void Llama::optimizer_step(const AdamWStep& step) {

@@ -211,6 +211,9 @@ class Llama {
   };
   // Layer l's product p's FP8 input where the norm before it writes it (norm_in_fp8), else empty.
   Fp8Matrix norm_output8(int l, Proj p) const;
+  // Layer l's product p's (Out or Down) FP8 gradient input, the residual stream's gradient, where
+  // the norm's backward before it writes it (norm_backward_in_fp8), else empty (l < 0: none).
+  Fp8Matrix residual_gradient8(int l, Proj p) const;
   // The norm of a layer's input (r.sum) that begins block p (Qkv or GateUp) where no residual add
   // made it already; returns whether it wrote p's FP8 input.
   bool block_norm(int l, Proj p, const ResidualNorm& r);

@@ -35,8 +35,18 @@ void residual_norm(Backend& be, const ResidualNorm& r, const Fp8Matrix& out8) {
     be.rmsnorm_forward(r.out, r.rstd, r.sum, r.w, r.n, r.c, r.eps);
 }
 
+bool norm_backward_in_fp8(const Plan& plan, bool fp8_products, Fp8Scaling scaling) {
+  return fp8_products && plan.fp8_fused_norm_backward && scaling == Fp8Scaling::Delayed && plan.custom_rmsnorm &&
+         plan.fused_residual_norm;
+}
+
 void residual_norm_backward(Backend& be, const Tensor& dres, const Tensor& dx, const Tensor& dw, const Tensor& dout,
-                            const Tensor& sum, const Tensor& w, const Tensor& rstd, int64_t n, int c, bool add_dw) {
+                            const Tensor& sum, const Tensor& w, const Tensor& rstd, int64_t n, int c, bool add_dw,
+                            const Fp8Matrix& dres8) {
+  if (!dres8.slot.empty()) {
+    TT_CHECK(be.plan().fused_residual_norm, "residual_norm_backward: the FP8 form is made with the add inside");
+    return be.fp8_rmsnorm_backward(dres8, dres, dw, dout, sum, w, rstd, n, c, true, add_dw);
+  }
   if (be.plan().fused_residual_norm) return be.rmsnorm_backward_add(dres, dw, dout, sum, w, rstd, n, c, add_dw);
   be.rmsnorm_backward(dx, dw, dout, sum, w, rstd, n, c, add_dw);
   be.add(dres, dres, dx);

@@ -38,9 +38,14 @@ void attention_forward(Backend& be, const Tensor& att, const Tensor& saved, cons
                        const Fp8Matrix& att8 = {});
 // Its backward: dres += the norm's input gradient for dout (the gradient of out), in one kernel with
 // the switch, else the norm's backward into the scratch dx, then the add. dw is written, or added
-// to with add_dw.
+// to with add_dw. With dres8 given (norm_backward_in_fp8), dres's new value in FP8 too.
 void residual_norm_backward(Backend& be, const Tensor& dres, const Tensor& dx, const Tensor& dw, const Tensor& dout,
-                            const Tensor& sum, const Tensor& w, const Tensor& rstd, int64_t n, int c, bool add_dw);
+                            const Tensor& sum, const Tensor& w, const Tensor& rstd, int64_t n, int c, bool add_dw,
+                            const Fp8Matrix& dres8 = {});
+// Whether a norm's backward writes the residual stream's gradient in FP8 too, where a product
+// takes it next (fp8-fused-norm-backward): with delayed scaling, the one-kernel norm
+// (custom-rmsnorm) with the add inside it (fused-residual-norm).
+bool norm_backward_in_fp8(const Plan& plan, bool fp8_products, Fp8Scaling scaling);
 
 // The loss of n rows of logits [n, ld] against their targets and the logits' gradient, scaled by
 // `scale` and written over the logits: with fused-classifier, in training, one pass makes both;

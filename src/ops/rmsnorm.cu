@@ -40,7 +40,17 @@
 // rows, each row by one warp as in version 3 (the same sums in the same order), so that the
 // transpose's runs are whole sectors: one pass moves four bytes an element (x read, a byte
 // written in each layout), where the norm and the cast moved eight.
+//
+// Version 5 (fp8-fused-norm-backward): the backward with the residual add writes the residual
+// stream's new gradient, which the next products (the layer's output product, the layer
+// below's down product) take in FP8, in its FP8 forms too: the bytes and amax of the quantizing
+// pass over what it stores. Each warp puts its rows' bytes in a shared tile of the block's chunk
+// of rows, from which the block writes the transpose's columns. The chunks stay as they are (the
+// weight gradient's sums keep their order and bits), so a column's run is the chunk's rows, at
+// any byte: it is written a byte a lane. The quantizing pass read dres again (2 bytes an
+// element) and wrote its forms; now the backward writes them as it makes dres.
 #include <algorithm>
+#include <type_traits>
 
 #include "ops/cuda_common.cuh"
 #include "ops/quantize.cuh"
@@ -261,6 +271,21 @@ __global__ void __launch_bounds__(kThreads, 4)
 // and saved 0.04 ms of an H200 step where 32 save 0.31: docs/versions/v5.md.)
 constexpr int kFp8NormRows = 32;
 
+// Eight bf16 values times `scale` as FP8 bytes (saturating, round to nearest even, as the
+// quantizing pass converts them); their largest |value| joins amax.
+__device__ __forceinline__ uint2 fp8_bytes(const Vec<bf16_t, 8>& x, float scale, __nv_fp8_interpretation_t format,
+                                           float& amax) {
+  uint2 bytes;
+  uint16_t* pairs = reinterpret_cast<uint16_t*>(&bytes);
+#pragma unroll
+  for (int k = 0; k < 8; k += 2) {
+    const float a = to_float(x.v[k]), b = to_float(x.v[k + 1]);
+    amax = fmaxf(amax, fmaxf(fabsf(a), fabsf(b)));
+    pairs[k / 2] = __nv_cvt_float2_to_fp8x2(make_float2(a * scale, b * scale), __NV_SATFINITE, format);
+  }
+  return bytes;
+}
+
 // Rows r0 .. r0 + kFp8NormRows - 1 normalized as rmsnorm_fused_forward_kernel<bf16_t, 8, false>
 // normalizes them (one warp a row, lane l summing vectors l, l + 32, ...: the same rstd, the same
 // bf16 values), then each value times the slot's scale into FP8: the row-major bytes (q, if any),
@@ -286,15 +311,7 @@ __global__ void __launch_bounds__(kThreads)
     const float r = rsqrtf(warp_sum(sq) / c + eps);
     if (lane == 0) rstd[row] = r;
     for (int v = lane; v < nv; v += 32) {
-      const V out = scaled(V::load(xr + v * 8), r, V::load(w + v * 8));
-      uint2 bytes;
-      uint16_t* pairs = reinterpret_cast<uint16_t*>(&bytes);
-#pragma unroll
-      for (int k = 0; k < 8; k += 2) {
-        const float a = to_float(out.v[k]), b = to_float(out.v[k + 1]);
-        amax = fmaxf(amax, fmaxf(fabsf(a), fabsf(b)));
-        pairs[k / 2] = __nv_cvt_float2_to_fp8x2(make_float2(a * scale, b * scale), __NV_SATFINITE, format);
-      }
+      const uint2 bytes = fp8_bytes(scaled(V::load(xr + v * 8), r, V::load(w + v * 8)), scale, format, amax);
       if (q) *reinterpret_cast<uint2*>(q + row * ld + v * 8) = bytes;
       *reinterpret_cast<uint2*>(tile + i * pitch + v * 8) = bytes;
     }
@@ -350,18 +367,33 @@ __device__ __forceinline__ void rms_dw_columns(float* dw, const T* dout, const T
 // partial[b, :]. Without it, the blocks from `chunks` on compute dw itself, kVec columns each
 // (rms_dw_columns), at the same time as the rows. With kAddDx (the fused-residual-norm switch)
 // dx is added to what the tensor holds, the residual stream's gradient, rounded as the add
-// kernel would round the two.
-template <class T, int kVec, bool kPartialDw, bool kAddDx>
+// kernel would round the two. With kFp8 (bf16, kVec 8) the stored dx is also written in its FP8
+// forms f8 (see the top of this file); the tile follows the column sums in shared memory.
+struct Fp8Out {  // the FP8 forms' pointers, strides, slot and format (delayed scaling)
+  uint8_t* q;
+  int64_t ld;
+  uint8_t* qt;
+  int64_t ld_t;
+  float* slot;
+  __nv_fp8_interpretation_t format;
+};
+// The tile's pitch: rows 4 bytes longer than c (a multiple of 8), an odd number of words, so that
+// the lanes reading a column (32 rows) hit 32 banks.
+__host__ __device__ constexpr int fp8_tile_pitch(int c) { return c + 4; }
+
+template <class T, int kVec, bool kPartialDw, bool kAddDx, bool kFp8>
 __global__ void __launch_bounds__(kThreads, 3)
     rmsnorm_fused_backward_kernel(Successor next, T* dx, float* dw_or_partial, const T* dout, const T* x, const T* w,
-                                  const float* rstd, int64_t n, int c, int64_t rows_per_chunk, int chunks, bool add_dw) {
+                                  const float* rstd, int64_t n, int c, int64_t rows_per_chunk, int chunks, bool add_dw,
+                                  Fp8Out f8) {
+  static_assert(!kFp8 || (std::is_same_v<T, bf16_t> && kVec == 8), "the FP8 forms are made from bf16 vectors of 8");
   await_previous_kernel(next);
   if (!kPartialDw && blockIdx.x >= chunks) {
     rms_dw_columns<T, kVec>(dw_or_partial, dout, x, rstd, n, c, blockIdx.x - chunks, add_dw);
     return;
   }
   using V = Vec<T, kVec>;
-  extern __shared__ float warp_dw[];  // [warps][kVec][nv] with kPartialDw
+  extern __shared__ float warp_dw[];  // [warps][kVec][nv] with kPartialDw; then with kFp8 [rows][pitch] bytes
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32, nv = c / kVec;
   float* dw_sum = warp_dw + int64_t(warp) * c;
   if (kPartialDw) {
@@ -370,6 +402,10 @@ __global__ void __launch_bounds__(kThreads, 3)
   }
   const int64_t begin = int64_t(blockIdx.x) * rows_per_chunk;
   const int64_t end = begin + rows_per_chunk < n ? begin + rows_per_chunk : n;
+  uint8_t* tile = reinterpret_cast<uint8_t*>(warp_dw + (kPartialDw ? int64_t(warps) * c : 0));
+  const int pitch = fp8_tile_pitch(c);
+  const float scale = kFp8 ? f8.slot[1] : 0.0f;
+  float amax = 0.0f;
   for (int64_t row = begin + warp; row < end; row += warps) {
     const T* gr = dout + row * c;
     const T* xr = x + row * c;
@@ -388,7 +424,17 @@ __global__ void __launch_bounds__(kThreads, 3)
     for (int j = (lane + 32 * kCachedBackward) * kVec; j < c; j += 32 * kVec)
       dot += dot3(V::load(w + j), V::load(gr + j), V::load(xr + j));
     const float r = rstd[row], coef = r * r * r * warp_sum(dot) / c;
-    auto store_dx = [&](int v, const V& d) { (kAddDx ? added(V::load(dxr + v * kVec), d) : d).store(dxr + v * kVec); };
+    auto store_dx = [&](int v, const V& d) {
+      const V out = kAddDx ? added(V::load(dxr + v * kVec), d) : d;
+      out.store(dxr + v * kVec);
+      if constexpr (kFp8) {
+        const uint2 bytes = fp8_bytes(out, scale, f8.format, amax);
+        *reinterpret_cast<uint2*>(f8.q + row * f8.ld + v * 8) = bytes;
+        uint32_t* at = reinterpret_cast<uint32_t*>(tile + (row - begin) * pitch + v * 8);  // 4-byte aligned
+        at[0] = bytes.x;
+        at[1] = bytes.y;
+      }
+    };
 #pragma unroll
     for (int k = 0; k < kCachedBackward; ++k) {
       const int v = lane + 32 * k;
@@ -399,6 +445,16 @@ __global__ void __launch_bounds__(kThreads, 3)
     for (int v = lane + 32 * kCachedBackward; v < nv; v += 32)
       store_dx(v, dx_and_dw<T, kVec, kPartialDw>(V::load(gr + v * kVec), V::load(xr + v * kVec), V::load(w + v * kVec),
                                                  r, coef, dw_sum + v, nv));
+  }
+  if constexpr (kFp8) {  // column j of the chunk's rows: bytes begin .. end - 1 of the transpose's row j
+    __syncthreads();
+    const int rows = int(end - begin);
+    for (int k = threadIdx.x; k < c * rows; k += blockDim.x) {
+      const int j = k / rows, i = k % rows;
+      f8.qt[j * f8.ld_t + begin + i] = tile[i * pitch + j];
+    }
+    amax = block_max(amax, reinterpret_cast<float*>(tile));  // the tile is read: its first words are scratch
+    if (threadIdx.x == 0) atomicMax(reinterpret_cast<unsigned*>(f8.slot + 2), __float_as_uint(amax));
   }
   if (!kPartialDw) return;
   __syncthreads();
@@ -446,37 +502,73 @@ void launch_fused_forward(const Tensor& out, const Tensor& rstd, const Tensor& s
   });
 }
 
+// How the one-kernel backward splits n rows of c: row chunks of blocks with `warps` warps, and
+// with partial_dw the column sums a chunk (more rows than kDwColumnRows), else column blocks.
+struct BackwardChunks {
+  bool partial_dw;
+  int warps, chunks;
+  int64_t rows_per_chunk;
+  size_t smem;  // the column sums (partial_dw)
+};
+BackwardChunks backward_chunks(int64_t n, int c) {
+  BackwardChunks b{};
+  b.partial_dw = n > kDwColumnRows;
+  b.warps = b.partial_dw ? fused_backward_warps(c) : kThreads / 32;
+  b.chunks = int(std::min<int64_t>(kMaxFusedChunks, (n + b.warps - 1) / b.warps));
+  b.rows_per_chunk = (n + b.chunks - 1) / b.chunks;
+  b.smem = b.partial_dw ? size_t(b.warps) * c * sizeof(float) : 0;
+  return b;
+}
+// The FP8 tile's bytes (fp8-fused-norm-backward), after the column sums; and the most that
+// three blocks an SM may take together.
+size_t fp8_backward_tile_bytes(const BackwardChunks& b, int c) { return size_t(b.rows_per_chunk) * fp8_tile_pitch(c); }
+constexpr size_t kFp8BackwardSmem = 72 * 1024;
+
 // The one-kernel backward (c <= kSmemFloats), dx and dw each written or, with add_dx and add_dw,
-// added to.
+// added to; with dx8, dx also in its FP8 forms.
 void launch_fused_backward(const Tensor& dx, const Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
                            const Tensor& rstd, int64_t n, int c, bool add_dx, bool add_dw, const Tensor& scratch,
-                           Stream s) {
+                           Stream s, const Fp8Matrix& dx8 = {}) {
+  const BackwardChunks b = backward_chunks(n, c);
+  auto go = [&](auto kernel, auto* dxp, unsigned blocks, size_t smem, float* dw_or_partial, Fp8Out f8) {
+    using T = std::remove_pointer_t<decltype(dxp)>;
+    if (smem > 48 * 1024)
+      CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    launch("rmsnorm_fused_backward_kernel", kernel, blocks, 32 * b.warps, smem, s, dxp, dw_or_partial,
+           static_cast<const T*>(dout.ptr), static_cast<const T*>(x.ptr), static_cast<const T*>(w.ptr),
+           rstd.data<float>(), n, c, b.rows_per_chunk, b.chunks, add_dw, f8);
+  };
+  // The kernel for (partial_dw, add_dx): pick(partial, add) gives its instantiation, kVec wide.
+  auto run = [&](auto pick, auto* dxp, int vec, Fp8Out f8, size_t smem) {
+    if (b.partial_dw) {
+      float* partial = scratch.data<float>();
+      if (add_dx) go(pick(std::true_type{}, std::true_type{}), dxp, b.chunks, smem, partial, f8);
+      else go(pick(std::true_type{}, std::false_type{}), dxp, b.chunks, smem, partial, f8);
+      launch_dw_sum(dw, partial, c, b.chunks, add_dw, s);
+    } else if (add_dx) {
+      go(pick(std::false_type{}, std::true_type{}), dxp, b.chunks + c / vec, smem, dw.data<float>(), f8);
+    } else {
+      go(pick(std::false_type{}, std::false_type{}), dxp, b.chunks + c / vec, smem, dw.data<float>(), f8);
+    }
+  };
+  if (!dx8.slot.empty()) {
+    const Fp8Format f = check_fp8_output(dx8, n, c);
+    TT_CHECK(!dx8.rows.empty() && !dx8.cols.empty(), "rmsnorm_backward_fp8: both FP8 layouts");
+    const Fp8Out f8{static_cast<uint8_t*>(dx8.rows.ptr), dx8.ld, static_cast<uint8_t*>(dx8.cols.ptr), dx8.ld_t,
+                    static_cast<float*>(dx8.slot.ptr), fp8_interpretation(f)};
+    auto pick = [](auto partial, auto add) {
+      return rmsnorm_fused_backward_kernel<bf16_t, 8, decltype(partial)::value, decltype(add)::value, true>;
+    };
+    return run(pick, static_cast<bf16_t*>(dx.ptr), 8, f8, b.smem + fp8_backward_tile_bytes(b, c));
+  }
   TT_DISPATCH_ACT(x.dtype, {
     T* dxp = static_cast<T*>(dx.ptr);
-    const T* g = static_cast<const T*>(dout.ptr);
-    const T* xp = static_cast<const T*>(x.ptr);
-    const T* wp = static_cast<const T*>(w.ptr);
-    const bool partial_dw = n > kDwColumnRows;
-    const int warps = partial_dw ? fused_backward_warps(c) : kThreads / 32;
-    const int chunks = int(std::min<int64_t>(kMaxFusedChunks, (n + warps - 1) / warps));
-    const int64_t rows_per_chunk = (n + chunks - 1) / chunks;
-    with_vec_width<T>(fits_vec16<T>(c, {dxp, g, xp, wp}), [&](auto vec) {
+    with_vec_width<T>(fits_vec16<T>(c, {dxp, dout.ptr, x.ptr, w.ptr}), [&](auto vec) {
       constexpr int kVec = decltype(vec)::value;
-      auto run = [&](auto kernel, unsigned blocks, size_t smem, float* dw_or_partial) {
-        launch("rmsnorm_fused_backward_kernel", kernel, blocks, 32 * warps, smem, s, dxp, dw_or_partial, g, xp, wp,
-               rstd.data<float>(), n, c, rows_per_chunk, chunks, add_dw);
+      auto pick = [](auto partial, auto add) {
+        return rmsnorm_fused_backward_kernel<T, kVec, decltype(partial)::value, decltype(add)::value, false>;
       };
-      if (partial_dw) {
-        float* partial = scratch.data<float>();
-        const size_t smem = warps * c * sizeof(float);
-        if (add_dx) run(rmsnorm_fused_backward_kernel<T, kVec, true, true>, chunks, smem, partial);
-        else run(rmsnorm_fused_backward_kernel<T, kVec, true, false>, chunks, smem, partial);
-        launch_dw_sum(dw, partial, c, chunks, add_dw, s);
-      } else if (add_dx) {
-        run(rmsnorm_fused_backward_kernel<T, kVec, false, true>, chunks + c / kVec, 0, dw.data<float>());
-      } else {
-        run(rmsnorm_fused_backward_kernel<T, kVec, false, false>, chunks + c / kVec, 0, dw.data<float>());
-      }
+      run(pick, dxp, kVec, Fp8Out{}, b.smem);
     });
   });
 }
@@ -545,6 +637,23 @@ void rmsnorm_backward_add(const Tensor& dres, const Tensor& dw, const Tensor& do
                           const Tensor& rstd, int64_t n, int c, bool add_dw, const Tensor& scratch, Stream s) {
   TT_CHECK(fused_backward_fits(c) && scratch.numel >= rmsnorm_scratch_numel(n, c, true), "rmsnorm scratch too small");
   launch_fused_backward(dres, dw, dout, x, w, rstd, n, c, true, add_dw, scratch, s);
+}
+
+bool rmsnorm_backward_fp8_fits(const Tensor& dx, const Tensor& dout, const Tensor& x, const Tensor& w, int64_t n,
+                               int c) {
+  if (dx.dtype != DType::BF16 || !fused_backward_fits(c) || !fits_vec16<bf16_t>(c, {dx.ptr, dout.ptr, x.ptr, w.ptr}))
+    return false;
+  const BackwardChunks b = backward_chunks(n, c);
+  return b.smem + fp8_backward_tile_bytes(b, c) <= kFp8BackwardSmem;
+}
+
+void rmsnorm_backward_fp8(const Fp8Matrix& dx8, const Tensor& dx, const Tensor& dw, const Tensor& dout,
+                          const Tensor& x, const Tensor& w, const Tensor& rstd, int64_t n, int c, bool add_dx,
+                          bool add_dw, const Tensor& scratch, Stream s) {
+  TT_CHECK(rmsnorm_backward_fp8_fits(dx, dout, x, w, n, c) && scratch.numel >= rmsnorm_scratch_numel(n, c, true),
+           "rmsnorm_backward_fp8: bf16 rows of a multiple of 8 elements on 16-byte boundaries whose tile fits");
+  TT_CHECK(!dx8.slot.empty(), "rmsnorm_backward_fp8: no FP8 output");
+  launch_fused_backward(dx, dw, dout, x, w, rstd, n, c, add_dx, add_dw, scratch, s, dx8);
 }
 
 }  // namespace tt::cuda

@@ -100,4 +100,13 @@ void rmsnorm_backward_add(const Tensor& dres, const Tensor& dw, const Tensor& do
 bool rmsnorm_fp8_fits(const Tensor& x, const Tensor& w, int c);
 void rmsnorm_forward_fp8(const Fp8Matrix& out8, const Tensor& rstd, const Tensor& x, const Tensor& w, int64_t n, int c,
                          float eps, Stream s);
+// Version 5 (fp8-fused-norm-backward): the one-kernel backward (add_dx: rmsnorm_backward_add's)
+// whose dx, as it stores it, is also written in both FP8 forms dx8 with delayed scaling: the bytes
+// quantize_fp8 makes from that dx, its amax recorded in dx8's slot. For bf16 rows of a multiple of
+// 8 elements on 16-byte boundaries, where a chunk's rows fit the shared tile
+// (rmsnorm_backward_fp8_fits); the scratch is that of fused = true.
+bool rmsnorm_backward_fp8_fits(const Tensor& dx, const Tensor& dout, const Tensor& x, const Tensor& w, int64_t n, int c);
+void rmsnorm_backward_fp8(const Fp8Matrix& dx8, const Tensor& dx, const Tensor& dw, const Tensor& dout,
+                          const Tensor& x, const Tensor& w, const Tensor& rstd, int64_t n, int c, bool add_dx,
+                          bool add_dw, const Tensor& scratch, Stream s);
 }  // namespace tt::cuda

@@ -40,6 +40,9 @@ const std::vector<PlanSwitch>& plan_switches() {
       {"fp8-fused-norm", &Plan::fp8_fused_norm, 5,
        "RMSNorm writes its output straight in FP8 where a product takes it (32 rows a block, both layouts): no bf16 "
        "copy, no cast pass"},
+      {"fp8-fused-norm-backward", &Plan::fp8_fused_norm_backward, 5,
+       "RMSNorm's backward writes the residual stream's gradient in FP8 too (both layouts), for the output and down "
+       "products: no cast pass"},
       {"fp8-fused-attention", &Plan::fp8_fused_attention, 5,
        "our flash attention writes its output in FP8 too (both layouts, from a shared tile) for the output product: "
        "no cast pass"},

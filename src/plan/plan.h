@@ -45,6 +45,7 @@ struct Plan {
   bool fp8_fused_rope = false;       // RoPE's backward writes the QKV product's gradient straight in FP8
   bool fp8_head = false;             // the output head's three products in FP8 too (fused classifier)
   bool fp8_fused_norm = false;       // RMSNorm writes its output straight in FP8 where a product takes it
+  bool fp8_fused_norm_backward = false;  // RMSNorm's backward writes the residual stream's gradient in FP8 too
   bool fp8_fused_attention = false;  // our flash attention writes its output in FP8 too, for the output product
   bool fused_attention_backward = false;  // our flash attention's dQ made by its dK/dV kernel (opt-in)
   bool fp8_e5m2_gradients = false;   // gradients in E5M2 (more range), not E4M3 (more precision)

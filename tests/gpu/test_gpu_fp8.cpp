@@ -237,6 +237,39 @@ TEST_P(Fp8Quantize, NormMadeInFp8IsTheCastOfWhatItStores) {
   }
 }
 
+// The residual stream's gradient made in FP8 by RMSNorm's backward (fp8-fused-norm-backward),
+// added to (the layers' norms) and written (the final norm): its bf16 values and the weight
+// gradient are those of the plain backward, the FP8 forms the bytes and amax of quantizing them.
+// Rows from one chunk of 8 to chunks of 14 that end early (the partial sums' path), and a width
+// whose tile does not fit (the backend's quantizing pass after the norm).
+TEST_P(Fp8Quantize, ResidualGradientMadeInFp8IsTheCastOfWhatItStores) {
+  const DType d = GetParam();
+  uint32_t seed = 60;
+  for (const QuantizeCase k : {QuantizeCase{8, 64}, {1000, 512}, {2048, 768}, {5000, 1024}, {2000, 6144}}) {
+    GpuBackend be(fp8_plan(true), ModelShape{1, int(k.r), int(k.c), 1, 1, int(k.c), 64, 16});
+    for (const bool add : {true, false}) {
+      SCOPED_TRACE(testing::Message() << k.r << " x " << k.c << (add ? ", added to" : ", written"));
+      const std::vector<double> dres0 = spread_values(k.r * k.c, seed++, 1e-3);
+      DeviceBuffer x(DType::BF16, spread_values(k.r * k.c, seed++, 3.0)), w(DType::BF16, spread_values(k.c, seed++, 1.0)),
+          dout(DType::BF16, spread_values(k.r * k.c, seed++, 1e-2)), out(DType::BF16, k.r * k.c), rstd(DType::F32, k.r),
+          dres(DType::BF16, dres0), dres_too(DType::BF16, dres0), dw(DType::F32, k.c), dw_too(DType::F32, k.c);
+      be->rmsnorm_forward(out, rstd, x, w, k.r, int(k.c), 1e-5);
+      if (add) be->rmsnorm_backward_add(dres, dw, dout, x, w, rstd, k.r, int(k.c), false);
+      else be->rmsnorm_backward(dres, dw, dout, x, w, rstd, k.r, int(k.c), false);
+      DeviceFp8 cast(d, k.r, k.c), made(d, k.r, k.c);
+      for (DeviceFp8* m : {&cast, &made}) m->calibrate(*be.be, dres, k.r, k.c);
+      dw_too.poison();
+      be->fp8_quantize(cast.m, dres, k.r, k.c, Fp8Scaling::Delayed);
+      be->fp8_rmsnorm_backward(made.m, dres_too, dw_too, dout, x, w, rstd, k.r, int(k.c), add, false);
+      EXPECT_EQ(bytes_of(dres_too), bytes_of(dres));
+      EXPECT_EQ(bytes_of(dw_too), bytes_of(dw));
+      EXPECT_EQ(bytes_of(made.rows), bytes_of(cast.rows));
+      EXPECT_EQ(bytes_of(made.cols), bytes_of(cast.cols));
+      EXPECT_EQ(floats_of(made.slot), floats_of(cast.slot));
+    }
+  }
+}
+
 // The attention's output made in FP8 by our flash attention (fp8-fused-attention): the bf16 output
 // and log-sum-exp it stores are those of the plain kernel, and its FP8 forms the bytes and amax of
 // quantizing that output. Sequences that end inside a tile, lengths off 16 (the transpose's narrow
@@ -575,6 +608,13 @@ TEST(Fp8Model, FusedNormChangesNoBit) {
 TEST(Fp8Model, FusedAttentionChangesNoBit) {
   REQUIRE_GPU();
   expect_the_same_bits_without(&Plan::fp8_fused_attention);
+}
+
+// The residual stream's gradient, the output and down products' gradient input
+// (fp8-fused-norm-backward).
+TEST(Fp8Model, FusedNormBackwardChangesNoBit) {
+  REQUIRE_GPU();
+  expect_the_same_bits_without(&Plan::fp8_fused_norm_backward);
 }
 
 // Where FP8 does not pay (the default shape without fp8-every-shape), v5 is v4: the same losses

@@ -225,6 +225,16 @@ class CudaBackend final : public Backend {
                             const Tensor& rstd, int64_t n, int c, bool add_dw) override {
     cuda::rmsnorm_backward_add(dres, dw, dout, x, w, rstd, n, c, add_dw, rmsnorm_scratch_, kernel_stream());
   }
+  void fp8_rmsnorm_backward(const Fp8Matrix& dx8, const Tensor& dx, const Tensor& dw, const Tensor& dout,
+                            const Tensor& x, const Tensor& w, const Tensor& rstd, int64_t n, int c, bool add,
+                            bool add_dw) override {
+    if (plan_.custom_rmsnorm && cuda::rmsnorm_backward_fp8_fits(dx, dout, x, w, n, c))
+      return cuda::rmsnorm_backward_fp8(dx8, dx, dw, dout, x, w, rstd, n, c, add, add_dw, rmsnorm_scratch_,
+                                        kernel_stream());
+    if (add) rmsnorm_backward_add(dx, dw, dout, x, w, rstd, n, c, add_dw);
+    else rmsnorm_backward(dx, dw, dout, x, w, rstd, n, c, add_dw);
+    fp8_quantize(dx8, dx, n, c, Fp8Scaling::Delayed);
+  }
   bool attention_applies_rope() const override {
     return plan_.rope_in_attention && use_custom_attention_ && plan_.amp;
   }
