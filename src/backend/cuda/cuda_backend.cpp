@@ -233,7 +233,7 @@ class CudaBackend final : public Backend {
                                         kernel_stream());
     if (add) rmsnorm_backward_add(dx, dw, dout, x, w, rstd, n, c, add_dw);
     else rmsnorm_backward(dx, dw, dout, x, w, rstd, n, c, add_dw);
-    fp8_quantize(dx8, dx, n, c, Fp8Scaling::Delayed);
+    cuda::quantize_fp8(dx8, dx, n, c, Fp8Scaling::Delayed, amax_partials_, kernel_stream());  // delayed: no partials
   }
   bool attention_applies_rope() const override {
     return plan_.rope_in_attention && use_custom_attention_ && plan_.amp;
