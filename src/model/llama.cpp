@@ -509,6 +509,7 @@ void Llama::optimizer_step(const AdamWStep& step) {
   be_.set_adamw_step(step);
   if (step_.norm_measured()) state_.measure_grad_norm();
   state_.update();
+  state_.weights_updated();
   fp8_.finish_step();
 }
 
@@ -522,6 +523,7 @@ bool Llama::train_step(const AdamWStep& step, const std::function<bool()>& stop)
     ScopedRange range(be_, "inputs");
     be_.set_adamw_step(step);
   }
+  state_.weights_updated();  // (a stopped step may not update them: the masters are gathered anyway)
   // Delayed scaling's first step runs outside the graph, with current scaling (Fp8State::settled).
   const bool settled = fp8_.settled();
   if (be_.plan().cuda_graph && settled && (be_.graph_ready() || be_.graph_capture_begin())) {

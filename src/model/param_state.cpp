@@ -147,7 +147,6 @@ void ParamState::gather_bucket(size_t b) {
   const ParamRange& r = buckets_[b];
   if (params_act_.empty()) return comm_->all_gather(params_.slice(r.offset, r.numel), bucket_split_[b]);
   comm_->all_gather(params_act_.slice(r.offset, r.numel), bucket_split_[b]);
-  masters_whole_ = false;
 }
 
 const Tensor& ParamState::whole_params() {

@@ -65,6 +65,11 @@ class ParamState {
   // ranks' parts of params() are stale. whole_params() gathers them (a collective: every rank).
   bool masters_whole() const { return masters_whole_; }
   const Tensor& whole_params();
+  // A step updates the weights: with ZeRO-1 in a bf16 run the masters are sharded after it. Called
+  // on the host for every step, replayed from a CUDA graph or not (the graph's host code ran once).
+  void weights_updated() {
+    if (zero_ == 1 && !params_act_.empty()) masters_whole_ = false;
+  }
   const Tensor& params_act() const { return params_act_; }
   const Tensor& grads() const { return grads_; }
   const Tensor& adam_m() const { return m_; }

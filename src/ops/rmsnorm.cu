@@ -521,7 +521,9 @@ BackwardChunks backward_chunks(int64_t n, int c) {
 }
 // The FP8 tile's bytes (fp8-fused-norm-backward), after the column sums; and the most that
 // three blocks an SM may take together.
-size_t fp8_backward_tile_bytes(const BackwardChunks& b, int c) { return size_t(b.rows_per_chunk) * fp8_tile_pitch(c); }
+size_t fp8_backward_tile_bytes(const BackwardChunks& b, int c) {
+  return std::max(size_t(b.rows_per_chunk) * fp8_tile_pitch(c), kThreads / 32 * sizeof(float));  // block_max's scratch too
+}
 constexpr size_t kFp8BackwardSmem = 72 * 1024;
 
 // The one-kernel backward (c <= kSmemFloats), dx and dw each written or, with add_dx and add_dw,

@@ -393,13 +393,14 @@ TEST_P(MultiGpu, ACheckpointResumesOnFewerGpus) {
 }
 
 // ZeRO-1 in bf16 gathers the bf16 weights only, and each rank's fp32 masters are current in its
-// own parts alone: a checkpoint gathers them first. One that did not would save stale masters,
-// and the resumed run would leave the uninterrupted one.
+// own parts alone: a checkpoint gathers them first, every time (the steps between two saves
+// replay a CUDA graph). One that did not would save stale masters, and the resumed run would
+// leave the uninterrupted one.
 TEST_P(MultiGpu, AShardedBf16RunResumesBitForBit) {
   std::string err;
   const std::string base = "--version v4 --use-amp --zero 1" + world() + per_rank_batch();
   ASSERT_EQ(run("", base + " --num-steps 20 --json " + p("full.json") + " --save " + p("full.st"), &err), 0) << err;
-  ASSERT_EQ(run("", base + " --num-steps 10 --save " + p("half.st"), &err), 0) << err;
+  ASSERT_EQ(run("", base + " --num-steps 10 --save-every 5 --save " + p("half.st"), &err), 0) << err;
   ASSERT_EQ(run("", base + " --num-steps 20 --resume " + p("half.st") + " --json " + p("rest.json") + " --save " +
                         p("rest.st"),
                 &err),
