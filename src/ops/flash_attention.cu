@@ -293,22 +293,10 @@ struct ColumnSplit {
 
 // ---- forward, bf16 ------------------------------------------------------------------------
 
-// The output's FP8 forms (fp8-fused-attention): rows, transpose (either may be null), the slot
-// whose scale they take and whose amax they raise.
-struct FlashFp8Out {
-  uint8_t* rows = nullptr;
-  int64_t ld = 0;
-  uint8_t* cols = nullptr;
-  int64_t ld_t = 0;
-  bool wide_t = false;  // 16-byte runs of the transpose can be written whole
-  float* slot = nullptr;
-  __nv_fp8_interpretation_t format = __NV_E4M3;
-};
-
 template <int D, int kWG, bool kFp8>
 __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads)
     flash_forward_kernel(Successor next, bf16_t* att, float* lse, const bf16_t* qkv, const float* rope, AttnShape s,
-                         float scale_log2, FlashFp8Out f8) {
+                         float scale_log2, Fp8Out f8) {
   await_previous_kernel(next);
   using C = Tiles<D, kWG>;
   constexpr int kRows = C::kRows, kKeys = C::kKeys;
@@ -415,9 +403,8 @@ __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads)
       *reinterpret_cast<__nv_bfloat162*>(out + n * 8) = pair;
       if (kFp8) {  // the stored bf16, as the quantizing pass reads it
         const float2 v = __bfloat1622float2(pair);
-        amax = fmaxf(amax, fmaxf(fabsf(v.x), fabsf(v.y)));
         *reinterpret_cast<uint16_t*>(tile + (wrow + g + 8 * r) * kPitch + n * 8 + 2 * t) =
-            __nv_cvt_float2_to_fp8x2(make_float2(v.x * scale, v.y * scale), __NV_SATFINITE, f8.format);
+            fp8x2(v.x, v.y, scale, f8.format, amax);
       }
     }
     if (t == 0) lse[(int64_t(b) * s.H + h) * s.T + row] = (mx[r] + log2f(total)) * kLn2;
@@ -991,12 +978,11 @@ void flash_attention_forward(const Tensor& att, const Tensor& lse, const Tensor&
   TT_CHECK(!rope || qkv.dtype == DType::BF16, "rope-in-attention: the bf16 kernels only");
   const bool fp8 = !att8.slot.empty();
   TT_CHECK(!fp8 || qkv.dtype == DType::BF16, "fp8-fused-attention: the bf16 kernels only");
-  FlashFp8Out f8;
+  Fp8Out f8;
   if (fp8) {
-    const Fp8Format f = check_fp8_output(att8, int64_t(s.B) * s.T, int64_t(s.H) * s.D);
+    f8 = fp8_out(att8, int64_t(s.B) * s.T, int64_t(s.H) * s.D);
     // A transpose run starts at a token b T + q0 + 16 k: on a 16-byte boundary where T is a multiple of 16.
-    f8 = {static_cast<uint8_t*>(att8.rows.ptr), att8.ld, static_cast<uint8_t*>(att8.cols.ptr), att8.ld_t,
-          wide_transpose(att8) && s.T % 16 == 0, static_cast<float*>(att8.slot.ptr), fp8_interpretation(f)};
+    f8.wide_t = f8.wide_t && s.T % 16 == 0;
   }
   const float scale_log2 = float(s.scale()) * kLog2e;
   with_head_dim(s.D, [&](auto dim) {

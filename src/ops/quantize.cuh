@@ -39,6 +39,15 @@ __global__ void amax_partials_kernel(Successor next, float* partials, Source src
   if (threadIdx.x == 0) partials[blockIdx.x] = m;
 }
 
+// a and b times `scale` as two FP8 bytes, saturating, rounded to nearest even (the bytes of
+// src/core/fp8.h); their largest |value| joins amax. Every kernel that writes FP8 converts with
+// it, so that a fused producer's bytes are the quantizing pass's.
+__device__ __forceinline__ uint16_t fp8x2(float a, float b, float scale, __nv_fp8_interpretation_t format,
+                                          float& amax) {
+  amax = fmaxf(amax, fmaxf(fabsf(a), fabsf(b)));
+  return __nv_cvt_float2_to_fp8x2(make_float2(a * scale, b * scale), __NV_SATFINITE, format);
+}
+
 // Rows i0 .. i0 + 15 of column j of a shared tile (rows `pitch` bytes apart) as 16 consecutive
 // bytes of the transpose's row gc, from its column gr (those below r).
 __device__ __forceinline__ void store_transpose_run(uint8_t* qt, int64_t ld_t, bool wide_t, const uint8_t* tile,
@@ -95,10 +104,7 @@ __global__ void quantize_kernel(Successor next, uint8_t* q, int64_t ld, uint8_t*
       src.load(gr, gc, v);
       uint16_t* pairs = reinterpret_cast<uint16_t*>(&bytes);
 #pragma unroll
-      for (int k = 0; k < kQuantizeChunk; k += 2) {
-        amax = fmaxf(amax, fmaxf(fabsf(v[k]), fabsf(v[k + 1])));
-        pairs[k / 2] = __nv_cvt_float2_to_fp8x2(make_float2(v[k] * scale, v[k + 1] * scale), __NV_SATFINITE, format);
-      }
+      for (int k = 0; k < kQuantizeChunk; k += 2) pairs[k / 2] = fp8x2(v[k], v[k + 1], scale, format, amax);
       if (kRows) *reinterpret_cast<uint2*>(q + gr * ld + gc) = bytes;
     }
     if (kCols) *reinterpret_cast<uint2*>(&tile[row][col_in_tile]) = bytes;
@@ -137,6 +143,25 @@ inline bool wide_transpose(const Fp8Matrix& out) {
   return !out.cols.empty() && out.ld_t % 16 == 0 && aligned16(out.cols.ptr);
 }
 inline __nv_fp8_interpretation_t fp8_interpretation(Fp8Format f) { return f == Fp8Format::E4M3 ? __NV_E4M3 : __NV_E5M2; }
+
+// An FP8 matrix as a producing kernel takes it, with delayed scaling (the scale in slot[1], the
+// amax recorded into slot[2]): the row-major bytes and the transpose (either null where not
+// wanted), their strides, and whether the transpose's 16-byte runs can be written whole.
+struct Fp8Out {
+  uint8_t* rows = nullptr;
+  int64_t ld = 0;
+  uint8_t* cols = nullptr;
+  int64_t ld_t = 0;
+  bool wide_t = false;
+  float* slot = nullptr;
+  __nv_fp8_interpretation_t format = __NV_E4M3;
+};
+// out [r, c], checked (check_fp8_output), as a kernel's Fp8Out.
+inline Fp8Out fp8_out(const Fp8Matrix& out, int64_t r, int64_t c) {
+  const Fp8Format f = check_fp8_output(out, r, c);
+  return {static_cast<uint8_t*>(out.rows.ptr), out.ld, static_cast<uint8_t*>(out.cols.ptr), out.ld_t,
+          wide_transpose(out), static_cast<float*>(out.slot.ptr), fp8_interpretation(f)};
+}
 
 // The matrix [r, c] that `src` gives into out.rows and/or out.cols (see quantize_fp8 in quantize.h;
 // with current scaling, a pass over src for its amax first).

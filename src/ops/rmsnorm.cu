@@ -278,30 +278,25 @@ __device__ __forceinline__ uint2 fp8_bytes(const Vec<bf16_t, 8>& x, float scale,
   uint2 bytes;
   uint16_t* pairs = reinterpret_cast<uint16_t*>(&bytes);
 #pragma unroll
-  for (int k = 0; k < 8; k += 2) {
-    const float a = to_float(x.v[k]), b = to_float(x.v[k + 1]);
-    amax = fmaxf(amax, fmaxf(fabsf(a), fabsf(b)));
-    pairs[k / 2] = __nv_cvt_float2_to_fp8x2(make_float2(a * scale, b * scale), __NV_SATFINITE, format);
-  }
+  for (int k = 0; k < 8; k += 2) pairs[k / 2] = fp8x2(to_float(x.v[k]), to_float(x.v[k + 1]), scale, format, amax);
   return bytes;
 }
 
 // Rows r0 .. r0 + kFp8NormRows - 1 normalized as rmsnorm_fused_forward_kernel<bf16_t, 8, false>
 // normalizes them (one warp a row, lane l summing vectors l, l + 32, ...: the same rstd, the same
-// bf16 values), then each value times the slot's scale into FP8: the row-major bytes (q, if any),
-// and a shared tile whose columns become 16-byte runs of the transpose (qt, if any). The amax of
-// the bf16 values joins the slot's, as the quantizing pass records it.
+// bf16 values), then each value times the slot's scale into FP8: the row-major bytes (f8.rows, if
+// any), and a shared tile whose columns become 16-byte runs of the transpose (f8.cols, if any). The
+// amax of the bf16 values joins the slot's, as the quantizing pass records it.
 __global__ void __launch_bounds__(kThreads)
-    rmsnorm_fp8_kernel(Successor next, uint8_t* q, int64_t ld, uint8_t* qt, int64_t ld_t, bool wide_t, float* slot,
-                       float* rstd, const bf16_t* x, const bf16_t* w, int64_t n, int c, float eps,
-                       __nv_fp8_interpretation_t format) {
+    rmsnorm_fp8_kernel(Successor next, Fp8Out f8, float* rstd, const bf16_t* x, const bf16_t* w, int64_t n, int c,
+                       float eps) {
   extern __shared__ __align__(16) uint8_t tile[];  // [kFp8NormRows][c + 16]
   __shared__ float scratch[32];
   await_previous_kernel(next);
   using V = Vec<bf16_t, 8>;
   const int pitch = c + 16, lane = threadIdx.x % 32, nv = c / 8;
   const int64_t r0 = int64_t(blockIdx.x) * kFp8NormRows;
-  const float scale = slot[1];
+  const float scale = f8.slot[1];
   float amax = 0.0f;
   for (int i = threadIdx.x / 32; i < kFp8NormRows && r0 + i < n; i += kThreads / 32) {
     const int64_t row = r0 + i;
@@ -311,21 +306,21 @@ __global__ void __launch_bounds__(kThreads)
     const float r = rsqrtf(warp_sum(sq) / c + eps);
     if (lane == 0) rstd[row] = r;
     for (int v = lane; v < nv; v += 32) {
-      const uint2 bytes = fp8_bytes(scaled(V::load(xr + v * 8), r, V::load(w + v * 8)), scale, format, amax);
-      if (q) *reinterpret_cast<uint2*>(q + row * ld + v * 8) = bytes;
+      const uint2 bytes = fp8_bytes(scaled(V::load(xr + v * 8), r, V::load(w + v * 8)), scale, f8.format, amax);
+      if (f8.rows) *reinterpret_cast<uint2*>(f8.rows + row * f8.ld + v * 8) = bytes;
       *reinterpret_cast<uint2*>(tile + i * pitch + v * 8) = bytes;
     }
   }
-  if (qt) {
+  if (f8.cols) {
     __syncthreads();
     constexpr int kRuns = kFp8NormRows / 16;  // of 16 rows, in a column
     for (int k = threadIdx.x; k < c * kRuns; k += kThreads) {  // column j, rows i0 .. i0 + 15
       const int j = k / kRuns, i0 = k % kRuns * 16;
-      if (r0 + i0 < n) store_transpose_run(qt, ld_t, wide_t, tile, pitch, i0, j, j, r0 + i0, n);
+      if (r0 + i0 < n) store_transpose_run(f8.cols, f8.ld_t, f8.wide_t, tile, pitch, i0, j, j, r0 + i0, n);
     }
   }
   amax = block_max(amax, scratch);
-  if (threadIdx.x == 0) atomicMax(reinterpret_cast<unsigned*>(slot + 2), __float_as_uint(amax));  // >= 0: ordered as bits
+  if (threadIdx.x == 0) atomicMax(reinterpret_cast<unsigned*>(f8.slot + 2), __float_as_uint(amax));  // >= 0: ordered as bits
 }
 
 // dw[j, j + kVec) = sum over all rows of g x rstd, for the kVec columns from j = col_block *
@@ -369,14 +364,6 @@ __device__ __forceinline__ void rms_dw_columns(float* dw, const T* dout, const T
 // dx is added to what the tensor holds, the residual stream's gradient, rounded as the add
 // kernel would round the two. With kFp8 (bf16, kVec 8) the stored dx is also written in its FP8
 // forms f8 (see the top of this file); the tile follows the column sums in shared memory.
-struct Fp8Out {  // the FP8 forms' pointers, strides, slot and format (delayed scaling)
-  uint8_t* q;
-  int64_t ld;
-  uint8_t* qt;
-  int64_t ld_t;
-  float* slot;
-  __nv_fp8_interpretation_t format;
-};
 // The tile's pitch: rows 4 bytes longer than c (a multiple of 8), an odd number of words, so that
 // the lanes reading a column (32 rows) hit 32 banks.
 __host__ __device__ constexpr int fp8_tile_pitch(int c) { return c + 4; }
@@ -429,7 +416,7 @@ __global__ void __launch_bounds__(kThreads, 3)
       out.store(dxr + v * kVec);
       if constexpr (kFp8) {
         const uint2 bytes = fp8_bytes(out, scale, f8.format, amax);
-        *reinterpret_cast<uint2*>(f8.q + row * f8.ld + v * 8) = bytes;
+        *reinterpret_cast<uint2*>(f8.rows + row * f8.ld + v * 8) = bytes;
         uint32_t* at = reinterpret_cast<uint32_t*>(tile + (row - begin) * pitch + v * 8);  // 4-byte aligned
         at[0] = bytes.x;
         at[1] = bytes.y;
@@ -451,7 +438,7 @@ __global__ void __launch_bounds__(kThreads, 3)
     const int rows = int(end - begin);
     for (int k = threadIdx.x; k < c * rows; k += blockDim.x) {
       const int j = k / rows, i = k % rows;
-      f8.qt[j * f8.ld_t + begin + i] = tile[i * pitch + j];
+      f8.cols[j * f8.ld_t + begin + i] = tile[i * pitch + j];
     }
     amax = block_max(amax, reinterpret_cast<float*>(tile));  // the tile is read: its first words are scratch
     if (threadIdx.x == 0) atomicMax(reinterpret_cast<unsigned*>(f8.slot + 2), __float_as_uint(amax));
@@ -554,10 +541,8 @@ void launch_fused_backward(const Tensor& dx, const Tensor& dw, const Tensor& dou
     }
   };
   if (!dx8.slot.empty()) {
-    const Fp8Format f = check_fp8_output(dx8, n, c);
     TT_CHECK(!dx8.rows.empty() && !dx8.cols.empty(), "rmsnorm_backward_fp8: both FP8 layouts");
-    const Fp8Out f8{static_cast<uint8_t*>(dx8.rows.ptr), dx8.ld, static_cast<uint8_t*>(dx8.cols.ptr), dx8.ld_t,
-                    static_cast<float*>(dx8.slot.ptr), fp8_interpretation(f)};
+    const Fp8Out f8 = fp8_out(dx8, n, c);
     auto pick = [](auto partial, auto add) {
       return rmsnorm_fused_backward_kernel<bf16_t, 8, decltype(partial)::value, decltype(add)::value, true>;
     };
@@ -585,13 +570,11 @@ void rmsnorm_forward_fp8(const Fp8Matrix& out8, const Tensor& rstd, const Tensor
                          float eps, Stream s) {
   TT_CHECK(rmsnorm_fp8_fits(x, w, c), "rmsnorm_forward_fp8: bf16 rows of a multiple of 8 elements, up to 6144, on "
                                       "16-byte boundaries");
-  const Fp8Format f = check_fp8_output(out8, n, c);
+  const Fp8Out f8 = fp8_out(out8, n, c);
   const size_t smem = size_t(kFp8NormRows) * (c + 16);
   CUDA_CHECK(cudaFuncSetAttribute(rmsnorm_fp8_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  launch("rmsnorm_fp8_kernel", rmsnorm_fp8_kernel, blocks_for(n, kFp8NormRows), kThreads, smem, s,
-         static_cast<uint8_t*>(out8.rows.ptr), out8.ld, static_cast<uint8_t*>(out8.cols.ptr), out8.ld_t,
-         wide_transpose(out8), static_cast<float*>(out8.slot.ptr), rstd.data<float>(), static_cast<const bf16_t*>(x.ptr),
-         static_cast<const bf16_t*>(w.ptr), n, c, eps, fp8_interpretation(f));
+  launch("rmsnorm_fp8_kernel", rmsnorm_fp8_kernel, blocks_for(n, kFp8NormRows), kThreads, smem, s, f8,
+         rstd.data<float>(), static_cast<const bf16_t*>(x.ptr), static_cast<const bf16_t*>(w.ptr), n, c, eps);
 }
 
 void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, const Tensor& w, int64_t n, int c,
