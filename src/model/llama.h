@@ -28,6 +28,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,10 @@ class Llama {
   bool uses_fp8() const { return fp8_.on(); }
   const std::string& products_kind() const { return fp8_.description(); }
   bool head_in_fp8() const { return fp8_.head_on(); }
+  // The least bytes a step's memory-bound kernels move, by the profile's kernel family (RMSNorm,
+  // RoPE, SwiGLU, cross-entropy, quantizing passes, AdamW), for this plan on this rank
+  // (src/model/traffic.cpp).
+  std::map<std::string, double> family_bytes() const;
   // Delayed scaling's state for checkpoints (Fp8State::scale_state: empty when there is none to
   // keep), whether this run would take one back, and putting one back.
   Tensor fp8_scale_state() const { return fp8_.scale_state(); }

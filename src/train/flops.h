@@ -3,6 +3,7 @@
 // the kernel trace measured for each module's ranges; and the model FLOPs utilization
 // against the peak of the precision in use.
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,7 @@ std::vector<ModuleFlops> module_flops(const ModelConfig& c, int64_t batch, int64
 struct StepWork {
   double layer_products = 0, head_products = 0, attention = 0;
   bool head_fp8 = false;  // the head's products run in FP8 too (version 5's fp8-head)
+  std::map<std::string, double> bytes;  // the memory-bound families' least bytes (Llama::family_bytes)
 };
 StepWork step_work(const ModelConfig& c, int64_t batch, int64_t seq_len);
 

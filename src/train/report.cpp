@@ -110,39 +110,69 @@ void print_profile(std::ostream& log, const TraceData& t, const std::vector<Hots
                        hot[i].calls, hot[i].mean_us, hot[i].name.substr(0, 90));
 }
 
-bool print_families(std::ostream& log, const TraceData& t, const StepWork& work, double peak, double fp8_peak,
-                    const std::string& precision) {
+bool print_families(std::ostream& log, const TraceData& t, const StepWork& work, const Ceilings& c,
+                    double measured_ms) {
   const std::vector<FamilyRow> rows = kernel_families(t);
   const bool fp8 = std::any_of(rows.begin(), rows.end(), [](const FamilyRow& r) { return r.family == "FP8 products"; });
   const bool fused_attention = has_fused_attention(t);
   const double steps = std::max(t.steps, 1);
-  double total_us = 0;
+  double total_us = 0, copied = 0;
   for (const FamilyRow& r : rows) total_us += r.total_us;
-  log << "Kernel time by family (ms a step, every stream; work from the FLOP formula of docs/profiling.md):\n";
-  log << fmt::format("  {:<18}{:>9}{:>8}{:>9}{:>10}  {}\n", "family", "ms", "share", "TFLOP", "TFLOP/s", "of its ceiling");
+  for (const TraceRecord& r : t.records) copied += double(r.bytes) / steps;  // the copies' and fills' bytes
+  log << "Kernel time by family (ms a step, every stream; work: FLOPs by the formula, bytes by the least each family\n"
+         "moves, docs/profiling.md; the rate against the ceilings measured in this run, and the datasheet's):\n";
+  log << fmt::format("  {:<18}{:>9}{:>8}{:>11}{:>15}  {}\n", "family", "ms", "share", "work", "rate", "of the ceiling");
   bool within = true;
   const double head_fp8 = work.head_fp8 ? work.head_products : 0;  // the head's work where it ran in FP8
   for (const FamilyRow& r : rows) {
     const double ms = r.total_us / steps / 1e3;
-    double flops = 0, ceiling = peak;
-    std::string ceiling_name = precision;
-    if (r.family == "FP8 products") flops = work.layer_products + head_fp8, ceiling = fp8_peak, ceiling_name = "fp8";
+    log << fmt::format("  {:<18}{:>9.3f}{:>7.1f}%", r.family, ms, total_us > 0 ? 100 * r.total_us / total_us : 0.0);
+    double flops = 0, bytes = 0;
+    if (r.family == "FP8 products") flops = work.layer_products + head_fp8;
     if (r.family == "products")
       flops = work.head_products - head_fp8 + (fp8 ? 0 : work.layer_products) + (fused_attention ? 0 : work.attention);
     if (r.family == "attention" && fused_attention) flops = work.attention;
-    log << fmt::format("  {:<18}{:>9.3f}{:>7.1f}%", r.family, ms, total_us > 0 ? 100 * r.total_us / total_us : 0.0);
+    if (const auto b = work.bytes.find(r.family); b != work.bytes.end()) bytes = b->second;
+    if (r.family == "copies and fills") bytes = copied;
     if (flops > 0 && ms > 0) {
-      const double rate = flops / (ms * 1e-3);
-      log << fmt::format("{:>9.3f}{:>10.1f}", flops / 1e12, rate / 1e12);
-      if (ceiling > 0) log << fmt::format("  {:.1f}% of {}'s {:.1f}", 100 * rate / ceiling, ceiling_name, ceiling / 1e12);
-      if (ceiling > 0 && rate > ceiling) {
+      const bool in_fp8 = r.family == "FP8 products";
+      const double rate = flops / (ms * 1e-3), measured = in_fp8 ? c.fp8_gemm : c.gemm, peak = in_fp8 ? c.fp8_peak : c.peak;
+      const std::string name = in_fp8 ? "fp8" : c.precision;
+      log << fmt::format("{:>8.3f} TF{:>9.1f} TF/s", flops / 1e12, rate / 1e12);
+      if (measured > 0) log << fmt::format("  {:.1f}% of the measured {} product's {:.1f}", 100 * rate / measured, name, measured / 1e12);
+      if (peak > 0) log << fmt::format("{}{:.1f}% of {}'s peak {:.1f}", measured > 0 ? ", " : "  ", 100 * rate / peak, name, peak / 1e12);
+      if (peak > 0 && rate > peak) {
         within = false;
         log << fmt::format("\n  error in the profile: {} at {:.1f} TFLOP/s is above the {} peak of {:.1f}: kernels are booked "
-                           "wrong", r.family, rate / 1e12, ceiling_name, ceiling / 1e12);
+                           "wrong", r.family, rate / 1e12, name, peak / 1e12);
+      }
+    } else if (bytes > 0 && ms > 0) {
+      const double rate = bytes / (ms * 1e-3);
+      log << fmt::format("{:>8.3f} GB{:>9.1f} GB/s", bytes / 1e9, rate / 1e9);
+      if (c.hbm_copy > 0) log << fmt::format("  {:.1f}% of an HBM copy's {:.1f}", 100 * rate / c.hbm_copy, c.hbm_copy / 1e9);
+      if (c.hbm_copy > 0 && rate > c.hbm_copy)
+        log << fmt::format(" (its data in L2 in part: an L2 copy {:.1f})", c.l2_copy / 1e9);
+      if (c.l2_copy > 0 && rate > c.l2_copy) {
+        within = false;
+        log << fmt::format("\n  error in the profile: {} at {:.1f} GB/s is above an L2-resident copy's {:.1f}: its bytes are "
+                           "counted wrong, or kernels booked wrong", r.family, rate / 1e9, c.l2_copy / 1e9);
       }
     }
     log << "\n";
   }
+  // The rows add up to the kernels' time on every stream; the step is that, less the time streams
+  // ran side by side, plus the time none ran, plus the step's time before its first kernel and
+  // after its last (the graph's launch, the batch's upload, the loss's read).
+  StepAccount mean;
+  const std::vector<StepAccount> accounts = step_accounts(t);
+  for (const StepAccount& a : accounts)
+    mean.window_us += a.window_us / double(accounts.size()), mean.idle_us += a.idle_us / double(accounts.size()),
+        mean.concurrent_us += a.concurrent_us / double(accounts.size());
+  if (!accounts.empty() && measured_ms > 0)
+    log << fmt::format("  the rows {:.3f} - side by side {:.3f} + idle {:.3f} + outside the kernels {:.3f} = {:.3f} ms, "
+                       "the profiled steps' mean as their events measured it\n",
+                       total_us / steps / 1e3, mean.concurrent_us / 1e3, mean.idle_us / 1e3,
+                       measured_ms - mean.window_us / 1e3, measured_ms);
   return within;
 }
 
@@ -337,7 +367,12 @@ void report_profile(std::ostream& log, const TrainOptions& o, TrainResult& r, co
   const double peak = peak_flops(device, precision), fp8_peak = peak_flops(device, "fp8");
   StepWork work = step_work(o.model, o.step_sequences(1), o.seq_len);
   work.head_fp8 = r.head_fp8;
-  print_families(log, t, work, peak, fp8_peak, precision);
+  work.bytes = r.family_bytes;
+  Ceilings ceilings = r.ceilings;
+  ceilings.precision = precision, ceilings.peak = peak, ceilings.fp8_peak = fp8_peak;
+  double measured_ms = 0;
+  for (double ms : step_ms) measured_ms += ms / double(step_ms.size());
+  print_families(log, t, work, ceilings, measured_ms);
   if (o.flops_profile) {
     std::vector<ModuleFlops> modules = module_flops(o.model, o.step_sequences(1), o.seq_len);  // this rank's step
     add_measured_times(modules, t);

@@ -24,13 +24,15 @@ void print_summary(std::ostream& log, const TrainOptions& o, const TrainResult& 
 void print_profile(std::ostream& log, const TraceData& t, const std::vector<HotspotRow>& hot,
                    const std::vector<double>& step_ms);
 // The family table of a --profile run: each family's kernel time a step (all streams), its share,
-// and for the products and attention their work (`work`: FP8 products the layers' where the trace
-// has FP8 products, and the head's where it ran in FP8, attention its own where it ran fused, the
-// products the rest), rate and share
-// of the ceiling (peak: the dense peak of the run's precision; fp8_peak: FP8's). A family above
-// its ceiling is an error of the profile: a line says so and it returns false.
-bool print_families(std::ostream& log, const TraceData& t, const StepWork& work, double peak, double fp8_peak,
-                    const std::string& precision);
+// its work (`work`: FLOPs for the products and attention, as the FP8 products the layers' where
+// the trace has FP8 products and the head's where it ran in FP8, attention its own where it ran
+// fused, the products the rest; bytes for the memory-bound families, the copies' and fills' from
+// the trace), its rate, and that rate against the ceilings `c` (measured in the run: a product of
+// the family's precision, an HBM copy; the datasheet's peaks). Then the rows' sum brought to the
+// profiled steps' mean `measured_ms` (their events' time; 0: not shown). A family above its hard
+// ceiling (the datasheet's peak; for bytes, an L2-resident copy) is an error of the profile: a
+// line says so and it returns false.
+bool print_families(std::ostream& log, const TraceData& t, const StepWork& work, const Ceilings& c, double measured_ms);
 // The --flops-profile table and the model FLOPs utilization (peak 0: unknown GPU). A module
 // faster than its ceiling (product_peak for attention, ffn and the head, whose products may run
 // in FP8; peak for the rest) is an error of the profile: a line says so and it returns false.

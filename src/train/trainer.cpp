@@ -300,6 +300,10 @@ TrainingRun::TrainingRun(const TrainOptions& o, std::ostream& out)
                                                                                                 : "env";
   comm_ = make_communicator(c_.world, *backend_, dist_init, o.dist_timeout);
   agree_between_ranks();
+  if (c_.wants_profile && c_.world.rank == 0 && c_.on_gpu) {  // the ceilings first: the trace sees none of it
+    r_.ceilings.precision = precision_name(o.backend.plan);
+    measure_ceilings(r_.ceilings, backend_options.gpu);
+  }
   if (c_.wants_profile && c_.world.rank == 0) trace_ = KernelTrace::create();  // before the first step: graphs are seen
   const DType reduce = comm_->size() == 1 || o.reduce_dtype != "bf16" ? DType::F32 : DType::BF16;
   model_ = std::make_unique<Llama>(o.model, *backend_, o.batch, o.seq_len, DataParallel{comm_.get(), o.zero, reduce},
@@ -392,6 +396,7 @@ bool TrainingRun::step(int64_t step) {
   const StepRecord& s = r_.steps.back();
   if (trace_ && in_profile) {
     trace_->end_step();
+    if (step == last_profiled_) r_.family_bytes = model_->family_bytes();  // as the profiled steps ran (FP8 calibrated)
     if (step == last_profiled_) report_profile(comm_->rank() == 0 ? log_ : quiet_, o_, r_, trace_->finish(), backend_->name());
   }
   if (int64_t(r_.steps.size()) > o_.timing_warmup) {

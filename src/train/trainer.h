@@ -3,6 +3,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "backend/backend.h"
 #include "model/config.h"
 #include "model/params.h"
+#include "train/ceilings.h"
 #include "train/schedule.h"
 
 namespace tt {
@@ -100,6 +102,10 @@ struct TrainResult {
   double final_loss = 0;
   MemoryReport memory;
   std::vector<int64_t> launches_per_step;  // from the kernel trace, when profiled
+  // --profile: the least bytes each memory-bound family moves a step (Llama::family_bytes), and
+  // the GPU's ceilings, measured before the model is built.
+  std::map<std::string, double> family_bytes;
+  Ceilings ceilings;
   int stopped_by = 0;  // the signal (SIGINT, SIGTERM) that stopped the run early, or 0
   int world_size = 1;  // processes of the data-parallel run (tokens/s and FLOPs are theirs together)
 };

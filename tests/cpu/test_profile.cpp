@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "backend/backend.h"
+#include "model/llama.h"
 #include "train/flops.h"
 #include "trace/trace.h"
 #include "train/report.h"
@@ -167,22 +169,55 @@ TEST(Profile, FamiliesBookTheWorkWhereItRuns) {
   EXPECT_EQ(rows[0].family, "FP8 products");
   EXPECT_DOUBLE_EQ(rows[0].total_us, 2000.0);
   EXPECT_TRUE(has_fused_attention(t));
-  const StepWork work{2e12, 0.5e12, 0.05e12};  // layers 1,000 TFLOP/s over 2 ms; head 500; attention 100
+  StepWork work{2e12, 0.5e12, 0.05e12};  // layers 1,000 TFLOP/s over 2 ms; head 500; attention 100
+  work.bytes["AdamW"] = 1e9;                // 2,000 GB/s over 0.5 ms
+  Ceilings datasheet;                       // nothing measured
+  datasheet.peak = 989.4e12, datasheet.fp8_peak = 1978.9e12, datasheet.precision = "bf16";
   std::ostringstream ok, over;
-  EXPECT_TRUE(print_families(ok, t, work, 989.4e12, 1978.9e12, "bf16"));
-  EXPECT_NE(ok.str().find("  FP8 products          2.000   50.0%    2.000    1000.0  50.5% of fp8's 1978.9"), std::string::npos)
+  EXPECT_TRUE(print_families(ok, t, work, datasheet, 4.1));
+  EXPECT_NE(ok.str().find("  FP8 products          2.000   50.0%   2.000 TF   1000.0 TF/s  50.5% of fp8's peak 1978.9"),
+            std::string::npos)
       << ok.str();
-  EXPECT_NE(ok.str().find("  products              1.000   25.0%    0.500     500.0  50.5% of bf16's 989.4"), std::string::npos)
+  EXPECT_NE(ok.str().find("  products              1.000   25.0%   0.500 TF    500.0 TF/s  50.5% of bf16's peak 989.4"),
+            std::string::npos)
       << ok.str();
-  EXPECT_FALSE(print_families(over, t, StepWork{5e12, 0.5e12, 0.05e12}, 989.4e12, 1978.9e12, "bf16"));
+  EXPECT_NE(ok.str().find("  AdamW                 0.500   12.5%   1.000 GB   2000.0 GB/s\n"), std::string::npos) << ok.str();
+  // The rows (4 ms) back to back on one stream, in a step its events measured at 4.1 ms.
+  EXPECT_NE(ok.str().find("  the rows 4.000 - side by side 0.000 + idle 0.000 + outside the kernels 0.100 = 4.100 ms"),
+            std::string::npos)
+      << ok.str();
+  StepWork too_much = work;
+  too_much.layer_products = 5e12;
+  EXPECT_FALSE(print_families(over, t, too_much, datasheet, 0));
   EXPECT_NE(over.str().find("error in the profile: FP8 products at 2500.0 TFLOP/s is above the fp8 peak"), std::string::npos)
       << over.str();
+  // Measured ceilings: the rates against them too; bytes above an HBM copy's rate are L2's in part,
+  // above an L2-resident copy's an error.
+  Ceilings measured = datasheet;
+  measured.gemm = 700e12, measured.fp8_gemm = 1250e12, measured.hbm_copy = 3000e9, measured.l2_copy = 8000e9;
+  std::ostringstream against;
+  EXPECT_TRUE(print_families(against, t, work, measured, 0));
+  EXPECT_NE(against.str().find("1000.0 TF/s  80.0% of the measured fp8 product's 1250.0, 50.5% of fp8's peak 1978.9"),
+            std::string::npos)
+      << against.str();
+  EXPECT_NE(against.str().find("2000.0 GB/s  66.7% of an HBM copy's 3000.0\n"), std::string::npos) << against.str();
+  StepWork in_l2 = work, impossible = work;
+  in_l2.bytes["AdamW"] = 2e9, impossible.bytes["AdamW"] = 5e9;
+  std::ostringstream l2, wrong;
+  EXPECT_TRUE(print_families(l2, t, in_l2, measured, 0));
+  EXPECT_NE(l2.str().find("4000.0 GB/s  133.3% of an HBM copy's 3000.0 (its data in L2 in part: an L2 copy 8000.0)"),
+            std::string::npos)
+      << l2.str();
+  EXPECT_FALSE(print_families(wrong, t, impossible, measured, 0));
+  EXPECT_NE(wrong.str().find("error in the profile: AdamW at 10000.0 GB/s is above an L2-resident copy's 8000.0"),
+            std::string::npos)
+      << wrong.str();
   // With the head in FP8 its work joins the FP8 family's: 2.5 TFLOP over 2 ms there.
   std::ostringstream head;
   StepWork head_fp8 = work;
   head_fp8.head_fp8 = true;
-  EXPECT_TRUE(print_families(head, t, head_fp8, 989.4e12, 1978.9e12, "bf16"));
-  EXPECT_NE(head.str().find("  FP8 products          2.000   50.0%    2.500    1250.0  63.2% of fp8's 1978.9"),
+  EXPECT_TRUE(print_families(head, t, head_fp8, datasheet, 0));
+  EXPECT_NE(head.str().find("  FP8 products          2.000   50.0%   2.500 TF   1250.0 TF/s  63.2% of fp8's peak 1978.9"),
             std::string::npos)
       << head.str();
   const StepWork sums = step_work(ModelConfig{}, 8, 128);
@@ -231,6 +266,25 @@ TEST(Profile, ShortKernelNames) {
   EXPECT_EQ(short_kernel_name("void tt::cuda::(anonymous namespace)::rms_kernel<float>(float*, float const*, long)"),
             "rms_kernel<float>");
   EXPECT_EQ(short_kernel_name("sm90_xmma_gemm_f32f32_f32f32_f32_tn_n"), "sm90_xmma_gemm_f32f32_f32f32_f32_tn_n");
+}
+
+// The memory-bound families' bytes: every tensor once, read or written, as version 1 takes and
+// makes them in fp32 (q and k rotated in two calls, the loss's forward reading the logits once
+// more than its backward does), and AdamW over every parameter.
+TEST(Profile, FamilyBytesCountEachTensorOnce) {
+  ModelConfig c;
+  c.vocab_size = 96, c.hidden = 64, c.layers = 2, c.heads = 4, c.kv_heads = 2, c.intermediate = 96;
+  auto be = make_cpu_backend(plan_for_version(1));
+  Llama m(c, *be, 2, 16);
+  const std::map<std::string, double> bytes = m.family_bytes();
+  const double N = 32, C = 64, L = 2, F = 96, D = 16, a = 4;
+  EXPECT_DOUBLE_EQ(bytes.at("RMSNorm"), (2 * L + 1) * 5 * a * N * C);
+  EXPECT_DOUBLE_EQ(bytes.at("RoPE"), L * 4 * a * N * (4 + 2) * D);
+  EXPECT_DOUBLE_EQ(bytes.at("SwiGLU"), L * 8 * a * N * F);
+  EXPECT_DOUBLE_EQ(bytes.at("cross-entropy"), 3 * a * N * m.padded_vocab() + 8 * N);
+  EXPECT_DOUBLE_EQ(bytes.at("AdamW"), 28.0 * double(m.adam_m().numel));
+  EXPECT_GE(m.adam_m().numel, c.param_count());
+  EXPECT_EQ(bytes.count("quantizing passes"), 0u);  // no FP8
 }
 
 TEST(Profile, ModuleFlopsAddUpToTheFormula) {

@@ -1,0 +1,26 @@
+// The ceilings a profile's family table judges each family's rate against: the datasheet's
+// dense peaks (peak_flops, train/flops.h) and rates measured on the run's GPU in the same run,
+// after the profiled steps: a cuBLAS product of 8192 x 8192 x 8192 in bf16 and in FP8 (E4M3,
+// as v5's forward takes it), and device-to-device copies, counted as bytes read + written over
+// the median time: of 256 MiB (HBM), and L2-resident ones (a quarter and a sixteenth of the L2,
+// the rate from their difference).
+#pragma once
+#include <string>
+
+#include "backend/backend.h"
+
+namespace tt {
+
+struct Ceilings {
+  double peak = 0, fp8_peak = 0;         // datasheet FLOP/s of the run's precision and of FP8 (0: unknown GPU)
+  double gemm = 0, fp8_gemm = 0;         // measured FLOP/s (0: not measured)
+  double hbm_copy = 0, l2_copy = 0;      // measured bytes/s, read + written (0: not measured)
+  std::string precision;                 // "bf16", "fp32", "tf32": the run's products'
+};
+
+// Measures the four rates on GPU `gpu` with a backend of its own (its buffers freed after
+// each); nothing on the CPU. `precision` is the run's ("fp32" products measure an fp32 product,
+// "tf32" one with TF32 inputs).
+void measure_ceilings(Ceilings& c, int gpu);
+
+}  // namespace tt
