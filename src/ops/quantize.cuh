@@ -6,7 +6,11 @@
 // of 8), rounded to the act type as the unfused kernel would store them, so that the bytes are
 // those of quantizing what that kernel writes.
 //
-// Each block takes a 64 x 64 tile: 256 threads load 8 consecutive elements of a row each (two
+// A Source may make several parts of a row from one read (kParts, each c / kParts wide: part p's
+// chunk sits at column col + p c / kParts): SwiGLU's input gradient makes dgate's and dup's chunks
+// from one read of gate, up and dh. Its load takes float (&)[kParts][8]; the others', float (&)[8].
+//
+// Each block takes a 64 x 64 tile (of each part): 256 threads load 8 consecutive elements of a row each (two
 // rows apart by 32), convert them with the hardware's saturating round-to-nearest-even (the bytes
 // of src/core/fp8.h), store the 8 bytes to the row-major output, and put them in shared memory,
 // from which each thread then gathers 16 bytes of one tile column: 16 consecutive bytes of a row
@@ -15,6 +19,8 @@
 #pragma once
 #include <cuda_fp8.h>
 
+#include <type_traits>
+
 #include "ops/cuda_common.cuh"
 #include "ops/quantize.h"
 
@@ -22,18 +28,35 @@ namespace tt::cuda {
 
 constexpr int kQuantizeTile = 64, kQuantizeThreads = 256, kQuantizeChunk = 8;
 
+template <class S, class = void>
+struct SourceParts : std::integral_constant<int, 1> {};
+template <class S>
+struct SourceParts<S, std::void_t<decltype(S::kParts)>> : std::integral_constant<int, S::kParts> {};
+
+// The values of chunk `col` of row `row`, of each part.
+template <class Source>
+__device__ __forceinline__ void load_parts(const Source& src, int64_t row, int64_t col,
+                                           float (&v)[SourceParts<Source>::value][kQuantizeChunk]) {
+  if constexpr (SourceParts<Source>::value == 1) src.load(row, col, v[0]);
+  else src.load(row, col, v);
+}
+
 // Current scaling's first pass: each block's largest |value| into partials[blockIdx.x].
 template <class Source>
 __global__ void amax_partials_kernel(Successor next, float* partials, Source src, int64_t r, int64_t c) {
   __shared__ float scratch[32];
   await_previous_kernel(next);
+  constexpr int kParts = SourceParts<Source>::value;
   float m = 0.0f;
-  const int64_t chunks = r * (c / kQuantizeChunk), stride = int64_t(gridDim.x) * blockDim.x;
+  const int64_t row_chunks = c / kParts / kQuantizeChunk, chunks = r * row_chunks;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < chunks; i += stride) {
-    float v[kQuantizeChunk];
-    src.load(i / (c / kQuantizeChunk), i % (c / kQuantizeChunk) * kQuantizeChunk, v);
+    float v[kParts][kQuantizeChunk];
+    load_parts(src, i / row_chunks, i % row_chunks * kQuantizeChunk, v);
 #pragma unroll
-    for (int k = 0; k < kQuantizeChunk; ++k) m = fmaxf(m, fabsf(v[k]));
+    for (int p = 0; p < kParts; ++p)
+#pragma unroll
+      for (int k = 0; k < kQuantizeChunk; ++k) m = fmaxf(m, fabsf(v[p][k]));
   }
   m = block_max(m, scratch);
   if (threadIdx.x == 0) partials[blockIdx.x] = m;
@@ -68,7 +91,8 @@ __global__ void quantize_kernel(Successor next, uint8_t* q, int64_t ld, uint8_t*
                                 __nv_fp8_interpretation_t format, float largest) {
   __shared__ float scratch[32];
   __shared__ float block_scale;
-  __shared__ alignas(16) uint8_t tile[kQuantizeTile][kQuantizeTile + 16];
+  constexpr int kParts = SourceParts<Source>::value;
+  __shared__ alignas(16) uint8_t tile[kParts][kQuantizeTile][kQuantizeTile + 16];
   await_previous_kernel(next);
   if (threadIdx.x < 32) {
     float scale;
@@ -90,6 +114,7 @@ __global__ void quantize_kernel(Successor next, uint8_t* q, int64_t ld, uint8_t*
   }
   __syncthreads();
   const float scale = block_scale;
+  const int64_t w = c / kParts;  // a part's width; the tile's columns are [c0, c0 + 64) of each part
   const int64_t r0 = int64_t(blockIdx.y) * kQuantizeTile, c0 = int64_t(blockIdx.x) * kQuantizeTile;
   constexpr int kChunksPerRow = kQuantizeTile / kQuantizeChunk;
   const int row_in_tile = int(threadIdx.x) / kChunksPerRow, col_in_tile = int(threadIdx.x) % kChunksPerRow * kQuantizeChunk;
@@ -98,23 +123,31 @@ __global__ void quantize_kernel(Successor next, uint8_t* q, int64_t ld, uint8_t*
   for (int half = 0; half < 2; ++half) {
     const int row = row_in_tile + half * (kQuantizeThreads / kChunksPerRow);
     const int64_t gr = r0 + row, gc = c0 + col_in_tile;
-    uint2 bytes = {0u, 0u};
-    if (gr < r && gc < c) {  // c is a multiple of kQuantizeChunk: the chunk is whole
-      float v[kQuantizeChunk];
-      src.load(gr, gc, v);
-      uint16_t* pairs = reinterpret_cast<uint16_t*>(&bytes);
+    uint2 bytes[kParts] = {};
+    if (gr < r && gc < w) {  // w is a multiple of kQuantizeChunk: the chunk is whole
+      float v[kParts][kQuantizeChunk];
+      load_parts(src, gr, gc, v);
 #pragma unroll
-      for (int k = 0; k < kQuantizeChunk; k += 2) pairs[k / 2] = fp8x2(v[k], v[k + 1], scale, format, amax);
-      if (kRows) *reinterpret_cast<uint2*>(q + gr * ld + gc) = bytes;
+      for (int p = 0; p < kParts; ++p) {
+        uint16_t* pairs = reinterpret_cast<uint16_t*>(&bytes[p]);
+#pragma unroll
+        for (int k = 0; k < kQuantizeChunk; k += 2) pairs[k / 2] = fp8x2(v[p][k], v[p][k + 1], scale, format, amax);
+        if (kRows) *reinterpret_cast<uint2*>(q + gr * ld + p * w + gc) = bytes[p];
+      }
     }
-    if (kCols) *reinterpret_cast<uint2*>(&tile[row][col_in_tile]) = bytes;
+#pragma unroll
+    for (int p = 0; p < kParts; ++p)
+      if (kCols) *reinterpret_cast<uint2*>(&tile[p][row][col_in_tile]) = bytes[p];
   }
   if (kCols) {
     __syncthreads();
-    // Row c0 + j of the transpose, its 16 columns from r0 + i0.
+    // Row c0 + j of each part of the transpose, its 16 columns from r0 + i0.
     const int j = int(threadIdx.x) / 4, i0 = int(threadIdx.x) % 4 * 16;
     const int64_t gc = c0 + j, gr = r0 + i0;
-    if (gc < c && gr < r) store_transpose_run(qt, ld_t, wide_t, &tile[0][0], kQuantizeTile + 16, i0, j, gc, gr, r);
+#pragma unroll
+    for (int p = 0; p < kParts; ++p)
+      if (gc < w && gr < r)
+        store_transpose_run(qt, ld_t, wide_t, &tile[p][0][0], kQuantizeTile + 16, i0, j, p * w + gc, gr, r);
   }
   if (!current) {  // delayed: record this tensor's amax for the steps to come
     amax = block_max(amax, scratch);
@@ -171,8 +204,11 @@ void quantize_from(const Fp8Matrix& out, Source src, int64_t r, int64_t c, Fp8Sc
   const Fp8Format f = check_fp8_output(out, r, c);
   const bool rows = !out.rows.empty(), cols = !out.cols.empty();
   const bool current = scaling == Fp8Scaling::Current;
+  constexpr int kParts = SourceParts<Source>::value;
+  TT_CHECK(c % (kParts * kQuantizeChunk) == 0, "quantize_fp8: each part's width must be a multiple of 8");
   TT_CHECK(!current || partials.numel >= kAmaxBlocks, "quantize_fp8: current scaling needs the partial maxima");
-  const dim3 grid(unsigned((c + kQuantizeTile - 1) / kQuantizeTile), unsigned((r + kQuantizeTile - 1) / kQuantizeTile));
+  const int64_t w = c / kParts;
+  const dim3 grid(unsigned((w + kQuantizeTile - 1) / kQuantizeTile), unsigned((r + kQuantizeTile - 1) / kQuantizeTile));
   TT_CHECK(grid.y <= 65535, "quantize_fp8: too many rows");
   float* partial = static_cast<float*>(partials.ptr);
   if (current)

@@ -113,19 +113,21 @@ struct SwiGluOutput {
     for (int k = 0; k < kQuantizeChunk; ++k) v[k] = to_float(from_float<T>(swiglu_value(to_float(g.v[k]), to_float(u.v[k]))));
   }
 };
+// The input gradient in two parts, dgate (columns [0, F)) and dup ([F, 2F)), from one read of
+// gate, up and dh.
 template <class T>
 struct SwiGluInputGradient {
+  static constexpr int kParts = 2;
   const T *gateup, *dh;
   int f;
-  __device__ __forceinline__ void load(int64_t row, int64_t col, float (&v)[kQuantizeChunk]) const {
+  __device__ __forceinline__ void load(int64_t row, int64_t j, float (&v)[2][kQuantizeChunk]) const {
     using V = Vec<T, kQuantizeChunk>;
-    const bool gate = col < f;
-    const int64_t j = gate ? col : col - f;
     const V g = V::load(gateup + row * 2 * f + j), u = V::load(gateup + row * 2 * f + f + j), d = V::load(dh + row * f + j);
 #pragma unroll
     for (int k = 0; k < kQuantizeChunk; ++k) {
       const float ge = to_float(g.v[k]), de = to_float(d.v[k]);
-      v[k] = to_float(from_float<T>(gate ? swiglu_dgate(ge, to_float(u.v[k]), de) : swiglu_dup(ge, de)));
+      v[0][k] = to_float(from_float<T>(swiglu_dgate(ge, to_float(u.v[k]), de)));
+      v[1][k] = to_float(from_float<T>(swiglu_dup(ge, de)));
     }
   }
 };
