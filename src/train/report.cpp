@@ -116,9 +116,12 @@ bool print_families(std::ostream& log, const TraceData& t, const StepWork& work,
   const bool fp8 = std::any_of(rows.begin(), rows.end(), [](const FamilyRow& r) { return r.family == "FP8 products"; });
   const bool fused_attention = has_fused_attention(t);
   const double steps = std::max(t.steps, 1);
-  double total_us = 0, copied = 0;
+  double total_us = 0, copied = 0, copies_us = 0;
   for (const FamilyRow& r : rows) total_us += r.total_us;
   for (const TraceRecord& r : t.records) copied += double(r.bytes) / steps;  // the copies' and fills' bytes
+  const std::vector<double> added = added_us(t);
+  for (size_t i = 0; i < t.records.size(); ++i)  // the memory copies, which the steps' accounts leave out
+    if (t.records[i].kind == TraceRecord::Memcpy) copies_us += added[i];
   log << "Kernel time by family (ms a step, every stream; work: FLOPs by the formula, bytes by the least each family\n"
          "moves, docs/profiling.md; the rate against the ceilings measured in this run, and the datasheet's):\n";
   log << fmt::format("  {:<18}{:>9}{:>8}{:>11}{:>15}  {}\n", "family", "ms", "share", "work", "rate", "of the ceiling");
@@ -160,18 +163,19 @@ bool print_families(std::ostream& log, const TraceData& t, const StepWork& work,
     }
     log << "\n";
   }
-  // The rows add up to the kernels' time on every stream; the step is that, less the time streams
-  // ran side by side, plus the time none ran, plus the step's time before its first kernel and
-  // after its last (the graph's launch, the batch's upload, the loss's read).
+  // The rows add up to the kernels' and copies' time on every stream; the step is that, less the
+  // memory copies (paced by the host, outside the steps' accounts), less the time streams ran
+  // side by side, plus the time none ran, plus the step's time before its first kernel and after
+  // its last (the graph's launch, the batch's upload, the loss's read).
   StepAccount mean;
   const std::vector<StepAccount> accounts = step_accounts(t);
   for (const StepAccount& a : accounts)
     mean.window_us += a.window_us / double(accounts.size()), mean.idle_us += a.idle_us / double(accounts.size()),
         mean.concurrent_us += a.concurrent_us / double(accounts.size());
   if (!accounts.empty() && measured_ms > 0)
-    log << fmt::format("  the rows {:.3f} - side by side {:.3f} + idle {:.3f} + outside the kernels {:.3f} = {:.3f} ms, "
-                       "the profiled steps' mean as their events measured it\n",
-                       total_us / steps / 1e3, mean.concurrent_us / 1e3, mean.idle_us / 1e3,
+    log << fmt::format("  the rows {:.3f} - memory copies {:.3f} - side by side {:.3f} + idle {:.3f} + outside the kernels "
+                       "{:.3f} = {:.3f} ms, the profiled steps' mean as their events measured it\n",
+                       total_us / steps / 1e3, copies_us / steps / 1e3, mean.concurrent_us / 1e3, mean.idle_us / 1e3,
                        measured_ms - mean.window_us / 1e3, measured_ms);
   return within;
 }

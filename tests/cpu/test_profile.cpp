@@ -183,9 +183,23 @@ TEST(Profile, FamiliesBookTheWorkWhereItRuns) {
       << ok.str();
   EXPECT_NE(ok.str().find("  AdamW                 0.500   12.5%   1.000 GB   2000.0 GB/s\n"), std::string::npos) << ok.str();
   // The rows (4 ms) back to back on one stream, in a step its events measured at 4.1 ms.
-  EXPECT_NE(ok.str().find("  the rows 4.000 - side by side 0.000 + idle 0.000 + outside the kernels 0.100 = 4.100 ms"),
+  EXPECT_NE(ok.str().find("  the rows 4.000 - memory copies 0.000 - side by side 0.000 + idle 0.000 + outside the kernels "
+                          "0.100 = 4.100 ms"),
             std::string::npos)
       << ok.str();
+  // A copy between host and GPU is a row's time but stands outside the step's account (the host
+  // paces it): the line takes it out again, and the rest is what the kernels' span tells.
+  TraceData with_copy = t;
+  TraceRecord upload;
+  upload.kind = TraceRecord::Memcpy, upload.name = "memcpy HtoD", upload.bytes = 4096;
+  upload.start_ns = now + 200'000, upload.end_ns = now + 300'000;  // 0.1 ms, after a 0.2 ms gap
+  with_copy.records.push_back(upload);
+  std::ostringstream copy_line;
+  EXPECT_TRUE(print_families(copy_line, with_copy, work, datasheet, 4.1));
+  EXPECT_NE(copy_line.str().find("  the rows 4.100 - memory copies 0.100 - side by side 0.000 + idle 0.000 + outside the "
+                                 "kernels 0.100 = 4.100 ms"),
+            std::string::npos)
+      << copy_line.str();
   StepWork too_much = work;
   too_much.layer_products = 5e12;
   EXPECT_FALSE(print_families(over, t, too_much, datasheet, 0));
