@@ -29,17 +29,19 @@ std::map<std::string, double> Llama::family_bytes() const {
   // where the next product takes it); the adds of the residual stream inside the kernel (read
   // the branch, write the sum) with fused-residual-norm and no epilogue adds. Backward: the
   // output's gradient and x read, the input's gradient written; the add into the residual
-  // stream's gradient inside the kernel (read it too) with fused-residual-norm, and its FP8 forms.
+  // stream's gradient inside the kernel (read it too) with fused-residual-norm. The residual
+  // gradient's FP8 forms (fp8-fused-norm-backward) are counted nowhere: the backend makes them in
+  // the norm's kernel where its tile fits, else in a quantizing pass, and a lower bound holds either way.
   const double norms = 2 * L + 1, fed = 2 * L;  // fed: the norms whose output a layer's product takes
   const bool adds_inside = plan.fused_residual_norm && !plan.gemm_epilogues;
   per_micro["RMSNorm"] = norms * 2 * a * N * C + (norm8 ? fed * (2 - a) * N * C : 0) + (adds_inside ? fed * 2 * a * N * C : 0) +
-                         norms * 3 * a * N * C + (plan.fused_residual_norm ? fed * a * N * C : 0) +
-                         (dres8 ? fed * 2 * N * C : 0);
-  // RoPE: the rotated heads read and written, forward and backward; its backward's FP8 form of
-  // the whole QKV gradient (the values' part read, a byte in each layout written).
+                         norms * 3 * a * N * C + (plan.fused_residual_norm ? fed * a * N * C : 0);
+  // RoPE: the rotated heads read and written in the forward; in the backward, the same in place,
+  // or (fp8-fused-rope) one pass that reads the whole QKV gradient and writes it a byte in each
+  // layout, turning the rotated heads back as it goes.
   double rotated = 0;
   for (const RopeShape& s : ropes) rotated += double(s.tokens) * s.heads * s.head_dim;
-  per_micro["RoPE"] = L * (2 * 2 * a * rotated + (dqkv8 ? 2 * N * QKV + a * (N * QKV - rotated) : 0));
+  per_micro["RoPE"] = L * (2 * a * rotated + (dqkv8 ? (a + 2) * N * QKV : 2 * a * rotated));
   // SwiGLU: gate and up read, h written; its backward reads gate, up and dh and writes both
   // gradients. In FP8 the outputs are a byte in each layout and not kept in bf16.
   per_micro["SwiGLU"] = L * (swiglu8 ? (2 * a + 2) * N * F + (3 * a + 4) * N * F : 3 * a * N * F + 5 * a * N * F);
@@ -48,8 +50,8 @@ std::map<std::string, double> Llama::family_bytes() const {
   per_micro["cross-entropy"] =
       (plan.fused_classifier ? (fp8_.head_on() ? 2 * a + 2 : 2 * a) : 3 * a) * N * Vp + 8 * N;
   // The quantizing passes: each input and gradient of an FP8 product that its producer did not
-  // write in FP8, read once (twice with current scaling: its amax first) and written a byte in
-  // each layout.
+  // write in FP8, read once (twice with current scaling: its amax pass, booked to the same
+  // family) and written a byte in each layout.
   if (fp8) {
     const double cast = (delayed ? a : 2 * a) + 2;
     double elements = (norm8 ? 0 : fed * N * C) + (att8 ? 0 : L * N * HD) + (swiglu8 ? 0 : L * N * F) +

@@ -9,8 +9,8 @@
 // h, 3*n*F elements; backward: read gate, up and dh, write dgate and dup, 5*n*F elements.
 // With FP8 (version 5) the same values go through quantize.cuh's pass instead of being stored:
 // forward, read gate and up, write h's two FP8 layouts (4 bytes an element of h against 6 for the
-// store and 4 more for a separate cast); backward, each tile of dgateup reads the gate, up and dh
-// columns it needs (its half of the gate and up reads again for the other half).
+// store and 4 more for a separate cast); backward, each tile reads gate, up and dh once and
+// makes the same columns of dgate and dup (quantize.cuh's parts).
 
 #include "ops/quantize.cuh"
 #include "ops/swiglu.h"

@@ -129,7 +129,7 @@ std::string kernel_family(const std::string& name) {
   if (has("SwiGlu") || starts("swiglu") || starts("silu")) return "SwiGLU";
   if (has("RopeGradient")) return "RoPE";
   if (has("SoftmaxGradient")) return "cross-entropy";
-  if (starts("quantize_kernel") || starts("update_scales")) return "quantizing passes";
+  if (starts("quantize_kernel") || starts("amax_partials_kernel") || starts("update_scales")) return "quantizing passes";
   if (starts("rms")) return "RMSNorm";
   if (starts("rope")) return "RoPE";
   if (starts("cross_entropy") || has("classifier")) return "cross-entropy";

@@ -59,7 +59,8 @@ std::vector<RegionRow> region_times(const TraceData& t);
 // The kind of work a kernel does, from its name: the rows of the profile's family table.
 // "FP8 products" (cuBLASLt's FP8 kernels), "products" (cuBLAS's others), "attention" (fused:
 // ours, cuDNN's; unfused v1: its softmax and head reshapes, its products being cuBLAS's),
-// "quantizing passes" (the casts of stored tensors), "SwiGLU", "RoPE" and "cross-entropy" (each
+// "quantizing passes" (the casts of stored tensors, and current scaling's amax passes over
+// them), "SwiGLU", "RoPE" and "cross-entropy" (each
 // with the passes that make its output's FP8 forms), "RMSNorm", "AdamW", "copies and fills",
 // "other".
 std::string kernel_family(const std::string& name);

@@ -1,9 +1,9 @@
 // The ceilings a profile's family table judges each family's rate against: the datasheet's
 // dense peaks (peak_flops, train/flops.h) and rates measured on the run's GPU in the same run,
-// after the profiled steps: a cuBLAS product of 8192 x 8192 x 8192 in bf16 and in FP8 (E4M3,
+// before the model is built: a cuBLAS product of 8192 x 8192 x 8192 in bf16 and in FP8 (E4M3,
 // as v5's forward takes it), and device-to-device copies, counted as bytes read + written over
-// the median time: of 256 MiB (HBM), and L2-resident ones (a quarter and a sixteenth of the L2,
-// the rate from their difference).
+// the median time: of 256 MiB (HBM), and L2-resident ones (a quarter and an eighth of the L2, the
+// rate from their difference; 0, not measured, where the two times are too close to tell it).
 #pragma once
 #include <string>
 

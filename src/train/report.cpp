@@ -124,6 +124,10 @@ bool print_families(std::ostream& log, const TraceData& t, const StepWork& work,
     if (t.records[i].kind == TraceRecord::Memcpy) copies_us += added[i];
   log << "Kernel time by family (ms a step, every stream; work: FLOPs by the formula, bytes by the least each family\n"
          "moves, docs/profiling.md; the rate against the ceilings measured in this run, and the datasheet's):\n";
+  if (c.gemm > 0)
+    log << fmt::format("  measured: a {} product {:.1f} TFLOP/s, an FP8 product {:.1f}, an HBM copy {:.1f} GB/s, an "
+                       "L2-resident copy {}\n", c.precision, c.gemm / 1e12, c.fp8_gemm / 1e12, c.hbm_copy / 1e9,
+                       c.l2_copy > 0 ? fmt::format("{:.1f}", c.l2_copy / 1e9) : std::string("not measured"));
   log << fmt::format("  {:<18}{:>9}{:>8}{:>11}{:>15}  {}\n", "family", "ms", "share", "work", "rate", "of the ceiling");
   bool within = true;
   const double head_fp8 = work.head_fp8 ? work.head_products : 0;  // the head's work where it ran in FP8

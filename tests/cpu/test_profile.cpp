@@ -142,6 +142,8 @@ TEST(Profile, FamiliesBookTheWorkWhereItRuns) {
            {"causal_softmax_kernel<__nv_bfloat16, 8>", "attention"},
            {"quantize_kernel<SwiGluOutput<__nv_bfloat16>, true, true>", "SwiGLU"},
            {"quantize_kernel<StoredMatrix<__nv_bfloat16>, true, true>", "quantizing passes"},
+           {"amax_partials_kernel<StoredMatrix<__nv_bfloat16>>", "quantizing passes"},
+           {"amax_partials_kernel<SwiGluOutput<__nv_bfloat16>>", "SwiGLU"},
            {"quantize_kernel<RopeGradient<__nv_bfloat16>, true, true>", "RoPE"},
            {"quantize_kernel<SoftmaxGradient<__nv_bfloat16>, true, true>", "cross-entropy"},
            {"rms_dw_sum_kernel", "RMSNorm"},
@@ -215,6 +217,10 @@ TEST(Profile, FamiliesBookTheWorkWhereItRuns) {
             std::string::npos)
       << against.str();
   EXPECT_NE(against.str().find("2000.0 GB/s  66.7% of an HBM copy's 3000.0\n"), std::string::npos) << against.str();
+  EXPECT_NE(against.str().find("  measured: a bf16 product 700.0 TFLOP/s, an FP8 product 1250.0, an HBM copy 3000.0 GB/s, "
+                               "an L2-resident copy 8000.0\n"),
+            std::string::npos)
+      << against.str();
   StepWork in_l2 = work, impossible = work;
   in_l2.bytes["AdamW"] = 2e9, impossible.bytes["AdamW"] = 5e9;
   std::ostringstream l2, wrong;
