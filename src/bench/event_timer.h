@@ -1,6 +1,6 @@
 // Timing GPU work on one stream with two CUDA events (CUDA builds only): untimed warm-up
 // calls, then the median of the timed ones (the median of repetition_stats, bench.h). Used by
-// the copy-bandwidth ceiling of `tiny_llama kernels` and by the GPU stages of `tiny_llama debug`.
+// the GPU stages of `tiny_llama debug`.
 #pragma once
 #include <cuda_runtime.h>
 

@@ -19,6 +19,7 @@
 #include "bench/op_case.h"
 #include "core/files.h"
 #include "model/config.h"
+#include "train/ceilings.h"
 
 namespace tt {
 
@@ -175,35 +176,20 @@ void check_op(OpRig& rig, std::vector<KernelRow>& rows, const KernelRow& row) {
   }
 }
 
-// A ceiling GEMM: C = A B with square n x n operands of `dtype`, on a v1 backend (cuBLAS).
-double gemm_tflops(DType dtype, int size, const KernelBenchOptions& o) {
-  Plan p = plan_for_version(1);
-  p.amp = dtype == DType::BF16;
-  std::unique_ptr<Backend> be = make_backend({DeviceKind::Cuda, p, false});
-  Arena arena(be->memory());
-  Gemm g;
-  g.m = g.n = g.k = size;
-  g.lda = g.ldb = g.ldc = size;
-  const int64_t numel = int64_t(size) * size;
-  arena.build([&](Arena& a) {
-    be->layout_workspace(a, ModelShape{1, 2, 64, 1, 1, 64, 64, ModelConfig().vocab_size});
-    g.a = a.take(Category::Workspace, dtype, numel);
-    g.b = a.take(Category::Workspace, dtype, numel);
-    g.c = a.take(Category::Workspace, dtype, numel);
-  });
-  fill_uniform(*be, g.a, -1, 1, o.seed, 1, dtype == DType::BF16);
-  fill_uniform(*be, g.b, -1, 1, o.seed, 2, dtype == DType::BF16);
-  const CallTiming t = time_call(*be, [&] { be->matmul(g); }, o);
-  return 2.0 * size * double(size) * size / (t.ms.median * 1e-3) / 1e12;
-}
-
-KernelCeilings measure_ceilings(const KernelBenchOptions& o) {
+// The ceilings: cuBLAS products of 8192 x 8192 x 8192 in bf16 and in fp32 and a 1 GiB copy, each
+// on a v1 backend (train/ceilings.h measures them).
+KernelCeilings measure_ceilings() {
   KernelCeilings c;
-  c.gemm_bf16_tflops = gemm_tflops(DType::BF16, 8192, o);
-  c.gemm_fp32_tflops = gemm_tflops(DType::F32, 8192, o);
-#ifdef TT_HAVE_CUDA
-  c.copy_gbps = device_copy_gbps(size_t(1) << 30, o.warmup, o.repeats);
-#endif
+  for (const DType dtype : {DType::BF16, DType::F32}) {
+    Plan p = plan_for_version(1);
+    p.amp = dtype == DType::BF16;
+    std::unique_ptr<Backend> be = make_backend({DeviceKind::Cuda, p, 0, false});
+    (dtype == DType::BF16 ? c.gemm_bf16_tflops : c.gemm_fp32_tflops) = measured_product_rate(*be, dtype, dtype, 8192) / 1e12;
+    if (dtype == DType::F32) {
+      const size_t bytes = size_t(1) << 30;
+      c.copy_gbps = 2.0 * double(bytes) / (measured_copy_ms(*be, bytes) * 1e-3) / 1e9;
+    }
+  }
   c.l2_bytes = gpu_l2_bytes();
   return c;
 }
@@ -349,7 +335,7 @@ std::vector<KernelRow> run_kernel_bench(const KernelBenchOptions& o, std::ostrea
          "power or heat in most of them. Under a long compute-heavy load the GPU reaches its power limit, and a\n"
          "kernel can slow down before the reported clock does: more --warmup calls time a row there.\n"
       << std::flush;
-  const KernelCeilings ceilings = o.check ? KernelCeilings{} : measure_ceilings(o);
+  const KernelCeilings ceilings = o.check ? KernelCeilings{} : measure_ceilings();
   if (!o.check)
     log << fmt::format("Ceilings: bf16 GEMM {:.1f} TFLOP/s, fp32 GEMM {:.1f} TFLOP/s, device copy {:.0f} GB/s\n\n",
                        ceilings.gemm_bf16_tflops, ceilings.gemm_fp32_tflops, ceilings.copy_gbps)

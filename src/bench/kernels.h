@@ -81,10 +81,4 @@ std::vector<KernelRow> run_kernel_bench(const KernelBenchOptions& o, std::ostrea
 // The rows that did not run or, checked, did not match.
 int kernel_check_failures(const std::vector<KernelRow>& rows);
 
-// The device-to-device copy rate in GB/s, (read + write) bytes over the median time
-// (src/bench/copy_bandwidth.cpp, CUDA builds only).
-#ifdef TT_HAVE_CUDA
-double device_copy_gbps(size_t bytes, int warmup, int repeats);
-#endif
-
 }  // namespace tt

@@ -53,8 +53,9 @@ std::vector<uint8_t> matrix_values(DType dtype, int64_t numel) {
   return bytes;
 }
 
-// C = A B^T with n x n operands of `in`, C of `out`: FLOP/s.
-double product_rate(Backend& be, DType in, DType out, int n) {
+}  // namespace
+
+double measured_product_rate(Backend& be, DType in, DType out, int n) {
   Arena arena(be.memory());
   Gemm g;
   g.trans_b = true;
@@ -82,8 +83,7 @@ double product_rate(Backend& be, DType in, DType out, int n) {
   return 2.0 * double(n) * n * n / (ms * 1e-3);
 }
 
-// A device-to-device copy of `bytes`: milliseconds a call.
-double copy_ms(Backend& be, size_t bytes) {
+double measured_copy_ms(Backend& be, size_t bytes) {
   Arena arena(be.memory());
   Tensor src, dst;
   const int64_t numel = int64_t(bytes / 4);
@@ -96,8 +96,6 @@ double copy_ms(Backend& be, size_t bytes) {
   return median_ms(be, [&] { be.convert(dst, src); }, bytes < (size_t(64) << 20) ? 50 : 5);
 }
 
-}  // namespace
-
 void measure_ceilings(Ceilings& c, int gpu) {
   Plan plan = plan_for_version(1);
   plan.amp = c.precision == "bf16";
@@ -105,15 +103,15 @@ void measure_ceilings(Ceilings& c, int gpu) {
   std::unique_ptr<Backend> be = make_backend({DeviceKind::Cuda, plan, gpu, false});
   if (!be->is_cuda()) return;
   const DType act = be->act_dtype();
-  c.gemm = product_rate(*be, act, act, 8192);
-  c.fp8_gemm = product_rate(*be, DType::F8E4M3, DType::BF16, 8192);
+  c.gemm = measured_product_rate(*be, act, act, 8192);
+  c.fp8_gemm = measured_product_rate(*be, DType::F8E4M3, DType::BF16, 8192);
   const size_t hbm = size_t(256) << 20;
-  c.hbm_copy = 2.0 * double(hbm) / (copy_ms(*be, hbm) * 1e-3);
+  c.hbm_copy = 2.0 * double(hbm) / (measured_copy_ms(*be, hbm) * 1e-3);
   // L2-resident: a copy of a quarter of the L2 against one of an eighth, so that what each call
   // costs whatever its size (its launch, the gap between two) drops out of the rate. Where the
   // launches set both times, their difference tells nothing: not measured.
   const size_t l2 = std::max<size_t>(device_info(true).l2_bytes, size_t(16) << 20), big = l2 / 4, small = l2 / 8;
-  const double big_ms = copy_ms(*be, big), small_ms = copy_ms(*be, small);
+  const double big_ms = measured_copy_ms(*be, big), small_ms = measured_copy_ms(*be, small);
   if (big_ms - small_ms > 0.2 * small_ms) c.l2_copy = 2.0 * double(big - small) / ((big_ms - small_ms) * 1e-3);
 }
 

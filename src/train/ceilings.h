@@ -23,4 +23,11 @@ struct Ceilings {
 // "tf32" one with TF32 inputs).
 void measure_ceilings(Ceilings& c, int gpu);
 
+// The measurements behind it (and behind `tiny_llama kernels`' ceilings), on a CUDA backend:
+// C = A B^T with n x n operands of `in` into `out`, in FLOP/s (E4M3 operands at scale 1, with
+// fast accumulation); a device-to-device copy of `bytes`, in milliseconds a call. Each is the
+// median of five timings after three untimed calls.
+double measured_product_rate(Backend& be, DType in, DType out, int n);
+double measured_copy_ms(Backend& be, size_t bytes);
+
 }  // namespace tt
