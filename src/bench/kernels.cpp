@@ -179,17 +179,17 @@ void check_op(OpRig& rig, std::vector<KernelRow>& rows, const KernelRow& row) {
 // The ceilings: cuBLAS products of 8192 x 8192 x 8192 in bf16 and in fp32 and a 1 GiB copy, each
 // on a v1 backend (train/ceilings.h measures them).
 KernelCeilings measure_ceilings() {
-  KernelCeilings c;
-  for (const DType dtype : {DType::BF16, DType::F32}) {
+  auto v1_backend = [](bool amp) {
     Plan p = plan_for_version(1);
-    p.amp = dtype == DType::BF16;
-    std::unique_ptr<Backend> be = make_backend({DeviceKind::Cuda, p, 0, false});
-    (dtype == DType::BF16 ? c.gemm_bf16_tflops : c.gemm_fp32_tflops) = measured_product_rate(*be, dtype, dtype, 8192) / 1e12;
-    if (dtype == DType::F32) {
-      const size_t bytes = size_t(1) << 30;
-      c.copy_gbps = 2.0 * double(bytes) / (measured_copy_ms(*be, bytes) * 1e-3) / 1e9;
-    }
-  }
+    p.amp = amp;
+    return make_backend({DeviceKind::Cuda, p, 0, false});
+  };
+  KernelCeilings c;
+  c.gemm_bf16_tflops = measured_product_rate(*v1_backend(true), DType::BF16, DType::BF16, 8192) / 1e12;
+  const std::unique_ptr<Backend> fp32 = v1_backend(false);
+  c.gemm_fp32_tflops = measured_product_rate(*fp32, DType::F32, DType::F32, 8192) / 1e12;
+  const size_t bytes = size_t(1) << 30;
+  c.copy_gbps = 2.0 * double(bytes) / (measured_copy_ms(*fp32, bytes) * 1e-3) / 1e9;
   c.l2_bytes = gpu_l2_bytes();
   return c;
 }

@@ -52,8 +52,8 @@ std::map<std::string, double> Llama::family_bytes() const {
   // The quantizing passes: each input and gradient of an FP8 product that its producer did not
   // write in FP8, read once (twice with current scaling: its amax pass, booked to the same
   // family) and written a byte in each layout.
+  const double cast = (delayed ? a : 2 * a) + 2;  // a cast's bytes an element
   if (fp8) {
-    const double cast = (delayed ? a : 2 * a) + 2;
     double elements = (norm8 ? 0 : fed * N * C) + (att8 ? 0 : L * N * HD) + (swiglu8 ? 0 : L * N * F) +
                       (dres8 ? 0 : 2 * L * N * C) + (swiglu8 ? 0 : 2 * L * N * F) + (dqkv8 ? 0 : L * N * QKV);
     if (fp8_.head_on()) elements += N * C;
@@ -67,7 +67,7 @@ std::map<std::string, double> Llama::family_bytes() const {
   // the act-typed copy written in bf16 runs.
   if (fp8) {
     const double weights = L * (QKV * C + C * HD + 2 * F * C + C * F) + (fp8_.head_on() ? Vp * C : 0);
-    step["quantizing passes"] += (delayed ? a + 2 : 2 * a + 2) * weights;
+    step["quantizing passes"] += cast * weights;
   }
   const double updated = double(state_.adam_m().numel);
   step["AdamW"] = updated * (7 * master + (be_.act_dtype() != be_.master_dtype() ? a : 0));

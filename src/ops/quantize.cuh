@@ -10,8 +10,8 @@
 // chunk sits at column col + p c / kParts): SwiGLU's input gradient makes dgate's and dup's chunks
 // from one read of gate, up and dh. Its load takes float (&)[kParts][8]; the others', float (&)[8].
 //
-// Each block takes a 64 x 64 tile (of each part): 256 threads load 8 consecutive elements of a row each (two
-// rows apart by 32), convert them with the hardware's saturating round-to-nearest-even (the bytes
+// Each block takes a 64 x 64 tile (of each part): 256 threads load 8 consecutive elements of a
+// row each (two rows apart by 32), convert them with the hardware's saturating round-to-nearest-even (the bytes
 // of src/core/fp8.h), store the 8 bytes to the row-major output, and put them in shared memory,
 // from which each thread then gathers 16 bytes of one tile column: 16 consecutive bytes of a row
 // of the transpose. Making both layouts in the pass that reads x costs one byte more per element
@@ -90,9 +90,10 @@ __device__ __forceinline__ void store_transpose_run(uint8_t* qt, int64_t ld_t, b
 // SwiGLU's input-gradient sources spill a few bytes at this bound (ptxas: 30 and 8 bytes); both
 // measured faster with it all the same (62.0 against 66.8 us, 96.1 against 99.3 at gpt2-small).
 template <class Source, bool kRows, bool kCols>
-__global__ void __launch_bounds__(kQuantizeThreads, 8) quantize_kernel(Successor next, uint8_t* q, int64_t ld, uint8_t* qt, int64_t ld_t, bool wide_t,
-                                float* slot, Source src, int64_t r, int64_t c, bool current, const float* partials,
-                                __nv_fp8_interpretation_t format, float largest) {
+__global__ void __launch_bounds__(kQuantizeThreads, 8)
+    quantize_kernel(Successor next, uint8_t* q, int64_t ld, uint8_t* qt, int64_t ld_t, bool wide_t, float* slot,
+                    Source src, int64_t r, int64_t c, bool current, const float* partials,
+                    __nv_fp8_interpretation_t format, float largest) {
   __shared__ float scratch[32];
   __shared__ float block_scale;
   constexpr int kParts = SourceParts<Source>::value;

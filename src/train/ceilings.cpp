@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/arena.h"
+#include "core/rng.h"
 #include "ops/gemm.h"
 
 namespace tt {
@@ -32,15 +33,14 @@ double median_ms(Backend& be, F call, int calls) {
 // Host values for a matrix of `dtype`: uniform in [-1, 1) as bf16 or fp32, or E4M3 codes of
 // magnitude 2^-7 to 2^6 (never NaN).
 std::vector<uint8_t> matrix_values(DType dtype, int64_t numel) {
+  const CounterRng rng(0, kStreamTest);
   std::vector<uint8_t> bytes(size_t(numel) * dtype_size(dtype));
-  uint64_t s = 0x9E3779B97F4A7C15ull;
-  auto next = [&] { return s ^= s << 13, s ^= s >> 7, s ^= s << 17, s; };
   for (int64_t i = 0; i < numel; ++i) {
     if (dtype == DType::F8E4M3) {
-      bytes[size_t(i)] = uint8_t(next() % 0x68) | uint8_t(next() & 0x80);
+      bytes[size_t(i)] = uint8_t(rng.below(2 * uint64_t(i), 0x68)) | uint8_t(rng.bits(2 * uint64_t(i) + 1) & 0x80);
       continue;
     }
-    const float v = float(double(next() >> 11) / 0x1p53 * 2 - 1);
+    const float v = float(rng.uniform(uint64_t(i)) * 2 - 1);
     uint32_t bits;
     std::memcpy(&bits, &v, 4);
     if (dtype == DType::BF16) {

@@ -116,12 +116,9 @@ bool print_families(std::ostream& log, const TraceData& t, const StepWork& work,
   const bool fp8 = std::any_of(rows.begin(), rows.end(), [](const FamilyRow& r) { return r.family == "FP8 products"; });
   const bool fused_attention = has_fused_attention(t);
   const double steps = std::max(t.steps, 1);
-  double total_us = 0, copied = 0, copies_us = 0;
+  double total_us = 0, copied = 0;
   for (const FamilyRow& r : rows) total_us += r.total_us;
   for (const TraceRecord& r : t.records) copied += double(r.bytes) / steps;  // the copies' and fills' bytes
-  const std::vector<double> added = added_us(t);
-  for (size_t i = 0; i < t.records.size(); ++i)  // the memory copies, which the steps' accounts leave out
-    if (t.records[i].kind == TraceRecord::Memcpy) copies_us += added[i];
   log << "Kernel time by family (ms a step, every stream; work: FLOPs by the formula, bytes by the least each family\n"
          "moves, docs/profiling.md; the rate against the ceilings measured in this run, and the datasheet's):\n";
   if (c.gemm > 0)
@@ -171,16 +168,18 @@ bool print_families(std::ostream& log, const TraceData& t, const StepWork& work,
   // memory copies (paced by the host, outside the steps' accounts), less the time streams ran
   // side by side, plus the time none ran, plus the step's time before its first kernel and after
   // its last (the graph's launch, the batch's upload, the loss's read).
+  // The memory copies are what the rows hold beyond the accounts' kernel time.
   StepAccount mean;
   const std::vector<StepAccount> accounts = step_accounts(t);
   for (const StepAccount& a : accounts)
     mean.window_us += a.window_us / double(accounts.size()), mean.idle_us += a.idle_us / double(accounts.size()),
-        mean.concurrent_us += a.concurrent_us / double(accounts.size());
+        mean.concurrent_us += a.concurrent_us / double(accounts.size()),
+        mean.kernel_us += a.kernel_us / double(accounts.size());
   if (!accounts.empty() && measured_ms > 0)
     log << fmt::format("  the rows {:.3f} - memory copies {:.3f} - side by side {:.3f} + idle {:.3f} + outside the kernels "
                        "{:.3f} = {:.3f} ms, the profiled steps' mean as their events measured it\n",
-                       total_us / steps / 1e3, copies_us / steps / 1e3, mean.concurrent_us / 1e3, mean.idle_us / 1e3,
-                       measured_ms - mean.window_us / 1e3, measured_ms);
+                       total_us / steps / 1e3, (total_us / steps - mean.kernel_us) / 1e3, mean.concurrent_us / 1e3,
+                       mean.idle_us / 1e3, measured_ms - mean.window_us / 1e3, measured_ms);
   return within;
 }
 
@@ -377,7 +376,7 @@ void report_profile(std::ostream& log, const TrainOptions& o, TrainResult& r, co
   work.head_fp8 = r.head_fp8;
   work.bytes = r.family_bytes;
   Ceilings ceilings = r.ceilings;
-  ceilings.precision = precision, ceilings.peak = peak, ceilings.fp8_peak = fp8_peak;
+  ceilings.peak = peak, ceilings.fp8_peak = fp8_peak;
   double measured_ms = 0;
   for (double ms : step_ms) measured_ms += ms / double(step_ms.size());
   print_families(log, t, work, ceilings, measured_ms);
