@@ -71,6 +71,17 @@ __device__ __forceinline__ uint16_t fp8x2(float a, float b, float scale, __nv_fp
   return __nv_cvt_float2_to_fp8x2(make_float2(a * scale, b * scale), __NV_SATFINITE, format);
 }
 
+// Eight values (float or the act type) times `scale` as FP8 bytes, pair by pair as above.
+template <class T>
+__device__ __forceinline__ uint2 fp8_chunk(const T (&x)[kQuantizeChunk], float scale, __nv_fp8_interpretation_t format,
+                                           float& amax) {
+  uint2 bytes;
+  uint16_t* pairs = reinterpret_cast<uint16_t*>(&bytes);
+#pragma unroll
+  for (int k = 0; k < kQuantizeChunk; k += 2) pairs[k / 2] = fp8x2(to_float(x[k]), to_float(x[k + 1]), scale, format, amax);
+  return bytes;
+}
+
 // Rows i0 .. i0 + 15 of column j of a shared tile (rows `pitch` bytes apart) as 16 consecutive
 // bytes of the transpose's row gc, from its column gr (those below r).
 __device__ __forceinline__ void store_transpose_run(uint8_t* qt, int64_t ld_t, bool wide_t, const uint8_t* tile,
@@ -134,9 +145,7 @@ __global__ void __launch_bounds__(kQuantizeThreads, 8)
       load_parts(src, gr, gc, v);
 #pragma unroll
       for (int p = 0; p < kParts; ++p) {
-        uint16_t* pairs = reinterpret_cast<uint16_t*>(&bytes[p]);
-#pragma unroll
-        for (int k = 0; k < kQuantizeChunk; k += 2) pairs[k / 2] = fp8x2(v[p][k], v[p][k + 1], scale, format, amax);
+        bytes[p] = fp8_chunk(v[p], scale, format, amax);
         if (kRows) *reinterpret_cast<uint2*>(q + gr * ld + p * w + gc) = bytes[p];
       }
     }

@@ -271,17 +271,6 @@ __global__ void __launch_bounds__(kThreads, 4)
 // and saved 0.04 ms of an H200 step where 32 save 0.31: docs/versions/v5.md.)
 constexpr int kFp8NormRows = 32;
 
-// Eight bf16 values times `scale` as FP8 bytes (saturating, round to nearest even, as the
-// quantizing pass converts them); their largest |value| joins amax.
-__device__ __forceinline__ uint2 fp8_bytes(const Vec<bf16_t, 8>& x, float scale, __nv_fp8_interpretation_t format,
-                                           float& amax) {
-  uint2 bytes;
-  uint16_t* pairs = reinterpret_cast<uint16_t*>(&bytes);
-#pragma unroll
-  for (int k = 0; k < 8; k += 2) pairs[k / 2] = fp8x2(to_float(x.v[k]), to_float(x.v[k + 1]), scale, format, amax);
-  return bytes;
-}
-
 // Rows r0 .. r0 + kFp8NormRows - 1 normalized as rmsnorm_fused_forward_kernel<bf16_t, 8, false>
 // normalizes them (one warp a row, lane l summing vectors l, l + 32, ...: the same rstd, the same
 // bf16 values), then each value times the slot's scale into FP8: the row-major bytes (f8.rows, if
@@ -306,7 +295,7 @@ __global__ void __launch_bounds__(kThreads)
     const float r = rsqrtf(warp_sum(sq) / c + eps);
     if (lane == 0) rstd[row] = r;
     for (int v = lane; v < nv; v += 32) {
-      const uint2 bytes = fp8_bytes(scaled(V::load(xr + v * 8), r, V::load(w + v * 8)), scale, f8.format, amax);
+      const uint2 bytes = fp8_chunk(scaled(V::load(xr + v * 8), r, V::load(w + v * 8)).v, scale, f8.format, amax);
       if (f8.rows) *reinterpret_cast<uint2*>(f8.rows + row * f8.ld + v * 8) = bytes;
       *reinterpret_cast<uint2*>(tile + i * pitch + v * 8) = bytes;
     }
@@ -415,7 +404,7 @@ __global__ void __launch_bounds__(kThreads, 3)
       const V out = kAddDx ? added(V::load(dxr + v * kVec), d) : d;
       out.store(dxr + v * kVec);
       if constexpr (kFp8) {
-        const uint2 bytes = fp8_bytes(out, scale, f8.format, amax);
+        const uint2 bytes = fp8_chunk(out.v, scale, f8.format, amax);
         *reinterpret_cast<uint2*>(f8.rows + row * f8.ld + v * 8) = bytes;
         uint32_t* at = reinterpret_cast<uint32_t*>(tile + (row - begin) * pitch + v * 8);  // 4-byte aligned
         at[0] = bytes.x;
