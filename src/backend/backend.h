@@ -245,6 +245,10 @@ struct DeviceInfo {
   int memory_clock_mhz = 0;
   int multiprocessors = 0;
   size_t l2_bytes = 0;          // the GPU's L2 cache
+  // What one SM holds at once (GPU): threads, registers, blocks, shared memory, and the shared
+  // memory the runtime keeps for each block.
+  int sm_threads = 0, sm_registers = 0, sm_blocks = 0;
+  size_t sm_shared_bytes = 0, block_reserved_shared_bytes = 0;
   std::string driver, runtime;  // CUDA versions, "12.8"
   size_t memory_total = 0, memory_free = 0;
 };

@@ -58,6 +58,11 @@ DeviceInfo device_info(bool cuda) {
       d.name = p.name;
       d.multiprocessors = p.multiProcessorCount;
       d.l2_bytes = size_t(p.l2CacheSize);
+      d.sm_threads = p.maxThreadsPerMultiProcessor;
+      d.sm_registers = p.regsPerMultiprocessor;
+      d.sm_blocks = p.maxBlocksPerMultiProcessor;
+      d.sm_shared_bytes = p.sharedMemPerMultiprocessor;
+      d.block_reserved_shared_bytes = p.reservedSharedMemPerBlock;
     }
     if (cudaDeviceGetAttribute(&v, cudaDevAttrClockRate, gpu) == cudaSuccess) d.sm_clock_mhz = v / 1000;
     if (cudaDeviceGetAttribute(&v, cudaDevAttrMemoryClockRate, gpu) == cudaSuccess) d.memory_clock_mhz = v / 1000;

@@ -1,6 +1,8 @@
 #include "trace/trace.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <fmt/format.h>
 #include <map>
 #include <numeric>
@@ -84,6 +86,38 @@ std::vector<StepAccount> step_accounts(const TraceData& t) {
     a.optimizer_alone_us = double(measure(optimizer) - overlap(optimizer, rest)) / 1e3;
   }
   return steps;
+}
+
+int resident_blocks(const TraceRecord& r, const SmLimits& sm) {
+  const int64_t threads = int64_t(r.block[0]) * r.block[1] * r.block[2];
+  const int64_t warps = std::max<int64_t>(1, (threads + 31) / 32);
+  int64_t blocks = sm.blocks > 0 ? sm.blocks : INT64_MAX;
+  if (sm.threads > 0) blocks = std::min(blocks, sm.threads / 32 / warps);
+  const int64_t warp_registers = (int64_t(r.registers) * 32 + 255) / 256 * 256;
+  if (sm.registers > 0 && warp_registers > 0) blocks = std::min(blocks, sm.registers / warp_registers / warps);
+  const int64_t shared = int64_t(r.static_smem) + r.dynamic_smem + sm.reserved_shared_bytes;
+  if (sm.shared_bytes > 0 && shared > 0) blocks = std::min(blocks, sm.shared_bytes / shared);
+  return int(std::clamp<int64_t>(blocks, 1, INT32_MAX));
+}
+
+double waves(const TraceRecord& r, const SmLimits& sm) {
+  const double blocks = double(r.grid[0]) * r.grid[1] * r.grid[2];
+  return blocks / (double(std::max(sm.sms, 1)) * resident_blocks(r, sm));
+}
+
+WaveAccount wave_account(const TraceData& t, const SmLimits& sm) {
+  const std::vector<double> added = added_us(t);
+  WaveAccount a;
+  for (size_t i = 0; i < t.records.size(); ++i) {
+    const TraceRecord& r = t.records[i];
+    if (r.kind != TraceRecord::Kernel) continue;
+    const double w = waves(r, sm), us = added[i];
+    (w < 1 ? a.under_one_us : w < 2 ? a.one_to_two_us : a.two_or_more_us) += us;
+    if (w > 0) a.partial_wave_idle_us += us * (1 - w / std::ceil(w));
+  }
+  const double steps = std::max(t.steps, 1);
+  for (double* x : {&a.under_one_us, &a.one_to_two_us, &a.two_or_more_us, &a.partial_wave_idle_us}) *x /= steps;
+  return a;
 }
 
 std::vector<HotspotRow> hotspots(const TraceData& t) {

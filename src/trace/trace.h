@@ -91,6 +91,28 @@ struct StepAccount {
 };
 std::vector<StepAccount> step_accounts(const TraceData& t);
 
+// What bounds the blocks of one kernel an SM holds at once: the GPU's SMs and, per SM, its
+// threads, registers, shared memory and blocks, and the shared memory the runtime keeps per block.
+struct SmLimits {
+  int sms = 0, threads = 0, registers = 0, blocks = 0;
+  int64_t shared_bytes = 0, reserved_shared_bytes = 0;
+};
+// The blocks of kernel r one SM holds at once, by its threads (whole warps), registers (256 a
+// warp at a time, as the hardware allocates them) and shared memory (its static and dynamic bytes
+// and the runtime's); at least 1.
+int resident_blocks(const TraceRecord& r, const SmLimits& sm);
+// Its waves: its blocks over the blocks the whole GPU holds at once. A kernel of 0.5 waves leaves
+// half the SMs idle; one of 1.25 runs a full wave and then a quarter of one.
+double waves(const TraceRecord& r, const SmLimits& sm);
+// The kernels' time a profiled step (added_us, the mean over the steps) by their waves: under
+// one, one to two, two or more; and the time a partial last wave leaves SMs idle, if a kernel's
+// blocks all take the same time: each kernel's time x (1 - waves / the waves rounded up). Kernels
+// of other streams may fill those SMs: this is what each kernel leaves, not what the GPU lost.
+struct WaveAccount {
+  double under_one_us = 0, one_to_two_us = 0, two_or_more_us = 0, partial_wave_idle_us = 0;
+};
+WaveAccount wave_account(const TraceData& t, const SmLimits& sm);
+
 // Chrome trace-event JSON (opens in Perfetto and chrome://tracing): the records on a "GPU"
 // track, the named ranges on a second track, each range spanning its records; ranges of one
 // step nest, since their records run in sequence on one stream.

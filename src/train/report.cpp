@@ -110,6 +110,18 @@ void print_profile(std::ostream& log, const TraceData& t, const std::vector<Hots
                        hot[i].calls, hot[i].mean_us, hot[i].name.substr(0, 90));
 }
 
+void print_waves(std::ostream& log, const TraceData& t, const SmLimits& sm) {
+  if (sm.sms <= 0) return;
+  const WaveAccount w = wave_account(t, sm);
+  const double total = w.under_one_us + w.one_to_two_us + w.two_or_more_us;
+  log << fmt::format("Waves (a kernel's blocks over what the {} SMs hold at once, docs/profiling.md), kernel time a step:\n",
+                     sm.sms);
+  log << fmt::format("  under one wave {:.3f} ms, one to two {:.3f}, two or more {:.3f}; what partial last waves leave "
+                     "idle: {:.3f} ms of the {:.3f} ({:.1f}%)\n",
+                     w.under_one_us / 1e3, w.one_to_two_us / 1e3, w.two_or_more_us / 1e3, w.partial_wave_idle_us / 1e3,
+                     total / 1e3, total > 0 ? 100 * w.partial_wave_idle_us / total : 0.0);
+}
+
 bool print_families(std::ostream& log, const TraceData& t, const StepWork& work, const Ceilings& c,
                     double measured_ms) {
   const std::vector<FamilyRow> rows = kernel_families(t);
@@ -370,6 +382,7 @@ void report_profile(std::ostream& log, const TrainOptions& o, TrainResult& r, co
   for (size_t i = r.steps.size() - std::min(r.steps.size(), size_t(t.steps)); i < r.steps.size(); ++i)
     step_ms.push_back(r.steps[i].step_ms);
   print_profile(log, t, hot, step_ms);
+  print_waves(log, t, r.sm);
   const std::string precision = precision_name(o.backend.plan);
   const double peak = peak_flops(device, precision), fp8_peak = peak_flops(device, "fp8");
   StepWork work = step_work(o.model, o.step_sequences(1), o.seq_len);

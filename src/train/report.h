@@ -23,6 +23,9 @@ void print_summary(std::ostream& log, const TrainOptions& o, const TrainResult& 
 // kernels.
 void print_profile(std::ostream& log, const TraceData& t, const std::vector<HotspotRow>& hot,
                    const std::vector<double>& step_ms);
+// The kernels' time a profiled step by their waves, and what partial last waves leave idle
+// (wave_account); nothing without the GPU's limits (sm.sms 0).
+void print_waves(std::ostream& log, const TraceData& t, const SmLimits& sm);
 // The family table of a --profile run: each family's kernel time a step (all streams), its share,
 // its work (`work`: FLOPs for the products and attention, as the FP8 products the layers' where
 // the trace has FP8 products and the head's where it ran in FP8, attention its own where it ran

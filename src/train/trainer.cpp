@@ -303,6 +303,9 @@ TrainingRun::TrainingRun(const TrainOptions& o, std::ostream& out)
   if (c_.wants_profile && c_.world.rank == 0 && c_.on_gpu) {  // the ceilings first: the trace sees none of it
     r_.ceilings.precision = precision_name(o.backend.plan);
     measure_ceilings(r_.ceilings, backend_options.gpu);
+    const DeviceInfo d = device_info(true);
+    r_.sm = {d.multiprocessors, d.sm_threads, d.sm_registers, d.sm_blocks, int64_t(d.sm_shared_bytes),
+             int64_t(d.block_reserved_shared_bytes)};
   }
   if (c_.wants_profile && c_.world.rank == 0) trace_ = KernelTrace::create();  // before the first step: graphs are seen
   const DType reduce = comm_->size() == 1 || o.reduce_dtype != "bf16" ? DType::F32 : DType::BF16;

@@ -11,6 +11,7 @@
 #include "backend/backend.h"
 #include "model/config.h"
 #include "model/params.h"
+#include "trace/trace.h"
 #include "train/ceilings.h"
 #include "train/schedule.h"
 
@@ -106,6 +107,7 @@ struct TrainResult {
   // the GPU's ceilings, measured before the model is built.
   std::map<std::string, double> family_bytes;
   Ceilings ceilings;
+  SmLimits sm;  // --profile on a GPU: what its SMs hold, for the kernels' waves
   int stopped_by = 0;  // the signal (SIGINT, SIGTERM) that stopped the run early, or 0
   int world_size = 1;  // processes of the data-parallel run (tokens/s and FLOPs are theirs together)
 };

@@ -64,6 +64,61 @@ TEST(Profile, RegionsAndSteps) {
   }
 }
 
+// An H100's SM: 2048 threads, 65536 registers, 32 blocks, 228 KB of shared memory, 1 KB kept per
+// block; 132 of them.
+const SmLimits kHopper{132, 2048, 65536, 32, 233472, 1024};
+
+TraceRecord kernel_of(int blocks, int threads, int registers, int shared_bytes) {
+  TraceRecord r;
+  r.grid[0] = blocks, r.grid[1] = r.grid[2] = 1;
+  r.block[0] = threads, r.block[1] = r.block[2] = 1;
+  r.registers = registers, r.dynamic_smem = shared_bytes;
+  return r;
+}
+
+// The blocks an SM holds are bound by its threads, registers or shared memory, whichever binds
+// first, and the waves count how many times the kernel's blocks fill the GPU.
+TEST(Profile, WavesCountTheBlocksAgainstWhatTheSmsHold) {
+  EXPECT_EQ(resident_blocks(kernel_of(1, 256, 32, 0), kHopper), 8);        // threads: 2048 / 256
+  EXPECT_EQ(resident_blocks(kernel_of(1, 256, 64, 0), kHopper), 4);        // registers: 65536 / (64 x 256)
+  EXPECT_EQ(resident_blocks(kernel_of(1, 256, 33, 0), kHopper), 6);        // 33 a thread: 1280 a warp, 51 warps
+  EXPECT_EQ(resident_blocks(kernel_of(1, 384, 168, 200000), kHopper), 1);  // cuBLAS-like: shared memory
+  EXPECT_EQ(resident_blocks(kernel_of(1, 32, 16, 0), kHopper), 32);        // the blocks' own limit
+  EXPECT_DOUBLE_EQ(waves(kernel_of(128, 384, 168, 200000), kHopper), 128.0 / 132);
+  EXPECT_DOUBLE_EQ(waves(kernel_of(1584, 256, 32, 0), kHopper), 1.5);      // 1584 / (132 x 8)
+}
+
+// The kernel time of two steps by waves, and what the partial last waves leave idle: a kernel of
+// half a wave leaves half its time; of 1.5 waves, a quarter (1.5 of 2 rounds); of 3, nothing.
+TEST(Profile, WaveAccountSplitsTheTimeAndTheIdleSms) {
+  TraceData t;
+  t.steps = 2;
+  uint64_t now = 0;
+  for (int step = 0; step < 2; ++step)
+    for (const TraceRecord& k : {kernel_of(66, 256, 32, 0), kernel_of(1584, 256, 32, 0), kernel_of(3168, 256, 32, 0)}) {
+      TraceRecord r = k;
+      r.step = step, r.start_ns = now, r.end_ns = now + 8000, now += 10000;
+      t.records.push_back(r);
+    }
+  TraceRecord copy;  // not a kernel: no waves
+  copy.kind = TraceRecord::Memcpy, copy.start_ns = now, copy.end_ns = now + 5000;
+  t.records.push_back(copy);
+  const WaveAccount w = wave_account(t, kHopper);
+  EXPECT_DOUBLE_EQ(w.under_one_us, 8.0);  // 66 / (132 x 8) = 1/16 of a wave
+  EXPECT_DOUBLE_EQ(w.one_to_two_us, 8.0);
+  EXPECT_DOUBLE_EQ(w.two_or_more_us, 8.0);
+  EXPECT_DOUBLE_EQ(w.partial_wave_idle_us, 8.0 * 15 / 16 + 8.0 / 4);
+  std::ostringstream log;
+  print_waves(log, t, kHopper);
+  EXPECT_NE(log.str().find("under one wave 0.008 ms, one to two 0.008, two or more 0.008; what partial last waves leave "
+                           "idle: 0.009 ms of the 0.024 (39.6%)"),
+            std::string::npos)
+      << log.str();
+  std::ostringstream none;
+  print_waves(none, t, SmLimits{});
+  EXPECT_TRUE(none.str().empty());
+}
+
 // Under programmatic launch a kernel starts while the one before it runs and waits for it:
 // only the part past the end of the work before it counts, so the per-kernel times add up to
 // the busy time instead of counting the overlap twice.
