@@ -120,7 +120,7 @@ WaveAccount wave_account(const TraceData& t, const SmLimits& sm) {
   return a;
 }
 
-std::vector<HotspotRow> hotspots(const TraceData& t) {
+std::vector<HotspotRow> hotspots(const TraceData& t, const SmLimits& sm) {
   const std::vector<double> added = added_us(t);
   std::map<std::string, HotspotRow> by_name;
   double total = 0;
@@ -133,11 +133,13 @@ std::vector<HotspotRow> hotspots(const TraceData& t) {
     h.total_us += us;
     h.min_us = std::min(h.min_us, us);
     h.max_us = std::max(h.max_us, us);
+    if (sm.sms > 0 && r.kind == TraceRecord::Kernel) h.waves += waves(r, sm);  // summed here, the mean below
     total += us;
   }
   std::vector<HotspotRow> rows;
   for (auto& [name, h] : by_name) {
     h.mean_us = h.total_us / double(h.calls);
+    h.waves /= double(h.calls);
     h.share = total > 0 ? h.total_us / total : 0;
     rows.push_back(h);
   }

@@ -40,13 +40,28 @@ struct TraceData {
 // rate. Every per-kernel and per-region time below is this one.
 std::vector<double> added_us(const TraceData& t);
 
+// What bounds the blocks of one kernel an SM holds at once: the GPU's SMs and, per SM, its
+// threads, registers, shared memory and blocks, and the shared memory the runtime keeps per block.
+struct SmLimits {
+  int sms = 0, threads = 0, registers = 0, blocks = 0;
+  int64_t shared_bytes = 0, reserved_shared_bytes = 0;
+};
+// The blocks of kernel r one SM holds at once, by its threads (whole warps), registers (256 a
+// warp at a time, as the hardware allocates them) and shared memory (its static and dynamic bytes
+// and the runtime's); at least 1.
+int resident_blocks(const TraceRecord& r, const SmLimits& sm);
+// Its waves: its blocks over the blocks the whole GPU holds at once. A kernel of 0.5 waves leaves
+// half the SMs idle; one of 1.25 runs a full wave and then a quarter of one.
+double waves(const TraceRecord& r, const SmLimits& sm);
 struct HotspotRow {
   std::string name;
   int64_t calls = 0;
   double total_us = 0, mean_us = 0, min_us = 0, max_us = 0, share = 0;  // share of GPU time
+  double waves = 0;  // a kernel's, the mean over its calls (0: memory operations, or no SM limits)
 };
-// Per kernel (and memory operation) name, sorted by total time, largest first.
-std::vector<HotspotRow> hotspots(const TraceData& t);
+// Per kernel (and memory operation) name, sorted by total time, largest first; the waves with
+// the GPU's limits `sm`, where given.
+std::vector<HotspotRow> hotspots(const TraceData& t, const SmLimits& sm = {});
 
 struct RegionRow {
   std::string path;
@@ -91,19 +106,6 @@ struct StepAccount {
 };
 std::vector<StepAccount> step_accounts(const TraceData& t);
 
-// What bounds the blocks of one kernel an SM holds at once: the GPU's SMs and, per SM, its
-// threads, registers, shared memory and blocks, and the shared memory the runtime keeps per block.
-struct SmLimits {
-  int sms = 0, threads = 0, registers = 0, blocks = 0;
-  int64_t shared_bytes = 0, reserved_shared_bytes = 0;
-};
-// The blocks of kernel r one SM holds at once, by its threads (whole warps), registers (256 a
-// warp at a time, as the hardware allocates them) and shared memory (its static and dynamic bytes
-// and the runtime's); at least 1.
-int resident_blocks(const TraceRecord& r, const SmLimits& sm);
-// Its waves: its blocks over the blocks the whole GPU holds at once. A kernel of 0.5 waves leaves
-// half the SMs idle; one of 1.25 runs a full wave and then a quarter of one.
-double waves(const TraceRecord& r, const SmLimits& sm);
 // The kernels' time a profiled step (added_us, the mean over the steps) by their waves: under
 // one, one to two, two or more; and the time a partial last wave leaves SMs idle, if a kernel's
 // blocks all take the same time: each kernel's time x (1 - waves / the waves rounded up). Kernels

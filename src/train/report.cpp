@@ -103,11 +103,14 @@ void print_profile(std::ostream& log, const TraceData& t, const std::vector<Hots
     if (i < step_ms.size()) log << fmt::format("; measured {:.3f}", step_ms[i]);
     log << "\n";
   }
+  const bool waves = std::any_of(hot.begin(), hot.end(), [](const HotspotRow& h) { return h.waves > 0; });
   log << "Top 10 kernels by GPU time:\n";
-  log << fmt::format("  {:>6} {:>10} {:>7} {:>9}  {}\n", "share", "total ms", "calls", "mean us", "kernel");
+  log << fmt::format("  {:>6} {:>10} {:>7} {:>9}{}  {}\n", "share", "total ms", "calls", "mean us",
+                     waves ? fmt::format("{:>7}", "waves") : "", "kernel");
   for (size_t i = 0; i < hot.size() && i < 10; ++i)
-    log << fmt::format("  {:>5.1f}% {:>10.3f} {:>7} {:>9.2f}  {}\n", 100 * hot[i].share, hot[i].total_us / 1e3,
-                       hot[i].calls, hot[i].mean_us, hot[i].name.substr(0, 90));
+    log << fmt::format("  {:>5.1f}% {:>10.3f} {:>7} {:>9.2f}{}  {}\n", 100 * hot[i].share, hot[i].total_us / 1e3,
+                       hot[i].calls, hot[i].mean_us, waves ? fmt::format("{:>7.2f}", hot[i].waves) : "",
+                       hot[i].name.substr(0, 90));
 }
 
 void print_waves(std::ostream& log, const TraceData& t, const SmLimits& sm) {
@@ -369,7 +372,7 @@ void print_header(std::ostream& log, const HeaderFacts& h) {
 void report_profile(std::ostream& log, const TrainOptions& o, TrainResult& r, const TraceData& t,
                     const std::string& device) {
   r.launches_per_step = launches_per_step(t);
-  const std::vector<HotspotRow> hot = hotspots(t);
+  const std::vector<HotspotRow> hot = hotspots(t, r.sm);
   const std::vector<RegionRow> regions = region_times(t);
   if (!o.profile_dir.empty()) {
     const std::filesystem::path dir(o.profile_dir);

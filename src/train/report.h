@@ -20,7 +20,7 @@ std::string step_line(const TrainOptions& o, const StepRecord& s, const MemoryRe
 void print_summary(std::ostream& log, const TrainOptions& o, const TrainResult& r);
 // The end of a --profile run: launches per step, where each profiled step's time went (the
 // rows of step_accounts against `step_ms`, the steps as their events measured them), the top-10
-// kernels.
+// kernels (with their waves where `hot` has them).
 void print_profile(std::ostream& log, const TraceData& t, const std::vector<HotspotRow>& hot,
                    const std::vector<double>& step_ms);
 // The kernels' time a profiled step by their waves, and what partial last waves leave idle

@@ -97,17 +97,22 @@ TEST(Profile, WaveAccountSplitsTheTimeAndTheIdleSms) {
   for (int step = 0; step < 2; ++step)
     for (const TraceRecord& k : {kernel_of(66, 256, 32, 0), kernel_of(1584, 256, 32, 0), kernel_of(3168, 256, 32, 0)}) {
       TraceRecord r = k;
-      r.step = step, r.start_ns = now, r.end_ns = now + 8000, now += 10000;
+      r.name = "k", r.step = step, r.start_ns = now, r.end_ns = now + 8000, now += 10000;
       t.records.push_back(r);
     }
   TraceRecord copy;  // not a kernel: no waves
-  copy.kind = TraceRecord::Memcpy, copy.start_ns = now, copy.end_ns = now + 5000;
+  copy.kind = TraceRecord::Memcpy, copy.name = "copy", copy.start_ns = now, copy.end_ns = now + 5000;
   t.records.push_back(copy);
   const WaveAccount w = wave_account(t, kHopper);
   EXPECT_DOUBLE_EQ(w.under_one_us, 8.0);  // 66 / (132 x 8) = 1/16 of a wave
   EXPECT_DOUBLE_EQ(w.one_to_two_us, 8.0);
   EXPECT_DOUBLE_EQ(w.two_or_more_us, 8.0);
   EXPECT_DOUBLE_EQ(w.partial_wave_idle_us, 8.0 * 15 / 16 + 8.0 / 4);
+  const std::vector<HotspotRow> rows = hotspots(t, kHopper);  // one name: the mean of its calls' waves
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_DOUBLE_EQ(rows[0].waves, (1.0 / 16 + 1.5 + 3.0) / 3);
+  EXPECT_DOUBLE_EQ(rows[1].waves, 0.0) << "a copy has none";
+  EXPECT_DOUBLE_EQ(hotspots(t)[0].waves, 0.0) << "without the limits";
   std::ostringstream log;
   print_waves(log, t, kHopper);
   EXPECT_NE(log.str().find("under one wave 0.008 ms, one to two 0.008, two or more 0.008; what partial last waves leave "
