@@ -18,12 +18,8 @@
 // 100 KB; the device copy ran 2984 GB/s): the forward over 16384 rows 2242 GB/s with one block
 // of 1024 threads per SM, 3000 GB/s with two of 512; the fused kernel over 8192 rows 2191 GB/s
 // and 2576 GB/s (with the streaming stores; 2412 without). Smaller blocks, more of them, read
-// the forward a little faster (3055 GB/s at four of 256) and slowed the fused kernel (1951 GB/s):
-// the rows waiting for their second pass no longer fit in L2. So the passes without a gradient
-// (the loss alone) take blocks of at most 256, four an SM: on an H200 at gpt2-small, v5's head
-// (this loss pass over 16384 rows, then the FP8 gradient pass) 1.788 -> 1.708 ms a step
-// (`tiny_llama kernels --ops cross_entropy`); Nsight Compute had the pass with two blocks of 512
-// at 49% occupancy, 62 registers, DRAM 46% of peak.
+// the forward no faster (3055 GB/s at four of 256) and slowed the fused kernel (1951 GB/s): the
+// rows waiting for their second pass no longer fit in L2.
 //
 // Version 5's head in FP8 (fp8-head) needs the gradient in both layouts, and a row per block
 // cannot write the transpose's tiles. So the loss pass keeps each row's log-sum-exp, and
@@ -63,7 +59,7 @@ __device__ __forceinline__ MaxSum block_combine(MaxSum a, MaxSum* scratch) {
   return warp_combine(lane < warps ? scratch[lane] : MaxSum{});
 }
 
-constexpr int kMaxThreads = 512, kLossThreads = 256;  // a block's most: with the gradient, and without
+constexpr int kMaxThreads = 512;
 
 // One element of the gradient, scale * (softmax - onehot), from its logit x and the row's
 // log-sum-exp in base 2, rounded to T: one expression for the kernel below and the FP8 pass, with
@@ -133,9 +129,9 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   }
 }
 
-// Enough threads for kUnroll vectors each, within one block of at most `most`.
-int threads_for(int64_t nvec, int most) {
-  return int(std::min<int64_t>(most, std::max<int64_t>(32, (nvec / kUnroll + 31) / 32 * 32)));
+// Enough threads for kUnroll vectors each, within one block of at most kMaxThreads.
+int threads_for(int64_t nvec) {
+  return int(std::min<int64_t>(kMaxThreads, std::max<int64_t>(32, (nvec / kUnroll + 31) / 32 * 32)));
 }
 
 template <bool kLoss, bool kGrad>
@@ -147,8 +143,7 @@ void launch_cross_entropy(const char* name, const Tensor& losses, const Tensor& 
   TT_DISPATCH_ACT(logits.dtype, {
     with_vec_width<T>(fits_vec16<T>(ld, {logits.ptr, dlogits.ptr}), [&](auto width) {
       constexpr int kN = decltype(width)::value;
-      const int threads = threads_for(ld / kN, kGrad ? kMaxThreads : kLossThreads);
-      launch(name, cross_entropy_kernel<T, kN, kLoss, kGrad>, unsigned(n), threads, 0, s,
+      launch(name, cross_entropy_kernel<T, kN, kLoss, kGrad>, unsigned(n), threads_for(ld / kN), 0, s,
              kLoss ? losses.data<float>() : nullptr, lse2s, static_cast<T*>(dlogits.ptr),
              static_cast<const T*>(logits.ptr), targets.data<int32_t>(), v, ld, scale);
     });

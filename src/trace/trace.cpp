@@ -94,8 +94,9 @@ int resident_blocks(const TraceRecord& r, const SmLimits& sm) {
   int64_t blocks = sm.blocks > 0 ? sm.blocks : INT64_MAX;
   if (sm.threads > 0) blocks = std::min(blocks, sm.threads / 32 / warps);
   const int64_t warp_registers = (int64_t(r.registers) * 32 + 255) / 256 * 256;
-  if (sm.registers > 0 && warp_registers > 0) blocks = std::min(blocks, sm.registers / warp_registers / warps);
-  const int64_t shared = int64_t(r.static_smem) + r.dynamic_smem + sm.reserved_shared_bytes;
+  if (sm.registers > 0 && warp_registers > 0)  // each of the SM's four partitions holds whole warps' registers
+    blocks = std::min(blocks, sm.registers / 4 / warp_registers * 4 / warps);
+  const int64_t shared = (int64_t(r.static_smem) + r.dynamic_smem + sm.reserved_shared_bytes + 127) / 128 * 128;
   if (sm.shared_bytes > 0 && shared > 0) blocks = std::min(blocks, sm.shared_bytes / shared);
   return int(std::clamp<int64_t>(blocks, 1, INT32_MAX));
 }

@@ -47,17 +47,21 @@ struct SmLimits {
   int64_t shared_bytes = 0, reserved_shared_bytes = 0;
 };
 // The blocks of kernel r one SM holds at once, by its threads (whole warps), registers (256 a
-// warp at a time, as the hardware allocates them) and shared memory (its static and dynamic bytes
-// and the runtime's); at least 1.
+// warp at a time, in each of the SM's four partitions, as the hardware allocates them) and shared
+// memory (its static and dynamic bytes and the runtime's, in 128-byte units, at the largest
+// carve-out); at least 1. Thread-block clusters, which may hold fewer, are not modelled.
 int resident_blocks(const TraceRecord& r, const SmLimits& sm);
-// Its waves: its blocks over the blocks the whole GPU holds at once. A kernel of 0.5 waves leaves
-// half the SMs idle; one of 1.25 runs a full wave and then a quarter of one.
+// Its waves: its blocks over the block slots of the whole GPU (SMs x resident_blocks). The GPU
+// spreads a kernel's blocks over the SMs before it stacks them, so a kernel of 0.5 waves with 4
+// slots an SM runs 2 blocks on each SM (half the warps that could hide its latency), and only a
+// kernel of fewer blocks than SMs leaves SMs with nothing; one of 1.25 waves fills every slot, then
+// a quarter of them.
 double waves(const TraceRecord& r, const SmLimits& sm);
 struct HotspotRow {
   std::string name;
   int64_t calls = 0;
   double total_us = 0, mean_us = 0, min_us = 0, max_us = 0, share = 0;  // share of GPU time
-  double waves = 0;  // a kernel's, the mean over its calls (0: memory operations, or no SM limits)
+  double waves = 0;  // a kernel's, the plain mean over its calls (0: memory operations, or no SM limits)
 };
 // Per kernel (and memory operation) name, sorted by total time, largest first; the waves with
 // the GPU's limits `sm`, where given.
@@ -107,9 +111,10 @@ struct StepAccount {
 std::vector<StepAccount> step_accounts(const TraceData& t);
 
 // The kernels' time a profiled step (added_us, the mean over the steps) by their waves: under
-// one, one to two, two or more; and the time a partial last wave leaves SMs idle, if a kernel's
-// blocks all take the same time: each kernel's time x (1 - waves / the waves rounded up). Kernels
-// of other streams may fill those SMs: this is what each kernel leaves, not what the GPU lost.
+// one, one to two, two or more; and the block slots a partial last wave leaves empty, as time, if
+// a kernel's blocks all take the same time: each kernel's time x (1 - waves / the waves rounded
+// up). Empty slots are fewer warps on an SM, not always an idle SM (see waves), and kernels of
+// other streams may fill them: this is what each kernel leaves, not what the GPU lost.
 struct WaveAccount {
   double under_one_us = 0, one_to_two_us = 0, two_or_more_us = 0, partial_wave_idle_us = 0;
 };

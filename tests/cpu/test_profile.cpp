@@ -84,6 +84,8 @@ TEST(Profile, WavesCountTheBlocksAgainstWhatTheSmsHold) {
   EXPECT_EQ(resident_blocks(kernel_of(1, 256, 33, 0), kHopper), 6);        // 33 a thread: 1280 a warp, 51 warps
   EXPECT_EQ(resident_blocks(kernel_of(1, 384, 168, 200000), kHopper), 1);  // cuBLAS-like: shared memory
   EXPECT_EQ(resident_blocks(kernel_of(1, 32, 16, 0), kHopper), 32);        // the blocks' own limit
+  EXPECT_EQ(resident_blocks(kernel_of(1, 96, 40, 0), kHopper), 16);        // 12 warps in each of 4 partitions: 48 / 3
+  EXPECT_EQ(resident_blocks(kernel_of(1, 128, 16, 45576), kHopper), 4);    // 46600 bytes with the runtime's, 46720 in 128s
   EXPECT_DOUBLE_EQ(waves(kernel_of(128, 384, 168, 200000), kHopper), 128.0 / 132);
   EXPECT_DOUBLE_EQ(waves(kernel_of(1584, 256, 32, 0), kHopper), 1.5);      // 1584 / (132 x 8)
 }
