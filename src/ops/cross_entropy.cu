@@ -18,8 +18,14 @@
 // 100 KB; the device copy ran 2984 GB/s): the forward over 16384 rows 2242 GB/s with one block
 // of 1024 threads per SM, 3000 GB/s with two of 512; the fused kernel over 8192 rows 2191 GB/s
 // and 2576 GB/s (with the streaming stores; 2412 without). Smaller blocks, more of them, read
-// the forward no faster (3055 GB/s at four of 256) and slowed the fused kernel (1951 GB/s): the
-// rows waiting for their second pass no longer fit in L2.
+// the forward a little faster (3055 GB/s at four of 256) and slowed the fused kernel (1951 GB/s):
+// the rows waiting for their second pass no longer fit in L2. So the passes without a gradient
+// (the loss alone) take blocks of 256, four an SM, each thread holding two of the 512 lanes a
+// row's sum is made in (kLanes): the same order of additions as the blocks of 512 that write the
+// gradient, so the same bits. On an H200 at gpt2-small, v5's head (this loss pass over 16384
+// rows, then the FP8 gradient pass) took 1.743 against 1.799 ms in blocks of 512 (64 registers,
+// no spills; docs/experiments.md); Nsight Compute had the pass in blocks of 512 at 49% occupancy
+// (62 registers) and 46% of DRAM's peak.
 //
 // Version 5's head in FP8 (fp8-head) needs the gradient in both layouts, and a row per block
 // cannot write the transpose's tiles. So the loss pass keeps each row's log-sum-exp, and
@@ -50,16 +56,22 @@ __device__ __forceinline__ MaxSum warp_combine(MaxSum a) {
     a = combine(a, MaxSum{__shfl_xor_sync(0xffffffffu, a.m, o), __shfl_xor_sync(0xffffffffu, a.s, o)});
   return a;
 }
-// Over the block; every thread gets the result, combined in an order fixed by the launch shape.
-__device__ __forceinline__ MaxSum block_combine(MaxSum a, MaxSum* scratch) {
+// Over the block's lanes, kLanes a thread (thread t holds lanes t, t + blockDim.x, ...; with more
+// than one, blockDim.x is whole warps); every thread gets the result, combined in an order fixed
+// by the number of lanes alone: lanes 32 w .. 32 w + 31 make the w-th sum, then those in order.
+template <int kLanes>
+__device__ __forceinline__ MaxSum block_combine(const MaxSum (&a)[kLanes], MaxSum* scratch) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = (blockDim.x + 31) / 32;
-  a = warp_combine(a);
-  if (lane == 0) scratch[warp] = a;
+#pragma unroll
+  for (int j = 0; j < kLanes; ++j) {
+    const MaxSum w = warp_combine(a[j]);
+    if (lane == 0) scratch[warp + j * warps] = w;
+  }
   __syncthreads();
-  return warp_combine(lane < warps ? scratch[lane] : MaxSum{});
+  return warp_combine(lane < warps * kLanes ? scratch[lane] : MaxSum{});
 }
 
-constexpr int kMaxThreads = 512;
+constexpr int kMaxThreads = 512, kLossThreads = 256;  // a block's most: with the gradient, and without
 
 // One element of the gradient, scale * (softmax - onehot), from its logit x and the row's
 // log-sum-exp in base 2, rounded to T: one expression for the kernel below and the FP8 pass, with
@@ -70,40 +82,44 @@ __device__ __forceinline__ T softmax_gradient(float x, float lse2, bool target, 
   return from_float<T>(__fmul_rn(scale, target ? __fsub_rn(p, 1.0f) : p));
 }
 
-template <class T, int kN, bool kLoss, bool kGrad>
+template <class T, int kN, bool kLoss, bool kGrad, int kLanes = 1>
 __global__ void __launch_bounds__(kMaxThreads, 2)
     cross_entropy_kernel(Successor next, float* losses, float* lse2s, T* dlogits, const T* logits,
                          const int32_t* targets, int v, int64_t ld, float scale) {
+  static_assert(kLanes == 1 || !kGrad, "the gradient pass takes a lane a thread");
   await_previous_kernel(next);
   __shared__ MaxSum scratch[32];
   const T* row = logits + int64_t(blockIdx.x) * ld;
   const int target = targets[blockIdx.x];
   const float target_logit = kLoss && threadIdx.x == 0 ? to_float(row[target]) : 0.0f;
-  const int nvec = int(ld / kN), stride = int(blockDim.x);
+  const int nvec = int(ld / kN), stride = int(blockDim.x), lanes = stride * kLanes;
 
-  MaxSum acc;
-  for (int base = threadIdx.x; base < nvec; base += stride * kUnroll) {
-    Vec<T, kN> x[kUnroll];
+  MaxSum acc[kLanes];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
-      if (base + u * stride < nvec) x[u] = Vec<T, kN>::load(row + (base + u * stride) * kN);
+  for (int j = 0; j < kLanes; ++j) {
+    for (int base = threadIdx.x + j * stride; base < nvec; base += lanes * kUnroll) {
+      Vec<T, kN> x[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int col0 = (base + u * stride) * kN;
-      if (col0 >= v) break;  // the rest of this thread's vectors are padding or past the row
-      float y[kN], local = -INFINITY;
+      for (int u = 0; u < kUnroll; ++u)
+        if (base + u * lanes < nvec) x[u] = Vec<T, kN>::load(row + (base + u * lanes) * kN);
 #pragma unroll
-      for (int k = 0; k < kN; ++k) {
-        y[k] = col0 + k < v ? to_float(x[u].v[k]) * kLog2e : -INFINITY;
-        local = fmaxf(local, y[k]);
+      for (int u = 0; u < kUnroll; ++u) {
+        const int col0 = (base + u * lanes) * kN;
+        if (col0 >= v) break;  // the rest of this lane's vectors are padding or past the row
+        float y[kN], local = -INFINITY;
+#pragma unroll
+        for (int k = 0; k < kN; ++k) {
+          y[k] = col0 + k < v ? to_float(x[u].v[k]) * kLog2e : -INFINITY;
+          local = fmaxf(local, y[k]);
+        }
+        if (local > acc[j].m) acc[j].s *= exp2f(acc[j].m - local), acc[j].m = local;
+#pragma unroll
+        for (int k = 0; k < kN; ++k) acc[j].s += exp2f(y[k] - acc[j].m);
       }
-      if (local > acc.m) acc.s *= exp2f(acc.m - local), acc.m = local;
-#pragma unroll
-      for (int k = 0; k < kN; ++k) acc.s += exp2f(y[k] - acc.m);
     }
   }
-  acc = block_combine(acc, scratch);
-  const float lse2 = acc.m + log2f(acc.s);  // log-sum-exp in base 2
+  const MaxSum all = block_combine(acc, scratch);
+  const float lse2 = all.m + log2f(all.s);  // log-sum-exp in base 2
   if (kLoss && threadIdx.x == 0) losses[blockIdx.x] = (lse2 - target_logit * kLog2e) * kLn2;
   if (lse2s && threadIdx.x == 0) lse2s[blockIdx.x] = lse2;
   if (!kGrad) return;
@@ -143,9 +159,14 @@ void launch_cross_entropy(const char* name, const Tensor& losses, const Tensor& 
   TT_DISPATCH_ACT(logits.dtype, {
     with_vec_width<T>(fits_vec16<T>(ld, {logits.ptr, dlogits.ptr}), [&](auto width) {
       constexpr int kN = decltype(width)::value;
-      launch(name, cross_entropy_kernel<T, kN, kLoss, kGrad>, unsigned(n), threads_for(ld / kN), 0, s,
-             kLoss ? losses.data<float>() : nullptr, lse2s, static_cast<T*>(dlogits.ptr),
-             static_cast<const T*>(logits.ptr), targets.data<int32_t>(), v, ld, scale);
+      const int lanes = threads_for(ld / kN);  // as the passes that write the gradient take them
+      auto run = [&](auto kernel, int threads) {
+        launch(name, kernel, unsigned(n), threads, 0, s, kLoss ? losses.data<float>() : nullptr, lse2s,
+               static_cast<T*>(dlogits.ptr), static_cast<const T*>(logits.ptr), targets.data<int32_t>(), v, ld, scale);
+      };
+      if constexpr (!kGrad)
+        if (lanes > kLossThreads && lanes % 64 == 0) return run(cross_entropy_kernel<T, kN, kLoss, kGrad, 2>, lanes / 2);
+      run(cross_entropy_kernel<T, kN, kLoss, kGrad>, lanes);
     });
   });
 }
