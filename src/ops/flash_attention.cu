@@ -293,10 +293,11 @@ struct ColumnSplit {
 
 // ---- forward, bf16 ------------------------------------------------------------------------
 
-template <int D, int kWG, bool kFp8>
+template <int D, int kWG, bool kFp8, bool kRope>
 __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads)
     flash_forward_kernel(Successor next, bf16_t* att, float* lse, const bf16_t* qkv, const float* rope, AttnShape s,
                          float scale_log2, Fp8Out f8) {
+  if constexpr (!kRope) rope = nullptr;  // (with_rope)
   await_previous_kernel(next);
   using C = Tiles<D, kWG>;
   constexpr int kRows = C::kRows, kKeys = C::kKeys;
@@ -476,11 +477,12 @@ __device__ __forceinline__ float row_delta(const bf16_t* att, const bf16_t* datt
 // dQ = scale * dS K for one (query tile, batch, head), or one chunk of its key tiles
 // (ColumnSplit). The tile's delta = rowsum(dO * O) is computed here, each row by the four
 // threads that hold it, and written out by the column's first chunk for the dK/dV kernel.
-template <int D, int kWG>
+template <int D, int kWG, bool kRope>
 __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads)
     flash_backward_dq_kernel(Successor next, bf16_t* dqkv, float* partial, float* delta, const bf16_t* datt,
                              const bf16_t* att, const bf16_t* qkv, const float* rope, const float* lse, AttnShape s,
                              ColumnSplit split, float scale, float scale_log2) {
+  if constexpr (!kRope) rope = nullptr;  // (with_rope)
   await_previous_kernel(next);
   using C = Tiles<D, kWG>;
   constexpr int kRows = C::kRows, kKeys = C::kKeys;
@@ -615,11 +617,12 @@ __device__ __forceinline__ void add_in_turn(float* out, int64_t ld, int rows, co
 // per thread, which the launch bounds ask of D <= 64, three blocks fit an SM.)
 // kFusedDq (the fused backward, one chunk a column): dQ's sums too, into dq_acc, taking turns
 // on turns[] (see the top of the file).
-template <int D, bool kFusedDq>
+template <int D, bool kFusedDq, bool kRope>
 __global__ void __launch_bounds__(Tiles<D, 1>::kThreads, D <= 64 ? 3 : 1)
     flash_backward_dkdv_kernel(Successor next, bf16_t* dqkv, float* partial, float* dq_acc, int* turns,
                                const bf16_t* datt, const bf16_t* qkv, const float* rope, const float* lse,
                                const float* delta, AttnShape s, ColumnSplit split, float scale, float scale_log2) {
+  if constexpr (!kRope) rope = nullptr;  // (with_rope)
   await_previous_kernel(next);
   using C = Tiles<D, 1>;
   constexpr int kKeys = C::kRows, kRows = dkdv_queries(D);
@@ -859,6 +862,16 @@ void with_warpgroups(int rows, int heads, F&& f) {
   f(std::integral_constant<int, 1>{});
 }
 
+// rope-in-attention's kernels are instances of their own (kRope): the rotation's code holds
+// registers even in a kernel that never runs it. With it, the dQ kernel (D 64, two warpgroups)
+// took 170 registers instead of 124, one block per SM instead of two, and the forward of one
+// warpgroup 146 instead of 128. The splits of the columns come from the kernels without it.
+template <class F>
+void with_rope(const float* rope, F&& f) {
+  if (rope) return f(std::true_type{});
+  f(std::false_type{});
+}
+
 // Blocks of `kernel` the whole GPU runs at once (registers and shared memory permitting).
 template <class Kernel>
 int resident_blocks(Kernel kernel, int threads, size_t smem) {
@@ -910,7 +923,7 @@ ColumnSplit dkdv_split(const AttnShape& s) {
   split.tiles = blocks_of(s.T, split.query_rows);
   split.group = s.H / s.KVH;
   return with_chunks(split, int64_t(s.B) * s.KVH,
-                     resident_blocks(flash_backward_dkdv_kernel<D, kFusedDq>, kWarpgroup, dkdv_smem<D, kFusedDq>()));
+                     resident_blocks(flash_backward_dkdv_kernel<D, kFusedDq, false>, kWarpgroup, dkdv_smem<D, kFusedDq>()));
 }
 
 }  // namespace
@@ -939,7 +952,7 @@ ColumnSplit dq_split(const AttnShape& s) {
   split.mats = 1;
   split.tiles = blocks_of(s.T, kTileKeys);
   return with_chunks(split, int64_t(s.B) * s.H,
-                     resident_blocks(flash_backward_dq_kernel<D, kWG>, Tiles<D, kWG>::kThreads, dq_smem<D, kWG>()));
+                     resident_blocks(flash_backward_dq_kernel<D, kWG, false>, Tiles<D, kWG>::kThreads, dq_smem<D, kWG>()));
 }
 
 }  // namespace
@@ -999,10 +1012,13 @@ void flash_attention_forward(const Tensor& att, const Tensor& lse, const Tensor&
                          smem, st, static_cast<bf16_t*>(att.ptr), lse.data<float>(),
                          static_cast<const bf16_t*>(qkv.ptr), rope, s, scale_log2, f8);
         };
-        if (fp8)
-          run(flash_forward_kernel<D, kWG, true>);
-        else
-          run(flash_forward_kernel<D, kWG, false>);
+        with_rope(rope, [&](auto with) {
+          constexpr bool kRope = decltype(with)::value;
+          if (fp8)
+            run(flash_forward_kernel<D, kWG, true, kRope>);
+          else
+            run(flash_forward_kernel<D, kWG, false, kRope>);
+        });
       });
     } else {
       TT_CHECK(qkv.dtype == DType::F32, "flash attention: fp32 or bf16 only");
@@ -1034,38 +1050,45 @@ void flash_attention_backward(const Tensor& dqkv, const Tensor& datt, const Tens
         launch_plainly("flash_backward_split_sum_kernel", flash_backward_split_sum_kernel<D>,
                        blocks_for(elements / 4, 256), 256, 0, st, dq, partial, s, split, heads, col0, scale);
       };
-      if constexpr (dkdv_queries(D) == 64) {
-        if (fused) {
-          float* dq_acc = delta + delta_numel(s);
-          int* turns = reinterpret_cast<int*>(dq_acc + dq_acc_numel(s));
-          const int64_t threads = std::max(4 * int64_t(s.B) * s.T * s.H, turn_count(s));
-          launch_plainly("flash_backward_delta_kernel", flash_backward_delta_kernel<D>, blocks_for(threads, 256), 256,
-                         0, st, delta, turns, turn_count(s), g, o, s);
-          const ColumnSplit split = dkdv_split<D, true>(s);  // also allows the kernel its shared memory
-          launch_plainly("flash_backward_dkdv_kernel", flash_backward_dkdv_kernel<D, true>,
-                         column_grid(s.B * s.KVH, split.columns), kWarpgroup, dkdv_smem<D, true>(), st, dq, nullptr,
-                         dq_acc, turns, g, x, rope, lse.data<float>(), delta, s, split, scale, scale_log2);
-          launch_plainly("flash_backward_dq_store_kernel", flash_backward_dq_store_kernel<D>,
-                         blocks_for(dq_acc_numel(s) / 2, 256), 256, 0, st, dq, dq_acc, rope, s, scale);
-          return;
+      // The tensor-core kernels: their shared memory allowed (the splits allow only the kernels
+      // without rope-in-attention's rotation), then launched.
+      auto run = [&](const char* name, auto kernel, dim3 grid, int threads, size_t smem, auto... args) {
+        allow_smem(kernel, smem);
+        launch_plainly(name, kernel, grid, threads, smem, st, args...);
+      };
+      with_rope(rope, [&](auto with) {
+        constexpr bool kRope = decltype(with)::value;
+        if constexpr (dkdv_queries(D) == 64) {
+          if (fused) {
+            float* dq_acc = delta + delta_numel(s);
+            int* turns = reinterpret_cast<int*>(dq_acc + dq_acc_numel(s));
+            const int64_t threads = std::max(4 * int64_t(s.B) * s.T * s.H, turn_count(s));
+            launch_plainly("flash_backward_delta_kernel", flash_backward_delta_kernel<D>, blocks_for(threads, 256), 256,
+                           0, st, delta, turns, turn_count(s), g, o, s);
+            const ColumnSplit split = dkdv_split<D, true>(s);
+            run("flash_backward_dkdv_kernel", flash_backward_dkdv_kernel<D, true, kRope>,
+                column_grid(s.B * s.KVH, split.columns), kWarpgroup, dkdv_smem<D, true>(), dq, nullptr, dq_acc, turns,
+                g, x, rope, lse.data<float>(), delta, s, split, scale, scale_log2);
+            launch_plainly("flash_backward_dq_store_kernel", flash_backward_dq_store_kernel<D>,
+                           blocks_for(dq_acc_numel(s) / 2, 256), 256, 0, st, dq, dq_acc, rope, s, scale);
+            return;
+          }
         }
-      }
-      with_warpgroups(s.T, s.B * s.H, [&](auto warpgroups) {
-        constexpr int kWG = decltype(warpgroups)::value;
-        const ColumnSplit split = dq_split<D, kWG>(s);  // also allows the kernel its shared memory
-        launch_plainly("flash_backward_dq_kernel", flash_backward_dq_kernel<D, kWG>,
-                       column_grid(s.B * s.H, split.columns * split.slots), Tiles<D, kWG>::kThreads, dq_smem<D, kWG>(),
-                       st, dq, partial, delta, g, o, x, rope, lse.data<float>(), s, split, scale, scale_log2);
-        if (split.slots > 1) sum_split(split, s.H, 0);
-      });
-      {
-        const ColumnSplit split = dkdv_split<D>(s);  // also allows the kernel its shared memory
-        const dim3 grid = column_grid(s.B * s.KVH, split.columns * split.slots);
-        launch_plainly("flash_backward_dkdv_kernel", flash_backward_dkdv_kernel<D, false>, grid, kWarpgroup,
-                       dkdv_smem<D, false>(), st, dq, partial, nullptr, nullptr, g, x, rope, lse.data<float>(), delta,
-                       s, split, scale, scale_log2);
+        with_warpgroups(s.T, s.B * s.H, [&](auto warpgroups) {
+          constexpr int kWG = decltype(warpgroups)::value;
+          const ColumnSplit split = dq_split<D, kWG>(s);
+          run("flash_backward_dq_kernel", flash_backward_dq_kernel<D, kWG, kRope>,
+              column_grid(s.B * s.H, split.columns * split.slots), Tiles<D, kWG>::kThreads, dq_smem<D, kWG>(), dq,
+              partial, delta, g, o, x, rope, lse.data<float>(), s, split, scale, scale_log2);
+          if (split.slots > 1) sum_split(split, s.H, 0);
+        });
+        const ColumnSplit split = dkdv_split<D>(s);
+        run("flash_backward_dkdv_kernel", flash_backward_dkdv_kernel<D, false, kRope>,
+            column_grid(s.B * s.KVH, split.columns * split.slots), kWarpgroup, dkdv_smem<D, false>(), dq, partial,
+            static_cast<float*>(nullptr), static_cast<int*>(nullptr), g, x, rope, lse.data<float>(), delta, s, split,
+            scale, scale_log2);
         if (split.slots > 1) sum_split(split, s.KVH, s.H);
-      }
+      });
     } else {
       TT_CHECK(qkv.dtype == DType::F32, "flash attention: fp32 or bf16 only");
       flash_attention_backward_fp32(dqkv, delta, datt, qkv, att, lse, s, scale, scale_log2, st);
