@@ -23,6 +23,8 @@ const std::vector<PlanSwitch>& plan_switches() {
        "the output head, softmax, loss and the logits' gradient in chunks of tokens, one pass over the logits"},
       {"fused-adamw", &Plan::fused_adamw, 4, "one AdamW kernel over all parameters"},
       {"gemm-epilogues", &Plan::gemm_epilogues, 4, "bias-free epilogues fused into the GEMMs"},
+      {"products-without-workspace", &Plan::products_without_workspace, 4,
+       "cuBLAS and cuBLASLt without a workspace: no split sums through it, so no 4-byte memset before a product"},
       // Measured slower than the RoPE kernel before the attention (docs/versions/v4.md): each key
       // tile is rotated again by every query block that reads it. Opt-in.
       {"rope-in-attention", &Plan::rope_in_attention, 4,

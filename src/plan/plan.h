@@ -38,6 +38,9 @@ struct Plan {
   bool fused_adamw = false;
   bool gemm_epilogues = false;
   bool rope_in_attention = false;  // RoPE applied by our flash attention as it loads Q and K (opt-in)
+  // cuBLAS and cuBLASLt given no workspace: no products that split their sums through it, and so
+  // no 4-byte memset before each (a node of the graph between two kernels).
+  bool products_without_workspace = false;
   // Version 5: the layers' matrix products in FP8 (bf16 activations only, --use-amp).
   bool fp8 = false;                 // where the shape pays (Llama::uses_fp8), else bf16 as v4
   bool fp8_delayed_scaling = false;  // scales from the amax history, not this step's amax
