@@ -71,6 +71,7 @@ void Fp8State::layout(Arena& a) {
   const int64_t widest = std::max({QKV, 2 * F, C});
   grad_rows_ = a.take(Category::Workspace, G, N_ * widest);
   grad_cols_ = a.take(Category::Workspace, G, N_ * widest);
+  hidden_grad_cols_ = a.take(Category::Workspace, G, N_ * C);
   if (!head_on()) return;
   // xf's rows in the shared buffer (the layers' products are done when the head runs).
   head_.x = {rows.slice(0, N_ * C), a.take(Category::Workspace, E4, N_ * C), C, N_, head_slot(kXf)};
@@ -118,7 +119,9 @@ Fp8Matrix Fp8State::gradient(int l, Proj p) const {
   if (!on()) return {};
   const Slot slots[] = {kDqkv, kDo, kDgateup, kDdown};
   const int64_t c = width(p);
-  return {grad_rows_.slice(0, N_ * c), grad_cols_.slice(0, N_ * c), c, N_, slot(l, slots[int(p)])};
+  const bool hidden_wide = p == Proj::Out || p == Proj::Down;
+  return {grad_rows_.slice(0, N_ * c), hidden_wide ? hidden_grad_cols_ : grad_cols_.slice(0, N_ * c), c, N_,
+          slot(l, slots[int(p)])};
 }
 
 Fp8Scaling Fp8State::scaling() const {

@@ -122,6 +122,9 @@ class Fp8State {
   } head_;
   Tensor head_lse_;  // the cross-entropy pass's scratch (each row's log-sum-exp)
   Tensor grad_rows_, grad_cols_;  // the gradient entering a product, [N, widest] and its transpose
+  // Out's and Down's transposes apart: Down's weight gradient runs after SwiGLU's backward has
+  // written GateUp's gradient (Llama::backward_ffn).
+  Tensor hidden_grad_cols_;
   Tensor slots_;                  // [layers, kSlots, kFp8SlotFloats]
 };
 

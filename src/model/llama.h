@@ -245,6 +245,8 @@ class Llama {
   void project(int l, Proj p, const Tensor& out, const Tensor& x, const Tensor& w, bool x_cast = false);
   void project_backward(int l, Proj p, const Tensor& dx, const Tensor& dw, const Tensor& dout, const Tensor& x,
                         const Tensor& w, bool dout_cast = false);
+  void project_input_gradient(int l, Proj p, const Tensor& dx, const Tensor& dout, const Tensor& w, bool dout_cast);
+  void project_weight_gradient(int l, Proj p, const Tensor& dw, const Tensor& dout, const Tensor& x);
   // A layer's output product (p: Out or Down) and the residual add after it, with the RMSNorm next.
   void output_and_residual(int l, Proj p, const Tensor& sum, const Tensor& residual, const Tensor& x, const Tensor& w,
                            const NormNext& next, bool x_cast = false);

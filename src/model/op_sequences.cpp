@@ -104,19 +104,25 @@ Gemm linear_product(const Tensor& out, int64_t ld_out, const Tensor& x, const Te
   return linear_gemm(out, ld_out, x, in_f, w, n, in_f, out_f);
 }
 
+void linear_input_gradient(Backend& be, const Tensor& dx, float beta_dx, const Tensor& dout, int64_t ld_dout,
+                           const Tensor& w, int n, int in_f, int out_f, const Fp8Operands& f8, const Fp8Matrix& dout8) {
+  if (f8.empty()) return be.matmul(linear_dx_gemm(dx, in_f, dout, ld_dout, w, n, in_f, out_f, beta_dx));
+  be.matmul(fp8_linear_dx_gemm(dx, in_f, dout8, f8.w, n, in_f, out_f, beta_dx));
+}
+
+void linear_weight_gradient(Backend& be, const Tensor& dw, float beta_dw, const Tensor& dout, int64_t ld_dout,
+                            const Tensor& x, int n, int in_f, int out_f, const Fp8Operands& f8, const Fp8Matrix& dout8) {
+  Gemm g = f8.empty() ? linear_dw_gemm(dw, dout, ld_dout, x, in_f, n, in_f, out_f)
+                      : fp8_linear_dw_gemm(dw, dout8, f8.x, n, in_f, out_f);
+  g.beta = beta_dw;
+  be.matmul(g);
+}
+
 void linear_backward(Backend& be, const Tensor& dx, float beta_dx, const Tensor& dw, float beta_dw, const Tensor& dout,
                      int64_t ld_dout, const Tensor& x, const Tensor& w, int n, int in_f, int out_f,
                      const Fp8Operands& f8, const Fp8Matrix& dout8) {
-  Gemm g;
-  if (f8.empty()) {
-    be.matmul(linear_dx_gemm(dx, in_f, dout, ld_dout, w, n, in_f, out_f, beta_dx));
-    g = linear_dw_gemm(dw, dout, ld_dout, x, in_f, n, in_f, out_f);
-  } else {
-    be.matmul(fp8_linear_dx_gemm(dx, in_f, dout8, f8.w, n, in_f, out_f, beta_dx));
-    g = fp8_linear_dw_gemm(dw, dout8, f8.x, n, in_f, out_f);
-  }
-  g.beta = beta_dw;
-  be.matmul(g);
+  linear_input_gradient(be, dx, beta_dx, dout, ld_dout, w, n, in_f, out_f, f8, dout8);
+  linear_weight_gradient(be, dw, beta_dw, dout, ld_dout, x, n, in_f, out_f, f8, dout8);
 }
 
 }  // namespace tt

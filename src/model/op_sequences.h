@@ -81,7 +81,13 @@ void ffn_swiglu_backward(Backend& be, const Tensor& dgateup, const Fp8Matrix& dg
 Gemm linear_product(const Tensor& out, int64_t ld_out, const Tensor& x, const Tensor& w, int n, int in_f, int out_f,
                     const Fp8Operands& f8);
 // Its backward: dx = dout w (beta_dx 0 writes, 1 adds), then dw = dout^T x (beta_dw likewise); in
-// FP8 with f8 and dout's FP8 form dout8.
+// FP8 with f8 and dout's FP8 form dout8. Each half alone where the two are apart.
+void linear_input_gradient(Backend& be, const Tensor& dx, float beta_dx, const Tensor& dout, int64_t ld_dout,
+                           const Tensor& w, int n, int in_f, int out_f, const Fp8Operands& f8 = {},
+                           const Fp8Matrix& dout8 = {});
+void linear_weight_gradient(Backend& be, const Tensor& dw, float beta_dw, const Tensor& dout, int64_t ld_dout,
+                            const Tensor& x, int n, int in_f, int out_f, const Fp8Operands& f8 = {},
+                            const Fp8Matrix& dout8 = {});
 void linear_backward(Backend& be, const Tensor& dx, float beta_dx, const Tensor& dw, float beta_dw, const Tensor& dout,
                      int64_t ld_dout, const Tensor& x, const Tensor& w, int n, int in_f, int out_f,
                      const Fp8Operands& f8 = {}, const Fp8Matrix& dout8 = {});
