@@ -10,7 +10,9 @@ computation kernel ran too (hidden), and the part during which none did (exposed
 waits for it). With --one-gpu, the trace of the same training on one GPU: the backward pass's
 own kernels (not NCCL's, not the optimizer's behind it) take longer beside the reductions, since
 they share the SMs and the memory bandwidth with NCCL's kernels; it prints their kernel time per
-step on one GPU and here."""
+step on one GPU and here, and the kernels that grew most (each kernel of the backward against the
+same one in the one-GPU trace, summed by region and name): a product sized to one wave of every SM
+needs a second wave when a reduction holds some of them."""
 import gzip
 import json
 import sys
@@ -45,12 +47,39 @@ def read(path):
     steps = len({e["args"]["step"] for e in events if e.get("tid") == 2 and "step" in e.get("args", {})}) or 1
     comm = merged([(e["ts"], e["ts"] + e["dur"]) for e in kernels if e["name"].lower().startswith("nccl")])
     compute = merged([(e["ts"], e["ts"] + e["dur"]) for e in kernels if not e["name"].lower().startswith("nccl")])
-    backward_time = sum(e["dur"] for e in kernels if backward_own(e))
-    return steps, comm, compute, backward_time
+    backward = [e for e in kernels if backward_own(e)]
+    return steps, comm, compute, backward
+
+
+def per_step(kernels):
+    """The kernels of each step in the order they started."""
+    by_step = {}
+    for e in sorted(kernels, key=lambda e: e["ts"]):
+        by_step.setdefault(e["args"].get("step", 0), []).append(e)
+    return list(by_step.values())
+
+
+def grown(backward, backward1, top=6):
+    """Added time a step per (region, kernel name) of the backward against one GPU's; whether the
+    steps ran the same kernels in the same order is said, since only then is it kernel for kernel."""
+    here, there = per_step(backward), per_step(backward1)
+    names = [[e["name"] for e in s] for s in here + there]
+    added, calls = {}, {}
+    for steps, sign in ((here, 1), (there, -1)):
+        for s in steps:
+            for e in s:
+                key = (e["args"].get("region", "").split("/")[-1], e["name"][:60])
+                added[key] = added.get(key, 0.0) + sign * e["dur"] / len(steps)
+                if sign > 0:
+                    calls[key] = calls.get(key, 0) + 1
+    same = "the same kernels in the same order" if all(n == names[0] for n in names) else "different kernels"
+    print(f"the kernels that grew most, per step (both traces ran {same}):")
+    for key, us in sorted(added.items(), key=lambda kv: -kv[1])[:top]:
+        print(f"  {us:+7.0f} us  {calls.get(key, 0) // len(here):3d} calls  {key[0]:16s} {key[1]}")
 
 
 def main(path, one_gpu=None):
-    steps, comm, compute, backward_time = read(path)
+    steps, comm, compute, backward = read(path)
     total = sum(b - a for a, b in comm)
     hidden = sum(covered(a, b, compute) for a, b in comm)
     busy = sum(b - a for a, b in merged(comm + compute))
@@ -58,10 +87,12 @@ def main(path, one_gpu=None):
           f"({100 * hidden / max(total, 1e-9):.0f}%) ran beside computation kernels and {(total - hidden) / steps:.0f} us "
           f"was exposed; GPU busy {busy / steps:.0f} us")
     if one_gpu:
-        steps1, _, _, backward_time1 = read(one_gpu)
-        here, there = backward_time / steps, backward_time1 / steps1
+        steps1, _, _, backward1 = read(one_gpu)
+        here = sum(e["dur"] for e in backward) / steps
+        there = sum(e["dur"] for e in backward1) / steps1
         print(f"the backward pass's own kernels: {there:.0f} us per step on one GPU, {here:.0f} us beside the "
               f"reductions ({here - there:+.0f} us, {100 * (here - there) / there:+.1f}%)")
+        grown(backward, backward1)
 
 
 if __name__ == "__main__":
