@@ -3,6 +3,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
@@ -24,6 +26,23 @@ std::string shell_quote(const std::string& s) {
   return q + "'";
 }
 
+// The i-th GPU this process sees, as a child's CUDA_VISIBLE_DEVICES: the i-th entry of ours where
+// it is set (a list of indices or UUIDs), else i.
+std::string visible_gpu(int i) {
+  const char* env = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (!env || !*env) return std::to_string(i);
+  std::vector<std::string> ids(1);
+  for (const char* c = env; *c; ++c)
+    if (*c == ',')
+      ids.emplace_back();
+    else
+      ids.back().push_back(*c);
+  if (i >= int(ids.size()))
+    usage_fail(fmt::format("bench --nproc-per-node: CUDA_VISIBLE_DEVICES={} names {} GPU(s), fewer than the processes",
+                           env, ids.size()));
+  return ids[size_t(i)];
+}
+
 }  // namespace
 
 int run_scaling_bench(int nproc, const std::vector<std::string>& train_args, std::ostream& out) {
@@ -43,15 +62,33 @@ int run_scaling_bench(int nproc, const std::vector<std::string>& train_args, std
     }
   }
   if (!json_path.empty()) check_writable(json_path, "--json");
+  bool cpu = false;  // CPU ranks: no GPU to choose
+  for (size_t i = 0; i < args.size(); ++i)
+    cpu = cpu || args[i] == "--device=cpu" || (args[i] == "--device" && i + 1 < args.size() && args[i + 1] == "cpu");
+  std::vector<std::string> gpu_of(static_cast<size_t>(nproc));
+  for (int g = 0; g < nproc && !cpu; ++g) gpu_of[size_t(g)] = "CUDA_VISIBLE_DEVICES=" + shell_quote(visible_gpu(g)) + " ";
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("tt_scaling_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
+  struct Removed {  // the runs' files go however the bench ends
+    std::filesystem::path dir;
+    ~Removed() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } removed{dir};
   struct Run {
     std::string name;
     int ranks, zero;
     double tokens_per_sec = 0, step_ms = 0;
   };
-  std::vector<Run> runs = {{"1 GPU", 1, 0}};
+  // The baseline is one GPU's training on each of the nproc GPUs, all at once: under the same load
+  // as the many-GPU runs (power, cooling, the host), and with each chip's own speed. A
+  // synchronous job runs at its slowest GPU's pace, so the efficiency is given against both the
+  // GPUs' sum and the slowest.
+  std::vector<Run> alone;
+  for (int g = 0; g < nproc; ++g) alone.push_back({fmt::format("1 GPU (GPU {})", g), 1, 0});
+  std::vector<Run> runs;
   for (int n = 2; n <= nproc; n = n * 2 > nproc && n < nproc ? nproc : n * 2) {  // 2, 4, 8, ... and nproc
     runs.push_back({fmt::format("{} GPUs, all-reduce (--zero 0)", n), n, 0});
     runs.push_back({fmt::format("{} GPUs, ZeRO-1 (--zero 1)", n), n, 1});
@@ -59,38 +96,66 @@ int run_scaling_bench(int nproc, const std::vector<std::string>& train_args, std
   std::string command = shell_quote(self_path()) + " train";
   for (const std::string& a : args) command += " " + shell_quote(a);
   out << "Scaling over " << nproc << " GPUs of this node: " << command << "\n";
-  for (Run& run : runs) {
-    const std::string json = (dir / ("run" + std::to_string(&run - runs.data()) + ".json")).string();
-    const std::string log = (dir / "run.log").string();
-    const std::string cmd = command + (run.ranks > 1 ? fmt::format(" --nproc-per-node {} --zero {}", run.ranks, run.zero) : "") +
-                            " --json " + shell_quote(json) + " >" + shell_quote(log) + " 2>&1";
-    out << "  " << run.name << " ..." << std::flush;
-    const int status = std::system(cmd.c_str());
-    const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-    if (rc != 0) {
-      std::ifstream in(log);
-      out << " failed (exit " << rc << "):\n" << std::string(std::istreambuf_iterator<char>(in), {}) << "\n";
-      std::filesystem::remove_all(dir);
-      return rc;
+  // Runs jobs at once (one, or one a GPU) and reads each one's summary.
+  auto run_together = [&](std::vector<Run*> jobs, const std::string& name) {
+    std::string script;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      const Run& run = *jobs[i];
+      const std::string at = (dir / fmt::format("run{}", i)).string();
+      script += (run.ranks > 1 ? std::string() : gpu_of[i]) + command +
+                (run.ranks > 1 ? fmt::format(" --nproc-per-node {} --zero {}", run.ranks, run.zero) : "") + " --json " +
+                shell_quote(at + ".json") + " >" + shell_quote(at + ".log") + fmt::format(" 2>&1 & p{}=$!; ", i);
     }
-    std::ifstream in(json);
-    const nlohmann::json j = nlohmann::json::parse(in);
-    run.tokens_per_sec = j["summary"]["tokens_per_sec"].get<double>();
-    run.step_ms = j["summary"]["step_ms"].get<double>();
-    out << fmt::format(" {:.1f} ms a step\n", run.step_ms);
-  }
-  std::filesystem::remove_all(dir);
-  const double one = runs[0].tokens_per_sec;
-  out << fmt::format("\n| run | ms/step | tokens/s | tokens/s per GPU | scaling efficiency |\n|---|---|---|---|---|\n");
+    script += "rc=0; ";
+    for (size_t i = 0; i < jobs.size(); ++i) script += fmt::format("wait $p{} || rc=$?; ", i);
+    out << "  " << name << " ..." << std::flush;
+    const int status = std::system(("sh -c " + shell_quote(script + "exit $rc")).c_str());
+    const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      const std::string at = (dir / fmt::format("run{}", i)).string();
+      std::ifstream in(at + ".json");
+      if (rc != 0 || !in) {
+        std::ifstream log(at + ".log");
+        out << " failed (exit " << rc << "):\n" << std::string(std::istreambuf_iterator<char>(log), {}) << "\n";
+        return rc != 0 ? rc : 1;
+      }
+      const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+      const nlohmann::json& summary = j.is_object() && j.contains("summary") ? j["summary"] : nlohmann::json{};
+      if (!summary.is_object() || !summary.value("tokens_per_sec", nlohmann::json{}).is_number()) {
+        out << " no timed steps: --num-steps must exceed --timing-warmup-steps\n";
+        return 2;
+      }
+      jobs[i]->tokens_per_sec = summary["tokens_per_sec"].get<double>();
+      jobs[i]->step_ms = summary["step_ms"].get<double>();
+      out << fmt::format(" {:.1f}", jobs[i]->step_ms);
+      std::filesystem::remove(at + ".json");
+    }
+    out << " ms a step\n";
+    return 0;
+  };
+  std::vector<Run*> each;
+  for (Run& run : alone) each.push_back(&run);
+  int rc = run_together(each, fmt::format("1 GPU, on each of the {} at once", nproc));
+  for (Run& run : runs) rc = rc ? rc : run_together({&run}, run.name);
+  if (rc) return rc;
+  double sum = 0, slowest = alone[0].tokens_per_sec;
+  for (const Run& run : alone) sum += run.tokens_per_sec, slowest = std::min(slowest, run.tokens_per_sec);
+  const double one = sum / nproc;  // the GPUs' mean
+  out << "\n| run | ms/step | tokens/s | tokens/s per GPU | scaling efficiency | against the slowest GPU |\n"
+         "|---|---|---|---|---|---|\n";
   nlohmann::json table = nlohmann::json::array();
-  for (const Run& run : runs) {
-    const double efficiency = run.tokens_per_sec / (one * run.ranks);
-    out << fmt::format("| {} | {:.2f} | {:.0f} | {:.0f} | {:.1f}% |\n", run.name, run.step_ms, run.tokens_per_sec,
-                       run.tokens_per_sec / run.ranks, 100 * efficiency);
-    table.push_back({{"run", run.name}, {"processes", run.ranks}, {"zero", run.zero}, {"step_ms", run.step_ms},
-                     {"tokens_per_sec", run.tokens_per_sec}, {"tokens_per_sec_per_gpu", run.tokens_per_sec / run.ranks},
-                     {"scaling_efficiency", efficiency}});
-  }
+  for (const std::vector<Run>* list : {&alone, &runs})
+    for (const Run& run : *list) {
+      const double efficiency = run.tokens_per_sec / (one * run.ranks), to_slowest = run.tokens_per_sec / (slowest * run.ranks);
+      out << fmt::format("| {} | {:.2f} | {:.0f} | {:.0f} | {:.1f}% | {:.1f}% |\n", run.name, run.step_ms, run.tokens_per_sec,
+                         run.tokens_per_sec / run.ranks, 100 * efficiency, 100 * to_slowest);
+      table.push_back({{"run", run.name}, {"processes", run.ranks}, {"zero", run.zero}, {"step_ms", run.step_ms},
+                       {"tokens_per_sec", run.tokens_per_sec}, {"tokens_per_sec_per_gpu", run.tokens_per_sec / run.ranks},
+                       {"scaling_efficiency", efficiency}, {"scaling_efficiency_vs_slowest", to_slowest}});
+    }
+  out << fmt::format("(scaling efficiency: tokens/s over the processes times the one-GPU runs' mean, {:.0f}; the last "
+                     "column over the slowest GPU's, {:.0f})\n",
+                     one, slowest);
   if (!json_path.empty())
     write_file_atomic(json_path, [&](std::ostream& o) {
       o << nlohmann::json{{"command", command}, {"environment", environment_json(device_info(true), git_commit())},
