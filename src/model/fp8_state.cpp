@@ -134,15 +134,19 @@ void Fp8State::cast_weights(const Weights& w) {
   if (!on()) return;
   ScopedRange r(be_, "fp8_weights");
   const int64_t C = cfg_.hidden, F = cfg_.intermediate, HD = int64_t(cfg_.heads) * cfg_.head_dim();
+  // All in one launch: one a matrix, each under a wave of the GPU, took gpt2-small's 49 casts
+  // 326 us a step; together 169.
+  std::vector<Fp8Cast> casts;
   for (int l = 0; l < cfg_.layers; ++l) {
     const LayerWeights& lw = w.layers[size_t(l)];
     const Layer& f = layers_[size_t(l)];
-    cast(f.wqkv, lw.wqkv, cfg_.qkv_dim(), C);
-    cast(f.wo, lw.wo, C, HD);
-    cast(f.wgateup, lw.wgateup, 2 * F, C);
-    cast(f.wdown, lw.wdown, C, F);
+    casts.push_back({f.wqkv, lw.wqkv, cfg_.qkv_dim(), C});
+    casts.push_back({f.wo, lw.wo, C, HD});
+    casts.push_back({f.wgateup, lw.wgateup, 2 * F, C});
+    casts.push_back({f.wdown, lw.wdown, C, F});
   }
-  if (head_on()) cast(head_.w, w.head, Vp_, C);
+  if (head_on()) casts.push_back({head_.w, w.head, Vp_, C});
+  be_.fp8_quantize_all(casts, scaling());
 }
 
 void Fp8State::finish_step() {

@@ -96,20 +96,18 @@ __device__ __forceinline__ void store_transpose_run(uint8_t* qt, int64_t ld_t, b
   }
 }
 
-// Eight blocks an SM (32 registers a thread): the kernel waits on its loads, and more warps keep
-// more of them in flight (at 36 registers six blocks fit, 71% of the warps ran). RoPE's and
-// SwiGLU's input-gradient sources spill a few bytes at this bound (ptxas: 30 and 8 bytes); both
-// measured faster with it all the same (62.0 against 66.8 us, 96.1 against 99.3 at gpt2-small).
+// One block's 64 x 64 tile, rows [r0, r0 + 64) and columns [c0, c0 + 64) of each part, of the
+// matrix [r, c] that src gives: into q (row-major) and qt (the transpose), with current scaling
+// from the partial maxima (the first block also fills the slot) or the slot's delayed scale.
 template <class Source, bool kRows, bool kCols>
-__global__ void __launch_bounds__(kQuantizeThreads, 8)
-    quantize_kernel(Successor next, uint8_t* q, int64_t ld, uint8_t* qt, int64_t ld_t, bool wide_t, float* slot,
-                    Source src, int64_t r, int64_t c, bool current, const float* partials,
-                    __nv_fp8_interpretation_t format, float largest) {
+__device__ __forceinline__ void quantize_tile(uint8_t* q, int64_t ld, uint8_t* qt, int64_t ld_t, bool wide_t,
+                                              float* slot, const Source& src, int64_t r, int64_t c, int64_t r0,
+                                              int64_t c0, bool first_block, bool current, const float* partials,
+                                              __nv_fp8_interpretation_t format, float largest) {
   __shared__ float scratch[32];
   __shared__ float block_scale;
   constexpr int kParts = SourceParts<Source>::value;
   __shared__ alignas(16) uint8_t tile[kParts][kQuantizeTile][kQuantizeTile + 16];
-  await_previous_kernel(next);
   if (threadIdx.x < 32) {
     float scale;
     if (current) {  // this tensor's amax, from the partial maxima
@@ -117,7 +115,7 @@ __global__ void __launch_bounds__(kQuantizeThreads, 8)
       for (int i = int(threadIdx.x); i < kAmaxBlocks; i += 32) m = fmaxf(m, partials[i]);
       m = warp_max(m);
       scale = fp8_scale_of(m, largest);
-      if (threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0) {
+      if (threadIdx.x == 0 && first_block) {
         slot[0] = 1.0f / scale;
         slot[1] = scale;
         slot[2] = fmaxf(slot[2], m);
@@ -131,7 +129,6 @@ __global__ void __launch_bounds__(kQuantizeThreads, 8)
   __syncthreads();
   const float scale = block_scale;
   const int64_t w = c / kParts;  // a part's width; the tile's columns are [c0, c0 + 64) of each part
-  const int64_t r0 = int64_t(blockIdx.y) * kQuantizeTile, c0 = int64_t(blockIdx.x) * kQuantizeTile;
   constexpr int kChunksPerRow = kQuantizeTile / kQuantizeChunk;
   const int row_in_tile = int(threadIdx.x) / kChunksPerRow, col_in_tile = int(threadIdx.x) % kChunksPerRow * kQuantizeChunk;
   float amax = 0.0f;
@@ -167,6 +164,21 @@ __global__ void __launch_bounds__(kQuantizeThreads, 8)
     amax = block_max(amax, scratch);
     if (threadIdx.x == 0) atomicMax(reinterpret_cast<unsigned*>(slot + 2), __float_as_uint(amax));  // >= 0: ordered as bits
   }
+}
+
+// Eight blocks an SM (32 registers a thread): the kernel waits on its loads, and more warps keep
+// more of them in flight (at 36 registers six blocks fit, 71% of the warps ran). RoPE's and
+// SwiGLU's input-gradient sources spill a few bytes at this bound (ptxas: 30 and 8 bytes); both
+// measured faster with it all the same (62.0 against 66.8 us, 96.1 against 99.3 at gpt2-small).
+template <class Source, bool kRows, bool kCols>
+__global__ void __launch_bounds__(kQuantizeThreads, 8)
+    quantize_kernel(Successor next, uint8_t* q, int64_t ld, uint8_t* qt, int64_t ld_t, bool wide_t, float* slot,
+                    Source src, int64_t r, int64_t c, bool current, const float* partials,
+                    __nv_fp8_interpretation_t format, float largest) {
+  await_previous_kernel(next);
+  quantize_tile<Source, kRows, kCols>(q, ld, qt, ld_t, wide_t, slot, src, r, c, int64_t(blockIdx.y) * kQuantizeTile,
+                                      int64_t(blockIdx.x) * kQuantizeTile, blockIdx.x == 0 && blockIdx.y == 0, current,
+                                      partials, format, largest);
 }
 
 // That out can take an FP8 matrix [r, c] from a quantizing kernel: one FP8 type, 8-byte runs of

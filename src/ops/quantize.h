@@ -7,6 +7,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "core/fp8.h"
 
@@ -77,6 +78,13 @@ struct Fp8Matrix {
   }
 };
 
+// A stored matrix x [r, c] and the FP8 forms it is quantized into (Backend::fp8_quantize_all).
+struct Fp8Cast {
+  Fp8Matrix out;
+  Tensor x;
+  int64_t r = 0, c = 0;
+};
+
 inline Fp8Format fp8_format(DType d) { return d == DType::F8E5M2 ? Fp8Format::E5M2 : Fp8Format::E4M3; }
 
 // One slot's step of delayed scaling (fp8_update_scales, on the CPU and the GPU): its amax joins
@@ -108,6 +116,12 @@ constexpr int kAmaxBlocks = 264;
 //   Delayed  the slot's scale; the slot's amax grows to x's.
 void quantize_fp8(const Fp8Matrix& out, const Tensor& x, int64_t r, int64_t c, Fp8Scaling scaling,
                   const Tensor& partials, Stream s);
+// Several matrices as above, both layouts each, with delayed scaling (each through its slot): one
+// launch for up to kCastGroup of them, a block for every tile of every matrix, the bytes and amax
+// of quantizing each alone. Many small matrices (a step's weights) fill the GPU together where
+// each alone leaves most of it idle.
+constexpr int kCastGroup = 64;
+void quantize_fp8_all(const std::vector<Fp8Cast>& casts, Stream s);
 // For `count` consecutive slots: the amax joins the history (the oldest leaves), the scale comes
 // from the history's largest (fp8_scale's rule), and the amax starts again from zero.
 void fp8_update_scales(const Tensor& slots, int count, Stream s);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <cstdio>
 #include <random>
 #include <sstream>
@@ -153,6 +154,35 @@ TEST_P(Fp8Quantize, DelayedScalingUsesTheSlotAndRecordsTheAmax) {
   EXPECT_EQ(updated[5], float(0.5 * amax));
   EXPECT_EQ(updated[1], fp8_scale(amax, f));
   EXPECT_EQ(updated[0], 1.0f / fp8_scale(amax, f));
+}
+
+// Many matrices at once (fp8_quantize_all with delayed scaling, a step's weights): the bytes of
+// both layouts and the recorded amax of quantizing each alone. 70 matrices take two launches.
+TEST_P(Fp8Quantize, AllAtOnceIsEachAlone) {
+  const DType d = GetParam();
+  GpuBackend be(fp8_plan(true), ModelShape{1, 16, 64, 1, 1, 64, 64, 16});
+  const std::vector<QuantizeCase> shapes = {{64, 64}, {1, 8}, {37, 200}, {129, 72}, {300, 96}, {256, 768}, {8, 64}};
+  std::vector<std::unique_ptr<DeviceBuffer>> xs;
+  std::vector<std::unique_ptr<DeviceFp8>> alone, together;
+  std::vector<Fp8Cast> casts;
+  for (int i = 0; i < 70; ++i) {
+    const QuantizeCase k = shapes[size_t(i) % shapes.size()];
+    xs.push_back(std::make_unique<DeviceBuffer>(DType::BF16, spread_values(k.r * k.c, uint32_t(100 + i), 0.5 + i % 5)));
+    alone.push_back(std::make_unique<DeviceFp8>(d, k.r, k.c));
+    together.push_back(std::make_unique<DeviceFp8>(d, k.r, k.c));
+    alone.back()->calibrate(*be.be, *xs.back(), k.r, k.c);
+    const std::vector<float> calibrated = floats_of(alone.back()->slot);
+    together.back()->slot.set(std::vector<double>(calibrated.begin(), calibrated.end()));
+    be->fp8_quantize(alone.back()->m, *xs.back(), k.r, k.c, Fp8Scaling::Delayed);
+    casts.push_back({together.back()->m, xs.back()->t(), k.r, k.c});
+  }
+  be->fp8_quantize_all(casts, Fp8Scaling::Delayed);
+  for (size_t i = 0; i < casts.size(); ++i) {
+    SCOPED_TRACE(testing::Message() << "matrix " << i << ", " << casts[i].r << " x " << casts[i].c);
+    EXPECT_EQ(bytes_of(together[i]->rows), bytes_of(alone[i]->rows));
+    EXPECT_EQ(bytes_of(together[i]->cols), bytes_of(alone[i]->cols));
+    EXPECT_EQ(floats_of(together[i]->slot), floats_of(alone[i]->slot));
+  }
 }
 
 // SwiGLU made straight in FP8 (fp8-fused-swiglu): the bytes of quantizing what the vectorized

@@ -291,6 +291,10 @@ class CudaBackend final : public Backend {
     TT_CHECK(!amax_partials_.empty(), "fp8_quantize: the plan has no fp8 switch (no scratch for it)");
     cuda::quantize_fp8(out, x, r, c, scaling, amax_partials_, kernel_stream());
   }
+  void fp8_quantize_all(const std::vector<Fp8Cast>& casts, Fp8Scaling scaling) override {
+    if (scaling == Fp8Scaling::Delayed) return cuda::quantize_fp8_all(casts, kernel_stream());
+    for (const Fp8Cast& k : casts) fp8_quantize(k.out, k.x, k.r, k.c, scaling);  // each with its amax pass
+  }
   void fp8_update_scales(const Tensor& slots, int count) override {
     cuda::fp8_update_scales(slots, count, kernel_stream());
   }
