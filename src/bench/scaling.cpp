@@ -87,7 +87,7 @@ int run_scaling_bench(int nproc, const std::vector<std::string>& train_args, std
   // synchronous job runs at its slowest GPU's pace, so the efficiency is given against both the
   // GPUs' sum and the slowest.
   std::vector<Run> alone;
-  for (int g = 0; g < nproc; ++g) alone.push_back({fmt::format("1 GPU (GPU {})", g), 1, 0});
+  for (int g = 0; g < nproc; ++g) alone.push_back({cpu ? fmt::format("1 process ({})", g) : fmt::format("1 GPU (GPU {})", g), 1, 0});
   std::vector<Run> runs;
   for (int n = 2; n <= nproc; n = n * 2 > nproc && n < nproc ? nproc : n * 2) {  // 2, 4, 8, ... and nproc
     runs.push_back({fmt::format("{} GPUs, all-reduce (--zero 0)", n), n, 0});
@@ -95,7 +95,7 @@ int run_scaling_bench(int nproc, const std::vector<std::string>& train_args, std
   }
   std::string command = shell_quote(self_path()) + " train";
   for (const std::string& a : args) command += " " + shell_quote(a);
-  out << "Scaling over " << nproc << " GPUs of this node: " << command << "\n";
+  out << "Scaling over " << nproc << (cpu ? " CPU processes" : " GPUs") << " of this node: " << command << "\n";
   // Runs jobs at once (one, or one a GPU) and reads each one's summary.
   auto run_together = [&](std::vector<Run*> jobs, const std::string& name) {
     std::string script;
@@ -135,7 +135,8 @@ int run_scaling_bench(int nproc, const std::vector<std::string>& train_args, std
   };
   std::vector<Run*> each;
   for (Run& run : alone) each.push_back(&run);
-  int rc = run_together(each, fmt::format("1 GPU, on each of the {} at once", nproc));
+  int rc = run_together(each, cpu ? fmt::format("1 process, {} at once", nproc)
+                                  : fmt::format("1 GPU, on each of the {} at once", nproc));
   for (Run& run : runs) rc = rc ? rc : run_together({&run}, run.name);
   if (rc) return rc;
   double sum = 0, slowest = alone[0].tokens_per_sec;

@@ -5,6 +5,7 @@
 #include <thread>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -275,6 +276,44 @@ TEST_F(Cli, ShellExpandedPatternBenchOnCpuAndRankThreads) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   const int threads = std::max(1, int(std::thread::hardware_concurrency()) / 2);
   EXPECT_NE(r.out.find("Backend: cpu fp32, " + std::to_string(threads) + " threads"), std::string::npos) << r.out;
+}
+
+// bench --nproc-per-node: the one-process baseline runs on each GPU (here each CPU process) at
+// once, and the efficiency is given against their mean and the slowest; a run without timed
+// steps is refused, and the runs' files go either way.
+TEST_F(Cli, ScalingBenchRunsTheBaselineOnEveryProcessAtOnce) {
+  auto scratch_dirs = [] {
+    int n = 0;
+    for (const auto& e : fs::directory_iterator(fs::temp_directory_path()))
+      n += e.path().filename().string().rfind("tt_scaling_", 0) == 0;
+    return n;
+  };
+  const int before = scratch_dirs();
+  const std::string model = " --device cpu --hidden-dim 32 --num-layers 1 --num-heads 2 --seq-len 16 --batch-size 1";
+  Outcome r = run_binary("bench --nproc-per-node 2 --num-steps 2 --timing-warmup-steps 2" + model, dir);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.out.find("no timed steps: --num-steps must exceed --timing-warmup-steps"), std::string::npos) << r.out;
+  EXPECT_EQ(scratch_dirs(), before);
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) return;
+  const fs::path json = dir / "scaling.json";
+  r = run_binary("bench --nproc-per-node 2 --num-steps 4 --timing-warmup-steps 1 --json " + json.string() + model, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  for (const char* row : {"| 1 process (0) |", "| 1 process (1) |", "| 2 GPUs, all-reduce (--zero 0) |",
+                          "| 2 GPUs, ZeRO-1 (--zero 1) |", "against the slowest GPU"})
+    EXPECT_NE(r.out.find(row), std::string::npos) << row << "\n" << r.out;
+  std::ifstream in(json);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  ASSERT_EQ(j["runs"].size(), 4u);
+  double mean = 0, slowest = 1e300;
+  for (int g = 0; g < 2; ++g) {
+    const double t = j["runs"][g]["tokens_per_sec"].get<double>();
+    mean += t / 2, slowest = std::min(slowest, t);
+  }
+  const nlohmann::json& zero1 = j["runs"][3];
+  const double t = zero1["tokens_per_sec"].get<double>();
+  EXPECT_DOUBLE_EQ(zero1["scaling_efficiency"].get<double>(), t / (2 * mean));
+  EXPECT_DOUBLE_EQ(zero1["scaling_efficiency_vs_slowest"].get<double>(), t / (2 * slowest));
+  EXPECT_EQ(scratch_dirs(), before);
 }
 
 // --version alone prints the program's version (CMakeLists.txt's); the optimization level is
