@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fstream>
 #include <iterator>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "bench/bench.h"
@@ -30,13 +31,16 @@ std::string shell_quote(const std::string& s) {
 // it is set (a list of indices or UUIDs), else i.
 std::string visible_gpu(int i) {
   const char* env = std::getenv("CUDA_VISIBLE_DEVICES");
-  if (!env || !*env) return std::to_string(i);
+  if (!env) return std::to_string(i);
+  if (!*env) usage_fail("bench --nproc-per-node: CUDA_VISIBLE_DEVICES is set and empty: it hides every GPU");
   std::vector<std::string> ids(1);
   for (const char* c = env; *c; ++c)
     if (*c == ',')
       ids.emplace_back();
     else
       ids.back().push_back(*c);
+  for (const std::string& id : ids)
+    if (id.empty()) usage_fail(fmt::format("bench --nproc-per-node: CUDA_VISIBLE_DEVICES='{}' has an empty entry", env));
   if (i >= int(ids.size()))
     usage_fail(fmt::format("bench --nproc-per-node: CUDA_VISIBLE_DEVICES={} names {} GPU(s), fewer than the processes",
                            env, ids.size()));
@@ -65,8 +69,15 @@ int run_scaling_bench(int nproc, const std::vector<std::string>& train_args, std
   bool cpu = false;  // CPU ranks: no GPU to choose
   for (size_t i = 0; i < args.size(); ++i)
     cpu = cpu || args[i] == "--device=cpu" || (args[i] == "--device" && i + 1 < args.size() && args[i + 1] == "cpu");
-  std::vector<std::string> gpu_of(static_cast<size_t>(nproc));
-  for (int g = 0; g < nproc && !cpu; ++g) gpu_of[size_t(g)] = "CUDA_VISIBLE_DEVICES=" + shell_quote(visible_gpu(g)) + " ";
+  const std::string unit = cpu ? "process" : "GPU", units = cpu ? "processes" : "GPUs";
+  // Each one-process baseline's environment: its own GPU, or (CPU processes) its share of the
+  // cores, as the launcher gives its ranks.
+  std::vector<std::string> alone_env(static_cast<size_t>(nproc));
+  const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  for (int g = 0; g < nproc; ++g)
+    alone_env[size_t(g)] = !cpu                             ? "CUDA_VISIBLE_DEVICES=" + shell_quote(visible_gpu(g)) + " "
+                           : std::getenv("OMP_NUM_THREADS") ? std::string()
+                                                            : fmt::format("OMP_NUM_THREADS={} ", std::max(1, cores / nproc));
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("tt_scaling_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
@@ -85,43 +96,50 @@ int run_scaling_bench(int nproc, const std::vector<std::string>& train_args, std
   // The baseline is one GPU's training on each of the nproc GPUs, all at once: under the same load
   // as the many-GPU runs (power, cooling, the host), and with each chip's own speed. A
   // synchronous job runs at its slowest GPU's pace, so the efficiency is given against both the
-  // GPUs' sum and the slowest.
+  // GPUs' mean and the slowest.
   std::vector<Run> alone;
-  for (int g = 0; g < nproc; ++g) alone.push_back({cpu ? fmt::format("1 process ({})", g) : fmt::format("1 GPU (GPU {})", g), 1, 0});
+  for (int g = 0; g < nproc; ++g) alone.push_back({fmt::format("1 {} ({})", unit, g), 1, 0});
   std::vector<Run> runs;
   for (int n = 2; n <= nproc; n = n * 2 > nproc && n < nproc ? nproc : n * 2) {  // 2, 4, 8, ... and nproc
-    runs.push_back({fmt::format("{} GPUs, all-reduce (--zero 0)", n), n, 0});
-    runs.push_back({fmt::format("{} GPUs, ZeRO-1 (--zero 1)", n), n, 1});
+    runs.push_back({fmt::format("{} {}, all-reduce (--zero 0)", n, units), n, 0});
+    runs.push_back({fmt::format("{} {}, ZeRO-1 (--zero 1)", n, units), n, 1});
   }
   std::string command = shell_quote(self_path()) + " train";
   for (const std::string& a : args) command += " " + shell_quote(a);
-  out << "Scaling over " << nproc << (cpu ? " CPU processes" : " GPUs") << " of this node: " << command << "\n";
-  // Runs jobs at once (one, or one a GPU) and reads each one's summary.
+  out << "Scaling over " << nproc << " " << units << " of this node: " << command << "\n";
+  // Runs jobs at once (one, or one a GPU) and reads each one's summary; a failed job's log is shown.
   auto run_together = [&](std::vector<Run*> jobs, const std::string& name) {
     std::string script;
     for (size_t i = 0; i < jobs.size(); ++i) {
       const Run& run = *jobs[i];
       const std::string at = (dir / fmt::format("run{}", i)).string();
-      script += (run.ranks > 1 ? std::string() : gpu_of[i]) + command +
+      script += "(" + (run.ranks > 1 ? std::string() : alone_env[i]) + command +
                 (run.ranks > 1 ? fmt::format(" --nproc-per-node {} --zero {}", run.ranks, run.zero) : "") + " --json " +
-                shell_quote(at + ".json") + " >" + shell_quote(at + ".log") + fmt::format(" 2>&1 & p{}=$!; ", i);
+                shell_quote(at + ".json") + " >" + shell_quote(at + ".log") + " 2>&1; echo $? >" + shell_quote(at + ".rc") +
+                ") & ";
     }
-    script += "rc=0; ";
-    for (size_t i = 0; i < jobs.size(); ++i) script += fmt::format("wait $p{} || rc=$?; ", i);
     out << "  " << name << " ..." << std::flush;
-    const int status = std::system(("sh -c " + shell_quote(script + "exit $rc")).c_str());
-    const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+    std::system(("sh -c " + shell_quote(script + "wait")).c_str());
+    int failed = 0;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      const std::string at = (dir / fmt::format("run{}", i)).string();
+      int rc = 1;
+      std::ifstream(at + ".rc") >> rc;
+      if (rc != 0) {
+        std::ifstream log(at + ".log");
+        out << fmt::format(" {} failed (exit {}):\n", jobs[i]->name, rc) << std::string(std::istreambuf_iterator<char>(log), {})
+            << "\n";
+        failed = failed ? failed : rc;
+      }
+    }
+    if (failed) return failed;
     for (size_t i = 0; i < jobs.size(); ++i) {
       const std::string at = (dir / fmt::format("run{}", i)).string();
       std::ifstream in(at + ".json");
-      if (rc != 0 || !in) {
-        std::ifstream log(at + ".log");
-        out << " failed (exit " << rc << "):\n" << std::string(std::istreambuf_iterator<char>(log), {}) << "\n";
-        return rc != 0 ? rc : 1;
-      }
       const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
       const nlohmann::json& summary = j.is_object() && j.contains("summary") ? j["summary"] : nlohmann::json{};
-      if (!summary.is_object() || !summary.value("tokens_per_sec", nlohmann::json{}).is_number()) {
+      if (!summary.is_object() || !summary.value("tokens_per_sec", nlohmann::json{}).is_number() ||
+          !summary.value("step_ms", nlohmann::json{}).is_number()) {
         out << " no timed steps: --num-steps must exceed --timing-warmup-steps\n";
         return 2;
       }
@@ -135,15 +153,15 @@ int run_scaling_bench(int nproc, const std::vector<std::string>& train_args, std
   };
   std::vector<Run*> each;
   for (Run& run : alone) each.push_back(&run);
-  int rc = run_together(each, cpu ? fmt::format("1 process, {} at once", nproc)
-                                  : fmt::format("1 GPU, on each of the {} at once", nproc));
+  int rc = run_together(each, fmt::format("1 {}, on each of the {} at once", unit, nproc));
   for (Run& run : runs) rc = rc ? rc : run_together({&run}, run.name);
   if (rc) return rc;
   double sum = 0, slowest = alone[0].tokens_per_sec;
   for (const Run& run : alone) sum += run.tokens_per_sec, slowest = std::min(slowest, run.tokens_per_sec);
   const double one = sum / nproc;  // the GPUs' mean
-  out << "\n| run | ms/step | tokens/s | tokens/s per GPU | scaling efficiency | against the slowest GPU |\n"
-         "|---|---|---|---|---|---|\n";
+  out << fmt::format("\n| run | ms/step | tokens/s | tokens/s per {0} | scaling efficiency | against the slowest {0} |\n"
+                     "|---|---|---|---|---|---|\n",
+                     unit);
   nlohmann::json table = nlohmann::json::array();
   for (const std::vector<Run>* list : {&alone, &runs})
     for (const Run& run : *list) {
@@ -154,9 +172,9 @@ int run_scaling_bench(int nproc, const std::vector<std::string>& train_args, std
                        {"tokens_per_sec", run.tokens_per_sec}, {"tokens_per_sec_per_gpu", run.tokens_per_sec / run.ranks},
                        {"scaling_efficiency", efficiency}, {"scaling_efficiency_vs_slowest", to_slowest}});
     }
-  out << fmt::format("(scaling efficiency: tokens/s over the processes times the one-GPU runs' mean, {:.0f}; the last "
-                     "column over the slowest GPU's, {:.0f})\n",
-                     one, slowest);
+  out << fmt::format("(scaling efficiency: tokens/s over the processes times the one-{0} runs' mean, {1:.0f}; the last "
+                     "column over the slowest {0}'s, {2:.0f})\n",
+                     unit, one, slowest);
   if (!json_path.empty())
     write_file_atomic(json_path, [&](std::ostream& o) {
       o << nlohmann::json{{"command", command}, {"environment", environment_json(device_info(true), git_commit())},
