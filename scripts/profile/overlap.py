@@ -68,14 +68,14 @@ def grown(backward, backward1, top=6):
     for steps, sign in ((here, 1), (there, -1)):
         for s in steps:
             for e in s:
-                key = (e["args"].get("region", "").split("/")[-1], e["name"][:60])
+                key = (e["args"].get("region", "").split("/")[-1], e["name"])
                 added[key] = added.get(key, 0.0) + sign * e["dur"] / len(steps)
                 if sign > 0:
                     calls[key] = calls.get(key, 0) + 1
     same = "the same kernels in the same order" if all(n == names[0] for n in names) else "different kernels"
     print(f"the kernels that grew most, per step (both traces ran {same}):")
     for key, us in sorted(added.items(), key=lambda kv: -kv[1])[:top]:
-        print(f"  {us:+7.0f} us  {calls.get(key, 0) // len(here):3d} calls  {key[0]:16s} {key[1]}")
+        print(f"  {us:+7.0f} us  {calls.get(key, 0) // max(len(here), 1):3d} calls  {key[0]:16s} {key[1][:60]}")
 
 
 def main(path, one_gpu=None):

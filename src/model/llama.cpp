@@ -488,10 +488,12 @@ void Llama::backward_ffn(int l) {
   const LayerWeights& w = w_.layers[size_t(l)];
   const LayerWeights& g = g_.layers[size_t(l)];
   {
-    // The input gradients first, the weight gradients after them. The layer above's reduction starts
-    // as this layer's backward does and takes some SMs for about 0.1 ms: beside it, down's weight
-    // gradient (at gpt2-small one wave of 132 tiles exactly) needed a second wave and took 60%
-    // longer; SwiGLU's backward and the dynamically scheduled input gradient lose little.
+    // The input gradients first, the weight gradients after them. Over several ranks the layer
+    // above's reduction starts as this layer's backward does and holds some SMs for about 0.1 ms:
+    // beside it, down's weight gradient (at gpt2-small one wave of 132 tiles exactly) needed a
+    // second wave, 75 -> 126 us. In this order SwiGLU's backward and gate/up's input gradient meet
+    // the reduction instead; the latter grows too (+41 us a layer at gpt2-small, +72 at medium),
+    // but less (docs/multi-gpu.md).
     ScopedRange r(be_, "ffn");
     project_input_gradient(l, Proj::Down, dh_, dres_, w.wdown, !residual_gradient8(l, Proj::Down).slot.empty());
     const bool dgateup_in_fp8 = swiglu_in_fp8(plan, fp8_.on());
