@@ -137,8 +137,11 @@ class Backend {
                                     bool add_dw) = 0;
   // Version 5 (CUDA): x [r, c] into its FP8 forms, and the delayed scales' update (ops/quantize.h).
   virtual void fp8_quantize(const Fp8Matrix& out, const Tensor& x, int64_t r, int64_t c, Fp8Scaling scaling) = 0;
-  // Each cast as fp8_quantize would make it; with delayed scaling in as few launches as it can.
-  virtual void fp8_quantize_all(const std::vector<Fp8Cast>& casts, Fp8Scaling scaling) = 0;
+  // Each cast as fp8_quantize would make it (here one by one; the CUDA backend, with delayed
+  // scaling, in as few launches as it can).
+  virtual void fp8_quantize_all(const std::vector<Fp8Cast>& casts, Fp8Scaling scaling) {
+    for (const Fp8Cast& k : casts) fp8_quantize(k.out, k.x, k.r, k.c, scaling);
+  }
   virtual void fp8_update_scales(const Tensor& slots, int count) = 0;
   // SwiGLU's output h [n, F] and input gradient dgateup [n, 2F] made straight in FP8 (ops/swiglu.h).
   virtual void fp8_swiglu_forward(const Fp8Matrix& h8, const Tensor& gateup, int64_t n, int f, Fp8Scaling scaling) = 0;

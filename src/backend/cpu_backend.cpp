@@ -104,9 +104,6 @@ class CpuBackend final : public Backend {
   void fp8_quantize(const Fp8Matrix& out, const Tensor& x, int64_t r, int64_t c, Fp8Scaling scaling) override {
     ref::quantize_fp8(out, x.data<T>(), r, c, scaling);
   }
-  void fp8_quantize_all(const std::vector<Fp8Cast>& casts, Fp8Scaling scaling) override {
-    for (const Fp8Cast& k : casts) fp8_quantize(k.out, k.x, k.r, k.c, scaling);
-  }
   void fp8_update_scales(const Tensor& slots, int count) override {
     ref::fp8_update_scales(slots.data<float>(), count);
   }

@@ -1,6 +1,5 @@
 #include "bench/scaling.h"
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -107,12 +106,13 @@ int run_scaling_bench(int nproc, const std::vector<std::string>& train_args, std
   std::string command = shell_quote(self_path()) + " train";
   for (const std::string& a : args) command += " " + shell_quote(a);
   out << "Scaling over " << nproc << " " << units << " of this node: " << command << "\n";
+  auto run_file = [&](size_t i) { return (dir / fmt::format("run{}", i)).string(); };  // + .json, .log, .rc
   // Runs jobs at once (one, or one a GPU) and reads each one's summary; a failed job's log is shown.
   auto run_together = [&](std::vector<Run*> jobs, const std::string& name) {
     std::string script;
     for (size_t i = 0; i < jobs.size(); ++i) {
       const Run& run = *jobs[i];
-      const std::string at = (dir / fmt::format("run{}", i)).string();
+      const std::string at = run_file(i);
       script += "(" + (run.ranks > 1 ? std::string() : alone_env[i]) + command +
                 (run.ranks > 1 ? fmt::format(" --nproc-per-node {} --zero {}", run.ranks, run.zero) : "") + " --json " +
                 shell_quote(at + ".json") + " >" + shell_quote(at + ".log") + " 2>&1; echo $? >" + shell_quote(at + ".rc") +
@@ -122,7 +122,7 @@ int run_scaling_bench(int nproc, const std::vector<std::string>& train_args, std
     std::system(("sh -c " + shell_quote(script + "wait")).c_str());
     int failed = 0;
     for (size_t i = 0; i < jobs.size(); ++i) {
-      const std::string at = (dir / fmt::format("run{}", i)).string();
+      const std::string at = run_file(i);
       int rc = 1;
       std::ifstream(at + ".rc") >> rc;
       if (rc != 0) {
@@ -134,7 +134,7 @@ int run_scaling_bench(int nproc, const std::vector<std::string>& train_args, std
     }
     if (failed) return failed;
     for (size_t i = 0; i < jobs.size(); ++i) {
-      const std::string at = (dir / fmt::format("run{}", i)).string();
+      const std::string at = run_file(i);
       std::ifstream in(at + ".json");
       const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
       const nlohmann::json& summary = j.is_object() && j.contains("summary") ? j["summary"] : nlohmann::json{};

@@ -293,7 +293,7 @@ class CudaBackend final : public Backend {
   }
   void fp8_quantize_all(const std::vector<Fp8Cast>& casts, Fp8Scaling scaling) override {
     if (scaling == Fp8Scaling::Delayed) return cuda::quantize_fp8_all(casts, kernel_stream());
-    for (const Fp8Cast& k : casts) fp8_quantize(k.out, k.x, k.r, k.c, scaling);  // each with its amax pass
+    Backend::fp8_quantize_all(casts, scaling);  // current scaling: each with its amax pass
   }
   void fp8_update_scales(const Tensor& slots, int count) override {
     cuda::fp8_update_scales(slots, count, kernel_stream());
