@@ -181,6 +181,7 @@ struct SoftmaxGradient {
   int64_t ld;
   int v;
   float scale;
+  __device__ __forceinline__ void prefetch(int64_t row, int64_t col) const { prefetch_l2(logits + row * ld + col); }
   __device__ __forceinline__ void load(int64_t row, int64_t col, float (&out)[kQuantizeChunk]) const {
     const Vec<T, kQuantizeChunk> x = Vec<T, kQuantizeChunk>::load(logits + row * ld + col);
     const float lse2 = lse2s[row];

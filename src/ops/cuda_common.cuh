@@ -60,6 +60,9 @@ struct alignas(sizeof(T) * kN) Vec {
     for (int i = 0; i < kWords; ++i) __stcs(reinterpret_cast<Word*>(p) + i, reinterpret_cast<const Word*>(v)[i]);
   }
 };
+// Asks L2 to fetch the line that holds p, ahead of its load: a hint, which no register waits on.
+__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+
 template <class T>
 constexpr int kVec16 = int(16 / sizeof(T));
 

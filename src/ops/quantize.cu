@@ -13,6 +13,7 @@ template <class T>
 struct StoredMatrix {
   const T* x;
   int64_t c;
+  __device__ __forceinline__ void prefetch(int64_t row, int64_t col) const { prefetch_l2(x + row * c + col); }
   __device__ __forceinline__ void load(int64_t row, int64_t col, float (&v)[kQuantizeChunk]) const {
     const Vec<T, kQuantizeChunk> chunk = Vec<T, kQuantizeChunk>::load(x + row * c + col);
 #pragma unroll

@@ -106,6 +106,10 @@ template <class T>
 struct SwiGluOutput {
   const T* gateup;
   int f;
+  __device__ __forceinline__ void prefetch(int64_t row, int64_t col) const {
+    prefetch_l2(gateup + row * 2 * f + col);
+    prefetch_l2(gateup + row * 2 * f + f + col);
+  }
   __device__ __forceinline__ void load(int64_t row, int64_t col, float (&v)[kQuantizeChunk]) const {
     using V = Vec<T, kQuantizeChunk>;
     const V g = V::load(gateup + row * 2 * f + col), u = V::load(gateup + row * 2 * f + f + col);
