@@ -18,6 +18,7 @@
 #include "core/stream.h"
 
 #include <cstdint>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -136,21 +137,28 @@ inline Gemm fp8_linear_dw_gemm(Tensor dw, const Fp8Matrix& dout, const Fp8Matrix
 // FP8 product, goes through cuBLASLt, whose matrix multiply takes C and D apart and scales.
 struct cublasContext;
 struct cublasLtContext;
+struct CUevent_st;
 namespace tt::cuda {
 // cuBLASLt's plans for the products with a separate c_in and the FP8 ones, one per shape, chosen once by its
-// heuristic and kept (the backend owns one). The handle belongs to the GPU that is current when
-// it is made; run() refuses to use it on another.
+// heuristic, or with `timed` among its first candidates by timing them (FP8 products; gemm.cu), and
+// kept (the backend owns one). The handle belongs to the GPU that is current when it is made;
+// run() refuses to use it on another.
 class LtProducts {
  public:
   LtProducts();
   ~LtProducts();
   LtProducts(const LtProducts&) = delete;
   LtProducts& operator=(const LtProducts&) = delete;
-  void run(const Gemm& g, bool tf32, const Tensor& workspace, Stream s);
+  void run(const Gemm& g, bool tf32, bool timed, const Tensor& workspace, Stream s);
+  // g with each algorithm a timed choice takes from, one after the other, after(i) called once
+  // candidate i's output is in g.c; returns how many there were.
+  int each_timed_candidate(const Gemm& g, const Tensor& workspace, Stream s, const std::function<void(int)>& after);
 
  private:
   struct Plan;
+  Plan* plan_for(const Gemm& g, bool tf32, bool timed, const Tensor& workspace);
   cublasLtContext* handle_ = nullptr;
+  CUevent_st *start_ = nullptr, *stop_ = nullptr;
   int device_ = -1;
   std::vector<std::pair<std::vector<int64_t>, Plan*>> plans_;
 };
@@ -159,8 +167,9 @@ struct Blas {
   cublasContext* handle;
   bool tf32;
   Stream stream;
-  LtProducts* lt = nullptr;  // for products with a separate c_in
+  LtProducts* lt = nullptr;  // for products with a separate c_in, and the FP8 ones
   Tensor workspace;          // cuBLASLt's
+  bool timed_fp8 = false;    // FP8 products' algorithms chosen by timing (fp8-timed-products)
 };
 // A batch of products with the same shape, operands `stride_*` elements apart.
 struct GemmBatch {

@@ -53,6 +53,9 @@ const std::vector<PlanSwitch>& plan_switches() {
        "no cast pass"},
       {"fp8-head", &Plan::fp8_head, 5,
        "the output head's products in FP8 too: the cross-entropy pass writes the logits' gradient in FP8, both layouts"},
+      {"fp8-timed-products", &Plan::fp8_timed_products, 5,
+       "each FP8 product's cuBLASLt algorithm chosen on its first call by timing the heuristic's first 8 that sum along "
+       "k in one pass (the same bytes), not taken from the heuristic's ranking"},
       // Measured slower than the two kernels (docs/versions/v5.md): the fp32 adds of dQ's parts
       // cost more than the two products they save. Opt-in.
       {"fused-attention-backward", &Plan::fused_attention_backward, 5,

@@ -47,6 +47,7 @@ struct Plan {
   bool fp8_fused_swiglu = false;     // SwiGLU writes h and its input gradient straight in FP8
   bool fp8_fused_rope = false;       // RoPE's backward writes the QKV product's gradient straight in FP8
   bool fp8_head = false;             // the output head's three products in FP8 too (fused classifier)
+  bool fp8_timed_products = false;   // each FP8 product's cuBLASLt algorithm chosen by timing its candidates
   bool fp8_fused_norm = false;       // RMSNorm writes its output straight in FP8 where a product takes it
   bool fp8_fused_norm_backward = false;  // RMSNorm's backward writes the residual stream's gradient in FP8 too
   bool fp8_fused_attention = false;  // our flash attention writes its output in FP8 too, for the output product

@@ -16,6 +16,7 @@
 #include "data/safetensors.h"
 #include "gpu_harness.h"
 #include "model/llama.h"
+#include "ops/gemm.h"
 #include "ops/quantize.h"
 #include "run_outputs.h"
 #include "train/trainer.h"
@@ -485,6 +486,60 @@ TEST(Fp8Gemm, ProductsMatchTheQuantizedAndTheExactReference) {
   }
 }
 
+// fp8-timed-products chooses each FP8 product's algorithm by timing, so that choice must not show:
+// every candidate it takes from gives the same bytes, for the three products of a layer at shapes
+// of gpt2-small's (the forward with the fast accumulation) and an awkward one, and for the input
+// gradient also with beta 1 (added into C, as into the residual stream's gradient).
+TEST(Fp8Gemm, EveryTimedCandidateGivesTheSameBytes) {
+  REQUIRE_GPU();
+  struct Shape {
+    int n, in, out;
+  };
+  for (const Shape& sh : {Shape{1024, 768, 2304}, Shape{1024, 2048, 768}, Shape{512, 768, 4096}, Shape{256, 192, 320}}) {
+    SCOPED_TRACE(std::to_string(sh.n) + " x " + std::to_string(sh.in) + " -> " + std::to_string(sh.out));
+    const int N = sh.n, in = sh.in, out = sh.out;
+    GpuBackend be(fp8_plan(), ModelShape{1, 16, 64, 1, 1, 64, 64, 16});
+    DeviceBuffer x(DType::BF16, spread_values(int64_t(N) * in, 21, 1.0)),
+        w(DType::BF16, spread_values(int64_t(out) * in, 22, 0.05)), dy(DType::BF16, spread_values(int64_t(N) * out, 23, 1e-4));
+    DeviceFp8 x8(DType::F8E4M3, N, in), w8(DType::F8E4M3, out, in), dy8(DType::F8E4M3, N, out);
+    be->fp8_quantize(x8.m, x, N, in, Fp8Scaling::Current);
+    be->fp8_quantize(w8.m, w, out, in, Fp8Scaling::Current);
+    be->fp8_quantize(dy8.m, dy, N, out, Fp8Scaling::Current);
+    be->synchronize();
+    const std::vector<double> residual = spread_values(int64_t(N) * in, 24, 1.0);
+    DeviceBuffer y(DType::BF16, int64_t(N) * out), dx(DType::BF16, int64_t(N) * in), dw(DType::F32, int64_t(out) * in);
+    struct Product {
+      const char* name;
+      Gemm g;
+      DeviceBuffer* c;
+      bool add;  // beta 1: C holds `residual` before each candidate
+    };
+    Gemm dx_added = fp8_linear_dx_gemm(dx, in, dy8.m, w8.m, N, in, out, 1.0f);
+    const Product products[] = {
+        {"y = x W^T", fp8_linear_gemm(y, out, x8.m, w8.m, N, in, out), &y, false},
+        {"dx = dy W", fp8_linear_dx_gemm(dx, in, dy8.m, w8.m, N, in, out, 0.0f), &dx, false},
+        {"dx += dy W", dx_added, &dx, true},
+        {"dW = dy^T x", fp8_linear_dw_gemm(dw, dy8.m, x8.m, N, in, out), &dw, false},
+    };
+    cuda::LtProducts lt;
+    for (const Product& p : products) {
+      SCOPED_TRACE(p.name);
+      std::vector<uint8_t> first;
+      if (p.add) p.c->set(residual);
+      else p.c->poison();
+      const int count = lt.each_timed_candidate(p.g, Tensor{}, Stream{}, [&](int i) {
+        const std::vector<uint8_t> got = bytes_of(p.c->t());
+        if (i == 0) first = got;
+        else EXPECT_TRUE(got == first) << "candidate " << i << " differs from the first";
+        if (p.add) p.c->set(residual);
+        else p.c->poison();
+      });
+      EXPECT_GE(count, 1);
+      std::printf("[timed candidates] %d x %d -> %d, %s: %d, the same bytes\n", N, in, out, p.name, count);
+    }
+  }
+}
+
 ModelConfig fp8_model() {
   ModelConfig c;  // the default model, a vocabulary of 1000
   return c;
@@ -621,6 +676,13 @@ void expect_the_same_bits_without(bool Plan::*writer) {
   EXPECT_TRUE(fused.fp8);
   EXPECT_EQ(fused.losses, separate.losses);
   EXPECT_TRUE(fused.params == separate.params);
+}
+
+// The products' algorithms chosen by timing (fp8-timed-products): a choice that may differ from
+// run to run, among candidates that give the same bytes.
+TEST(Fp8Model, TimedProductsChangeNoBit) {
+  REQUIRE_GPU();
+  expect_the_same_bits_without(&Plan::fp8_timed_products);
 }
 
 // SwiGLU's output and input gradient (fp8-fused-swiglu).

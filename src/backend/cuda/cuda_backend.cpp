@@ -420,7 +420,9 @@ class CudaBackend final : public Backend {
 
  private:
   static constexpr size_t kCublasWorkspaceBytes = size_t(32) << 20;
-  cuda::Blas blas() const { return {cublas_, plan_.tf32, kernel_stream(), lt_.get(), cublas_workspace_}; }
+  cuda::Blas blas() const {
+    return {cublas_, plan_.tf32, kernel_stream(), lt_.get(), cublas_workspace_, plan_.fp8_timed_products};
+  }
   // The stream as our kernels' launchers take it: programmatic with the programmatic-launch switch.
   Stream kernel_stream() const { return {current_, plan_.programmatic_launch}; }
   // custom-swiglu alone also gets the vectorized kernels: the model lays out gate and up as
