@@ -21,9 +21,15 @@
 // Each block takes a 64 x 64 tile (of each part): 256 threads load 8 consecutive elements of a
 // row each (two rows apart by 32), convert them with the hardware's saturating round-to-nearest-even (the bytes
 // of src/core/fp8.h), store the 8 bytes to the row-major output, and put them in shared memory,
-// from which each thread then gathers 16 bytes of one tile column: 16 consecutive bytes of a row
-// of the transpose. Making both layouts in the pass that reads x costs one byte more per element
-// written; a transpose of its own would read the FP8 matrix again and write it a second time.
+// from which each thread then takes a 4 x 4 block of bytes (four 4-byte words, one from each of
+// four rows), turns it into four words of one column each with byte permutes, and writes them as
+// 4 bytes of four rows of the transpose. Gathering a column a byte at a time (16 one-byte shared
+// loads and their packing for 16 bytes out) made the head's gradient pass, the quantizing passes
+// and RoPE's backward wait on instruction issue: 4 x 4 blocks took the head's passes 1.433 ->
+// 1.401 ms, a gradient's cast 79.3 -> 76.0 us, RoPE's backward 57.6 -> 49.8, SwiGLU's input
+// gradient 95.5 -> 88.1, but SwiGLU's output 58.5 -> 60.9 (H200, gpt2-small, docs/experiments.md).
+// Making both layouts in the pass that reads x costs one byte more per element written; a
+// transpose of its own would read the FP8 matrix again and write it a second time.
 #pragma once
 #include <cuda_fp8.h>
 
@@ -122,7 +128,8 @@ __device__ __forceinline__ void quantize_tile(uint8_t* q, int64_t ld, uint8_t* q
   __shared__ float scratch[32];
   __shared__ float block_scale;
   constexpr int kParts = SourceParts<Source>::value;
-  __shared__ alignas(16) uint8_t tile[kParts][kQuantizeTile][kQuantizeTile + 16];
+  // Rows of 68 bytes, 17 words: the 4 x 4 blocks' word loads below meet no bank more than twice.
+  __shared__ alignas(16) uint8_t tile[kParts][kQuantizeTile][kQuantizeTile + 4];
   const int64_t w = c / kParts;  // a part's width; the tile's columns are [c0, c0 + 64) of each part
   constexpr int kChunksPerRow = kQuantizeTile / kQuantizeChunk, kRowsApart = kQuantizeThreads / kChunksPerRow;
   const int row_in_tile = int(threadIdx.x) / kChunksPerRow, col_in_tile = int(threadIdx.x) % kChunksPerRow * kQuantizeChunk;
@@ -170,17 +177,37 @@ __device__ __forceinline__ void quantize_tile(uint8_t* q, int64_t ld, uint8_t* q
     }
 #pragma unroll
     for (int p = 0; p < kParts; ++p)
-      if (kCols) *reinterpret_cast<uint2*>(&tile[p][row][col_in_tile]) = bytes[p];
+      if (kCols) {  // two words: a row is 4-byte aligned
+        uint32_t* at = reinterpret_cast<uint32_t*>(&tile[p][row][col_in_tile]);
+        at[0] = bytes[p].x;
+        at[1] = bytes[p].y;
+      }
   }
   if (kCols) {
     __syncthreads();
-    // Row c0 + j of each part of the transpose, its 16 columns from r0 + i0.
-    const int j = int(threadIdx.x) / 4, i0 = int(threadIdx.x) % 4 * 16;
-    const int64_t gc = c0 + j, gr = r0 + i0;
+    // Thread t's block: rows 4a .. 4a + 3, columns 4b .. 4b + 3 of the tile; a warp takes a = 0..15
+    // for two b, so that each of its word stores fills 64 consecutive bytes of two transposed rows.
+    const int t = int(threadIdx.x), a = t % 16, b = t / 16;
+#pragma unroll 1
+    for (int p = 0; p < kParts; ++p) {
+      uint32_t word[4];  // row 4a + k, its bytes the columns 4b ..
 #pragma unroll
-    for (int p = 0; p < kParts; ++p)
-      if (gc < w && gr < r)
-        store_transpose_run(qt, ld_t, wide_t, &tile[p][0][0], kQuantizeTile + 16, i0, j, p * w + gc, gr, r);
+      for (int k = 0; k < 4; ++k) word[k] = *reinterpret_cast<const uint32_t*>(&tile[p][4 * a + k][4 * b]);
+      const uint32_t lo01 = __byte_perm(word[0], word[1], 0x5140), lo23 = __byte_perm(word[2], word[3], 0x5140);
+      const uint32_t hi01 = __byte_perm(word[0], word[1], 0x7362), hi23 = __byte_perm(word[2], word[3], 0x7362);
+      const uint32_t column[4] = {__byte_perm(lo01, lo23, 0x5410), __byte_perm(lo01, lo23, 0x7632),
+                                  __byte_perm(hi01, hi23, 0x5410), __byte_perm(hi01, hi23, 0x7632)};
+      const int64_t gr = r0 + 4 * a;
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const int64_t gc = c0 + 4 * b + k;
+        if (gc >= w || gr >= r) continue;
+        uint8_t* dst = qt + (p * w + gc) * ld_t + gr;  // column gr of the transpose's row
+        if (wide_t && gr + 4 <= r) *reinterpret_cast<uint32_t*>(dst) = column[k];
+        else
+          for (int e = 0; e < 4 && gr + e < r; ++e) dst[e] = uint8_t(column[k] >> (8 * e));
+      }
+    }
   }
   if (!current) {  // delayed: record this tensor's amax for the steps to come
     amax = block_max(amax, scratch);
