@@ -77,9 +77,9 @@ constexpr int kMaxThreads = 512, kLossThreads = 256;  // a block's most: with th
 // one instruction, where exp2f adds three (a test and two multiplies) for the subnormal range
 // (x < -126). It changes no bit of what these kernels keep. A row's sum of 2^(y - m) holds a term
 // of exactly 1 (its largest element) by the time any such tiny term could matter, and 1 + 2^-126
-// is 1 in fp32. A gradient
-// element p below 2^-126 times a scale of 1/tokens rounds to zero in bf16 from 256 tokens on
-// (below, a bf16 subnormal may be zero instead), and to zero in FP8 below a scale of 2^109.
+// is 1 in fp32. A gradient element p below 2^-126 times a scale of 1/tokens rounds to zero in
+// bf16 from 256 tokens on (below, a bf16 subnormal may be zero instead), and to zero in FP8 below
+// a scale of 2^109.
 // The head's two passes at gpt2-small on an H200: 1.494 -> 1.427 ms (docs/experiments.md).
 // The loss pass below rounds the product x log2(e) on its own (__fmul_rn), as softmax_gradient
 // does: written as a plain product, it left the compiler free to contract it into the exponent's
@@ -213,7 +213,7 @@ struct SoftmaxGradient {
     // Where the vocabulary ends and where the target is, in 32-bit offsets from the chunk (a row
     // is shorter than 2^31). Most chunks hold neither and take no compare an element, where each
     // element took two 64-bit compares: the head's two passes at gpt2-small on an H200 1.677 ->
-    // 1.494 ms, 1.433 with exp2_ftz (docs/experiments.md).
+    // 1.494 ms, 1.433 with exp2_ftz and the loss pass's rounded product (docs/experiments.md).
     const int end = v - int(col), at = targets[row] - int(col);
     if (end >= kQuantizeChunk && unsigned(at) >= unsigned(kQuantizeChunk)) {
 #pragma unroll
