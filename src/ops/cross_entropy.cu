@@ -73,31 +73,24 @@ __device__ __forceinline__ MaxSum block_combine(const MaxSum (&a)[kLanes], MaxSu
 
 constexpr int kMaxThreads = 512, kLossThreads = 256;  // a block's most: with the gradient, and without
 
-// 2^x by the hardware's approximation with subnormal results flushed to zero (ex2.approx.ftz):
-// one instruction, where exp2f adds three (a test and two multiplies) for the subnormal range
-// (x < -126). It changes no bit of what these kernels keep. A row's sum of 2^(y - m) holds a term
-// of exactly 1 (its largest element) by the time any such tiny term could matter, and 1 + 2^-126
-// is 1 in fp32. A gradient element p below 2^-126 times a scale of 1/tokens rounds to zero in
-// bf16 from 256 tokens on (below, a bf16 subnormal may be zero instead), and to zero in FP8 below
-// a scale of 2^109.
-// The head's two passes at gpt2-small on an H200: 1.494 -> 1.427 ms (docs/experiments.md).
+// 2^x here is fast_exp2 (subnormal results flushed), which changes no bit of what these kernels
+// keep. A row's sum of 2^(y - m) holds a term of exactly 1 (its largest element) by the time any
+// such tiny term could matter, and 1 + 2^-126 is 1 in fp32. A gradient element p below 2^-126
+// times a scale of 1/tokens rounds to zero in bf16 from 256 tokens on (below, a bf16 subnormal may
+// be zero instead), and to zero in FP8 below a scale of 2^109. The head's two passes at gpt2-small
+// on an H200: 1.494 -> 1.427 ms against exp2f (docs/experiments.md).
 // The loss pass below rounds the product x log2(e) on its own (__fmul_rn), as softmax_gradient
 // does: written as a plain product, it left the compiler free to contract it into the exponent's
 // subtraction (the PTX recomputed one element's product beside its subtraction), so the bits rested
 // on the compiler's choice. Rounding it changed the losses in their last digits and, through the
 // log-sum-exp, v4's bf16 gradients within their rounding (docs/experiments.md, 2026-11-29).
-__device__ __forceinline__ float exp2_ftz(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
 
 // One element of the gradient, scale * (softmax - onehot), from its logit x and the row's
 // log-sum-exp in base 2, rounded to T: one expression for the kernel below and the FP8 pass, with
 // the roundings written out, so that no contraction into a fused multiply-add can tell them apart.
 template <class T>
 __device__ __forceinline__ T softmax_gradient(float x, float lse2, bool target, float scale) {
-  const float p = exp2_ftz(__fsub_rn(__fmul_rn(x, kLog2e), lse2));
+  const float p = fast_exp2(__fsub_rn(__fmul_rn(x, kLog2e), lse2));
   return from_float<T>(__fmul_rn(scale, target ? __fsub_rn(p, 1.0f) : p));
 }
 
@@ -126,7 +119,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
         const int col0 = (base + u * lanes) * kN;
         if (col0 >= v) break;  // the rest of this lane's vectors are padding or past the row
         // A whole vector of the vocabulary takes no compare (the last one of a row takes one
-        // an element); the product rounded on its own either way (exp2_ftz says why).
+        // an element); the product rounded on its own either way (the note above softmax_gradient says why).
         float y[kN], local = -INFINITY;
         if (col0 + kN <= v) {
 #pragma unroll
@@ -137,9 +130,9 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
         }
 #pragma unroll
         for (int k = 0; k < kN; ++k) local = fmaxf(local, y[k]);
-        if (local > acc[j].m) acc[j].s *= exp2_ftz(acc[j].m - local), acc[j].m = local;
+        if (local > acc[j].m) acc[j].s *= fast_exp2(acc[j].m - local), acc[j].m = local;
 #pragma unroll
-        for (int k = 0; k < kN; ++k) acc[j].s += exp2_ftz(y[k] - acc[j].m);
+        for (int k = 0; k < kN; ++k) acc[j].s += fast_exp2(y[k] - acc[j].m);
       }
     }
   }
@@ -213,7 +206,7 @@ struct SoftmaxGradient {
     // Where the vocabulary ends and where the target is, in 32-bit offsets from the chunk (a row
     // is shorter than 2^31). Most chunks hold neither and take no compare an element, where each
     // element took two 64-bit compares: the head's two passes at gpt2-small on an H200 1.677 ->
-    // 1.494 ms, 1.433 with exp2_ftz and the loss pass's rounded product (docs/experiments.md).
+    // 1.494 ms, 1.433 with fast_exp2 and the loss pass's rounded product (docs/experiments.md).
     const int end = v - int(col), at = targets[row] - int(col);
     if (end >= kQuantizeChunk && unsigned(at) >= unsigned(kQuantizeChunk)) {
 #pragma unroll

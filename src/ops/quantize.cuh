@@ -217,9 +217,9 @@ __device__ __forceinline__ void quantize_tile(uint8_t* q, int64_t ld, uint8_t* q
 
 // Eight blocks an SM (32 registers a thread): the kernel waits on its loads, and more warps keep
 // more of them in flight (at 36 registers six blocks fit, 71% of the warps ran). SwiGLU's
-// input-gradient source spills a few bytes at this bound (ptxas: 8), and RoPE's spilled 30 until
-// its indices became 32-bit; both measured faster with it all the same (96.1 against 99.3 us,
-// 62.0 against 66.8 at gpt2-small).
+// input-gradient source spilled 8 bytes at this bound until the transposes took 4 x 4 blocks (none
+// since), and RoPE's spilled 30 until its indices became 32-bit; both measured faster with it all
+// the same (96.1 against 99.3 us, 62.0 against 66.8 at gpt2-small).
 template <class Source, bool kRows, bool kCols>
 __global__ void __launch_bounds__(kQuantizeThreads, 8)
     quantize_kernel(Successor next, uint8_t* q, int64_t ld, uint8_t* qt, int64_t ld_t, bool wide_t, float* slot,
