@@ -41,12 +41,12 @@
 // Version 5 (fp8-fused-attention): the forward also writes its output in FP8 with delayed
 // scaling, both layouts the output product takes (rows [tokens, H D] and the transpose), the
 // bytes of quantizing the bf16 it stores: each thread converts its bf16 values into a shared tile
-// of the block's rows, from which the rows go out in 8-byte runs and the transpose in 16-byte
-// runs down a head column (as in src/ops/quantize.cuh); the tile's amax joins the slot's. The
+// of the block's rows, from which the rows go out in 8-byte runs and the transpose in 4 x 4 blocks
+// of bytes (store_transposed of src/ops/quantize.cuh); the tile's amax joins the slot's. The
 // separate pass read the bf16 output again (2 bytes an element) to write the two FP8 forms. At
-// gpt2-small on an H200 the forward takes 109 us a layer against 92 without it, less than the pass
-// (ablation rows +0.4%, +0.7%); with the transpose's reads 16 rows apart in one warp (the same
-// bank) it took 114, and the rows were -0.8%, +0.3%, 0.0%.
+// gpt2-small on an H200 the forward took 109 us a layer against 92 without it, less than the pass
+// (ablation rows +0.4%, +0.7%), with the transpose gathered a byte a lane; in 4 x 4 blocks, 103.4
+// against 105.8 in one job (docs/versions/v5.md).
 // fp32 runs take the same algorithm on the CUDA cores (src/ops/attention_fp32.cu). The Hopper
 // primitives (cp.async, wgmma) are in src/ops/hopper.cuh.
 #include <cuda_bf16.h>
@@ -381,9 +381,9 @@ __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads)
   wgmma_wait<0>(o);
 
   const int64_t ld_att = int64_t(s.H) * D;
-  // FP8: the block's rows as bytes, [kRows][D + 16] over the query tile (every warpgroup is done
+  // FP8: the block's rows as bytes, [kRows][kPitch] over the query tile (every warpgroup is done
   // with it once all have passed the barrier).
-  constexpr int kPitch = D + 16;
+  constexpr int kPitch = fp8_transpose_pitch(D);
   static_assert(kPitch <= 2 * D, "the FP8 tile fits where the query tile was");
   uint8_t* const tile = sq;
   float amax = 0.0f;
@@ -418,16 +418,12 @@ __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads)
     if (f8.rows)
       for (int k = threadIdx.x; k < kRows * (D / 8); k += C::kThreads) {  // row i, bytes c .. c + 7
         const int i = k / (D / 8), c = k % (D / 8) * 8;
-        if (i < rows)
-          *reinterpret_cast<uint2*>(f8.rows + (row0 + i) * f8.ld + int64_t(h) * D + c) =
-              *reinterpret_cast<const uint2*>(tile + i * kPitch + c);
+        const uint32_t* at = reinterpret_cast<const uint32_t*>(tile + i * kPitch + c);  // 4-byte aligned
+        if (i < rows) *reinterpret_cast<uint2*>(f8.rows + (row0 + i) * f8.ld + int64_t(h) * D + c) = make_uint2(at[0], at[1]);
       }
-    if (f8.cols)  // head column j, rows i0 .. i0 + 15; a warp's lanes read 32 neighbouring columns: no bank conflict
-      for (int k = threadIdx.x; k < D * (kRows / 16); k += C::kThreads) {
-        const int j = k % D, i0 = k / D * 16;
-        if (i0 < rows)
-          store_transpose_run(f8.cols, f8.ld_t, f8.wide_t, tile, kPitch, i0, j, int64_t(h) * D + j, row0 + i0, row0 + rows);
-      }
+    if (f8.cols)
+      store_transposed<C::kThreads, kRows>(f8.cols + int64_t(h) * D * f8.ld_t + row0, f8.ld_t, f8.wide_t, tile, kPitch, D,
+                                           rows);
     amax = block_max(amax, scratch);
     if (threadIdx.x == 0) atomicMax(reinterpret_cast<unsigned*>(f8.slot + 2), __float_as_uint(amax));  // >= 0: ordered as bits
   }
@@ -994,8 +990,8 @@ void flash_attention_forward(const Tensor& att, const Tensor& lse, const Tensor&
   Fp8Out f8;
   if (fp8) {
     f8 = fp8_out(att8, int64_t(s.B) * s.T, int64_t(s.H) * s.D);
-    // A transpose run starts at a token b T + q0 + 16 k: on a 16-byte boundary where T is a multiple of 16.
-    f8.wide_t = f8.wide_t && s.T % 16 == 0;
+    // A transpose's 4-byte run starts at a token b T + q0 + 4 k: on a 4-byte boundary where T is a multiple of 4.
+    f8.wide_t = f8.wide_t && s.T % 4 == 0;
   }
   const float scale_log2 = float(s.scale()) * kLog2e;
   with_head_dim(s.D, [&](auto dim) {

@@ -21,11 +21,10 @@
 // Each block takes a 64 x 64 tile (of each part): 256 threads load 8 consecutive elements of a
 // row each (two rows apart by 32), convert them with the hardware's saturating round-to-nearest-even (the bytes
 // of src/core/fp8.h), store the 8 bytes to the row-major output, and put them in shared memory,
-// from which each thread then takes a 4 x 4 block of bytes (four 4-byte words, one from each of
-// four rows), turns it into four words of one column each with byte permutes, and writes them as
-// 4 bytes of four rows of the transpose. Gathering a column a byte at a time (16 one-byte shared
-// loads and their packing for 16 bytes out) made the head's gradient pass, the quantizing passes
-// and RoPE's backward wait on instruction issue: 4 x 4 blocks took the head's passes 1.433 ->
+// from which each thread takes a 4 x 4 block of bytes (a word from each of four rows) and writes
+// it as 4 bytes of four rows of the transpose (store_transposed_4x4). Gathering a column a byte
+// at a time (16 one-byte shared loads and their packing for 16 bytes out) made the head's gradient
+// pass, the quantizing passes and RoPE's backward wait on instruction issue: 4 x 4 blocks took the head's passes 1.433 ->
 // 1.401 ms, a gradient's cast 79.3 -> 76.0 us, RoPE's backward 57.6 -> 49.8, SwiGLU's input
 // gradient 95.5 -> 88.1, but SwiGLU's output 58.5 -> 60.9 (H200, gpt2-small, docs/experiments.md).
 // Making both layouts in the pass that reads x costs one byte more per element written; a
@@ -103,17 +102,50 @@ __device__ __forceinline__ uint2 fp8_chunk(const T (&x)[kQuantizeChunk], float s
   return bytes;
 }
 
-// Rows i0 .. i0 + 15 of column j of a shared tile (rows `pitch` bytes apart) as 16 consecutive
-// bytes of the transpose's row gc, from its column gr (those below r).
-__device__ __forceinline__ void store_transpose_run(uint8_t* qt, int64_t ld_t, bool wide_t, const uint8_t* tile,
-                                                    int pitch, int i0, int j, int64_t gc, int64_t gr, int64_t r) {
-  alignas(16) uint8_t column[16];
+// A 4 x 4 block of FP8 bytes turned: row[k] holds 4 bytes of row k (its columns j .. j + 3), and
+// column[k] gets 4 bytes of column j + k (its rows 0 .. 3), by byte permutes. Written as
+// column[k] at dst + k ld_t, 4 bytes each: one 4-byte store where `whole` (dst on a 4-byte
+// boundary, the 4 rows all there), else the first n bytes. Gathering a column a byte at a time
+// (16 one-byte shared loads and their packing for 16 bytes out) made the passes that write a
+// transpose wait on instruction issue (docs/experiments.md).
+__device__ __forceinline__ void store_transposed_4x4(uint8_t* dst, int64_t ld_t, const uint32_t (&row)[4], bool whole,
+                                                     int n) {
+  const uint32_t lo01 = __byte_perm(row[0], row[1], 0x5140), lo23 = __byte_perm(row[2], row[3], 0x5140);
+  const uint32_t hi01 = __byte_perm(row[0], row[1], 0x7362), hi23 = __byte_perm(row[2], row[3], 0x7362);
+  const uint32_t column[4] = {__byte_perm(lo01, lo23, 0x5410), __byte_perm(lo01, lo23, 0x7632),
+                              __byte_perm(hi01, hi23, 0x5410), __byte_perm(hi01, hi23, 0x7632)};
 #pragma unroll
-  for (int k = 0; k < 16; ++k) column[k] = tile[(i0 + k) * pitch + j];
-  if (wide_t && gr + 16 <= r) {
-    *reinterpret_cast<uint4*>(qt + gc * ld_t + gr) = *reinterpret_cast<const uint4*>(column);
-  } else {
-    for (int k = 0; k < 16 && gr + k < r; ++k) qt[gc * ld_t + gr + k] = column[k];
+  for (int k = 0; k < 4; ++k) {
+    uint8_t* at = dst + k * ld_t;
+    if (whole) *reinterpret_cast<uint32_t*>(at) = column[k];
+    else
+      for (int e = 0; e < n; ++e) at[e] = uint8_t(column[k] >> (8 * e));
+  }
+}
+
+// A shared FP8 tile's pitch for store_transposed: its rows `cols` bytes rounded up to a multiple
+// of 32, plus 4, so that the word loads of a warp's 4 x 4 blocks (below) meet every bank once.
+__host__ __device__ constexpr int fp8_transpose_pitch(int cols) { return (cols + 31) / 32 * 32 + 4; }
+
+// Rows [0, kRows) and columns [0, cols) of a shared tile of FP8 bytes (rows `pitch` bytes apart,
+// fp8_transpose_pitch(cols); kRows a multiple of 32, cols of 4) into the transpose at qt (rows
+// ld_t apart): the tile's column j to qt's row j, its row i to qt's column i, for the rows i below
+// `valid`; 4-byte stores where wide_t and qt is on a 4-byte boundary. By the block's kThreads
+// threads in 4 x 4 blocks (store_transposed_4x4), a warp taking 8 blocks down by 4 across, so
+// that its word loads meet every bank once and each of its word stores fills 32-byte runs of four
+// rows of qt. (The norm's and the attention's tiles; quantize_tile has its own order.)
+template <int kThreads, int kRows>
+__device__ __forceinline__ void store_transposed(uint8_t* qt, int64_t ld_t, bool wide_t, const uint8_t* tile, int pitch,
+                                                 int cols, int valid) {
+  constexpr int kDown = kRows / 32;  // the warps' pieces of 32 rows by 16 columns, down a column of them
+  const int lane = int(threadIdx.x) % 32, pieces = kDown * ((cols + 15) / 16);
+  for (int piece = int(threadIdx.x) / 32; piece < pieces; piece += kThreads / 32) {
+    const int i = 4 * (piece % kDown * 8 + lane % 8), j = 4 * (piece / kDown * 4 + lane / 8);
+    if (i >= valid || j >= cols) continue;
+    uint32_t row[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) row[k] = *reinterpret_cast<const uint32_t*>(tile + (i + k) * pitch + j);
+    store_transposed_4x4(qt + j * ld_t + i, ld_t, row, wide_t && i + 4 <= valid, min(4, valid - i));
   }
 }
 
@@ -187,25 +219,17 @@ __device__ __forceinline__ void quantize_tile(uint8_t* q, int64_t ld, uint8_t* q
     __syncthreads();
     // Thread t's block: rows 4a .. 4a + 3, columns 4b .. 4b + 3 of the tile; a warp takes a = 0..15
     // for two b, so that each of its word stores fills 64 consecutive bytes of two transposed rows.
+    // (store_transposed's order and loop, a warp of 8 a by 4 b whose loads meet every bank once,
+    // made the passes of this kernel 2-5% slower: docs/experiments.md.)
     const int t = int(threadIdx.x), a = t % 16, b = t / 16;
+    const int64_t gr = r0 + 4 * a, gc = c0 + 4 * b;
+    if (gr < r && gc < w) {  // w is a multiple of 8: the block's 4 columns are all there
 #pragma unroll 1
-    for (int p = 0; p < kParts; ++p) {
-      uint32_t word[4];  // row 4a + k, its bytes the columns 4b ..
+      for (int p = 0; p < kParts; ++p) {
+        uint32_t row[4];  // row 4a + k, its bytes the columns 4b ..
 #pragma unroll
-      for (int k = 0; k < 4; ++k) word[k] = *reinterpret_cast<const uint32_t*>(&tile[p][4 * a + k][4 * b]);
-      const uint32_t lo01 = __byte_perm(word[0], word[1], 0x5140), lo23 = __byte_perm(word[2], word[3], 0x5140);
-      const uint32_t hi01 = __byte_perm(word[0], word[1], 0x7362), hi23 = __byte_perm(word[2], word[3], 0x7362);
-      const uint32_t column[4] = {__byte_perm(lo01, lo23, 0x5410), __byte_perm(lo01, lo23, 0x7632),
-                                  __byte_perm(hi01, hi23, 0x5410), __byte_perm(hi01, hi23, 0x7632)};
-      const int64_t gr = r0 + 4 * a;
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        const int64_t gc = c0 + 4 * b + k;
-        if (gc >= w || gr >= r) continue;
-        uint8_t* dst = qt + (p * w + gc) * ld_t + gr;  // column gr of the transpose's row
-        if (wide_t && gr + 4 <= r) *reinterpret_cast<uint32_t*>(dst) = column[k];
-        else
-          for (int e = 0; e < 4 && gr + e < r; ++e) dst[e] = uint8_t(column[k] >> (8 * e));
+        for (int k = 0; k < 4; ++k) row[k] = *reinterpret_cast<const uint32_t*>(&tile[p][4 * a + k][4 * b]);
+        store_transposed_4x4(qt + (p * w + gc) * ld_t + gr, ld_t, row, wide_t && gr + 4 <= r, int(min(int64_t(4), r - gr)));
       }
     }
   }
