@@ -45,8 +45,8 @@
 // of bytes (store_transposed of src/ops/quantize.cuh); the tile's amax joins the slot's. The
 // separate pass read the bf16 output again (2 bytes an element) to write the two FP8 forms. At
 // gpt2-small on an H200 the forward took 109 us a layer against 92 without it, less than the pass
-// (ablation rows +0.4%, +0.7%), with the transpose gathered a byte a lane; in 4 x 4 blocks, 103.4
-// against 105.8 in one job (docs/versions/v5.md).
+// (ablation rows +0.4%, +0.7%), each lane gathering a 16-byte run of the transpose a byte at a
+// time; in 4 x 4 blocks, 104.4 against 105.8 in one job (docs/versions/v5.md).
 // fp32 runs take the same algorithm on the CUDA cores (src/ops/attention_fp32.cu). The Hopper
 // primitives (cp.async, wgmma) are in src/ops/hopper.cuh.
 #include <cuda_bf16.h>

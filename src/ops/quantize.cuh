@@ -271,7 +271,9 @@ inline Fp8Format check_fp8_output(const Fp8Matrix& out, int64_t r, int64_t c) {
            "quantize_fp8: the scale's slot (on a 16-byte boundary)");
   return fp8_format(d);
 }
-// Whether the transpose's 16-byte runs can be written whole.
+// Whether the transpose's runs can be written in 4-byte stores (the producers' runs start at
+// multiples of 4 of its columns). Asking for 16-byte rows and base, as when the runs were 16
+// bytes, leaves some shapes (ld_t a multiple of 4 but not of 16) on byte stores.
 inline bool wide_transpose(const Fp8Matrix& out) {
   return !out.cols.empty() && out.ld_t % 16 == 0 && aligned16(out.cols.ptr);
 }
@@ -279,7 +281,7 @@ inline __nv_fp8_interpretation_t fp8_interpretation(Fp8Format f) { return f == F
 
 // An FP8 matrix as a producing kernel takes it, with delayed scaling (the scale in slot[1], the
 // amax recorded into slot[2]): the row-major bytes and the transpose (either null where not
-// wanted), their strides, and whether the transpose's 16-byte runs can be written whole.
+// wanted), their strides, and whether the transpose's runs take 4-byte stores (wide_transpose).
 struct Fp8Out {
   uint8_t* rows = nullptr;
   int64_t ld = 0;

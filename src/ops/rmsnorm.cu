@@ -275,7 +275,8 @@ constexpr int kFp8NormRows = 32;
 // normalizes them (one warp a row, lane l summing vectors l, l + 32, ...: the same rstd, the same
 // bf16 values), then each value times the slot's scale into FP8: the row-major bytes (f8.rows, if
 // any), and a shared tile written out transposed in 4 x 4 blocks (f8.cols, if any; quantize.cuh's
-// store_transposed: 19.3 -> 18.4 us at gpt2-small against a byte a lane, docs/versions/v5.md). The
+// store_transposed: 19.5 -> 18.9 us at gpt2-small against each lane gathering a 16-byte run a
+// byte at a time, docs/versions/v5.md). The
 // amax of the bf16 values joins the slot's, as the quantizing pass records it.
 __global__ void __launch_bounds__(kThreads)
     rmsnorm_fp8_kernel(Successor next, Fp8Out f8, float* rstd, const bf16_t* x, const bf16_t* w, int64_t n, int c,

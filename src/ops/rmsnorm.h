@@ -20,7 +20,8 @@
 
 namespace tt {
 // The widths the FP8 norm takes (version 5's fp8-fused-norm, rmsnorm_forward_fp8 below): whole
-// 16-byte vectors of bf16, and rows whose shared tile (32 rows of c + 16 bytes) fits an SM.
+// 16-byte vectors of bf16, and rows whose shared tile (32 rows of fp8_transpose_pitch(c) bytes, at
+// most c + 28) fits an SM.
 constexpr int kFp8NormMaxWidth = 6144;
 constexpr bool fp8_norm_width_fits(int c) { return c % 8 == 0 && c <= kFp8NormMaxWidth; }
 }  // namespace tt
