@@ -11,6 +11,7 @@
 #   TT_TIMING="v2:128: v2:128:--use-amp" ...           choose the timed runs (version:seq:flags)
 #   TT_SANITIZE="v3:v3 --use-amp" ...                  choose the sanitized runs (version and flags, ':' between)
 #   TT_CTEST="-R GpuHf" ...                            more ctest arguments for the tests stage (a share of them)
+#   TT_TEST_JOBS=4                                     GPU tests run side by side in the tests stage (default 4)
 if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0" | sed '$d'; exit 0; fi  # the header above
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -39,9 +40,11 @@ fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv,noheader | tee "$LOGS/gpu.txt"
 
 if stage tests; then
-  echo "== GPU tests (ctest -L ^gpu$ ${TT_CTEST:-})"
+  # Side by side: most tests use a small share of the GPU, and one at a time the suite outlasts a
+  # 10-minute call (326 tests). The suite has run with -j 4 and -j 10 on one H200 (docs/data).
+  echo "== GPU tests (ctest -L ^gpu$ -j ${TT_TEST_JOBS:-4} ${TT_CTEST:-})"
   # shellcheck disable=SC2086  # TT_CTEST is several arguments
-  if ! (cd "$BUILD" && ctest -L "^gpu$" ${TT_CTEST:-} --output-on-failure >"$LOGS/gpu-tests.log" 2>&1); then
+  if ! (cd "$BUILD" && ctest -L "^gpu$" -j "${TT_TEST_JOBS:-4}" ${TT_CTEST:-} --output-on-failure >"$LOGS/gpu-tests.log" 2>&1); then
     failures+=("gpu tests")
     grep -E "Failure|Expected|Which is|actual|FAILED|has unwritten|step [0-9]|Trace|\.cpp:[0-9]+:" "$LOGS/gpu-tests.log" | head -60
   fi
