@@ -265,8 +265,13 @@ std::map<std::tuple<std::string, int, int>, double> read_pytorch_json(const std:
   return ms;
 }
 
+}  // namespace
+
 // The ladder: for each precision and shape, the versions in order and whether each is no slower
-// than the one below it, with PyTorch's strongest beside them when given.
+// than the one below it. A median above the one below breaks the ladder only when the two sets
+// of repetitions do not overlap (the version's fastest slower than the other's slowest); else
+// the two are even within their spread, and the line says so. PyTorch's strongest beside them
+// when given.
 void print_ladder(std::ostream& log, const std::vector<BenchPoint>& points,
                   const std::map<std::tuple<std::string, int, int>, double>& torch) {
   std::map<std::tuple<std::string, int, int>, std::vector<const BenchPoint*>> rungs;
@@ -279,13 +284,20 @@ void print_ladder(std::ostream& log, const std::vector<BenchPoint>& points,
     header = true;
     std::sort(list.begin(), list.end(), [](const BenchPoint* a, const BenchPoint* b) { return a->version < b->version; });
     std::string line = fmt::format("  {} batch {} seq {}:", std::get<0>(key), std::get<1>(key), std::get<2>(key));
-    std::string broken;
+    std::string broken, even;
     for (size_t i = 0; i < list.size(); ++i) {
-      line += fmt::format("{} v{} {:.3f}", i ? " >" : "", list[i]->version, list[i]->ms_median);
-      if (i && list[i]->ms_median > list[i - 1]->ms_median)
-        broken += fmt::format(" v{} slower than v{};", list[i]->version, list[i - 1]->version);
+      const BenchPoint &p = *list[i], *below = i ? list[i - 1] : nullptr;
+      line += fmt::format("{} v{} {:.3f}", i ? " >" : "", p.version, p.ms_median);
+      if (!below || p.ms_median <= below->ms_median) continue;
+      if (p.ms_min > below->ms_max)
+        broken += fmt::format(" v{} slower than v{};", p.version, below->version);
+      else
+        even += fmt::format(" v{} and v{} ({:.3f}-{:.3f} against {:.3f}-{:.3f} ms);", p.version, below->version,
+                            p.ms_min, p.ms_max, below->ms_min, below->ms_max);
     }
-    line += broken.empty() ? "  holds" : "  BROKEN:" + broken;
+    if (!broken.empty()) line += "  BROKEN:" + broken;
+    else if (!even.empty()) line += "  holds, even within the repetitions' spread:" + even;
+    else line += "  holds";
     const auto t = torch.find(key);
     if (t != torch.end())
       line += fmt::format(" | PyTorch strongest {:.3f} ({:.2f}x of it: v{})", t->second, t->second / list.back()->ms_median,
@@ -293,6 +305,8 @@ void print_ladder(std::ostream& log, const std::vector<BenchPoint>& points,
     log << line << "\n";
   }
 }
+
+namespace {
 
 // The memory the search may fill: --memory-budget, at most what is free (the GPU's, or the
 // host's available memory on the CPU, whose allocations succeed lazily and so prove nothing).

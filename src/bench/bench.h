@@ -6,8 +6,10 @@
 // test); and the largest batch that fits a memory budget (the batch-size finder).
 #pragma once
 #include <nlohmann/json_fwd.hpp>
+#include <map>
 #include <ostream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "plan/plan.h"
@@ -69,6 +71,12 @@ std::string git_commit();
 // "tiny_llama 0.4.0 (commit ...)": what tiny_llama --version prints (the project's version in CMakeLists.txt).
 std::string program_version();
 nlohmann::json environment_json(const DeviceInfo& device, const std::string& commit);
+
+// The ladder's lines: each precision and shape, its versions by median and whether each is no
+// slower than the one below (medians above it but repetitions that overlap: even, not broken);
+// `torch` (PyTorch's strongest by precision, batch and sequence length) beside them.
+void print_ladder(std::ostream& log, const std::vector<BenchPoint>& points,
+                  const std::map<std::tuple<std::string, int, int>, double>& torch);
 
 // Runs everything the options ask for; returns false when the regression check failed.
 bool run_bench(const BenchOptions& o, std::ostream& log);

@@ -48,6 +48,31 @@ TEST(Bench, RegressionsAgainstABaseline) {
   EXPECT_TRUE(find_regressions(current, baseline, 0.7).empty());
 }
 
+// The ladder breaks only where a version's repetitions are all slower than the one below it;
+// a median above it with repetitions that overlap is even, and the line says so.
+TEST(Bench, LadderBreaksOnlyBeyondTheSpread) {
+  auto timed = [](int version, double median, double min, double max, int batch = 8) {
+    BenchPoint p = point(version, batch, median);
+    p.ms_min = min, p.ms_max = max;
+    return p;
+  };
+  std::ostringstream log;
+  print_ladder(log,
+               {timed(4, 1.223, 1.2215, 1.2239), timed(5, 1.225, 1.2209, 1.2259),  // overlapping: even
+                timed(4, 2.0, 1.99, 2.01, 16), timed(5, 2.1, 2.05, 2.2, 16),        // disjoint: broken
+                timed(4, 3.0, 2.9, 3.1, 32), timed(5, 2.5, 2.4, 2.6, 32)},          // faster: holds
+               {{{"bf16", 32, 128}, 4.0}});
+  const std::string out = log.str();
+  EXPECT_NE(out.find("bf16 batch 8 seq 128: v4 1.223 > v5 1.225  holds, even within the repetitions' spread: v5 and "
+                     "v4 (1.221-1.226 against 1.222-1.224 ms);"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("bf16 batch 16 seq 128: v4 2.000 > v5 2.100  BROKEN: v5 slower than v4;"), std::string::npos) << out;
+  EXPECT_NE(out.find("bf16 batch 32 seq 128: v4 3.000 > v5 2.500  holds | PyTorch strongest 4.000 (1.60x of it: v5)"),
+            std::string::npos)
+      << out;
+}
+
 TEST(Bench, ListFlags) {
   BenchOptions o;
   ASSERT_TRUE(parse_bench_options({"--levels", "v1,v3", "--batch-sizes", "4,8,16,32", "--seq-lens", "128,256",
