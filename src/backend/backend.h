@@ -15,6 +15,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/arena.h"
 #include "ops/adamw.h"
@@ -80,6 +81,14 @@ class Backend {
 
   // Operations.
   virtual void matmul(const Gemm& g) = 0;
+  // Products none of which reads another's output (a layer's weight gradients): why the backend
+  // does not make them in one launch, empty where it does (the CUDA backend with
+  // grouped-weight-gradients, where the shapes allow: ops/weight_gradients.h), and the products
+  // themselves, by default one by one.
+  virtual std::string matmul_group_misfit(const std::vector<Gemm>&) const { return "one product a launch"; }
+  virtual void matmul_group(const std::vector<Gemm>& products) {
+    for (const Gemm& g : products) matmul(g);
+  }
   virtual void embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& wte,
                                  int64_t n, int c) = 0;
   virtual void embedding_backward(const Tensor& dwte, const Tensor& dout, const Tensor& tokens,

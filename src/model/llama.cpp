@@ -130,6 +130,7 @@ void Llama::layout(Arena& a) {
   datt_ = scratch(A, N * HD);
   dgateup_ = scratch(A, N * 2 * F);
   dh_ = scratch(A, N * F);
+  dres_kept_ = be_.plan().grouped_weight_gradients && !fp8 ? scratch(A, N * C) : Tensor{};
   be_.layout_workspace(a, ModelShape{B_, T_, cfg_.hidden, cfg_.heads, cfg_.kv_heads,
                                      cfg_.head_dim(), cfg_.intermediate, cfg_.vocab_size, lookup_ranks});
 }
@@ -255,10 +256,48 @@ void Llama::project_weight_gradient(int l, Proj p, const Tensor& dw, const Tenso
   const int in_f = in_features(p), ld = out_features(p);
   const Fp8Operands f8 = fp8_.operands(l, p);
   const Fp8Matrix dout8 = fp8_.gradient(l, p);
-  for (const Block& b : blocks(p))
-    linear_weight_gradient(be_, dw.slice(b.col * in_f, int64_t(b.width) * in_f), dw_beta(),
-                           dout.slice(b.col, dout.numel - b.col), ld, x, int(tokens()), in_f, b.width,
-                           f8.weight_rows(b.col, b.width), dout8.col_block(b.col, b.width));
+  for (const Block& b : blocks(p)) {
+    const Tensor dw_b = dw.slice(b.col * in_f, int64_t(b.width) * in_f), dout_b = dout.slice(b.col, dout.numel - b.col);
+    if (group_dw_) {  // made with the layer's others (weight_gradients_done)
+      layer_dw_.push_back(linear_dw_gemm(dw_b, dout_b, ld, x, in_f, int(tokens()), in_f, b.width));
+      layer_dw_.back().beta = dw_beta();
+    } else {
+      linear_weight_gradient(be_, dw_b, dw_beta(), dout_b, ld, x, int(tokens()), in_f, b.width,
+                             f8.weight_rows(b.col, b.width), dout8.col_block(b.col, b.width));
+    }
+  }
+}
+
+// grouped-weight-gradients: why layer l's weight gradients do not wait for the end of its
+// backward to go to the backend as one group; empty where they do. Only where it makes them in
+// one launch (matmul_group_misfit: the switch, bf16 products, the shapes), asked of layer l's own.
+std::string Llama::weight_gradients_misfit(int l) const {
+  if (dres_kept_.empty()) return fp8_.on() ? "FP8 products" : "grouped-weight-gradients off";
+  if (!be_.plan().qkv_fusion || !be_.plan().gate_up_fusion) return "without qkv-fusion and gate-up-fusion";
+  const LayerActs& a = acts_[size_t(l)];
+  const LayerWeights& g = g_.layers[size_t(l)];
+  const int n = int(tokens()), C = cfg_.hidden, F = cfg_.intermediate, Q = cfg_.qkv_dim();
+  const int HD = cfg_.heads * cfg_.head_dim();
+  return be_.matmul_group_misfit({linear_dw_gemm(g.wdown, dres_kept_, C, a.h, F, n, F, C),
+                                  linear_dw_gemm(g.wgateup, dgateup_, 2 * F, a.xn2, C, n, C, 2 * F),
+                                  linear_dw_gemm(g.wo, dres_, C, a.att, HD, n, HD, C),
+                                  linear_dw_gemm(g.wqkv, dqkv_, Q, a.xn1, C, n, C, Q)});
+}
+
+std::string Llama::products_kind() const {
+  const std::string& fp8 = fp8_.description();
+  if (!be_.is_cuda() || !be_.plan().grouped_weight_gradients) return fp8;
+  const std::string why = weight_gradients_misfit(0);
+  return fp8 + (fp8.empty() ? "" : "; ") + "weight gradients " +
+         (why.empty() ? "a layer's four in one launch (grouped-weight-gradients)" : "one a launch (" + why + ")");
+}
+
+// The layer's weight-gradient products, made in one group.
+void Llama::weight_gradients_done() {
+  if (!group_dw_) return;
+  ScopedRange r(be_, "weight_gradients");
+  be_.matmul_group(layer_dw_);
+  layer_dw_.clear();
 }
 
 void Llama::forward(Pass pass, int micro_batch) {
@@ -500,7 +539,9 @@ void Llama::backward_ffn(int l) {
     ffn_swiglu_backward(be_, dgateup_, dgateup_in_fp8 ? fp8_.gradient(l, Proj::GateUp) : Fp8Matrix{}, dh_, a.gateup,
                         N, F, fp8_.scaling());
     project_input_gradient(l, Proj::GateUp, d_normed_, dgateup_, w.wgateup, dgateup_in_fp8);
-    project_weight_gradient(l, Proj::Down, g.wdown, dres_, a.h);
+    group_dw_ = weight_gradients_misfit(l).empty();
+    if (group_dw_) be_.convert(dres_kept_, dres_);  // down's weight gradient reads it at the layer's end
+    project_weight_gradient(l, Proj::Down, g.wdown, group_dw_ ? dres_kept_ : dres_, a.h);
     project_weight_gradient(l, Proj::GateUp, g.wgateup, dgateup_, a.xn2);
   }
   ScopedRange r(be_, "ffn_norm");  // dres: now the gradient of x_mid
@@ -522,6 +563,7 @@ void Llama::backward_attention(int l) {
                       fp8_.scaling());
     project_backward(l, Proj::Qkv, d_normed_, g.wqkv, dqkv_, a.xn1, w.wqkv, dqkv_in_fp8);
   }
+  weight_gradients_done();  // before the norm's backward adds to dres, which the output product's reads
   ScopedRange r(be_, "attention_norm");  // dres: now the gradient of the layer's input
   residual_norm_backward(be_, dres_, d_norm_in_, g.attn_norm, d_normed_, a.x, w.attn_norm, a.rstd1, tokens(),
                          cfg_.hidden, accumulating(), residual_gradient8(l - 1, Proj::Down));

@@ -63,7 +63,7 @@ class Llama {
   // Whether the layers' products run in FP8 (version 5: decide_fp8, the shape rule), and how they
   // run and why, for the run's header ("" without the fp8 switch).
   bool uses_fp8() const { return fp8_.on(); }
-  const std::string& products_kind() const { return fp8_.description(); }
+  std::string products_kind() const;
   bool head_in_fp8() const { return fp8_.head_on(); }
   // The least bytes a step's memory-bound kernels move, by the profile's kernel family (RMSNorm,
   // RoPE, SwiGLU, cross-entropy, quantizing passes, AdamW), for this plan on this rank
@@ -198,6 +198,8 @@ class Llama {
   void forward_ffn(int layer);
   void backward_ffn(int layer);
   void backward_attention(int layer);
+  std::string weight_gradients_misfit(int layer) const;  // empty: layer's weight gradients made in one group
+  void weight_gradients_done();
   void forward_head(Pass pass);
   // Data parallelism where every rank's tokens' residual gradients are fewer bytes than the
   // embedding's bucket (a large vocabulary): that bucket is summed over the ranks early, at the
@@ -275,6 +277,12 @@ class Llama {
   Tensor rope_table_;
   // Scratch: a branch's output before it joins the residual stream, and activation gradients.
   Tensor branch_, dres_, d_normed_, d_norm_in_, dqkv_, datt_, dgateup_, dh_;
+  // grouped-weight-gradients: the residual stream's gradient as down's weight gradient reads it
+  // (before the FFN norm's backward adds to dres_), and the layer's weight-gradient products,
+  // made in one group at the end of its backward (project_weight_gradient, weight_gradients_done).
+  Tensor dres_kept_;
+  std::vector<Gemm> layer_dw_;
+  bool group_dw_ = false;  // this step's layers group them: decided by the first layer's products
   // lookup_gathered(): every rank's residual gradient [ranks, B, T, C] and tokens [ranks, B, T]
   Tensor lookup_rows_, lookup_tokens_;
 };

@@ -1,8 +1,10 @@
-// Hopper's primitives, shared by the kernels that use them (our flash attention): cp.async
-// copies from global to shared memory and the wait that hands them to the tensor cores, the
-// 1024-byte-aligned dynamic shared memory the swizzled layouts need, and wgmma, the
-// warpgroup's asynchronous matrix product (bf16 in, fp32 accumulators) with its fence, commit
-// and wait. Each is one or a few PTX instructions; the kernels keep their own tile layouts.
+// Hopper's primitives, shared by the kernels that use them (our flash attention, the grouped
+// weight gradients): cp.async copies from global to shared memory and the wait that hands them
+// to the tensor cores, the tensor memory accelerator's copies (TMA) and the shared-memory
+// barriers that count their bytes, the 1024-byte-aligned dynamic shared memory the swizzled
+// layouts need, and wgmma, the warpgroup's asynchronous matrix product (bf16 in, fp32
+// accumulators) with its fence, commit and wait. Each is one or a few PTX instructions; the
+// kernels keep their own tile layouts.
 #pragma once
 #include <cuda_bf16.h>
 
@@ -50,13 +52,38 @@ __device__ __forceinline__ unsigned char* aligned_smem() {
   return smem + (kSmemAlign - smem_addr(smem) % kSmemAlign) % kSmemAlign;
 }
 
+// ---- TMA and shared-memory barriers ----------------------------------------------------------
+// A barrier in shared memory (8 bytes at `bar`) that completes a phase once `count` threads have
+// arrived and the bytes it expects have landed; a phase's waiters name its parity (0, 1, 0, ...).
+__device__ __forceinline__ void mbar_init(uint32_t bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+// Arrives on the barrier and tells it to expect `bytes` more (from copies that name it).
+__device__ __forceinline__ void mbar_expect(uint32_t bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint32_t bar, unsigned parity) {
+  asm volatile("{\n.reg .pred p;\nWAIT_%=:\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n@!p bra WAIT_%=;\n}\n" ::"r"(
+                   bar),
+               "r"(parity)
+               : "memory");
+}
+// The box of a 2-D tensor map at (c0 along its inner dimension, r0 along its outer one) copied
+// into shared memory at dst by the tensor memory accelerator; the barrier counts its bytes.
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const void* map, int c0, int r0, uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(r0), "r"(bar)
+      : "memory");
+}
+
 // ---- wgmma --------------------------------------------------------------------------------
 // d (64 x N fp32, N / 2 per thread) = or += A B for one 16-wide slice of the reduction. A comes
 // from shared memory (ss: a descriptor) or from registers (rs: the A fragments of the thread's
-// warp, 16 rows x 16); B from shared memory, K-major, or MN-major when kTransB. Thread (warp w,
-// g = lane / 4, t = lane % 4) holds d at rows 16 w + g (d[4n], d[4n + 1]) and 16 w + g + 8
-// (d[4n + 2], d[4n + 3]), columns 8 n + 2 t and 8 n + 2 t + 1: per 8 columns, the layout of
-// the 16x8 accumulator of mma.sync.
+// warp, 16 rows x 16); B from shared memory, K-major, or MN-major when kTransB (ss's A likewise
+// with kTransA). Thread (warp w, g = lane / 4, t = lane % 4) holds d at rows 16 w + g (d[4n],
+// d[4n + 1]) and 16 w + g + 8 (d[4n + 2], d[4n + 3]), columns 8 n + 2 t and 8 n + 2 t + 1: per
+// 8 columns, the layout of the 16x8 accumulator of mma.sync.
 template <int N>
 struct Wgmma;
 // The accumulator operands of a wgmma, "+f" for each of d's floats, and their placeholders in the
@@ -73,13 +100,13 @@ struct Wgmma;
                             "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
 template <>
 struct Wgmma<32> {
-  template <int kTransB>
+  template <int kTransB, int kTransA = 0>
   __device__ static void ss(float (&d)[16], uint64_t a, uint64_t b, int accumulate) {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {" TT_REGS16 "}, "
-                 "%16, %17, p, 1, 1, 0, %19;\n}\n"
+                 "%16, %17, p, 1, 1, %20, %19;\n}\n"
                  : TT_ACC16
-                 : "l"(a), "l"(b), "r"(accumulate), "n"(kTransB));
+                 : "l"(a), "l"(b), "r"(accumulate), "n"(kTransB), "n"(kTransA));
   }
   template <int kTransB>
   __device__ static void rs(float (&d)[16], const uint32_t (&a)[4], uint64_t b, int accumulate) {
@@ -92,13 +119,13 @@ struct Wgmma<32> {
 };
 template <>
 struct Wgmma<64> {
-  template <int kTransB>
+  template <int kTransB, int kTransA = 0>
   __device__ static void ss(float (&d)[32], uint64_t a, uint64_t b, int accumulate) {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {" TT_REGS32 "}, "
-                 "%32, %33, p, 1, 1, 0, %35;\n}\n"
+                 "%32, %33, p, 1, 1, %36, %35;\n}\n"
                  : TT_ACC32
-                 : "l"(a), "l"(b), "r"(accumulate), "n"(kTransB));
+                 : "l"(a), "l"(b), "r"(accumulate), "n"(kTransB), "n"(kTransA));
   }
   template <int kTransB>
   __device__ static void rs(float (&d)[32], const uint32_t (&a)[4], uint64_t b, int accumulate) {
@@ -111,13 +138,13 @@ struct Wgmma<64> {
 };
 template <>
 struct Wgmma<128> {
-  template <int kTransB>
+  template <int kTransB, int kTransA = 0>
   __device__ static void ss(float (&d)[64], uint64_t a, uint64_t b, int accumulate) {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" TT_REGS64 "}, "
-                 "%64, %65, p, 1, 1, 0, %67;\n}\n"
+                 "%64, %65, p, 1, 1, %68, %67;\n}\n"
                  : TT_ACC64
-                 : "l"(a), "l"(b), "r"(accumulate), "n"(kTransB));
+                 : "l"(a), "l"(b), "r"(accumulate), "n"(kTransB), "n"(kTransA));
   }
   template <int kTransB>
   __device__ static void rs(float (&d)[64], const uint32_t (&a)[4], uint64_t b, int accumulate) {

@@ -728,6 +728,21 @@ TEST(Fp8Model, WhereFp8DoesNotPayVersion5IsVersion4BitForBit) {
   EXPECT_TRUE(a.params == b.params);
 }
 
+// grouped-weight-gradients (opt-in): at the default shape each layer's four weight gradients wait
+// for the end of its backward and are made in one launch of our kernel, with cuBLAS's bytes
+// (GpuWeightGradients), so five steps give the same losses and weights as v5 without it.
+TEST(Fp8Model, GroupedWeightGradientsChangeNoBit) {
+  REQUIRE_GPU();
+  Plan v5 = plan_for_version(5);
+  v5.amp = true;
+  Plan grouped = v5;
+  grouped.grouped_weight_gradients = true;
+  const FiveSteps a = five_steps(v5), b = five_steps(grouped);
+  EXPECT_FALSE(b.fp8);
+  EXPECT_EQ(a.losses, b.losses);
+  EXPECT_TRUE(a.params == b.params);
+}
+
 // A checkpoint keeps delayed scaling's history (the tensor fp8/scale_state), so a resumed v5 run
 // scales as the uninterrupted one and continues bit for bit, as v1 to v4 do: the default model
 // with every product in FP8, 8 steps against 4, saved, and 4 more; the checkpoints byte for byte

@@ -1,11 +1,16 @@
 // The CUDA operations that are no op case of `tiny_llama kernels` (those are in
 // test_gpu_op_cases.cpp): the embedding, generation's attention, the residual add alone, AdamW,
-// the gradients' sum of squares, and our flash attention with RoPE inside, called directly; each
+// the gradients' sum of squares, our flash attention with RoPE inside, and a layer's weight
+// gradients in one launch (against cuBLAS's bytes), called directly; each
 // against the CPU reference computed in double, at awkward shapes, with fresh random inputs and
 // poisoned outputs, in fp32 and bf16. Inputs are rounded to the tested type first, so the error
 // measured is the kernel's own.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "gpu_harness.h"
 #include "ops/adamw.h"
@@ -14,6 +19,7 @@
 #include "ops/embedding.h"
 #include "ops/residual.h"
 #include "ops/rope.h"
+#include "ops/weight_gradients.h"
 
 namespace tt::test {
 namespace {
@@ -222,6 +228,74 @@ TEST_P(GpuOps, SumSquares) {
     be->sum_squares(S2, G, true);
     EXPECT_EQ(S.get(), S2.get()) << "two identical sums differ";
   }
+}
+
+// grouped-weight-gradients: a layer's four weight gradients (linear_dw_gemm's form, bf16 into
+// fp32) in one launch of our kernel give the bytes of cublasGemmEx (as v4 calls it, no
+// workspace), written (beta 0) and added to (beta 1, a later micro-batch), at the default
+// model's widths (1024 tokens) and at others the kernel takes; with the dout of each a column
+// slice of a wider matrix where the model's are. Shapes it does not take are refused by
+// weight_gradients_misfit, which says why: a width not a multiple of 128, more than 1024 tokens, more tiles than two
+// waves, an fp32 operand.
+TEST(GpuWeightGradients, OneLaunchGivesCublasBytes) {
+  REQUIRE_GPU();
+  Random rnd{uint64_t(::testing::UnitTest::GetInstance()->random_seed()) * 31 + 5};
+  cublasHandle_t handle = nullptr;
+  ASSERT_EQ(cublasCreate(&handle), CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(cublasSetWorkspace(handle, nullptr, 0), CUBLAS_STATUS_SUCCESS);
+  const cuda::Blas cublas{handle, false, Stream{}};
+  int sms = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  struct Product {
+    int in, out, ld_dout, col;  // dout: columns col .. col + out of a [T, ld_dout] matrix
+  };
+  struct Case {
+    int tokens;
+    std::vector<Product> products;
+  };
+  const Case cases[] = {
+      {1024, {{2048, 512, 512, 0}, {512, 4096, 4096, 0}, {512, 512, 512, 0}, {512, 1024, 1024, 0}}},  // the default layer
+      {512, {{256, 384, 640, 128}, {384, 128, 128, 0}}},
+      {64, {{128, 128, 256, 128}}},
+  };
+  for (const Case& k : cases)
+    for (float beta : {0.0f, 1.0f}) {
+      SCOPED_TRACE(testing::Message() << k.tokens << " tokens, beta " << beta);
+      std::vector<std::unique_ptr<DeviceBuffer>> bufs;
+      std::vector<Gemm> gemms;
+      std::vector<std::vector<double>> start;
+      for (const Product& p : k.products) {
+        // (pointers to the buffers themselves: bufs grows)
+        DeviceBuffer* dout =
+            bufs.emplace_back(new DeviceBuffer(DType::BF16, rnd.uniform(size_t(k.tokens) * p.ld_dout, 0.01))).get();
+        DeviceBuffer* x = bufs.emplace_back(new DeviceBuffer(DType::BF16, rnd.uniform(size_t(k.tokens) * p.in))).get();
+        start.push_back(rnd.uniform(size_t(p.out) * p.in));
+        DeviceBuffer* dw = bufs.emplace_back(new DeviceBuffer(DType::F32, start.back())).get();
+        Gemm g = linear_dw_gemm(*dw, dout->t().slice(p.col, dout->t().numel - p.col), p.ld_dout, *x, p.in, k.tokens,
+                                p.in, p.out);
+        g.beta = beta;
+        gemms.push_back(g);
+      }
+      ASSERT_EQ(cuda::weight_gradients_misfit(gemms, sms), "");
+      std::vector<std::vector<double>> expected;
+      for (size_t i = 0; i < gemms.size(); ++i) {
+        cuda::gemm(cublas, gemms[i]);
+        expected.push_back(bufs[3 * i + 2]->get());
+        bufs[3 * i + 2]->set(start[i]);
+      }
+      cuda::weight_gradients(gemms, Stream{});
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      for (size_t i = 0; i < gemms.size(); ++i) EXPECT_TRUE(bufs[3 * i + 2]->get() == expected[i]) << "product " << i;
+    }
+  auto refused = [&](int tokens, int in, int out, DType x_type) {
+    DeviceBuffer dout(DType::BF16, int64_t(tokens) * out), x(x_type, int64_t(tokens) * in), dw(DType::F32, int64_t(out) * in);
+    return cuda::weight_gradients_misfit({linear_dw_gemm(dw, dout, out, x, in, tokens, in, out)}, sms);
+  };
+  EXPECT_EQ(refused(1024, 512, 200, DType::BF16), "a product of 200 x 512 x 1024 (multiples of 128, 128 and 64, the same tokens for all)");
+  EXPECT_EQ(refused(2048, 512, 512, DType::BF16), "2048 tokens, more than 1024");
+  EXPECT_EQ(refused(1024, 512, 512, DType::F32), "operands not bf16 into fp32");
+  EXPECT_EQ(refused(1024, 4096, 4096, DType::BF16), "1024 tiles, more than two waves of " + std::to_string(sms) + " SMs");
+  cublasDestroy(handle);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, GpuOps, ::testing::Values(DType::F32, DType::BF16),

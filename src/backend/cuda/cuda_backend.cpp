@@ -23,6 +23,7 @@
 #include "ops/rmsnorm.h"
 #include "ops/rope.h"
 #include "ops/swiglu.h"
+#include "ops/weight_gradients.h"
 #include "trace/cupti_trace.h"
 
 namespace tt {
@@ -83,6 +84,7 @@ class CudaBackend final : public Backend {
     cudaDeviceProp prop;
     CUDA_CHECK(cudaGetDeviceProperties(&prop, gpu));
     device_name_ = prop.name;
+    sms_ = prop.multiProcessorCount;
     stream_ = process_stream();
     CUBLAS_CHECK(cublasCreate(&cublas_));
     CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
@@ -199,6 +201,13 @@ class CudaBackend final : public Backend {
   }
 
   void matmul(const Gemm& g) override { cuda::gemm(blas(), g); }
+  std::string matmul_group_misfit(const std::vector<Gemm>& products) const override {
+    return plan_.grouped_weight_gradients ? cuda::weight_gradients_misfit(products, sms_) : "grouped-weight-gradients off";
+  }
+  void matmul_group(const std::vector<Gemm>& products) override {
+    if (!matmul_group_misfit(products).empty()) return Backend::matmul_group(products);
+    cuda::weight_gradients(products, kernel_stream());
+  }
   void embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& wte, int64_t n, int c) override {
     cuda::embedding_forward(out, tokens, wte, n, c, kernel_stream());
   }
@@ -451,6 +460,7 @@ class CudaBackend final : public Backend {
   Plan plan_;
   bool nvtx_;
   std::string device_name_;
+  int sms_ = 0;  // the GPU's multiprocessors
   DeviceMemory memory_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;

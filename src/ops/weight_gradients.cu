@@ -1,0 +1,183 @@
+// A layer's weight gradients in one launch (see weight_gradients.h for the contract).
+//
+// Block b takes tile b of the products' tiles, in the products' order: 128 rows of dW (two
+// warpgroups of 64) by 128 columns. Both operands are read along the tokens, so both are
+// MN-major for wgmma: each chunk of 64 tokens arrives as [64 tokens] x [64 columns] boxes of the
+// tensor memory accelerator (a 128-byte swizzle), two of dout's and two of x's, and wgmma reads
+// them transposed. The chunks run through kStages buffers, each with a barrier that counts its
+// bytes; one thread asks for chunk c + kStages - 2 once every warpgroup is done with chunk c - 2,
+// so the copies run kStages - 2 chunks ahead of the products. Tile and buffer counts were chosen
+// by measurement (128 x 128 with 5 buffers against 128 x 64 and 4 or 6: 18.6 us for the default
+// shape's four products against 19.3-25.0; docs/data/2026-11-29-h200-v6-grouped-dw).
+#include "ops/weight_gradients.h"
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include <string>
+
+#include "ops/cuda_common.cuh"
+#include "ops/hopper.cuh"
+
+namespace tt::cuda {
+namespace {
+
+constexpr int kRows = 128, kCols = 128, kChunk = 64, kStages = 5, kThreads = 2 * kWarpgroup;
+constexpr int kBox = kChunk * 64 * 2;                          // [64 tokens][64 columns] of bf16: 8 KB
+constexpr int kStageBytes = (kRows / 64 + kCols / 64) * kBox;  // dout's two boxes, then x's two
+constexpr int kSmemBytes = kStages * kStageBytes + 8 * kStages + kSmemAlign;
+
+struct Product {
+  CUtensorMap dout, x;  // [T, out] and [T, in], boxes of 64 x 64
+  float* dw;            // [out, in], row stride ldw
+  int64_t ldw;
+  int in, first_tile;   // the product's tiles are first_tile ..
+};
+struct Products {
+  Product p[kGroupedMaxProducts];
+  int count, tokens;
+  bool add;  // beta 1: dW += ...
+};
+
+// An MN-major operand of [64 tokens] x [64 columns] boxes (the 128-byte swizzle) for wgmma: the
+// boxes of consecutive column blocks kBox bytes apart, 8-token groups 1024 bytes apart. Adding
+// (2048 >> 4) moves it 16 tokens on.
+__device__ __forceinline__ uint64_t mn_major(uint32_t addr) {
+  return uint64_t((addr & 0x3FFFF) >> 4) | uint64_t(kBox >> 4) << 16 | uint64_t(1024 >> 4) << 32 | uint64_t(1) << 62;
+}
+
+__global__ void __launch_bounds__(kThreads) grouped_gemm_dw_kernel(Successor next, const __grid_constant__ Products ps) {
+  await_previous_kernel(next);
+  unsigned char* smem = aligned_smem();
+  const uint32_t bars = smem_addr(smem + kStages * kStageBytes);
+  int pi = 0;
+  while (pi + 1 < ps.count && int(blockIdx.x) >= ps.p[pi + 1].first_tile) ++pi;
+  const Product& pr = ps.p[pi];
+  const int tile = int(blockIdx.x) - pr.first_tile, tiles_n = pr.in / kCols;
+  const int m0 = tile / tiles_n * kRows, n0 = tile % tiles_n * kCols, chunks = ps.tokens / kChunk;
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < kStages; ++i) mbar_init(bars + 8 * i, 1);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  auto load = [&](int c) {
+    if (threadIdx.x != 0 || c >= chunks) return;
+    const int i = c % kStages;
+    const uint32_t st = smem_addr(smem + i * kStageBytes), bar = bars + 8 * i;
+    mbar_expect(bar, kStageBytes);
+    tma_load_2d(st, &pr.dout, m0, c * kChunk, bar);
+    tma_load_2d(st + kBox, &pr.dout, m0 + 64, c * kChunk, bar);
+    tma_load_2d(st + 2 * kBox, &pr.x, n0, c * kChunk, bar);
+    tma_load_2d(st + 3 * kBox, &pr.x, n0 + 64, c * kChunk, bar);
+  };
+  const int wg = threadIdx.x / kWarpgroup;
+  float acc[kCols / 2];
+#pragma unroll
+  for (int i = 0; i < kCols / 2; ++i) acc[i] = 0.0f;
+  for (int c = 0; c < kStages - 2; ++c) load(c);
+  for (int c = 0; c < chunks; ++c) {
+    const int i = c % kStages;
+    mbar_wait(bars + 8 * i, (c / kStages) & 1);  // chunk c landed
+    __syncthreads();  // every warpgroup's product of chunk c - 2 is done: its buffer may be loaded again
+    load(c + kStages - 2);
+    const uint32_t st = smem_addr(smem + i * kStageBytes);
+    const uint64_t da = mn_major(st + wg * kBox), db = mn_major(st + 2 * kBox);
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < kChunk / 16; ++ks)
+      Wgmma<kCols>::ss<1, 1>(acc, da + ks * (2048 >> 4), db + ks * (2048 >> 4), 1);
+    wgmma_commit();
+    wgmma_wait<1>(acc);  // chunk c - 1's product done
+  }
+  wgmma_wait<0>(acc);
+  // Thread (warp w of its warpgroup, g = lane / 4, t = lane % 4) holds rows 16 w + g and + 8, columns
+  // 8 n + 2 t and + 1 (hopper.cuh): 8-byte stores, 32 bytes of a row a warp instruction.
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int row = m0 + 64 * wg + 16 * (threadIdx.x % kWarpgroup / 32) + g;
+  float* out = pr.dw + int64_t(row) * pr.ldw + n0 + 2 * t;
+#pragma unroll
+  for (int n = 0; n < kCols / 8; ++n)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float2* at = reinterpret_cast<float2*>(out + int64_t(8 * r) * pr.ldw + 8 * n);
+      float2 v = make_float2(acc[4 * n + 2 * r], acc[4 * n + 2 * r + 1]);
+      if (ps.add) {
+        const float2 old = *at;
+        v = make_float2(v.x + old.x, v.y + old.y);
+      }
+      *at = v;
+    }
+}
+
+// cuTensorMapEncodeTiled, from the driver through the runtime (no link to libcuda).
+PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &found));
+    TT_CHECK(found == cudaDriverEntryPointSuccess && f, "the CUDA driver has no cuTensorMapEncodeTiled (TMA)");
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+  }();
+  return fn;
+}
+
+// A [rows, cols] bf16 matrix (row stride ld elements) as boxes of 64 columns by 64 rows.
+CUtensorMap boxes_of(const Tensor& t, int64_t rows, int64_t cols, int64_t ld) {
+  CUtensorMap map;
+  const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)}, strides[1] = {cuuint64_t(ld) * 2};
+  const cuuint32_t box[2] = {64, 64}, element_strides[2] = {1, 1};
+  const CUresult r = encode_tiled()(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, t.ptr, dims, strides, box, element_strides,
+                                    CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  TT_CHECK(r == CUDA_SUCCESS, "cuTensorMapEncodeTiled failed (" + std::to_string(int(r)) + ") for a weight gradient's operand");
+  return map;
+}
+
+int tiles_of(const Gemm& g) { return (g.m / kRows) * (g.n / kCols); }
+
+}  // namespace
+
+std::string weight_gradients_misfit(const std::vector<Gemm>& products, int sms) {
+  if (products.empty() || int(products.size()) > kGroupedMaxProducts)
+    return "from 1 to " + std::to_string(kGroupedMaxProducts) + " products, not " + std::to_string(products.size());
+  int tiles = 0;
+  for (const Gemm& g : products) {
+    if (!g.trans_a || g.trans_b || g.alpha != 1.0f || g.beta != products[0].beta || (g.beta != 0.0f && g.beta != 1.0f) ||
+        (!g.c_in.empty() && g.c_in.ptr != g.c.ptr) || !g.a_scale.empty())
+      return "a product not of linear_dw_gemm's form (A transposed, alpha 1, beta 0 or 1 for all)";
+    if (g.a.dtype != DType::BF16 || g.b.dtype != DType::BF16 || g.c.dtype != DType::F32)
+      return "operands not bf16 into fp32";
+    if (g.m % kRows || g.n % kCols || g.k != products[0].k || g.k % kChunk)
+      return "a product of " + std::to_string(g.m) + " x " + std::to_string(g.n) + " x " + std::to_string(g.k) +
+             " (multiples of 128, 128 and 64, the same tokens for all)";
+    if (g.lda % 8 || g.ldb % 8 || g.ldc % 2 || !aligned16(g.a.ptr) || !aligned16(g.b.ptr) ||
+        reinterpret_cast<uintptr_t>(g.c.ptr) % 8)
+      return "rows or bases not on 16-byte boundaries";
+    tiles += tiles_of(g);
+  }
+  if (tiles > 2 * sms) return std::to_string(tiles) + " tiles, more than two waves of " + std::to_string(sms) + " SMs";
+  if (products[0].k > 1024) return std::to_string(products[0].k) + " tokens, more than 1024";
+  return "";
+}
+
+void weight_gradients(const std::vector<Gemm>& products, Stream s) {
+  Products ps{};
+  ps.count = int(products.size());
+  ps.tokens = products[0].k;
+  ps.add = products[0].beta == 1.0f;
+  int tiles = 0;
+  for (int i = 0; i < ps.count; ++i) {
+    const Gemm& g = products[size_t(i)];
+    ps.p[i] = {boxes_of(g.a, g.k, g.m, g.lda), boxes_of(g.b, g.k, g.n, g.ldb), static_cast<float*>(g.c.ptr), g.ldc,
+               g.n, tiles};
+    tiles += tiles_of(g);
+  }
+  static const bool sized = [] {
+    CUDA_CHECK(cudaFuncSetAttribute(grouped_gemm_dw_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+    return true;
+  }();
+  (void)sized;
+  launch("grouped_gemm_dw_kernel", grouped_gemm_dw_kernel, tiles, kThreads, kSmemBytes, s, ps);
+}
+
+}  // namespace tt::cuda
