@@ -23,13 +23,17 @@ std::vector<ModuleFlops> module_flops(const ModelConfig& c, int64_t batch, int64
   const double L = c.layers, C = c.hidden, F = c.intermediate, V = c.vocab_size;
   const double HD = double(c.heads) * c.head_dim();
   const ForwardParts f = forward_parts(c, batch, seq_len);
-  auto m = [](const char* name, double params, double fwd) { return ModuleFlops{name, int64_t(params), fwd, 2 * fwd, 0, 0}; };
+  // A module's products do the forward's FLOPs once more for the input gradient and once for the
+  // weight gradient (attention's own products have no weights).
+  auto m = [](const char* name, double params, double fwd, double weight_products = 0) {
+    return ModuleFlops{name, int64_t(params), fwd, 2 * fwd, 0, 0, weight_products};
+  };
   return {
       m("embedding", V * C, 0),
       m("attention_norm", L * C, 0),
-      m("attention", L * (C * c.qkv_dim() + HD * C), f.attention_projections + f.attention),
+      m("attention", L * (C * c.qkv_dim() + HD * C), f.attention_projections + f.attention, f.attention_projections),
       m("ffn_norm", L * C, 0),
-      m("ffn", L * 3 * C * F, f.ffn),
+      m("ffn", L * 3 * C * F, f.ffn, f.ffn),
       m("final_norm", C, 0),
       m("head_loss", 0, f.head),  // the head is the embedding (tied): its parameters are counted there
       m("optimizer", 0, 0),
@@ -47,10 +51,16 @@ StepWork step_work(const ModelConfig& c, int64_t batch, int64_t seq_len) {
 
 void add_measured_times(std::vector<ModuleFlops>& modules, const TraceData& trace) {
   const double steps = trace.steps > 0 ? trace.steps : 1;
+  double weight_flops = 0;
+  for (const ModuleFlops& m : modules) weight_flops += m.weight_gradient_flops;
   for (const RegionRow& row : region_times(trace)) {
     const std::string& path = row.path;
     const std::string leaf = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
     const bool backward = path.rfind("backward", 0) == 0;
+    if (leaf == "weight_gradients" && weight_flops > 0) {
+      for (ModuleFlops& m : modules) m.backward_us += row.gpu_us / steps * m.weight_gradient_flops / weight_flops;
+      continue;
+    }
     for (ModuleFlops& m : modules)
       if (m.module == leaf || (m.module == "optimizer" && path.rfind("optimizer", 0) == 0))
         (backward ? m.backward_us : m.forward_us) += row.gpu_us / steps;

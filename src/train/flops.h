@@ -17,6 +17,7 @@ struct ModuleFlops {
   int64_t params = 0;
   double forward_flops = 0, backward_flops = 0;  // per step, all layers
   double forward_us = 0, backward_us = 0;        // measured, per step
+  double weight_gradient_flops = 0;              // of backward_flops, the weight gradients' products
 };
 
 // The modules of one step with their FLOPs (times zero); forward + backward sums to
@@ -35,7 +36,9 @@ StepWork step_work(const ModelConfig& c, int64_t batch, int64_t seq_len);
 
 // Adds the measured GPU time per module (mean over the trace's steps). With the fused classifier
 // the head's backward products run inside the forward's head_loss range: where that range has
-// forward time and no backward time, its backward FLOPs move to the forward row with them.
+// forward time and no backward time, its backward FLOPs move to the forward row with them. With
+// grouped-weight-gradients a layer's weight gradients run in one launch in a weight_gradients
+// range of their own: its time goes to the modules in proportion to their weight_gradient_flops.
 void add_measured_times(std::vector<ModuleFlops>& modules, const TraceData& trace);
 
 // Dense peak FLOP rate of the precision in use on a known GPU (datasheet values, listed in

@@ -395,6 +395,25 @@ TEST(Profile, MeasuredTimesJoinModulesByRangeName) {
   }
 }
 
+// grouped-weight-gradients: a layer's weight gradients in one launch, in a weight_gradients range
+// of their own, booked to attention and ffn in proportion to their weight gradients' FLOPs.
+TEST(Profile, GroupedWeightGradientsAreSharedByTheirModules) {
+  const ModelConfig c;
+  std::vector<ModuleFlops> m = module_flops(c, 8, 128);
+  TraceData t = sample_trace();
+  t.regions[1] = "backward/layer.0/weight_gradients";
+  add_measured_times(m, t);
+  const double N = 8 * 128, C = c.hidden, F = c.intermediate, HD = double(c.heads) * c.head_dim();
+  const double attention = c.layers * 2 * N * (C * c.qkv_dim() + HD * C), ffn = c.layers * 2 * N * 3 * C * F;
+  double booked = 0;
+  for (const ModuleFlops& x : m) {
+    booked += x.backward_us;
+    if (x.module == "attention") EXPECT_NEAR(x.backward_us, 6.0 * attention / (attention + ffn), 1e-12);
+    if (x.module == "ffn") EXPECT_NEAR(x.backward_us, 6.0 * ffn / (attention + ffn), 1e-12);
+  }
+  EXPECT_NEAR(booked, 6.0, 1e-12);  // the range's 6 us a step, all of it
+}
+
 // The fused classifier runs the head's backward inside the forward's head_loss range: its FLOPs
 // are booked there, where the time is, and the total stays the formula's. Without it (a backward
 // head_loss range) they stay apart.
