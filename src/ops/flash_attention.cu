@@ -98,11 +98,8 @@ struct Smem {
     const unsigned chunk = ((c % kCols) / 8) ^ ((r * kRowBytes / 128) % (kRowBytes / 16));
     return (c / kCols) * rows * kRowBytes + r * kRowBytes + chunk * 16;
   }
-  // wgmma's shared-memory matrix descriptor: start address, leading and stride byte offsets
-  // (all in 16-byte units) and the swizzle.
-  __device__ static uint64_t desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
-    return uint64_t((addr & 0x3FFFF) >> 4) | uint64_t(lbo >> 4) << 16 | uint64_t(sbo >> 4) << 32 | kSwizzle << 62;
-  }
+  // wgmma's descriptor of the tile at addr, with this layout's swizzle.
+  __device__ static uint64_t desc(uint32_t addr, uint32_t lbo, uint32_t sbo) { return wgmma_desc(addr, lbo, sbo, kSwizzle); }
   // K-major operand: rows r0.. of the tile at reduction columns 0..15; consecutive 8-row groups
   // are 8 kRowBytes apart. Adding k_step<rows>(ks) moves it to columns 16 ks .. 16 ks + 15.
   __device__ static uint64_t k_major(uint32_t tile, int r0) { return desc(tile + r0 * kRowBytes, 16, 8 * kRowBytes); }

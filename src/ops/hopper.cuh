@@ -78,6 +78,11 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const void* map, int c
 }
 
 // ---- wgmma --------------------------------------------------------------------------------
+// wgmma's shared-memory matrix descriptor: the start address, the leading and stride byte
+// offsets (each stored in 16-byte units) and the swizzle's code (1: 128 bytes, 2: 64).
+__device__ __forceinline__ uint64_t wgmma_desc(uint32_t addr, uint32_t lbo, uint32_t sbo, uint64_t swizzle) {
+  return uint64_t((addr & 0x3FFFF) >> 4) | uint64_t(lbo >> 4) << 16 | uint64_t(sbo >> 4) << 32 | swizzle << 62;
+}
 // d (64 x N fp32, N / 2 per thread) = or += A B for one 16-wide slice of the reduction. A comes
 // from shared memory (ss: a descriptor) or from registers (rs: the A fragments of the thread's
 // warp, 16 rows x 16); B from shared memory, K-major, or MN-major when kTransB (ss's A likewise

@@ -42,9 +42,7 @@ struct Products {
 // An MN-major operand of [64 tokens] x [64 columns] boxes (the 128-byte swizzle) for wgmma: the
 // boxes of consecutive column blocks kBox bytes apart, 8-token groups 1024 bytes apart. Adding
 // (2048 >> 4) moves it 16 tokens on.
-__device__ __forceinline__ uint64_t mn_major(uint32_t addr) {
-  return uint64_t((addr & 0x3FFFF) >> 4) | uint64_t(kBox >> 4) << 16 | uint64_t(1024 >> 4) << 32 | uint64_t(1) << 62;
-}
+__device__ __forceinline__ uint64_t mn_major(uint32_t addr) { return wgmma_desc(addr, kBox, 1024, 1); }
 
 __global__ void __launch_bounds__(kThreads) grouped_gemm_dw_kernel(Successor next, const __grid_constant__ Products ps) {
   await_previous_kernel(next);
@@ -172,11 +170,7 @@ void weight_gradients(const std::vector<Gemm>& products, Stream s) {
                g.n, tiles};
     tiles += tiles_of(g);
   }
-  static const bool sized = [] {
-    CUDA_CHECK(cudaFuncSetAttribute(grouped_gemm_dw_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
-    return true;
-  }();
-  (void)sized;
+  CUDA_CHECK(cudaFuncSetAttribute(grouped_gemm_dw_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
   launch("grouped_gemm_dw_kernel", grouped_gemm_dw_kernel, tiles, kThreads, kSmemBytes, s, ps);
 }
 
