@@ -27,17 +27,16 @@
 //            the dK/dV kernel also makes dQ: it puts its tile of dS into shared memory and
 //            adds dS K into an fp32 dQ in memory, five tile products a step instead of seven.
 //            The adds into a query tile take turns, key tiles from the diagonal down, each
-//            block waiting on a counter for the one before; the blocks start shortest column
-//            first, so the block a turn waits on started earlier and is one step ahead: it
-//            rarely waits, and the sum has one order, the same bits every run. That it never
-//            waits on a block not yet started rests on the hardware starting blocks in the order
-//            of their index, as it does (FlashAttention-3's deterministic backward rests on it
-//            too); CUDA does not promise it, and a ticket taken with an atomic at the block's
-//            start would. So the switch stays opt-in on this count as well. delta comes from a kernel before it, and one after it
-//            turns the sums into dqkv's bf16. Slower than the two kernels: at gpt2-small on an
-//            H200, 405 us a layer against 150 + 161 (195 without the adds). The L2's fp32 adds
-//            of 16 KB a step cost more than the two products saved; 16-byte atomics and the
-//            copy engine's bulk reductions were no faster (docs/versions/v5.md).
+//            block waiting on a counter for the one before, so the sum has one order, the same
+//            bits every run. The blocks take their places from a ticket in the order they start,
+//            shortest column first, so the block a turn waits on is running and a step ahead: it
+//            rarely waits, and never on a block not yet started. delta comes from a kernel before
+//            it, and one after it turns the sums into dqkv's bf16. Slower than the two kernels:
+//            at gpt2-small on an H200, 405 us a layer against 150 + 161 (195 without the adds).
+//            The L2's fp32 adds of 16 KB a step cost more than the two products saved; 16-byte
+//            atomics, the copy engine's bulk reductions, and those sent in the background by
+//            warp 0 during the next step (FlashAttention-3's dQ writer: 520 us) were no faster
+//            (docs/versions/v5.md).
 // Version 5 (fp8-fused-attention): the forward also writes its output in FP8 with delayed
 // scaling, both layouts the output product takes (rows [tokens, H D] and the transpose), the
 // bytes of quantizing the bf16 it stores: each thread converts its bf16 values into a shared tile
@@ -621,11 +620,6 @@ __global__ void __launch_bounds__(Tiles<D, 1>::kThreads, D <= 64 ? 3 : 1)
   constexpr int kKeys = C::kRows, kRows = dkdv_queries(D);
   static_assert(kKeys == kTileKeys, "a dK/dV block owns kTileKeys keys");
   static_assert(!kFusedDq || kRows == 64, "the fused dQ product takes 64 queries a step");
-  // Key tile and its chunk: the longest columns first, or for the fused dQ the shortest.
-  const int kt = kFusedDq ? split.columns - 1 - int(blockIdx.y) : blockIdx.y / split.slots;
-  const int chunk = kFusedDq ? 0 : blockIdx.y % split.slots;
-  const int begin = chunk * split.chunk, end = min(begin + split.chunk, split.steps(kt));
-  if (begin >= end) return;  // the column has fewer chunks than the longest
   unsigned char* sk = aligned_smem();                  // [kKeys][D]
   unsigned char* sv = sk + Smem<D>::bytes(kKeys);      // [kKeys][D]
   unsigned char* sq = sv + Smem<D>::bytes(kKeys);      // [2][kRows][D]
@@ -633,9 +627,25 @@ __global__ void __launch_bounds__(Tiles<D, 1>::kThreads, D <= 64 ? 3 : 1)
   unsigned char* sds = sdo + 2 * Smem<D>::bytes(kRows);  // fused: dS [kRows][kKeys]
   float* slse = reinterpret_cast<float*>(sds + (kFusedDq ? Smem<kKeys>::bytes(kRows) : 0));  // [2][kRows]
   float* sdelta = slse + 2 * kRows;                                                        // [2][kRows]
+  // The block's place in the grid. The fused dQ's blocks take theirs from a ticket in the order
+  // they start, so that a block waits only on blocks already running.
+  int place = blockIdx.y * gridDim.x + blockIdx.x;
+  if constexpr (kFusedDq) {
+    int* ticket = reinterpret_cast<int*>(slse);  // not yet in use
+    if (threadIdx.x == 0) *ticket = atomicAdd(turns + int64_t(s.B) * s.H * split.tiles, 1);
+    __syncthreads();
+    place = *ticket;
+    __syncthreads();
+  }
+  const int row_block = place % gridDim.x, column = place / gridDim.x;
+  // Key tile and its chunk: the longest columns first, or for the fused dQ the shortest.
+  const int kt = kFusedDq ? split.columns - 1 - column : column / split.slots;
+  const int chunk = kFusedDq ? 0 : column % split.slots;
+  const int begin = chunk * split.chunk, end = min(begin + split.chunk, split.steps(kt));
+  if (begin >= end) return;  // the column has fewer chunks than the longest
 
   const int k0 = kt * kKeys;
-  const int b = blockIdx.x / s.KVH, kvh = blockIdx.x % s.KVH, group = s.H / s.KVH;
+  const int b = row_block / s.KVH, kvh = row_block % s.KVH, group = s.H / s.KVH;
   const int ld = (s.H + 2 * s.KVH) * D, ld_att = s.H * D;
   const bf16_t* base = qkv + int64_t(b) * s.T * ld;
   // Step i of the loop: query tile first + i % per_head of query head kvh * group + i / per_head.
@@ -770,7 +780,8 @@ __global__ void flash_backward_split_sum_kernel(Successor next, bf16_t* dqkv, co
 }
 
 // The fused backward's first kernel: delta = rowsum(dO * O) of every query row, four threads a
-// row as in the dQ kernel (the same bits), and the turns of the dK/dV kernel set to 0.
+// row as in the dQ kernel (the same bits), and the turns and the ticket of the dK/dV kernel set
+// to 0.
 template <int D>
 __global__ void flash_backward_delta_kernel(Successor next, float* delta, int* turns, int64_t turn_count,
                                             const bf16_t* datt, const bf16_t* att, AttnShape s) {
@@ -932,9 +943,10 @@ bool flash_attention_fused_backward(const AttnShape& s, bool asked) {
 }
 
 namespace {
-// The fused backward's scratch after delta: dQ's sums [B T, H D], then the turns [B H][query tiles].
+// The fused backward's scratch after delta: dQ's sums [B T, H D], then the turns [B H][query
+// tiles] and the dK/dV blocks' ticket counter.
 int64_t dq_acc_numel(const AttnShape& s) { return int64_t(s.B) * s.T * s.H * s.D; }
-int64_t turn_count(const AttnShape& s) { return int64_t(s.B) * s.H * blocks_of(s.T, 64); }
+int64_t turn_count(const AttnShape& s) { return int64_t(s.B) * s.H * blocks_of(s.T, 64) + 1; }
 
 template <int D, int kWG>
 ColumnSplit dq_split(const AttnShape& s) {
