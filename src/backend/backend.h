@@ -101,11 +101,13 @@ class Backend {
                                 const Tensor& x, const Tensor& w, const Tensor& rstd, int64_t n,
                                 int c, bool add_dw) = 0;
   // The residual add and the RMSNorm after it in one pass (fused-residual-norm): sum = a + b,
-  // out = rmsnorm(sum); and the backward that adds its dx to the residual stream's gradient.
+  // out = rmsnorm(sum); and the backward that adds its dx to the residual stream's gradient:
+  // dres = dres_in + dx, in place where dres_in is dres, else into a tensor apart.
   virtual void add_rmsnorm_forward(const Tensor& sum, const Tensor& out, const Tensor& rstd, const Tensor& a,
                                    const Tensor& b, const Tensor& w, int64_t n, int c, double eps) = 0;
-  virtual void rmsnorm_backward_add(const Tensor& dres, const Tensor& dw, const Tensor& dout, const Tensor& x,
-                                    const Tensor& w, const Tensor& rstd, int64_t n, int c, bool add_dw) = 0;
+  virtual void rmsnorm_backward_add(const Tensor& dres, const Tensor& dres_in, const Tensor& dw, const Tensor& dout,
+                                    const Tensor& x, const Tensor& w, const Tensor& rstd, int64_t n, int c,
+                                    bool add_dw) = 0;
   virtual void rope_forward(const Tensor& x, const Tensor& table, const RopeShape& s) = 0;
   // Whether attention_forward and attention_backward rotate the queries and keys themselves
   // (rope-in-attention, where our bf16 flash attention runs) with the table given once by

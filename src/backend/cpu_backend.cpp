@@ -5,6 +5,7 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -153,8 +154,9 @@ class CpuBackend final : public Backend {
     ref::add_rmsnorm_forward(sum.data<T>(), out.data<T>(), rstd.data<T>(), a.data<T>(), b.data<T>(), w.data<T>(), n, c,
                              eps);
   }
-  void rmsnorm_backward_add(const Tensor& dres, const Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
-                            const Tensor& rstd, int64_t n, int c, bool add_dw) override {
+  void rmsnorm_backward_add(const Tensor& dres, const Tensor& dres_in, const Tensor& dw, const Tensor& dout,
+                            const Tensor& x, const Tensor& w, const Tensor& rstd, int64_t n, int c, bool add_dw) override {
+    if (dres_in.ptr != dres.ptr) std::copy(dres_in.data<T>(), dres_in.data<T>() + n * c, dres.data<T>());
     ref::rmsnorm_backward(dres.data<T>(), dw.data<T>(), dout.data<T>(), x.data<T>(), w.data<T>(), rstd.data<T>(), n, c,
                           true, add_dw);
   }

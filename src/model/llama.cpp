@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "model/op_sequences.h"
 
@@ -130,7 +131,8 @@ void Llama::layout(Arena& a) {
   datt_ = scratch(A, N * HD);
   dgateup_ = scratch(A, N * 2 * F);
   dh_ = scratch(A, N * F);
-  dres_kept_ = be_.plan().grouped_weight_gradients && !fp8 ? scratch(A, N * C) : Tensor{};
+  const bool grouped = weight_gradients_misfit(weight_views(cfg_, state_.grads(), Vp_).layers[0], acts_[0]).empty();
+  dres_other_ = grouped ? scratch(A, N * C) : Tensor{};
   be_.layout_workspace(a, ModelShape{B_, T_, cfg_.hidden, cfg_.heads, cfg_.kv_heads,
                                      cfg_.head_dim(), cfg_.intermediate, cfg_.vocab_size, lookup_ranks});
 }
@@ -258,7 +260,7 @@ void Llama::project_weight_gradient(int l, Proj p, const Tensor& dw, const Tenso
   const Fp8Matrix dout8 = fp8_.gradient(l, p);
   for (const Block& b : blocks(p)) {
     const Tensor dw_b = dw.slice(b.col * in_f, int64_t(b.width) * in_f), dout_b = dout.slice(b.col, dout.numel - b.col);
-    if (group_dw_) {  // made with the layer's others (weight_gradients_done)
+    if (!dres_other_.empty()) {  // made with the layer's others (weight_gradients_done)
       layer_dw_.push_back(linear_dw_gemm(dw_b, dout_b, ld, x, in_f, int(tokens()), in_f, b.width));
       layer_dw_.back().beta = dw_beta();
     } else {
@@ -268,17 +270,20 @@ void Llama::project_weight_gradient(int l, Proj p, const Tensor& dw, const Tenso
   }
 }
 
-// grouped-weight-gradients: why layer l's weight gradients do not wait for the end of its
-// backward to go to the backend as one group; empty where they do. Only where it makes them in
-// one launch (matmul_group_misfit: the switch, bf16 products, the shapes), asked of layer l's own.
-std::string Llama::weight_gradients_misfit(int l) const {
-  if (dres_kept_.empty()) return fp8_.on() ? "FP8 products" : "grouped-weight-gradients off";
+// grouped-weight-gradients: why a layer's weight gradients (into g, from the activations a) do not
+// wait for the end of its backward to go to the backend as one group; empty where they do. Only
+// where the backend makes them in one launch (matmul_group_misfit: the switch, bf16 products, the
+// shapes). Every layer's are alike: layout() asks of the first, and the answer holds for the run.
+std::string Llama::weight_gradients_misfit(const LayerWeights& g, const LayerActs& a) const {
+  if (fp8_.on()) return "FP8 products";
+  if (!be_.plan().grouped_weight_gradients) return "grouped-weight-gradients off";
+  // On several ranks each layer's end would wait for the reductions behind (weight_gradients_done):
+  // not measured there, so not taken.
+  if (state_.distributed()) return "several ranks";
   if (!be_.plan().qkv_fusion || !be_.plan().gate_up_fusion) return "without qkv-fusion and gate-up-fusion";
-  const LayerActs& a = acts_[size_t(l)];
-  const LayerWeights& g = g_.layers[size_t(l)];
   const int n = int(tokens()), C = cfg_.hidden, F = cfg_.intermediate, Q = cfg_.qkv_dim();
   const int HD = cfg_.heads * cfg_.head_dim();
-  return be_.matmul_group_misfit({linear_dw_gemm(g.wdown, dres_kept_, C, a.h, F, n, F, C),
+  return be_.matmul_group_misfit({linear_dw_gemm(g.wdown, dres_, C, a.h, F, n, F, C),
                                   linear_dw_gemm(g.wgateup, dgateup_, 2 * F, a.xn2, C, n, C, 2 * F),
                                   linear_dw_gemm(g.wo, dres_, C, a.att, HD, n, HD, C),
                                   linear_dw_gemm(g.wqkv, dqkv_, Q, a.xn1, C, n, C, Q)});
@@ -287,14 +292,14 @@ std::string Llama::weight_gradients_misfit(int l) const {
 std::string Llama::products_kind() const {
   const std::string& fp8 = fp8_.description();
   if (!be_.is_cuda() || !be_.plan().grouped_weight_gradients) return fp8;
-  const std::string why = weight_gradients_misfit(0);
+  const std::string why = weight_gradients_misfit(g_.layers[0], acts_[0]);
   return fp8 + (fp8.empty() ? "" : "; ") + "weight gradients " +
          (why.empty() ? "a layer's four in one launch (grouped-weight-gradients)" : "one a launch (" + why + ")");
 }
 
 // The layer's weight-gradient products, made in one group.
 void Llama::weight_gradients_done() {
-  if (!group_dw_) return;
+  if (dres_other_.empty()) return;
   ScopedRange r(be_, "weight_gradients");
   be_.matmul_group(layer_dw_);
   layer_dw_.clear();
@@ -539,14 +544,17 @@ void Llama::backward_ffn(int l) {
     ffn_swiglu_backward(be_, dgateup_, dgateup_in_fp8 ? fp8_.gradient(l, Proj::GateUp) : Fp8Matrix{}, dh_, a.gateup,
                         N, F, fp8_.scaling());
     project_input_gradient(l, Proj::GateUp, d_normed_, dgateup_, w.wgateup, dgateup_in_fp8);
-    group_dw_ = weight_gradients_misfit(l).empty();
-    if (group_dw_) be_.convert(dres_kept_, dres_);  // down's weight gradient reads it at the layer's end
-    project_weight_gradient(l, Proj::Down, g.wdown, group_dw_ ? dres_kept_ : dres_, a.h);
+    project_weight_gradient(l, Proj::Down, g.wdown, dres_, a.h);
     project_weight_gradient(l, Proj::GateUp, g.wgateup, dgateup_, a.xn2);
   }
   ScopedRange r(be_, "ffn_norm");  // dres: now the gradient of x_mid
-  residual_norm_backward(be_, dres_, d_norm_in_, g.ffn_norm, d_normed_, a.x_mid, w.ffn_norm, a.rstd2, N, cfg_.hidden,
-                         accumulating(), residual_gradient8(l, Proj::Out));
+  // With the weight gradients grouped, down's reads dres at the layer's end: the new gradient goes
+  // into the other buffer, and the two trade places.
+  const bool grouped = !dres_other_.empty();
+  const Tensor dres_out = grouped ? dres_other_ : dres_;
+  residual_norm_backward(be_, dres_out, dres_, d_norm_in_, g.ffn_norm, d_normed_, a.x_mid, w.ffn_norm, a.rstd2, N,
+                         cfg_.hidden, accumulating(), residual_gradient8(l, Proj::Out));
+  if (grouped) std::swap(dres_, dres_other_);
 }
 
 void Llama::backward_attention(int l) {
@@ -565,7 +573,7 @@ void Llama::backward_attention(int l) {
   }
   weight_gradients_done();  // before the norm's backward adds to dres, which the output product's reads
   ScopedRange r(be_, "attention_norm");  // dres: now the gradient of the layer's input
-  residual_norm_backward(be_, dres_, d_norm_in_, g.attn_norm, d_normed_, a.x, w.attn_norm, a.rstd1, tokens(),
+  residual_norm_backward(be_, dres_, dres_, d_norm_in_, g.attn_norm, d_normed_, a.x, w.attn_norm, a.rstd1, tokens(),
                          cfg_.hidden, accumulating(), residual_gradient8(l - 1, Proj::Down));
 }
 

@@ -198,7 +198,7 @@ class Llama {
   void forward_ffn(int layer);
   void backward_ffn(int layer);
   void backward_attention(int layer);
-  std::string weight_gradients_misfit(int layer) const;  // empty: layer's weight gradients made in one group
+  std::string weight_gradients_misfit(const LayerWeights& g, const LayerActs& a) const;  // empty: made in one group
   void weight_gradients_done();
   void forward_head(Pass pass);
   // Data parallelism where every rank's tokens' residual gradients are fewer bytes than the
@@ -277,12 +277,13 @@ class Llama {
   Tensor rope_table_;
   // Scratch: a branch's output before it joins the residual stream, and activation gradients.
   Tensor branch_, dres_, d_normed_, d_norm_in_, dqkv_, datt_, dgateup_, dh_;
-  // grouped-weight-gradients: the residual stream's gradient as down's weight gradient reads it
-  // (before the FFN norm's backward adds to dres_), and the layer's weight-gradient products,
-  // made in one group at the end of its backward (project_weight_gradient, weight_gradients_done).
-  Tensor dres_kept_;
+  // grouped-weight-gradients, where layout() found that the backend groups the layers' weight
+  // gradients (empty elsewhere): a second buffer of the residual stream's gradient, into which the
+  // FFN norm's backward writes the new one (the two then trade places), so that down's weight
+  // gradient reads the old one at the layer's end; and the layer's weight-gradient products, made
+  // in one group there (project_weight_gradient, weight_gradients_done).
+  Tensor dres_other_;
   std::vector<Gemm> layer_dw_;
-  bool group_dw_ = false;  // this step's layers group them: decided by the first layer's products
   // lookup_gathered(): every rank's residual gradient [ranks, B, T, C] and tokens [ranks, B, T]
   Tensor lookup_rows_, lookup_tokens_;
 };

@@ -40,16 +40,17 @@ bool norm_backward_in_fp8(const Plan& plan, bool fp8_products, Fp8Scaling scalin
          plan.fused_residual_norm;
 }
 
-void residual_norm_backward(Backend& be, const Tensor& dres, const Tensor& dx, const Tensor& dw, const Tensor& dout,
-                            const Tensor& sum, const Tensor& w, const Tensor& rstd, int64_t n, int c, bool add_dw,
-                            const Fp8Matrix& dres8) {
+void residual_norm_backward(Backend& be, const Tensor& dres, const Tensor& dres_in, const Tensor& dx, const Tensor& dw,
+                            const Tensor& dout, const Tensor& sum, const Tensor& w, const Tensor& rstd, int64_t n,
+                            int c, bool add_dw, const Fp8Matrix& dres8) {
   if (!dres8.slot.empty()) {
     TT_CHECK(be.plan().fused_residual_norm, "residual_norm_backward: the FP8 form is made with the add inside");
+    TT_CHECK(dres_in.ptr == dres.ptr, "residual_norm_backward: the FP8 form adds in place");
     return be.fp8_rmsnorm_backward(dres8, dres, dw, dout, sum, w, rstd, n, c, true, add_dw);
   }
-  if (be.plan().fused_residual_norm) return be.rmsnorm_backward_add(dres, dw, dout, sum, w, rstd, n, c, add_dw);
+  if (be.plan().fused_residual_norm) return be.rmsnorm_backward_add(dres, dres_in, dw, dout, sum, w, rstd, n, c, add_dw);
   be.rmsnorm_backward(dx, dw, dout, sum, w, rstd, n, c, add_dw);
-  be.add(dres, dres, dx);
+  be.add(dres, dres_in, dx);
 }
 
 bool cross_entropy_loss(Backend& be, bool training, const Tensor& losses, const Tensor& logits, const Tensor& targets,

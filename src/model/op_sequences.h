@@ -36,12 +36,13 @@ bool norm_in_fp8(const Plan& plan, bool fp8_products, Fp8Scaling scaling, int c)
 bool attention_in_fp8(const Plan& plan, bool fp8_products, Fp8Scaling scaling);
 void attention_forward(Backend& be, const Tensor& att, const Tensor& saved, const Tensor& qkv, const AttnShape& s,
                        const Fp8Matrix& att8 = {});
-// Its backward: dres += the norm's input gradient for dout (the gradient of out), in one kernel with
-// the switch, else the norm's backward into the scratch dx, then the add. dw is written, or added
-// to with add_dw. With dres8 given (norm_backward_in_fp8), dres's new value in FP8 too.
-void residual_norm_backward(Backend& be, const Tensor& dres, const Tensor& dx, const Tensor& dw, const Tensor& dout,
-                            const Tensor& sum, const Tensor& w, const Tensor& rstd, int64_t n, int c, bool add_dw,
-                            const Fp8Matrix& dres8 = {});
+// Its backward: dres = dres_in + the norm's input gradient for dout (the gradient of out), in one
+// kernel with the switch, else the norm's backward into the scratch dx, then the add; dres_in is
+// dres itself (in place) or a tensor apart. dw is written, or added to with add_dw. With dres8
+// given (norm_backward_in_fp8, in place only), dres's new value in FP8 too.
+void residual_norm_backward(Backend& be, const Tensor& dres, const Tensor& dres_in, const Tensor& dx, const Tensor& dw,
+                            const Tensor& dout, const Tensor& sum, const Tensor& w, const Tensor& rstd, int64_t n,
+                            int c, bool add_dw, const Fp8Matrix& dres8 = {});
 // Whether a norm's backward writes the residual stream's gradient in FP8 too, where a product
 // takes it next (fp8-fused-norm-backward): with delayed scaling, the one-kernel norm
 // (custom-rmsnorm) with the add inside it (fused-residual-norm).

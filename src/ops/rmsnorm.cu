@@ -351,8 +351,9 @@ __device__ __forceinline__ void rms_dw_columns(float* dw, const T* dout, const T
 // consecutive banks, and at the end the block adds the warps' sums in warp order into
 // partial[b, :]. Without it, the blocks from `chunks` on compute dw itself, kVec columns each
 // (rms_dw_columns), at the same time as the rows. With kAddDx (the fused-residual-norm switch)
-// dx is added to what the tensor holds, the residual stream's gradient, rounded as the add
-// kernel would round the two. With kFp8 (bf16, kVec 8) the stored dx is also written in its FP8
+// dx is added to the residual stream's gradient dx_in and the sum stored in dx, rounded as the
+// add kernel would round the two: in place where dx_in is dx, else out of place (the grouped
+// weight gradients read the gradient as it was). With kFp8 (bf16, kVec 8) the stored dx is also written in its FP8
 // forms f8 (see the top of this file); the tile follows the column sums in shared memory.
 // The tile's pitch: rows 4 bytes longer than c (a multiple of 8), an odd number of words, so that
 // the lanes reading a column (32 rows) hit 32 banks.
@@ -360,9 +361,9 @@ __host__ __device__ constexpr int fp8_tile_pitch(int c) { return c + 4; }
 
 template <class T, int kVec, bool kPartialDw, bool kAddDx, bool kFp8>
 __global__ void __launch_bounds__(kThreads, 3)
-    rmsnorm_fused_backward_kernel(Successor next, T* dx, float* dw_or_partial, const T* dout, const T* x, const T* w,
-                                  const float* rstd, int64_t n, int c, int64_t rows_per_chunk, int chunks, bool add_dw,
-                                  Fp8Out f8) {
+    rmsnorm_fused_backward_kernel(Successor next, T* dx, const T* dx_in, float* dw_or_partial, const T* dout,
+                                  const T* x, const T* w, const float* rstd, int64_t n, int c, int64_t rows_per_chunk,
+                                  int chunks, bool add_dw, Fp8Out f8) {
   static_assert(!kFp8 || (std::is_same_v<T, bf16_t> && kVec == 8), "the FP8 forms are made from bf16 vectors of 8");
   await_previous_kernel(next);
   if (!kPartialDw && blockIdx.x >= chunks) {
@@ -387,6 +388,7 @@ __global__ void __launch_bounds__(kThreads, 3)
     const T* gr = dout + row * c;
     const T* xr = x + row * c;
     T* dxr = dx + row * c;
+    const T* dinr = dx_in + row * c;
     V g_cached[kCachedBackward], x_cached[kCachedBackward];
     float dot = 0.0f;
 #pragma unroll
@@ -402,7 +404,7 @@ __global__ void __launch_bounds__(kThreads, 3)
       dot += dot3(V::load(w + j), V::load(gr + j), V::load(xr + j));
     const float r = rstd[row], coef = r * r * r * warp_sum(dot) / c;
     auto store_dx = [&](int v, const V& d) {
-      const V out = kAddDx ? added(V::load(dxr + v * kVec), d) : d;
+      const V out = kAddDx ? added(V::load(dinr + v * kVec), d) : d;
       out.store(dxr + v * kVec);
       if constexpr (kFp8) {
         const uint2 bytes = fp8_chunk(out.v, scale, f8.format, amax);
@@ -503,18 +505,18 @@ size_t fp8_backward_tile_bytes(const BackwardChunks& b, int c) {
 }
 constexpr size_t kFp8BackwardSmem = 72 * 1024;
 
-// The one-kernel backward (c <= kSmemFloats), dx and dw each written or, with add_dx and add_dw,
-// added to; with dx8, dx also in its FP8 forms.
-void launch_fused_backward(const Tensor& dx, const Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
-                           const Tensor& rstd, int64_t n, int c, bool add_dx, bool add_dw, const Tensor& scratch,
-                           Stream s, const Fp8Matrix& dx8 = {}) {
+// The one-kernel backward (c <= kSmemFloats), dx written (with add_dx: dx_in + dx, dx_in dx itself
+// or a tensor apart) and dw written or, with add_dw, added to; with dx8, dx also in its FP8 forms.
+void launch_fused_backward(const Tensor& dx, const Tensor& dx_in, const Tensor& dw, const Tensor& dout,
+                           const Tensor& x, const Tensor& w, const Tensor& rstd, int64_t n, int c, bool add_dx,
+                           bool add_dw, const Tensor& scratch, Stream s, const Fp8Matrix& dx8 = {}) {
   const BackwardChunks b = backward_chunks(n, c);
   auto go = [&](auto kernel, auto* dxp, unsigned blocks, size_t smem, float* dw_or_partial, Fp8Out f8) {
     using T = std::remove_pointer_t<decltype(dxp)>;
     if (smem > 48 * 1024)
       CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    launch("rmsnorm_fused_backward_kernel", kernel, blocks, 32 * b.warps, smem, s, dxp, dw_or_partial,
-           static_cast<const T*>(dout.ptr), static_cast<const T*>(x.ptr), static_cast<const T*>(w.ptr),
+    launch("rmsnorm_fused_backward_kernel", kernel, blocks, 32 * b.warps, smem, s, dxp,
+           static_cast<const T*>(dx_in.ptr), dw_or_partial, static_cast<const T*>(dout.ptr), static_cast<const T*>(x.ptr), static_cast<const T*>(w.ptr),
            rstd.data<float>(), n, c, b.rows_per_chunk, b.chunks, add_dw, f8);
   };
   // The kernel for (partial_dw, add_dx): pick(partial, add) gives its instantiation, kVec wide.
@@ -590,7 +592,7 @@ void rmsnorm_backward(const Tensor& dx, const Tensor& dw, const Tensor& dout, co
                       const Tensor& rstd, int64_t n, int c, bool add_dw, bool fused, const Tensor& scratch, Stream s) {
   fused = fused && fused_backward_fits(c);
   TT_CHECK(scratch.numel >= rmsnorm_scratch_numel(n, c, fused), "rmsnorm scratch too small");
-  if (fused) return launch_fused_backward(dx, dw, dout, x, w, rstd, n, c, false, add_dw, scratch, s);
+  if (fused) return launch_fused_backward(dx, dx, dw, dout, x, w, rstd, n, c, false, add_dw, scratch, s);
   TT_DISPATCH_ACT(x.dtype, {
     T* dxp = static_cast<T*>(dx.ptr);
     const T* g = static_cast<const T*>(dout.ptr);
@@ -608,10 +610,12 @@ void rmsnorm_backward(const Tensor& dx, const Tensor& dw, const Tensor& dout, co
   });
 }
 
-void rmsnorm_backward_add(const Tensor& dres, const Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
-                          const Tensor& rstd, int64_t n, int c, bool add_dw, const Tensor& scratch, Stream s) {
+void rmsnorm_backward_add(const Tensor& dres, const Tensor& dres_in, const Tensor& dw, const Tensor& dout,
+                          const Tensor& x, const Tensor& w, const Tensor& rstd, int64_t n, int c, bool add_dw,
+                          const Tensor& scratch, Stream s) {
   TT_CHECK(fused_backward_fits(c) && scratch.numel >= rmsnorm_scratch_numel(n, c, true), "rmsnorm scratch too small");
-  launch_fused_backward(dres, dw, dout, x, w, rstd, n, c, true, add_dw, scratch, s);
+  TT_CHECK(dres_in.dtype == dres.dtype && dres_in.numel >= n * c, "rmsnorm_backward_add: dres_in of dres's type and size");
+  launch_fused_backward(dres, dres_in, dw, dout, x, w, rstd, n, c, true, add_dw, scratch, s);
 }
 
 bool rmsnorm_backward_fp8_fits(const Tensor& dx, const Tensor& dout, const Tensor& x, const Tensor& w, int64_t n,
@@ -628,7 +632,7 @@ void rmsnorm_backward_fp8(const Fp8Matrix& dx8, const Tensor& dx, const Tensor& 
   TT_CHECK(rmsnorm_backward_fp8_fits(dx, dout, x, w, n, c) && scratch.numel >= rmsnorm_scratch_numel(n, c, true),
            "rmsnorm_backward_fp8: bf16 rows of a multiple of 8 elements on 16-byte boundaries whose tile fits");
   TT_CHECK(!dx8.slot.empty(), "rmsnorm_backward_fp8: no FP8 output");
-  launch_fused_backward(dx, dw, dout, x, w, rstd, n, c, add_dx, add_dw, scratch, s, dx8);
+  launch_fused_backward(dx, dx, dw, dout, x, w, rstd, n, c, add_dx, add_dw, scratch, s, dx8);
 }
 
 }  // namespace tt::cuda

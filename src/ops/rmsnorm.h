@@ -92,8 +92,10 @@ void rmsnorm_backward(const Tensor& dx, const Tensor& dw, const Tensor& dout, co
 bool residual_rmsnorm_fits(int c);
 void add_rmsnorm_forward(const Tensor& sum, const Tensor& out, const Tensor& rstd, const Tensor& a, const Tensor& b,
                          const Tensor& w, int64_t n, int c, float eps, Stream s);
-void rmsnorm_backward_add(const Tensor& dres, const Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
-                          const Tensor& rstd, int64_t n, int c, bool add_dw, const Tensor& scratch, Stream s);
+// dres = dres_in + the norm's dx: in place where dres_in is dres, else into a tensor apart.
+void rmsnorm_backward_add(const Tensor& dres, const Tensor& dres_in, const Tensor& dw, const Tensor& dout,
+                          const Tensor& x, const Tensor& w, const Tensor& rstd, int64_t n, int c, bool add_dw,
+                          const Tensor& scratch, Stream s);
 // Version 5 (fp8-fused-norm): the norm of x straight into its FP8 forms out8 and rstd, with
 // delayed scaling (the scale in out8's slot; the amax recorded there): the bytes quantize_fp8
 // makes from what rmsnorm_forward(fused) writes, and no bf16 output. For bf16 rows of a multiple

@@ -62,14 +62,13 @@ const std::vector<PlanSwitch>& plan_switches() {
        "our flash attention's backward in one kernel: dK/dV's blocks add dS K into dQ, taking turns in a fixed "
        "order (five tile products a step, not seven; opt-in: slower)",
        false},
-      // Exact (cuBLAS's bytes), but in the default step 0.3% faster, within a few runs' spread:
-      // the copy it needs and the optimizer behind the backward take what the launch saves
-      // (docs/experiments.md, "Version 6's second question"). Opt-in.
+      // Exact (cuBLAS's bytes, the same training bits); the default step 1.211 -> 1.151 ms on an
+      // H200 once the residual stream's gradient had a second buffer instead of a copy
+      // (docs/versions/v6.md). Where its rule refuses, the products go one by one as before.
       {"grouped-weight-gradients", &Plan::grouped_weight_gradients, 5,
        "a layer's four weight gradients (bf16) in one launch of our own tile kernel, the bytes of cuBLAS's, where "
-       "their tiles are at most two waves and the tokens at most 1024 (the residual stream's gradient kept in a "
-       "second buffer for them; opt-in: no faster in the step)",
-       false},
+       "their tiles are at most two waves and the tokens at most 1024, on one GPU (the residual stream's gradient "
+       "in a second buffer for them)"},
       // Measured no faster and less precise than E4M3 (docs/versions/v5.md). Opt-in.
       {"fp8-e5m2-gradients", &Plan::fp8_e5m2_gradients, 5,
        "the gradients entering the FP8 products in E5M2 (more range), not E4M3 (opt-in: less precise)", false},

@@ -67,6 +67,28 @@ TEST_F(OpsGradcheck, RmsNorm) {
   for (int j = 0; j < c; ++j) EXPECT_EQ(dw_sum[j], dw[j] + dw[j]);
 }
 
+// The residual form's backward adds the norm's dx to the residual stream's gradient: in place, or
+// out of place into a tensor apart (grouped-weight-gradients), leaving the gradient it read as it
+// was; both the same values as the norm's backward and an add.
+TEST_F(OpsGradcheck, RmsNormBackwardAddsInPlaceOrApart) {
+  const int n = 4, c = 6;
+  auto x = rnd.uniform(n * c), w = rnd.uniform(c), R = rnd.uniform(n * c), dres0 = rnd.uniform(n * c);
+  std::vector<double> out(n * c), rstd(n), dx(n * c), dw(c);
+  be->rmsnorm_forward(view(out), view(rstd), view(x), view(w), n, c, 1e-5);
+  be->rmsnorm_backward(view(dx), view(dw), view(R), view(x), view(w), view(rstd), n, c, false);
+  std::vector<double> in_place = dres0, apart(n * c, 7.0), kept = dres0, dw_in_place(c), dw_apart(c);
+  be->rmsnorm_backward_add(view(in_place), view(in_place), view(dw_in_place), view(R), view(x), view(w), view(rstd), n,
+                           c, false);
+  be->rmsnorm_backward_add(view(apart), view(kept), view(dw_apart), view(R), view(x), view(w), view(rstd), n, c, false);
+  for (int i = 0; i < n * c; ++i) {
+    EXPECT_EQ(in_place[i], dres0[i] + dx[i]);
+    EXPECT_EQ(apart[i], in_place[i]);
+    EXPECT_EQ(kept[i], dres0[i]);
+  }
+  EXPECT_EQ(dw_in_place, dw);
+  EXPECT_EQ(dw_apart, dw);
+}
+
 TEST_F(OpsGradcheck, Rope) {
   const int B = 2, T = 5, heads = 3, D = 4, ld = 16, col = 2;
   const std::vector<double> table = rope_table(T, D, 10000.0);

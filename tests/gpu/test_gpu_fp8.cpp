@@ -285,7 +285,7 @@ TEST_P(Fp8Quantize, ResidualGradientMadeInFp8IsTheCastOfWhatItStores) {
           dout(DType::BF16, spread_values(k.r * k.c, seed++, 1e-2)), out(DType::BF16, k.r * k.c), rstd(DType::F32, k.r),
           dres(DType::BF16, dres0), dres_too(DType::BF16, dres0), dw(DType::F32, k.c), dw_too(DType::F32, k.c);
       be->rmsnorm_forward(out, rstd, x, w, k.r, int(k.c), 1e-5);
-      if (add) be->rmsnorm_backward_add(dres, dw, dout, x, w, rstd, k.r, int(k.c), false);
+      if (add) be->rmsnorm_backward_add(dres, dres, dw, dout, x, w, rstd, k.r, int(k.c), false);
       else be->rmsnorm_backward(dres, dw, dout, x, w, rstd, k.r, int(k.c), false);
       DeviceFp8 cast(d, k.r, k.c), made(d, k.r, k.c);
       for (DeviceFp8* m : {&cast, &made}) m->calibrate(*be.be, dres, k.r, k.c);
@@ -728,16 +728,17 @@ TEST(Fp8Model, WhereFp8DoesNotPayVersion5IsVersion4BitForBit) {
   EXPECT_TRUE(a.params == b.params);
 }
 
-// grouped-weight-gradients (opt-in): at the default shape each layer's four weight gradients wait
-// for the end of its backward and are made in one launch of our kernel, with cuBLAS's bytes
+// grouped-weight-gradients (v5): at the default shape each layer's four weight gradients wait for
+// the end of its backward and are made in one launch of our kernel, with cuBLAS's bytes
 // (GpuWeightGradients), so five steps give the same losses and weights as v5 without it.
 TEST(Fp8Model, GroupedWeightGradientsChangeNoBit) {
   REQUIRE_GPU();
-  Plan v5 = plan_for_version(5);
-  v5.amp = true;
-  Plan grouped = v5;
-  grouped.grouped_weight_gradients = true;
-  const FiveSteps a = five_steps(v5), b = five_steps(grouped);
+  Plan grouped = plan_for_version(5);
+  grouped.amp = true;
+  ASSERT_TRUE(grouped.grouped_weight_gradients);
+  Plan apart = grouped;
+  apart.grouped_weight_gradients = false;
+  const FiveSteps a = five_steps(apart), b = five_steps(grouped);
   EXPECT_FALSE(b.fp8);
   EXPECT_EQ(a.losses, b.losses);
   EXPECT_TRUE(a.params == b.params);

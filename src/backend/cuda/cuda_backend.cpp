@@ -232,9 +232,9 @@ class CudaBackend final : public Backend {
                            const Tensor& w, int64_t n, int c, double eps) override {
     cuda::add_rmsnorm_forward(sum, out, rstd, a, b, w, n, c, float(eps), kernel_stream());
   }
-  void rmsnorm_backward_add(const Tensor& dres, const Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
-                            const Tensor& rstd, int64_t n, int c, bool add_dw) override {
-    cuda::rmsnorm_backward_add(dres, dw, dout, x, w, rstd, n, c, add_dw, rmsnorm_scratch_, kernel_stream());
+  void rmsnorm_backward_add(const Tensor& dres, const Tensor& dres_in, const Tensor& dw, const Tensor& dout,
+                            const Tensor& x, const Tensor& w, const Tensor& rstd, int64_t n, int c, bool add_dw) override {
+    cuda::rmsnorm_backward_add(dres, dres_in, dw, dout, x, w, rstd, n, c, add_dw, rmsnorm_scratch_, kernel_stream());
   }
   void fp8_rmsnorm_backward(const Fp8Matrix& dx8, const Tensor& dx, const Tensor& dw, const Tensor& dout,
                             const Tensor& x, const Tensor& w, const Tensor& rstd, int64_t n, int c, bool add,
@@ -242,7 +242,7 @@ class CudaBackend final : public Backend {
     if (plan_.custom_rmsnorm && cuda::rmsnorm_backward_fp8_fits(dx, dout, x, w, n, c))
       return cuda::rmsnorm_backward_fp8(dx8, dx, dw, dout, x, w, rstd, n, c, add, add_dw, rmsnorm_scratch_,
                                         kernel_stream());
-    if (add) rmsnorm_backward_add(dx, dw, dout, x, w, rstd, n, c, add_dw);
+    if (add) rmsnorm_backward_add(dx, dx, dw, dout, x, w, rstd, n, c, add_dw);
     else rmsnorm_backward(dx, dw, dout, x, w, rstd, n, c, add_dw);
     cuda::quantize_fp8(dx8, dx, n, c, Fp8Scaling::Delayed, amax_partials_, kernel_stream());  // delayed: no partials
   }

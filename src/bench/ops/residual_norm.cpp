@@ -45,7 +45,7 @@ class ResidualNormCase final : public OpCase {
     residual_norm(be, r);
   }
   void backward(Backend& be) override {
-    residual_norm_backward(be, dres_, dx_, dw_, dout_, sum_, w_, rstd_, shape_.tokens(), shape_.hidden, false);
+    residual_norm_backward(be, dres_, dres_, dx_, dw_, dout_, sum_, w_, rstd_, shape_.tokens(), shape_.hidden, false);
   }
   std::vector<OpOutput> outputs(bool backward) const override {
     if (backward) return {{"dres", dres_}, {"dw", dw_}};
