@@ -277,8 +277,7 @@ void Llama::project_weight_gradient(int l, Proj p, const Tensor& dw, const Tenso
 std::string Llama::weight_gradients_misfit(const LayerWeights& g, const LayerActs& a) const {
   if (fp8_.on()) return "FP8 products";
   if (!be_.plan().grouped_weight_gradients) return "grouped-weight-gradients off";
-  // On several ranks each layer's end would wait for the reductions behind (weight_gradients_done):
-  // not measured there, so not taken.
+  // Not run on several GPUs (no machine of several was lent when it went in), so not taken there.
   if (state_.distributed()) return "several ranks";
   if (!be_.plan().qkv_fusion || !be_.plan().gate_up_fusion) return "without qkv-fusion and gate-up-fusion";
   const int n = int(tokens()), C = cfg_.hidden, F = cfg_.intermediate, Q = cfg_.qkv_dim();

@@ -353,8 +353,9 @@ __device__ __forceinline__ void rms_dw_columns(float* dw, const T* dout, const T
 // (rms_dw_columns), at the same time as the rows. With kAddDx (the fused-residual-norm switch)
 // dx is added to the residual stream's gradient dx_in and the sum stored in dx, rounded as the
 // add kernel would round the two: in place where dx_in is dx, else out of place (the grouped
-// weight gradients read the gradient as it was). With kFp8 (bf16, kVec 8) the stored dx is also written in its FP8
-// forms f8 (see the top of this file); the tile follows the column sums in shared memory.
+// weight gradients read the gradient as it was). With kFp8 (bf16, kVec 8) the stored dx is also
+// written in its FP8 forms f8 (see the top of this file); the tile follows the column sums in
+// shared memory.
 // The tile's pitch: rows 4 bytes longer than c (a multiple of 8), an odd number of words, so that
 // the lanes reading a column (32 rows) hit 32 banks.
 __host__ __device__ constexpr int fp8_tile_pitch(int c) { return c + 4; }
@@ -516,8 +517,9 @@ void launch_fused_backward(const Tensor& dx, const Tensor& dx_in, const Tensor& 
     if (smem > 48 * 1024)
       CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
     launch("rmsnorm_fused_backward_kernel", kernel, blocks, 32 * b.warps, smem, s, dxp,
-           static_cast<const T*>(dx_in.ptr), dw_or_partial, static_cast<const T*>(dout.ptr), static_cast<const T*>(x.ptr), static_cast<const T*>(w.ptr),
-           rstd.data<float>(), n, c, b.rows_per_chunk, b.chunks, add_dw, f8);
+           static_cast<const T*>(dx_in.ptr), dw_or_partial, static_cast<const T*>(dout.ptr),
+           static_cast<const T*>(x.ptr), static_cast<const T*>(w.ptr), rstd.data<float>(), n, c, b.rows_per_chunk,
+           b.chunks, add_dw, f8);
   };
   // The kernel for (partial_dw, add_dx): pick(partial, add) gives its instantiation, kVec wide.
   auto run = [&](auto pick, auto* dxp, int vec, Fp8Out f8, size_t smem) {
@@ -614,7 +616,8 @@ void rmsnorm_backward_add(const Tensor& dres, const Tensor& dres_in, const Tenso
                           const Tensor& x, const Tensor& w, const Tensor& rstd, int64_t n, int c, bool add_dw,
                           const Tensor& scratch, Stream s) {
   TT_CHECK(fused_backward_fits(c) && scratch.numel >= rmsnorm_scratch_numel(n, c, true), "rmsnorm scratch too small");
-  TT_CHECK(dres_in.dtype == dres.dtype && dres_in.numel >= n * c, "rmsnorm_backward_add: dres_in of dres's type and size");
+  TT_CHECK(dres_in.dtype == dres.dtype && dres_in.numel >= n * c,
+           "rmsnorm_backward_add: dres_in of dres's type and size");
   launch_fused_backward(dres, dres_in, dw, dout, x, w, rstd, n, c, true, add_dw, scratch, s);
 }
 
