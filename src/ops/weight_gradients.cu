@@ -154,7 +154,7 @@ std::string weight_gradients_misfit(const std::vector<Gemm>& products, int sms) 
     tiles += tiles_of(g);
   }
   if (tiles > 2 * sms) return std::to_string(tiles) + " tiles, more than two waves of " + std::to_string(sms) + " SMs";
-  if (products[0].k > 1024) return std::to_string(products[0].k) + " tokens, more than 1024";
+  if (products[0].k > 2048) return std::to_string(products[0].k) + " tokens, more than 2048";
   return "";
 }
 

@@ -67,7 +67,7 @@ const std::vector<PlanSwitch>& plan_switches() {
       // (docs/versions/v6.md). Where its rule refuses, the products go one by one as before.
       {"grouped-weight-gradients", &Plan::grouped_weight_gradients, 5,
        "a layer's four weight gradients (bf16) in one launch of our own tile kernel, the bytes of cuBLAS's, where "
-       "their tiles are at most two waves and the tokens at most 1024, on one GPU (the residual stream's gradient "
+       "their tiles are at most two waves and the tokens at most 2048, on one GPU (the residual stream's gradient "
        "in a second buffer for them)"},
       // Measured no faster and less precise than E4M3 (docs/versions/v5.md). Opt-in.
       {"fp8-e5m2-gradients", &Plan::fp8_e5m2_gradients, 5,

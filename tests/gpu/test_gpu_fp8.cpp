@@ -634,16 +634,17 @@ TEST(Fp8Model, Gpt2SmallWithinTheBoundOfTheCpuInDouble) {
     EXPECT_LT(global, 0.25);
 }
 
-// Five training steps at the default shape (B 8 x T 128) under `plan`: each step's loss, then the
-// weights.
+// Five training steps at the default shape (B 8 x T 128, or T given) under `plan`: each step's
+// loss, then the weights.
 struct FiveSteps {
   std::vector<double> losses;
   std::vector<float> params;
   bool fp8 = false;
+  std::string products;  // the header's Products: line
 };
-FiveSteps five_steps(const Plan& plan) {
+FiveSteps five_steps(const Plan& plan, int T = 128) {
   const ModelConfig c = fp8_model();
-  const int B = 8, T = 128;
+  const int B = 8;
   auto be = make_backend({DeviceKind::Cuda, plan});
   Llama m(c, *be, B, T);
   m.init_weights(3);
@@ -652,6 +653,7 @@ FiveSteps five_steps(const Plan& plan) {
   AdamWStep s;
   FiveSteps r;
   r.fp8 = m.uses_fp8();
+  r.products = m.products_kind();
   for (int step = 1; step <= 5; ++step) {
     data->next_batch(b);
     m.set_batch(b.tokens.data(), b.targets.data());
@@ -728,9 +730,10 @@ TEST(Fp8Model, WhereFp8DoesNotPayVersion5IsVersion4BitForBit) {
   EXPECT_TRUE(a.params == b.params);
 }
 
-// grouped-weight-gradients (v5): at the default shape each layer's four weight gradients wait for
-// the end of its backward and are made in one launch of our kernel, with cuBLAS's bytes
-// (GpuWeightGradients), so five steps give the same losses and weights as v5 without it.
+// grouped-weight-gradients (v5): at the default shape and at the training default's 8 x 256 each
+// layer's four weight gradients wait for the end of its backward and are made in one launch of our
+// kernel, with cuBLAS's bytes (GpuWeightGradients), so five steps give the same losses and weights
+// as v5 without it.
 TEST(Fp8Model, GroupedWeightGradientsChangeNoBit) {
   REQUIRE_GPU();
   Plan grouped = plan_for_version(5);
@@ -738,10 +741,14 @@ TEST(Fp8Model, GroupedWeightGradientsChangeNoBit) {
   ASSERT_TRUE(grouped.grouped_weight_gradients);
   Plan apart = grouped;
   apart.grouped_weight_gradients = false;
-  const FiveSteps a = five_steps(apart), b = five_steps(grouped);
-  EXPECT_FALSE(b.fp8);
-  EXPECT_EQ(a.losses, b.losses);
-  EXPECT_TRUE(a.params == b.params);
+  for (int T : {128, 256}) {
+    SCOPED_TRACE(testing::Message() << "T " << T);
+    const FiveSteps a = five_steps(apart, T), b = five_steps(grouped, T);
+    EXPECT_FALSE(b.fp8);
+    EXPECT_NE(b.products.find("a layer's four in one launch"), std::string::npos) << b.products;
+    EXPECT_EQ(a.losses, b.losses);
+    EXPECT_TRUE(a.params == b.params);
+  }
 }
 
 // A checkpoint keeps delayed scaling's history (the tensor fp8/scale_state), so a resumed v5 run
