@@ -289,11 +289,33 @@ std::string Llama::weight_gradients_misfit(const LayerWeights& g, const LayerAct
 }
 
 std::string Llama::products_kind() const {
-  const std::string& fp8 = fp8_.description();
-  if (!be_.is_cuda() || !be_.plan().grouped_weight_gradients) return fp8;
-  const std::string why = weight_gradients_misfit(g_.layers[0], acts_[0]);
-  return fp8 + (fp8.empty() ? "" : "; ") + "weight gradients " +
+  std::string s = fp8_.description();
+  if (!be_.is_cuda()) return s;
+  if (be_.plan().swiglu_in_gate_up) {
+    const std::string why = swiglu_in_gate_up_misfit(0);
+    s += std::string(s.empty() ? "" : "; ") + "SwiGLU " +
+         (why.empty() ? "in the gate/up product's epilogue (swiglu-in-gate-up)" : "a kernel of its own (" + why + ")");
+  }
+  if (be_.plan().grouped_weight_gradients) {
+    const std::string why = weight_gradients_misfit(g_.layers[0], acts_[0]);
+    s += std::string(s.empty() ? "" : "; ") + "weight gradients " +
          (why.empty() ? "a layer's four in one launch (grouped-weight-gradients)" : "one a launch (" + why + ")");
+  }
+  return s;
+}
+
+// swiglu-in-gate-up: layer l's gate/up product in the act type (bf16), and why the backend does not
+// make SwiGLU in its epilogue (empty where it does). Not with FP8 products or gate and up apart.
+Gemm Llama::gate_up_product(int l) const {
+  const int C = cfg_.hidden, F = cfg_.intermediate;
+  return linear_product(acts_[size_t(l)].gateup, 2 * F, acts_[size_t(l)].xn2, w_.layers[size_t(l)].wgateup,
+                        int(tokens()), C, 2 * F, {});
+}
+std::string Llama::swiglu_in_gate_up_misfit(int l) const {
+  if (!be_.plan().swiglu_in_gate_up) return "swiglu-in-gate-up off";
+  if (fp8_.on()) return "FP8 products";
+  if (!be_.plan().gate_up_fusion) return "without gate-up-fusion";
+  return be_.gate_up_swiglu_misfit(gate_up_product(l), cfg_.intermediate);
 }
 
 // The layer's weight-gradient products, made in one group.
@@ -430,9 +452,14 @@ void Llama::forward_ffn(int l) {
   const Tensor& x_next = last ? x_out_ : acts_[size_t(l) + 1].x;
   const bool xn_cast = block_norm(l, Proj::GateUp, {a.x_mid, a.xn2, a.rstd2, {}, {}, w.ffn_norm, N, C, cfg_.norm_eps});
   ScopedRange r(be_, "ffn");
-  project(l, Proj::GateUp, a.gateup, a.xn2, w.wgateup, xn_cast);
   const bool h_in_fp8 = swiglu_in_fp8(plan, fp8_.on());
-  ffn_swiglu_forward(be_, a.h, h_in_fp8 ? fp8_.operands(l, Proj::Down).x : Fp8Matrix{}, a.gateup, N, F, fp8_.scaling());
+  if (swiglu_in_gate_up_misfit(l).empty()) {
+    be_.gate_up_swiglu(gate_up_product(l), a.h, N, F);
+  } else {
+    project(l, Proj::GateUp, a.gateup, a.xn2, w.wgateup, xn_cast);
+    ffn_swiglu_forward(be_, a.h, h_in_fp8 ? fp8_.operands(l, Proj::Down).x : Fp8Matrix{}, a.gateup, N, F,
+                       fp8_.scaling());
+  }
   const NormNext next = last ? NormNext{"final_norm", xf_, rstd_f_, w_.final_norm, -1, Proj::Qkv}
                              : NormNext{"attention_norm", acts_[size_t(l) + 1].xn1, acts_[size_t(l) + 1].rstd1,
                                         w_.layers[size_t(l) + 1].attn_norm, l + 1, Proj::Qkv};

@@ -1,14 +1,21 @@
 // Hopper's primitives, shared by the kernels that use them (our flash attention, the grouped
-// weight gradients): cp.async copies from global to shared memory and the wait that hands them
-// to the tensor cores, the tensor memory accelerator's copies (TMA) and the shared-memory
-// barriers that count their bytes, the 1024-byte-aligned dynamic shared memory the swizzled
-// layouts need, and wgmma, the warpgroup's asynchronous matrix product (bf16 in, fp32
-// accumulators) with its fence, commit and wait. Each is one or a few PTX instructions; the
-// kernels keep their own tile layouts.
+// weight gradients, the gated product): cp.async copies from global to shared memory and the wait
+// that hands them to the tensor cores, the tensor memory accelerator's copies (TMA), the tensor
+// maps they read (made on the host) and the shared-memory barriers that count their bytes, the
+// 1024-byte-aligned dynamic shared memory the swizzled layouts need, and wgmma, the warpgroup's
+// asynchronous matrix product (bf16 in, fp32 accumulators) with its fence, commit and wait. Each
+// is one or a few PTX instructions; the kernels keep their own tile layouts.
 #pragma once
+#include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_bf16.h>
 
 #include <cstdint>
+#include <string>
+
+#include "core/cuda_check.h"
+#include "core/error.h"
+#include "core/tensor.h"
 
 namespace tt::cuda {
 
@@ -75,6 +82,27 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const void* map, int c
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(r0), "r"(bar)
       : "memory");
+}
+
+// A [rows, cols] bf16 matrix (row stride ld elements) as a tensor map of boxes of 64 columns (128
+// bytes, the 128-byte swizzle) by box_rows rows. cuTensorMapEncodeTiled comes from the driver
+// through the runtime (no link to libcuda).
+inline CUtensorMap bf16_boxes(const Tensor& t, int64_t rows, int64_t cols, int64_t ld, int box_rows) {
+  static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &found));
+    TT_CHECK(found == cudaDriverEntryPointSuccess && f, "the CUDA driver has no cuTensorMapEncodeTiled (TMA)");
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+  }();
+  CUtensorMap map;
+  const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)}, strides[1] = {cuuint64_t(ld) * 2};
+  const cuuint32_t box[2] = {64, cuuint32_t(box_rows)}, element_strides[2] = {1, 1};
+  const CUresult r = encode(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, t.ptr, dims, strides, box, element_strides,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  TT_CHECK(r == CUDA_SUCCESS, "cuTensorMapEncodeTiled failed (" + std::to_string(int(r)) + ") for a product's operand");
+  return map;
 }
 
 // ---- wgmma --------------------------------------------------------------------------------

@@ -11,9 +11,6 @@
 // shape's four products against 19.3-25.0; docs/data/2026-11-29-h200-v6-grouped-dw).
 #include "ops/weight_gradients.h"
 
-#include <cuda.h>
-#include <cudaTypedefs.h>
-
 #include <string>
 
 #include "ops/cuda_common.cuh"
@@ -107,30 +104,6 @@ __global__ void __launch_bounds__(kThreads) grouped_gemm_dw_kernel(Successor nex
     }
 }
 
-// cuTensorMapEncodeTiled, from the driver through the runtime (no link to libcuda).
-PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
-  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &found));
-    TT_CHECK(found == cudaDriverEntryPointSuccess && f, "the CUDA driver has no cuTensorMapEncodeTiled (TMA)");
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
-  }();
-  return fn;
-}
-
-// A [rows, cols] bf16 matrix (row stride ld elements) as boxes of 64 columns by 64 rows.
-CUtensorMap boxes_of(const Tensor& t, int64_t rows, int64_t cols, int64_t ld) {
-  CUtensorMap map;
-  const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)}, strides[1] = {cuuint64_t(ld) * 2};
-  const cuuint32_t box[2] = {64, 64}, element_strides[2] = {1, 1};
-  const CUresult r = encode_tiled()(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, t.ptr, dims, strides, box, element_strides,
-                                    CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  TT_CHECK(r == CUDA_SUCCESS, "cuTensorMapEncodeTiled failed (" + std::to_string(int(r)) + ") for a weight gradient's operand");
-  return map;
-}
-
 int tiles_of(const Gemm& g) { return (g.m / kRows) * (g.n / kCols); }
 
 }  // namespace
@@ -166,7 +139,7 @@ void weight_gradients(const std::vector<Gemm>& products, Stream s) {
   int tiles = 0;
   for (int i = 0; i < ps.count; ++i) {
     const Gemm& g = products[size_t(i)];
-    ps.p[i] = {boxes_of(g.a, g.k, g.m, g.lda), boxes_of(g.b, g.k, g.n, g.ldb), static_cast<float*>(g.c.ptr), g.ldc,
+    ps.p[i] = {bf16_boxes(g.a, g.k, g.m, g.lda, 64), bf16_boxes(g.b, g.k, g.n, g.ldb, 64), static_cast<float*>(g.c.ptr), g.ldc,
                g.n, tiles};
     tiles += tiles_of(g);
   }

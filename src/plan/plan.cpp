@@ -69,6 +69,11 @@ const std::vector<PlanSwitch>& plan_switches() {
        "a layer's four weight gradients (bf16) in one launch of our own tile kernel, the bytes of cuBLAS's, where "
        "their tiles are at most two waves and the tokens at most 2048, on one GPU (the residual stream's gradient "
        "in a second buffer for them)"},
+      // Exact (cuBLAS's and the SwiGLU kernel's bytes); the default step 1.161 -> 1.148 ms on an
+      // H200 (docs/versions/v6.md). Where its rule refuses, the product and the kernel as before.
+      {"swiglu-in-gate-up", &Plan::swiglu_in_gate_up, 5,
+       "SwiGLU made in the epilogue of our own gate/up product (bf16, TMA and wgmma), the bytes of cuBLAS's product "
+       "and the SwiGLU kernel, where it pays (at most 1024 tokens): gateup not read back, one launch less a layer"},
       // Measured no faster and less precise than E4M3 (docs/versions/v5.md). Opt-in.
       {"fp8-e5m2-gradients", &Plan::fp8_e5m2_gradients, 5,
        "the gradients entering the FP8 products in E5M2 (more range), not E4M3 (opt-in: less precise)", false},

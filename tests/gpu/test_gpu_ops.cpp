@@ -17,8 +17,10 @@
 #include "ops/attention.h"
 #include "ops/attention_decode.h"
 #include "ops/embedding.h"
+#include "ops/gated_product.h"
 #include "ops/residual.h"
 #include "ops/rope.h"
+#include "ops/swiglu.h"
 #include "ops/weight_gradients.h"
 
 namespace tt::test {
@@ -296,6 +298,48 @@ TEST(GpuWeightGradients, OneLaunchGivesCublasBytes) {
   EXPECT_EQ(refused(4096, 512, 512, DType::BF16), "4096 tokens, more than 2048");
   EXPECT_EQ(refused(1024, 512, 512, DType::F32), "operands not bf16 into fp32");
   EXPECT_EQ(refused(1024, 4096, 4096, DType::BF16), "1024 tiles, more than two waves of " + std::to_string(sms) + " SMs");
+  cublasDestroy(handle);
+}
+
+// swiglu-in-gate-up: our gate/up product with SwiGLU in its epilogue gives the bytes of
+// cublasGemmEx's product (as v4 calls it, no workspace) and of the SwiGLU kernel after it, at the
+// default model's shape (1024 tokens) and a smaller one; shapes it does not take, or where it does
+// not pay, are refused, saying why.
+TEST(GpuGatedProduct, GivesCublasAndSwigluBytes) {
+  REQUIRE_GPU();
+  Random rnd{uint64_t(::testing::UnitTest::GetInstance()->random_seed()) * 41 + 3};
+  cublasHandle_t handle = nullptr;
+  ASSERT_EQ(cublasCreate(&handle), CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(cublasSetWorkspace(handle, nullptr, 0), CUBLAS_STATUS_SUCCESS);
+  const cuda::Blas cublas{handle, false, Stream{}};
+  const int shapes[][3] = {{1024, 512, 2048}, {256, 192, 384}};  // tokens, C, F
+  for (const auto& [n, c, f] : shapes) {
+    SCOPED_TRACE(testing::Message() << n << " tokens, C " << c << ", F " << f);
+    DeviceBuffer x(DType::BF16, rnd.uniform(size_t(n) * c)), w(DType::BF16, rnd.uniform(size_t(2 * f) * c, 0.1));
+    DeviceBuffer gateup(DType::BF16, size_t(n) * 2 * f), h(DType::BF16, size_t(n) * f);
+    DeviceBuffer gateup2(DType::BF16, size_t(n) * 2 * f), h2(DType::BF16, size_t(n) * f);
+    gateup2.poison(), h2.poison();
+    cuda::gemm(cublas, linear_gemm(gateup, 2 * f, x, c, w, n, c, 2 * f));
+    cuda::swiglu_forward(h, gateup, n, f, cuda::SwiGluKernels::Vectorized, Tensor{}, Stream{});
+    const Gemm ours = linear_gemm(gateup2, 2 * f, x, c, w, n, c, 2 * f);
+    ASSERT_EQ(cuda::gated_product_misfit(ours, f), "");
+    cuda::gated_product(ours, h2, f, Stream{});
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const std::vector<double> gu = gateup.get(), gu2 = gateup2.get(), hv = h.get(), hv2 = h2.get();
+    size_t differ = 0;
+    for (size_t i = 0; i < gu.size(); ++i) differ += gu[i] != gu2[i];
+    EXPECT_EQ(differ, 0u) << "of " << gu.size() << " gateup elements; first: " << gu[0] << " against " << gu2[0];
+    differ = 0;
+    for (size_t i = 0; i < hv.size(); ++i) differ += hv[i] != hv2[i];
+    EXPECT_EQ(differ, 0u) << "of " << hv.size() << " h elements";
+  }
+  DeviceBuffer x(DType::BF16, 2048 * 128), w(DType::BF16, 256 * 128), gu(DType::BF16, 2048 * 256),
+      x32(DType::F32, 128 * 128);
+  EXPECT_EQ(cuda::gated_product_misfit(linear_gemm(gu, 256, x, 128, w, 100, 128, 256), 128),
+            "a product of 100 x 256 x 128 (tokens and F multiples of 128, the hidden size of 64, gateup contiguous)");
+  EXPECT_EQ(cuda::gated_product_misfit(linear_gemm(gu, 256, x32, 128, w, 128, 128, 256), 128), "operands not bf16");
+  EXPECT_EQ(cuda::gated_product_misfit(linear_gemm(gu, 256, x, 128, w, 2048, 128, 256), 128),
+            "2048 tokens, more than 1024");
   cublasDestroy(handle);
 }
 

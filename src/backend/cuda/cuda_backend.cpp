@@ -12,6 +12,7 @@
 #include "backend/backend.h"
 #include "core/cuda_check.h"
 #include "ops/adamw.h"
+#include "ops/gated_product.h"
 #include "ops/attention.h"
 #include "ops/attention_decode.h"
 #include "ops/convert.h"
@@ -207,6 +208,13 @@ class CudaBackend final : public Backend {
   void matmul_group(const std::vector<Gemm>& products) override {
     if (!matmul_group_misfit(products).empty()) return Backend::matmul_group(products);
     cuda::weight_gradients(products, kernel_stream());
+  }
+  std::string gate_up_swiglu_misfit(const Gemm& gate_up, int f) const override {
+    return plan_.swiglu_in_gate_up ? cuda::gated_product_misfit(gate_up, f) : "swiglu-in-gate-up off";
+  }
+  void gate_up_swiglu(const Gemm& gate_up, const Tensor& h, int64_t n, int f) override {
+    if (!gate_up_swiglu_misfit(gate_up, f).empty()) return Backend::gate_up_swiglu(gate_up, h, n, f);
+    cuda::gated_product(gate_up, h, f, kernel_stream());
   }
   void embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& wte, int64_t n, int c) override {
     cuda::embedding_forward(out, tokens, wte, n, c, kernel_stream());
