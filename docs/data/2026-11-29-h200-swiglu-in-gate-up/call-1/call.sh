@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# One H200, the working tree: build; the gated product's tests and their neighbours; memcheck of
+# the kernel test; v5 at 8 x 128 and 8 x 256 with and without --enable-swiglu-in-gate-up
+# (alternating); a profile with it.
+set -uo pipefail
+export NCCL_NVLS_ENABLE=0
+cd "$(dirname "$0")/.."
+T0=$(date +%s); L=$OUT/logs; mkdir -p $L
+trap 'tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $L' EXIT
+el() { echo $(( $(date +%s) - T0 )); }
+(cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/tmp/cfg.log 2>&1 && cmake --build build -j "$(nproc)" --target tiny_llama gpu_tests >/tmp/build.log 2>&1) || { grep -B2 -A12 "error" /tmp/build.log | head -60; exit 1; }
+nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv,noheader; echo "built $(el) s"; git rev-parse --short HEAD; git status --short | head -20
+timeout 200 build/tests/gpu_tests --gtest_filter='*GpuGatedProduct*:*SwigluInGateUp*:*GpuWeightGradients*:*GroupedWeightGradients*:*GpuOps*SwiGlu*:*GpuOps*Swiglu*' > $L/tests.log 2>&1; echo "tests rc $? at $(el) s"
+grep -E "^\[  (PASSED|FAILED) |^\[  FAILED|OK \]" $L/tests.log | head -20; grep -B3 -A12 "Failure" $L/tests.log | head -50
+timeout 120 compute-sanitizer --tool memcheck build/tests/gpu_tests --gtest_filter='*GpuGatedProduct*' > $L/memcheck.log 2>&1; echo "memcheck rc $?"; grep -E "ERROR SUMMARY" $L/memcheck.log
+echo "== bench $(el) s"
+for T in 128 256; do
+  for rep in 1 2; do
+    for sw in off on; do
+      f=""; [ $sw = on ] && f="--enable-swiglu-in-gate-up"
+      timeout 60 build/tiny_llama bench --device cuda --levels v5 --precisions bf16 --repeats 3 --seq-lens $T $f --json $L/T${T}_${sw}_$rep.json > $L/T${T}_${sw}_$rep.log 2>&1
+      echo "T $T $sw $rep: $(grep -E '^v5 ' $L/T${T}_${sw}_$rep.log | awk '{print $5, $6}')"
+    done
+  done
+done
+timeout 60 build/tiny_llama --device cuda --version v5 --use-amp --num-steps 3 --seq-len 128 --enable-swiglu-in-gate-up > $L/header_on.log 2>&1; grep -E "Products|Final" $L/header_on.log | head -5
+echo "== profile $(el) s"
+for sw in off on; do
+  f=""; [ $sw = on ] && f="--enable-swiglu-in-gate-up"
+  timeout 90 build/tiny_llama --device cuda --version v5 --use-amp --seq-len 128 --num-steps 15 --timing-warmup-steps 10 --profile-steps 3 --profile $L/profile_$sw $f > $L/profile_$sw.log 2>&1; echo "profile $sw rc $?"
+  grep -E "^  [0-9.]+ = |gated_product|swiglu|nvjet" $L/profile_$sw.log | head -10
+done
+python3 - $L/profile_off/kernels.csv $L/profile_on/kernels.csv <<'PY' 2>&1 | head -20
+import csv, sys
+for f in sys.argv[1:]:
+    rows = list(csv.DictReader(open(f)))
+    print(f.split('/')[-2], list(rows[0].keys())[:8])
+    break
+PY
+echo "== done $(el) s"
