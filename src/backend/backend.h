@@ -98,6 +98,14 @@ class Backend {
     matmul(gate_up);
     swiglu_forward(h, gate_up.c, n, f);
   }
+  // Its backward's start: dh = dy W_down (`down_dx`), then dgateup from dh and gateup. Why the
+  // backend does not make them in one launch (the CUDA backend with swiglu-in-down-gradient), and
+  // the two, by default the product then swiglu_backward.
+  virtual std::string down_swiglu_backward_misfit(const Gemm&, int) const { return "two launches"; }
+  virtual void down_swiglu_backward(const Gemm& down_dx, const Tensor& dgateup, const Tensor& gateup, int64_t n, int f) {
+    matmul(down_dx);
+    swiglu_backward(dgateup, down_dx.c, gateup, n, f);
+  }
   virtual void embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& wte,
                                  int64_t n, int c) = 0;
   virtual void embedding_backward(const Tensor& dwte, const Tensor& dout, const Tensor& tokens,

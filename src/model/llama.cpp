@@ -296,6 +296,12 @@ std::string Llama::products_kind() const {
     s += std::string(s.empty() ? "" : "; ") + "SwiGLU " +
          (why.empty() ? "in the gate/up product's epilogue (swiglu-in-gate-up)" : "a kernel of its own (" + why + ")");
   }
+  if (be_.plan().swiglu_in_down_gradient) {
+    const std::string why = swiglu_in_down_gradient_misfit(0);
+    s += std::string(s.empty() ? "" : "; ") + "SwiGLU's backward " +
+         (why.empty() ? "in down's input gradient's epilogue (swiglu-in-down-gradient)"
+                      : "a kernel of its own (" + why + ")");
+  }
   if (be_.plan().grouped_weight_gradients) {
     const std::string why = weight_gradients_misfit(g_.layers[0], acts_[0]);
     s += std::string(s.empty() ? "" : "; ") + "weight gradients " +
@@ -305,11 +311,22 @@ std::string Llama::products_kind() const {
 }
 
 // swiglu-in-gate-up: layer l's gate/up product in the act type (bf16), and why the backend does not
-// make SwiGLU in its epilogue (empty where it does). Not with FP8 products or gate and up apart.
+// make SwiGLU in its epilogue (empty where it does); swiglu-in-down-gradient likewise for down's
+// input gradient and SwiGLU's backward. Not with FP8 products or gate and up apart.
 Gemm Llama::gate_up_product(int l) const {
   const int C = cfg_.hidden, F = cfg_.intermediate;
   return linear_product(acts_[size_t(l)].gateup, 2 * F, acts_[size_t(l)].xn2, w_.layers[size_t(l)].wgateup,
                         int(tokens()), C, 2 * F, {});
+}
+Gemm Llama::down_input_gradient(int l) const {
+  const int C = cfg_.hidden, F = cfg_.intermediate;
+  return linear_dx_gemm(dh_, F, dres_, C, w_.layers[size_t(l)].wdown, int(tokens()), F, C, 0.0f);
+}
+std::string Llama::swiglu_in_down_gradient_misfit(int l) const {
+  if (!be_.plan().swiglu_in_down_gradient) return "swiglu-in-down-gradient off";
+  if (fp8_.on()) return "FP8 products";
+  if (!be_.plan().gate_up_fusion) return "without gate-up-fusion";
+  return be_.down_swiglu_backward_misfit(down_input_gradient(l), cfg_.intermediate);
 }
 std::string Llama::swiglu_in_gate_up_misfit(int l) const {
   if (!be_.plan().swiglu_in_gate_up) return "swiglu-in-gate-up off";
@@ -565,10 +582,14 @@ void Llama::backward_ffn(int l) {
     // the reduction instead; the latter grows too (+41 us a layer at gpt2-small, +72 at medium),
     // but less (docs/multi-gpu.md).
     ScopedRange r(be_, "ffn");
-    project_input_gradient(l, Proj::Down, dh_, dres_, w.wdown, !residual_gradient8(l, Proj::Down).slot.empty());
     const bool dgateup_in_fp8 = swiglu_in_fp8(plan, fp8_.on());
-    ffn_swiglu_backward(be_, dgateup_, dgateup_in_fp8 ? fp8_.gradient(l, Proj::GateUp) : Fp8Matrix{}, dh_, a.gateup,
-                        N, F, fp8_.scaling());
+    if (swiglu_in_down_gradient_misfit(l).empty()) {
+      be_.down_swiglu_backward(down_input_gradient(l), dgateup_, a.gateup, N, F);
+    } else {
+      project_input_gradient(l, Proj::Down, dh_, dres_, w.wdown, !residual_gradient8(l, Proj::Down).slot.empty());
+      ffn_swiglu_backward(be_, dgateup_, dgateup_in_fp8 ? fp8_.gradient(l, Proj::GateUp) : Fp8Matrix{}, dh_, a.gateup,
+                          N, F, fp8_.scaling());
+    }
     project_input_gradient(l, Proj::GateUp, d_normed_, dgateup_, w.wgateup, dgateup_in_fp8);
     project_weight_gradient(l, Proj::Down, g.wdown, dres_, a.h);
     project_weight_gradient(l, Proj::GateUp, g.wgateup, dgateup_, a.xn2);

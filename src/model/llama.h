@@ -200,6 +200,8 @@ class Llama {
   void backward_attention(int layer);
   std::string weight_gradients_misfit(const LayerWeights& g, const LayerActs& a) const;  // empty: made in one group
   Gemm gate_up_product(int layer) const;
+  Gemm down_input_gradient(int layer) const;
+  std::string swiglu_in_down_gradient_misfit(int layer) const;  // empty: SwiGLU's backward in its epilogue
   std::string swiglu_in_gate_up_misfit(int layer) const;  // empty: SwiGLU in the gate/up product's epilogue
   void weight_gradients_done();
   void forward_head(Pass pass);

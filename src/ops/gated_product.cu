@@ -1,16 +1,21 @@
-// The FFN's first product with SwiGLU in its epilogue (see gated_product.h for the contract).
+// SwiGLU in the epilogues of the FFN's products (see gated_product.h for the contract).
 //
-// Block b takes a tile of 128 token rows (two warpgroups of 64) by 128 of the F columns, of gate
-// and of up together: its B operand is W's 128 gate rows c0.. and 128 up rows F + c0.., two wgmma
-// of width 128 a step, so each thread holds a column's gate and up values in the same places of
-// its two accumulators. Both operands are K-major (x's and W's rows run along the hidden
-// dimension): each chunk of 64 of it arrives by TMA as 128-byte-swizzled boxes, x's 128 rows and
-// // W's two 128-row boxes, through kStages buffers as in weight_gradients.cu. The epilogue rounds
-// gate and up to bf16 (gateup, which the backward reads), makes h from those as the SwiGLU kernel
-// does (swiglu.cuh), stages the three 128-column pieces of each row in shared memory (the free
-// buffers) and writes them as 16-byte pieces of whole rows. Tiles of 128 columns (one wave of 128
-// tiles at the default shape) took 11.6 us against 13.2 for tiles of 64 (two waves) and 13.3 for
-// cuBLAS's product and the SwiGLU kernel (docs/data/2026-11-29-h200-swiglu-in-gate-up).
+// Both kernels share the tile's sums (tile_sums): 128 token rows (two warpgroups of 64) by 128
+// columns a part, A K-major, through kStages buffers that TMA fills a chunk of 64 along K at a
+// time (128-byte-swizzled boxes), as in weight_gradients.cu; and the store of the tile, staged in
+// the free buffers, as 16-byte pieces of whole rows (write_staged).
+//
+// Forward: the B operand is W's 128 gate rows c0.. and 128 up rows F + c0.., both K-major, two
+// wgmma of width 128 a step, so each thread holds a column's gate and up values in the same places
+// of its two accumulators. The epilogue rounds gate and up to bf16 (gateup, which the backward
+// reads) and makes h from those as the SwiGLU kernel does (swiglu.cuh). Tiles of 128 columns (one
+// wave of 128 tiles at the default shape) took 11.6 us against 13.2 for tiles of 64 (two waves)
+// and 13.3 for cuBLAS's product and the SwiGLU kernel (docs/data/2026-11-29-h200-swiglu-in-gate-up).
+//
+// Backward: one part of 128 columns of dh; B (W_down [C, F]) MN-major in boxes of 64 k by 64
+// columns, read transposed by wgmma. The tile's gate and up come in by TMA at the start; the
+// epilogue rounds dh to bf16 as the unfused path stores it and makes dgate and dup from it as the
+// SwiGLU kernel does.
 #include "ops/gated_product.h"
 
 #include "ops/cuda_common.cuh"
@@ -20,77 +25,112 @@
 namespace tt::cuda {
 namespace {
 
-constexpr int kRows = 128, kHalf = 128, kChunk = 64, kStages = 4, kThreads = 2 * kWarpgroup;
-constexpr int kABytes = kRows * 128, kBBytes = 2 * kHalf * 128;  // a chunk: x's 128 rows, W's 2 x 128 rows
-constexpr int kStageBytes = kABytes + kBBytes;
-constexpr int kPitch = 3 * kHalf * 2 + 16;  // a staged row: gate, up, h (bf16), 16 bytes against bank conflicts
-constexpr int kPartPieces = kHalf * 2 / 16, kPieces = 3 * kPartPieces;  // 16-byte pieces of a part, of a staged row
-constexpr int kSmemBytes = kStages * kStageBytes + 8 * kStages + kSmemAlign;
-static_assert(kRows * kPitch <= kStages * kStageBytes, "the staged tile fits in the buffers");
-
-struct Operands {
-  CUtensorMap x, w;  // x [n, C] and W [2F, C], in boxes of 64 columns by 128 rows
-  bf16_t* gateup;    // [n, 2F]
-  bf16_t* h;         // [n, F]
-  int c, f;
-};
+constexpr int kRows = 128, kCols = 128, kChunk = 64, kStages = 4, kThreads = 2 * kWarpgroup;
+constexpr int kABytes = kRows * 128, kBPartBytes = kCols * 128;  // a chunk of A's rows, of one part of B
+constexpr int kBox = 64 * kRows * 2;  // a [128 rows][64 columns] box of bf16 (the 128-byte swizzle): 16 KB
 
 // A K-major operand in 128-byte-swizzled rows (8-row groups 1024 bytes apart): + 2 moves it 16
 // columns (32 bytes) on.
 __device__ __forceinline__ uint64_t k_major(uint32_t addr) { return wgmma_desc(addr, 16, 1024, 1); }
+// An MN-major operand of [64 k][64 columns] boxes (8 KB, the 128-byte swizzle) side by side:
+// + (2048 >> 4) moves it 16 k on.
+__device__ __forceinline__ uint64_t mn_major(uint32_t addr) { return wgmma_desc(addr, 64 * 64 * 2, 1024, 1); }
 
-__global__ void __launch_bounds__(kThreads) gated_gemm_swiglu_kernel(Successor next, const __grid_constant__ Operands op) {
-  unsigned char* smem = aligned_smem();
-  const uint32_t bars = smem_addr(smem + kStages * kStageBytes);
-  const int tiles_n = op.f / kHalf, chunks = op.c / kChunk;
-  const int m0 = int(blockIdx.x) / tiles_n * kRows, c0 = int(blockIdx.x) % tiles_n * kHalf;
-  if (threadIdx.x == 0) {
-    for (int i = 0; i < kStages; ++i) mbar_init(bars + 8 * i, 1);
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
-  __syncthreads();
-  await_previous_kernel(next);
-  auto load = [&](int c) {
-    if (threadIdx.x != 0 || c >= chunks) return;
-    const int i = c % kStages;
-    const uint32_t st = smem_addr(smem + i * kStageBytes), bar = bars + 8 * i;
-    mbar_expect(bar, kStageBytes);
-    tma_load_2d(st, &op.x, c * kChunk, m0, bar);
-    tma_load_2d(st + kABytes, &op.w, c * kChunk, c0, bar);
-    tma_load_2d(st + kABytes + kHalf * 128, &op.w, c * kChunk, op.f + c0, bar);
-  };
-  // The sums, 128 columns a wgmma: acc[0] gate's, acc[1] up's.
+// The sums of a tile of 128 rows (a warpgroup's 64 in each thread's acc) over C / 64 chunks of K:
+// kParts wgmma of 128 columns a step, acc[p] from part p of B (128 rows of a K-major B, or 128
+// columns of an MN-major one with kTransB). The chunks run through kStages buffers at `smem`, each
+// with a barrier at bars + 8 i counting its bytes; `load(c, buffer, bar)`, called by thread 0,
+// issues chunk c's copies (A at the buffer, B's parts after it) and the barrier's expected bytes.
+template <int kParts, int kTransB, class Load>
+__device__ __forceinline__ void tile_sums(float (&acc)[kParts][64], unsigned char* smem, uint32_t bars, int chunks,
+                                          Load load) {
+  constexpr int kStageBytes = kABytes + kParts * kBPartBytes;
   const int wg = threadIdx.x / kWarpgroup;
-  float acc[2][64];
 #pragma unroll
-  for (int p = 0; p < 2; ++p)
+  for (int p = 0; p < kParts; ++p)
 #pragma unroll
     for (int i = 0; i < 64; ++i) acc[p][i] = 0.0f;
-  for (int c = 0; c < kStages - 2; ++c) load(c);
+  auto issue = [&](int c) {
+    if (threadIdx.x == 0 && c < chunks) load(c, smem_addr(smem + c % kStages * kStageBytes), bars + 8 * (c % kStages));
+  };
+  for (int c = 0; c < kStages - 2; ++c) issue(c);
   for (int c = 0; c < chunks; ++c) {
     const int i = c % kStages;
     mbar_wait(bars + 8 * i, (c / kStages) & 1);  // chunk c landed
     __syncthreads();  // every warpgroup's product of chunk c - 2 is done: its buffer may be loaded again
-    load(c + kStages - 2);
+    issue(c + kStages - 2);
     const uint32_t st = smem_addr(smem + i * kStageBytes);
     const uint64_t da = k_major(st + wg * 64 * 128);
     wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < kChunk / 16; ++ks)
 #pragma unroll
-      for (int p = 0; p < 2; ++p)
-        Wgmma<128>::ss<0>(acc[p], da + 2 * ks, k_major(st + kABytes + p * 128 * 128) + 2 * ks, 1);
+      for (int p = 0; p < kParts; ++p) {
+        const uint32_t b = st + kABytes + p * kBPartBytes;
+        Wgmma<128>::ss<kTransB>(acc[p], da + 2 * ks, kTransB ? mn_major(b) + ks * (2048 >> 4) : k_major(b) + 2 * ks, 1);
+      }
     wgmma_commit();
-    wgmma_wait<1>(acc[0], acc[1]);  // chunk c - 1's products done
+    if constexpr (kParts == 1) wgmma_wait<1>(acc[0]);  // chunk c - 1's products done
+    else wgmma_wait<1>(acc[0], acc[1]);
   }
-  wgmma_wait<0>(acc[0], acc[1]);
-  __syncthreads();  // both warpgroups done reading the buffers: they hold the staged tile now
-  // Thread (warp w of its warpgroup, g = lane / 4, t = lane % 4) holds rows 16 w + g and + 8,
-  // columns 8 n + 2 t and + 1 of each 128 (hopper.cuh): of gate in acc[0], of up in acc[1].
-  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int row0 = 64 * wg + 16 * (threadIdx.x % kWarpgroup / 32) + g;
+  if constexpr (kParts == 1) wgmma_wait<0>(acc[0]);
+  else wgmma_wait<0>(acc[0], acc[1]);
+  __syncthreads();  // both warpgroups done reading the buffers: free for the epilogue
+}
+
+// Thread (warp w of its warpgroup, g = lane / 4, t = lane % 4) holds rows 16 w + g and + 8 of its
+// warpgroup's 64, columns 8 n + 2 t and + 1 of each 128 (hopper.cuh).
+struct Fragment {
+  int row0, t;
+  __device__ Fragment()
+      : row0(64 * int(threadIdx.x / kWarpgroup) + 16 * int(threadIdx.x % kWarpgroup / 32) + int(threadIdx.x % 32 / 4)),
+        t(int(threadIdx.x % 4)) {}
+};
+
+// The staged rows (kParts pieces of 128 bf16 each, 16 bytes apart against bank conflicts) written
+// as 16-byte pieces of whole rows: piece p of row r to out(r, p) .. + 128.
+template <int kParts, class Out>
+__device__ __forceinline__ void write_staged(const unsigned char* staged, Out out) {
+  constexpr int kPitch = kParts * kCols * 2 + 16, kPartPieces = kCols * 2 / 16, kPieces = kParts * kPartPieces;
+  __syncthreads();
+  for (int i = threadIdx.x; i < kRows * kPieces; i += kThreads) {
+    const int r = i / kPieces, piece = i % kPieces;
+    reinterpret_cast<int4*>(out(r, piece / kPartPieces))[piece % kPartPieces] =
+        *reinterpret_cast<const int4*>(staged + r * kPitch + piece * 16);
+  }
+}
+
+struct Forward {
+  CUtensorMap x, w;  // x [n, C] and W [2F, C], in boxes of 64 columns by 128 rows
+  bf16_t* gateup;    // [n, 2F]
+  bf16_t* h;         // [n, F]
+  int c, f;
+};
+constexpr int kForwardSmem = kStages * (kABytes + 2 * kBPartBytes) + 8 * kStages + kSmemAlign;
+
+// Forward: gate and up of 128 columns (W's rows c0.. and F + c0..: acc[0] and acc[1]), then h.
+__global__ void __launch_bounds__(kThreads) gated_gemm_swiglu_kernel(Successor next, const __grid_constant__ Forward op) {
+  unsigned char* smem = aligned_smem();
+  const uint32_t bars = smem_addr(smem + kStages * (kABytes + 2 * kBPartBytes));
+  const int tiles_n = op.f / kCols;
+  const int m0 = int(blockIdx.x) / tiles_n * kRows, c0 = int(blockIdx.x) % tiles_n * kCols;
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < kStages; ++i) mbar_init(bars + 8 * i, 1);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  await_previous_kernel(next);
+  float acc[2][64];
+  tile_sums<2, 0>(acc, smem, bars, op.c / kChunk, [&](int c, uint32_t st, uint32_t bar) {
+    mbar_expect(bar, kABytes + 2 * kBPartBytes);
+    tma_load_2d(st, &op.x, c * kChunk, m0, bar);
+    tma_load_2d(st + kABytes, &op.w, c * kChunk, c0, bar);
+    tma_load_2d(st + kABytes + kBPartBytes, &op.w, c * kChunk, op.f + c0, bar);
+  });
+  constexpr int kPitch = 3 * kCols * 2 + 16;  // a staged row: gate, up, h
+  const Fragment fr;
 #pragma unroll
-  for (int n = 0; n < kHalf / 8; ++n)
+  for (int n = 0; n < kCols / 8; ++n)
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const int i = 4 * n + 2 * r;
@@ -98,43 +138,130 @@ __global__ void __launch_bounds__(kThreads) gated_gemm_swiglu_kernel(Successor n
                            up = __floats2bfloat162_rn(acc[1][i], acc[1][i + 1]);
       const __nv_bfloat162 h = __floats2bfloat162_rn(swiglu_value(__low2float(gate), __low2float(up)),
                                                      swiglu_value(__high2float(gate), __high2float(up)));
-      unsigned char* at = smem + (row0 + 8 * r) * kPitch + (8 * n + 2 * t) * 2;
+      unsigned char* at = smem + (fr.row0 + 8 * r) * kPitch + (8 * n + 2 * fr.t) * 2;
       *reinterpret_cast<__nv_bfloat162*>(at) = gate;
-      *reinterpret_cast<__nv_bfloat162*>(at + kHalf * 2) = up;
-      *reinterpret_cast<__nv_bfloat162*>(at + 2 * kHalf * 2) = h;
+      *reinterpret_cast<__nv_bfloat162*>(at + kCols * 2) = up;
+      *reinterpret_cast<__nv_bfloat162*>(at + 2 * kCols * 2) = h;
     }
-  __syncthreads();
-  for (int i = threadIdx.x; i < kRows * kPieces; i += kThreads) {
-    const int r = i / kPieces, piece = i % kPieces, part = piece / kPartPieces;  // part 0 gate, 1 up, 2 h
+  write_staged<3>(smem, [&](int r, int part) {  // gate, up, h
     const int64_t row = m0 + r;
-    bf16_t* out = part == 2 ? op.h + row * op.f + c0 : op.gateup + row * 2 * op.f + part * op.f + c0;
-    reinterpret_cast<int4*>(out)[piece % kPartPieces] = *reinterpret_cast<const int4*>(smem + r * kPitch + piece * 16);
-  }
+    return part == 2 ? op.h + row * op.f + c0 : op.gateup + row * 2 * op.f + part * op.f + c0;
+  });
 }
 
-}  // namespace
+struct Backward {
+  CUtensorMap dy, w, gateup;  // dy [n, C] (boxes of 64 x 128 rows), W [C, F] (64 x 64), gateup [n, 2F] (64 x 128)
+  bf16_t* dgateup;            // [n, 2F]
+  int c, f;
+};
+constexpr int kBackwardStages = kStages * (kABytes + kBPartBytes);  // then gate's and up's tile, 4 boxes
+constexpr int kBackwardSmem = kBackwardStages + 4 * kBox + 8 * (kStages + 1) + kSmemAlign;
 
-std::string gated_product_misfit(const Gemm& g, int f) {
-  if (g.trans_a || !g.trans_b || g.alpha != 1.0f || g.beta != 0.0f || (!g.c_in.empty() && g.c_in.ptr != g.c.ptr) ||
-      !g.a_scale.empty() || !g.b_scale.empty())
-    return "a product not of linear_gemm's form (y = x W^T, alpha 1, beta 0)";
+// Backward: dh of 128 columns c0.. (down's input gradient, W MN-major), then dgate and dup from it
+// and the tile's gate and up, which TMA brings in at the start (a barrier of their own).
+__global__ void __launch_bounds__(kThreads) down_gemm_swiglu_backward_kernel(Successor next,
+                                                                             const __grid_constant__ Backward op) {
+  unsigned char* smem = aligned_smem();
+  unsigned char* gu = smem + kBackwardStages;  // gate c0.., c0 + 64.., up c0.., c0 + 64..: [128 rows][64] each
+  const uint32_t bars = smem_addr(gu + 4 * kBox), gu_bar = bars + 8 * kStages;
+  const int tiles_n = op.f / kCols;
+  const int m0 = int(blockIdx.x) / tiles_n * kRows, c0 = int(blockIdx.x) % tiles_n * kCols;
+  if (threadIdx.x == 0) {
+    for (int i = 0; i <= kStages; ++i) mbar_init(bars + 8 * i, 1);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  await_previous_kernel(next);
+  if (threadIdx.x == 0) {
+    mbar_expect(gu_bar, 4 * kBox);
+    for (int b = 0; b < 4; ++b) tma_load_2d(smem_addr(gu + b * kBox), &op.gateup, (b / 2) * op.f + c0 + (b % 2) * 64, m0, gu_bar);
+  }
+  float acc[1][64];
+  tile_sums<1, 1>(acc, smem, bars, op.c / kChunk, [&](int c, uint32_t st, uint32_t bar) {
+    mbar_expect(bar, kABytes + kBPartBytes);
+    tma_load_2d(st, &op.dy, c * kChunk, m0, bar);
+    tma_load_2d(st + kABytes, &op.w, c0, c * kChunk, bar);
+    tma_load_2d(st + kABytes + kBPartBytes / 2, &op.w, c0 + 64, c * kChunk, bar);
+  });
+  mbar_wait(gu_bar, 0);
+  constexpr int kPitch = 2 * kCols * 2 + 16;  // a staged row: dgate, dup
+  const Fragment fr;
+#pragma unroll
+  for (int n = 0; n < kCols / 8; ++n)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int i = 4 * n + 2 * r, row = fr.row0 + 8 * r;
+      // Columns 8 n + 2 t, + 1 in box n / 8 of gate and of up: 16-byte chunk n % 8 of the row, swizzled.
+      const int at = (n / 8) * kBox + row * 128 + (((n % 8) ^ (row % 8)) * 16) + 4 * fr.t;
+      const __nv_bfloat162 g = *reinterpret_cast<const __nv_bfloat162*>(gu + at),
+                           u = *reinterpret_cast<const __nv_bfloat162*>(gu + 2 * kBox + at),
+                           d = __floats2bfloat162_rn(acc[0][i], acc[0][i + 1]);
+      const float g0 = __low2float(g), g1 = __high2float(g), d0 = __low2float(d), d1 = __high2float(d);
+      unsigned char* out = smem + row * kPitch + (8 * n + 2 * fr.t) * 2;
+      *reinterpret_cast<__nv_bfloat162*>(out) = __floats2bfloat162_rn(swiglu_dgate(g0, __low2float(u), d0),
+                                                                      swiglu_dgate(g1, __high2float(u), d1));
+      *reinterpret_cast<__nv_bfloat162*>(out + kCols * 2) =
+          __floats2bfloat162_rn(swiglu_dup(g0, d0), swiglu_dup(g1, d1));
+    }
+  write_staged<2>(smem, [&](int r, int part) { return op.dgateup + int64_t(m0 + r) * 2 * op.f + part * op.f + c0; });
+}
+
+// What both kernels take: bf16 operands, 16-byte rows and bases, tiles of 128 x 128 and chunks of
+// 64, and where they pay, at most 1024 tokens.
+std::string shape_misfit(const Gemm& g) {
   if (g.a.dtype != DType::BF16 || g.b.dtype != DType::BF16 || g.c.dtype != DType::BF16) return "operands not bf16";
-  if (g.n != 2 * f || g.ldc != 2 * f || g.m % kRows || g.k % kChunk || f % kHalf)
+  if (g.m % kRows || g.k % kChunk)
     return "a product of " + std::to_string(g.m) + " x " + std::to_string(g.n) + " x " + std::to_string(g.k) +
-           " (tokens and F multiples of 128, the hidden size of 64, gateup contiguous)";
+           " (tokens and F multiples of 128, the hidden size of 64)";
   if (g.lda % 8 || g.ldb % 8 || !aligned16(g.a.ptr) || !aligned16(g.b.ptr) || !aligned16(g.c.ptr))
     return "rows or bases not on 16-byte boundaries";
   if (g.m > 1024) return std::to_string(g.m) + " tokens, more than 1024";
   return "";
 }
+bool plain(const Gemm& g) {
+  return g.alpha == 1.0f && g.beta == 0.0f && (g.c_in.empty() || g.c_in.ptr == g.c.ptr) && g.a_scale.empty() &&
+         g.b_scale.empty();
+}
+
+}  // namespace
+
+std::string gated_product_misfit(const Gemm& g, int f) {
+  if (g.trans_a || !g.trans_b || !plain(g)) return "a product not of linear_gemm's form (y = x W^T, alpha 1, beta 0)";
+  if (g.n != 2 * f || g.ldc != 2 * f || f % kCols)
+    return "a product of " + std::to_string(g.m) + " x " + std::to_string(g.n) + " x " + std::to_string(g.k) +
+           " (tokens and F multiples of 128, the hidden size of 64, gateup contiguous)";
+  return shape_misfit(g);
+}
 
 void gated_product(const Gemm& g, const Tensor& h, int f, Stream s) {
   TT_CHECK(gated_product_misfit(g, f).empty(), "gated_product: " + gated_product_misfit(g, f));
   TT_CHECK(h.dtype == DType::BF16 && h.numel == int64_t(g.m) * f && aligned16(h.ptr), "gated_product: h is bf16 [n, F]");
-  const Operands op{bf16_boxes(g.a, g.m, g.k, g.lda, kRows), bf16_boxes(g.b, 2 * int64_t(f), g.k, g.ldb, kHalf),
-                    static_cast<bf16_t*>(g.c.ptr), static_cast<bf16_t*>(h.ptr), g.k, f};
-  CUDA_CHECK(cudaFuncSetAttribute(gated_gemm_swiglu_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
-  launch("gated_gemm_swiglu_kernel", gated_gemm_swiglu_kernel, (g.m / kRows) * (f / kHalf), kThreads, kSmemBytes, s, op);
+  const Forward op{bf16_boxes(g.a, g.m, g.k, g.lda, kRows), bf16_boxes(g.b, 2 * int64_t(f), g.k, g.ldb, kCols),
+                   static_cast<bf16_t*>(g.c.ptr), static_cast<bf16_t*>(h.ptr), g.k, f};
+  CUDA_CHECK(cudaFuncSetAttribute(gated_gemm_swiglu_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kForwardSmem));
+  launch("gated_gemm_swiglu_kernel", gated_gemm_swiglu_kernel, (g.m / kRows) * (f / kCols), kThreads, kForwardSmem, s, op);
+}
+
+std::string swiglu_gradient_product_misfit(const Gemm& g, int f) {
+  if (g.trans_a || g.trans_b || !plain(g)) return "a product not of linear_dx_gemm's form (dx = dy W, alpha 1, beta 0)";
+  if (g.n != f || g.ldc != f || f % kCols)
+    return "a product of " + std::to_string(g.m) + " x " + std::to_string(g.n) + " x " + std::to_string(g.k) +
+           " (tokens and F multiples of 128, the hidden size of 64, dh contiguous)";
+  return shape_misfit(g);
+}
+
+void swiglu_gradient_product(const Gemm& g, const Tensor& dgateup, const Tensor& gateup, int f, Stream s) {
+  TT_CHECK(swiglu_gradient_product_misfit(g, f).empty(), "swiglu_gradient_product: " + swiglu_gradient_product_misfit(g, f));
+  for (const Tensor* t : {&dgateup, &gateup})
+    TT_CHECK(t->dtype == DType::BF16 && t->numel == int64_t(g.m) * 2 * f && aligned16(t->ptr),
+             "swiglu_gradient_product: gateup and dgateup are bf16 [n, 2F]");
+  const Backward op{bf16_boxes(g.a, g.m, g.k, g.lda, kRows), bf16_boxes(g.b, g.k, f, g.ldb, 64),
+                    bf16_boxes(gateup, g.m, 2 * int64_t(f), 2 * int64_t(f), kRows), static_cast<bf16_t*>(dgateup.ptr),
+                    g.k, f};
+  CUDA_CHECK(cudaFuncSetAttribute(down_gemm_swiglu_backward_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  kBackwardSmem));
+  launch("down_gemm_swiglu_backward_kernel", down_gemm_swiglu_backward_kernel, (g.m / kRows) * (f / kCols), kThreads,
+         kBackwardSmem, s, op);
 }
 
 }  // namespace tt::cuda

@@ -769,6 +769,22 @@ TEST(Fp8Model, SwigluInGateUpChangesNoBit) {
             std::string::npos);
 }
 
+// swiglu-in-down-gradient (v5): at the default shape SwiGLU's backward is made in the epilogue of
+// our product for down's input gradient, with cuBLAS's and the SwiGLU kernel's bytes
+// (GpuGatedProduct), so five steps give the same losses and weights as v5 without it.
+TEST(Fp8Model, SwigluInDownGradientChangesNoBit) {
+  REQUIRE_GPU();
+  Plan fused = plan_for_version(5);
+  fused.amp = true;
+  ASSERT_TRUE(fused.swiglu_in_down_gradient);
+  Plan apart = fused;
+  apart.swiglu_in_down_gradient = false;
+  const FiveSteps a = five_steps(apart), b = five_steps(fused);
+  EXPECT_NE(b.products.find("SwiGLU's backward in down's input gradient's epilogue"), std::string::npos) << b.products;
+  EXPECT_EQ(a.losses, b.losses);
+  EXPECT_TRUE(a.params == b.params);
+}
+
 // A checkpoint keeps delayed scaling's history (the tensor fp8/scale_state), so a resumed v5 run
 // scales as the uninterrupted one and continues bit for bit, as v1 to v4 do: the default model
 // with every product in FP8, 8 steps against 4, saved, and 4 more; the checkpoints byte for byte

@@ -301,10 +301,11 @@ TEST(GpuWeightGradients, OneLaunchGivesCublasBytes) {
   cublasDestroy(handle);
 }
 
-// swiglu-in-gate-up: our gate/up product with SwiGLU in its epilogue gives the bytes of
+// swiglu-in-gate-up and swiglu-in-down-gradient: our gate/up product with SwiGLU in its epilogue,
+// and our product for down's input gradient with SwiGLU's backward in its, give the bytes of
 // cublasGemmEx's product (as v4 calls it, no workspace) and of the SwiGLU kernel after it, at the
-// default model's shape (1024 tokens) and a smaller one; shapes it does not take, or where it does
-// not pay, are refused, saying why.
+// default model's shape (1024 tokens) and a smaller one; shapes they do not take, or where they
+// do not pay, are refused, saying why.
 TEST(GpuGatedProduct, GivesCublasAndSwigluBytes) {
   REQUIRE_GPU();
   Random rnd{uint64_t(::testing::UnitTest::GetInstance()->random_seed()) * 41 + 3};
@@ -332,14 +333,33 @@ TEST(GpuGatedProduct, GivesCublasAndSwigluBytes) {
     differ = 0;
     for (size_t i = 0; i < hv.size(); ++i) differ += hv[i] != hv2[i];
     EXPECT_EQ(differ, 0u) << "of " << hv.size() << " h elements";
+    // The backward: dh = dy W_down, then dgateup, from the gateup above.
+    DeviceBuffer dy(DType::BF16, rnd.uniform(size_t(n) * c, 0.01)), wd(DType::BF16, rnd.uniform(size_t(c) * f, 0.1));
+    DeviceBuffer dh(DType::BF16, size_t(n) * f), dgu(DType::BF16, size_t(n) * 2 * f), dgu2(DType::BF16, size_t(n) * 2 * f);
+    dgu2.poison();
+    const Gemm down_dx = linear_dx_gemm(dh, f, dy, c, wd, n, f, c, 0.0f);
+    cuda::gemm(cublas, down_dx);
+    cuda::swiglu_backward(dgu, dh, gateup, n, f, cuda::SwiGluKernels::Vectorized, Tensor{}, Stream{});
+    ASSERT_EQ(cuda::swiglu_gradient_product_misfit(down_dx, f), "");
+    dh.poison();
+    cuda::swiglu_gradient_product(down_dx, dgu2, gateup, f, Stream{});
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const std::vector<double> d1 = dgu.get(), d2 = dgu2.get();
+    differ = 0;
+    for (size_t i = 0; i < d1.size(); ++i) differ += d1[i] != d2[i];
+    EXPECT_EQ(differ, 0u) << "of " << d1.size() << " dgateup elements";
   }
   DeviceBuffer x(DType::BF16, 2048 * 128), w(DType::BF16, 256 * 128), gu(DType::BF16, 2048 * 256),
       x32(DType::F32, 128 * 128);
   EXPECT_EQ(cuda::gated_product_misfit(linear_gemm(gu, 256, x, 128, w, 100, 128, 256), 128),
-            "a product of 100 x 256 x 128 (tokens and F multiples of 128, the hidden size of 64, gateup contiguous)");
+            "a product of 100 x 256 x 128 (tokens and F multiples of 128, the hidden size of 64)");
   EXPECT_EQ(cuda::gated_product_misfit(linear_gemm(gu, 256, x32, 128, w, 128, 128, 256), 128), "operands not bf16");
   EXPECT_EQ(cuda::gated_product_misfit(linear_gemm(gu, 256, x, 128, w, 2048, 128, 256), 128),
             "2048 tokens, more than 1024");
+  EXPECT_EQ(cuda::swiglu_gradient_product_misfit(linear_dx_gemm(gu, 128, x, 128, w, 2048, 128, 128, 0.0f), 128),
+            "2048 tokens, more than 1024");
+  EXPECT_EQ(cuda::swiglu_gradient_product_misfit(linear_dx_gemm(gu, 128, x, 128, w, 256, 128, 128, 1.0f), 128),
+            "a product not of linear_dx_gemm's form (dx = dy W, alpha 1, beta 0)");
   cublasDestroy(handle);
 }
 

@@ -216,6 +216,15 @@ class CudaBackend final : public Backend {
     if (!gate_up_swiglu_misfit(gate_up, f).empty()) return Backend::gate_up_swiglu(gate_up, h, n, f);
     cuda::gated_product(gate_up, h, f, kernel_stream());
   }
+  std::string down_swiglu_backward_misfit(const Gemm& down_dx, int f) const override {
+    return plan_.swiglu_in_down_gradient ? cuda::swiglu_gradient_product_misfit(down_dx, f) : "swiglu-in-down-gradient off";
+  }
+  void down_swiglu_backward(const Gemm& down_dx, const Tensor& dgateup, const Tensor& gateup, int64_t n,
+                            int f) override {
+    if (!down_swiglu_backward_misfit(down_dx, f).empty())
+      return Backend::down_swiglu_backward(down_dx, dgateup, gateup, n, f);
+    cuda::swiglu_gradient_product(down_dx, dgateup, gateup, f, kernel_stream());
+  }
   void embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& wte, int64_t n, int c) override {
     cuda::embedding_forward(out, tokens, wte, n, c, kernel_stream());
   }
