@@ -522,10 +522,18 @@ void Llama::backward_pass(bool update_behind) {
     ScopedRange r(be_, layer_names_[size_t(l)].c_str());
     backward_ffn(l);
     backward_attention(l);
-    if (last) state_.bucket_complete(size_t(l), update_behind);
+    if (last && l > 0) state_.bucket_complete(size_t(l), update_behind);
+  }
+  // The embedding's chain (gathered, added, updated, gathered again) is the step's longest after
+  // the backward, and it needs the residual gradient alone: it goes ahead of the first layer's sum.
+  if (gathered)
+    state_.complete_early_sum([this] { gather_lookup(); }, [this] { embedding_backward_gathered(); });
+  if (last) {
+    ScopedRange r(be_, layer_names_[0].c_str());
+    state_.bucket_complete(0, update_behind);
   }
   if (gathered) {
-    state_.bucket_complete(state_.buckets() - 1, update_behind, [this] { embedding_backward_gathered(); });
+    state_.bucket_complete(state_.buckets() - 1, update_behind, true);
     state_.finish_behind();
     return;
   }
@@ -548,23 +556,24 @@ bool Llama::lookup_gathered() const {
   return rows < int64_t(Vp_) * int64_t(dtype_size(state_.reduce_dtype()));
 }
 
-// On the communication lane, after the embedding's early sum (the lane runs in order): this
-// rank's residual gradient and tokens into its slot, every rank's gathered, and the lookup's
-// gradient of all of them added to the sum in one pass (each token's rows in rank order), so
-// every rank adds the same bits.
-void Llama::embedding_backward_gathered() {
+// On the communication lane: this rank's residual gradient and tokens into its slot, and every
+// rank's gathered.
+void Llama::gather_lookup() {
+  ScopedRange r(be_, "gradient_reduction");
   const int64_t N = tokens();
   const int C = cfg_.hidden, W = state_.world_size(), me = state_.rank();
-  const std::vector<int64_t> rows = split_offsets(W * N * C, W), ids = split_offsets(W * N, W);  // N C and N a rank
-  {
-    ScopedRange r(be_, "gradient_reduction");
-    be_.convert(lookup_rows_.slice(me * N * C, N * C), dres_);
-    be_.convert(lookup_tokens_.slice(me * N, N), micro_slice(tokens_));
-    state_.comm()->all_gather(lookup_rows_, rows);
-    state_.comm()->all_gather(lookup_tokens_, ids);
-  }
+  be_.convert(lookup_rows_.slice(me * N * C, N * C), dres_);
+  be_.convert(lookup_tokens_.slice(me * N, N), micro_slice(tokens_));
+  state_.comm()->all_gather(lookup_rows_, split_offsets(W * N * C, W));  // N C a rank
+  state_.comm()->all_gather(lookup_tokens_, split_offsets(W * N, W));
+}
+
+// After the embedding's early sum and gather_lookup: the lookup's gradient of every rank's tokens
+// added to the sum in one pass (each token's rows in rank order), so every rank adds the same bits.
+void Llama::embedding_backward_gathered() {
   ScopedRange r(be_, "embedding");
-  be_.embedding_backward(g_.wte, lookup_rows_, lookup_tokens_, W * N, C, cfg_.vocab_size);
+  be_.embedding_backward(g_.wte, lookup_rows_, lookup_tokens_, state_.world_size() * tokens(), cfg_.hidden,
+                         cfg_.vocab_size);
 }
 
 void Llama::backward_ffn(int l) {

@@ -208,9 +208,11 @@ class Llama {
   // Data parallelism where every rank's tokens' residual gradients are fewer bytes than the
   // embedding's bucket (a large vocabulary): that bucket is summed over the ranks early, at the
   // start of the last micro-batch's backward (all but the last lookup's part is in it then), and
-  // embedding_backward_gathered adds the lookup's part of every rank once the backward is done,
+  // once the residual gradient is final, gather_lookup gathers every rank's on the communication
+  // lane and embedding_backward_gathered adds the lookup's part of them all on the update lane,
   // instead of the bucket's sum being the step's last, exposed, reduction.
   bool lookup_gathered() const;
+  void gather_lookup();
   void embedding_backward_gathered();
   // The RMSNorm that follows a residual add: its range name, output, statistics and weight, and
   // the product that takes its output (layer < 0: the head).

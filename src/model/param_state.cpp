@@ -73,13 +73,10 @@ int64_t ParamState::shard_numel() const {
 // communication lane; with the update behind the backward, its AdamW on the update lane once the
 // sum is there. With ZeRO-1 the updated parts are gathered on the communication lane after the
 // next bucket's reduction is enqueued, so that no reduction waits for an update.
-void ParamState::bucket_complete(size_t b, bool update_behind, const std::function<void()>& add_to_sum) {
+void ParamState::bucket_complete(size_t b, bool update_behind, bool summed_early) {
   if (dp_) {
     be_.begin_behind(Backend::Lane::Communication);
-    if (add_to_sum)
-      add_to_sum();
-    else
-      reduce_bucket(b);
+    if (!summed_early) reduce_bucket(b);
     if (pending_gather_ >= 0) {
       be_.follow(Backend::Lane::Update);
       gather_bucket(size_t(pending_gather_));
@@ -89,7 +86,7 @@ void ParamState::bucket_complete(size_t b, bool update_behind, const std::functi
   }
   if (!update_behind) return;
   be_.begin_behind(Backend::Lane::Update);
-  if (dp_) be_.follow(Backend::Lane::Communication);
+  if (dp_ && !summed_early) be_.follow(Backend::Lane::Communication);  // else complete_early_sum's addition is ahead on this lane
   update_bucket(b);
   be_.end_behind();
   if (zero_ == 1) pending_gather_ = int(b);
@@ -99,6 +96,17 @@ void ParamState::reduce_early(size_t b) {
   TT_CHECK(dp_, "reduce_early: no ranks to sum over");
   be_.begin_behind(Backend::Lane::Communication);
   reduce_bucket(b);
+  be_.end_behind();
+}
+
+void ParamState::complete_early_sum(const std::function<void()>& gather, const std::function<void()>& add) {
+  TT_CHECK(dp_, "complete_early_sum: no ranks to sum over");
+  be_.begin_behind(Backend::Lane::Communication);
+  gather();
+  be_.end_behind();
+  be_.begin_behind(Backend::Lane::Update);
+  be_.follow(Backend::Lane::Communication);
+  add();
   be_.end_behind();
 }
 

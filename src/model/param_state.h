@@ -92,11 +92,13 @@ class ParamState {
   // gathering follows the next bucket's reduction). finish_behind() after the last bucket.
   //
   // A bucket may also be summed early, behind the backward before it is complete (reduce_early),
-  // when what is still to come can be added to the sum on every rank alike: bucket_complete then
-  // runs `add_to_sum` on the communication lane in place of the sum (after it: the lane runs in
-  // order), before the update.
-  void bucket_complete(size_t b, bool update_behind, const std::function<void()>& add_to_sum = {});
+  // when what is still to come can be added to the sum on every rank alike: complete_early_sum
+  // runs `gather` on the communication lane (after the early sum: the lane runs in order), then
+  // `add` on the update lane once that has run; bucket_complete(b, update_behind, true) then
+  // updates the bucket without summing it again.
+  void bucket_complete(size_t b, bool update_behind, bool summed_early = false);
   void reduce_early(size_t b);
+  void complete_early_sum(const std::function<void()>& gather, const std::function<void()>& add);
   void finish_behind();
   // After the backward: the gradients' global norm (clipping), then the update of every bucket
   // not updated behind the backward.
