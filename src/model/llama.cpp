@@ -57,6 +57,8 @@ Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len
   if (state_.distributed()) state_.comm()->share(arena_.base(), arena_.bytes_through(Category::Gradients));
   w_ = weight_views(cfg_, state_.params_act().empty() ? state_.params() : state_.params_act(), Vp_);
   g_ = weight_views(cfg_, state_.grads(), Vp_);
+  swiglu_in_gate_up_misfit_ = swiglu_in_gate_up_misfit();
+  swiglu_in_down_gradient_misfit_ = swiglu_in_down_gradient_misfit();
   // The padding rows of the head are zero for good: AdamW updates the real parameters only.
   for (const Tensor& t : padding_rows()) be_.zero(t);
   // RoPE's cos/sin table, computed once in double and stored in the acc type.
@@ -288,31 +290,31 @@ std::string Llama::weight_gradients_misfit(const LayerWeights& g, const LayerAct
                                   linear_dw_gemm(g.wqkv, dqkv_, Q, a.xn1, C, n, C, Q)});
 }
 
+// The header's Products: line: the FP8 products, then each fused piece of the plan, used or why not.
 std::string Llama::products_kind() const {
   std::string s = fp8_.description();
   if (!be_.is_cuda()) return s;
-  if (be_.plan().swiglu_in_gate_up) {
-    const std::string why = swiglu_in_gate_up_misfit(0);
-    s += std::string(s.empty() ? "" : "; ") + "SwiGLU " +
-         (why.empty() ? "in the gate/up product's epilogue (swiglu-in-gate-up)" : "a kernel of its own (" + why + ")");
-  }
-  if (be_.plan().swiglu_in_down_gradient) {
-    const std::string why = swiglu_in_down_gradient_misfit(0);
-    s += std::string(s.empty() ? "" : "; ") + "SwiGLU's backward " +
-         (why.empty() ? "in down's input gradient's epilogue (swiglu-in-down-gradient)"
-                      : "a kernel of its own (" + why + ")");
-  }
-  if (be_.plan().grouped_weight_gradients) {
-    const std::string why = weight_gradients_misfit(g_.layers[0], acts_[0]);
-    s += std::string(s.empty() ? "" : "; ") + "weight gradients " +
-         (why.empty() ? "a layer's four in one launch (grouped-weight-gradients)" : "one a launch (" + why + ")");
-  }
+  auto piece = [&s](const std::string& what, const std::string& misfit, const std::string& used,
+                    const std::string& unused) {
+    s += (s.empty() ? "" : "; ") + what + " " + (misfit.empty() ? used : unused + " (" + misfit + ")");
+  };
+  const Plan& plan = be_.plan();
+  if (plan.swiglu_in_gate_up)
+    piece("SwiGLU", swiglu_in_gate_up_misfit_, "in the gate/up product's epilogue (swiglu-in-gate-up)",
+          "a kernel of its own");
+  if (plan.swiglu_in_down_gradient)
+    piece("SwiGLU's backward", swiglu_in_down_gradient_misfit_,
+          "in down's input gradient's epilogue (swiglu-in-down-gradient)", "a kernel of its own");
+  if (plan.grouped_weight_gradients)
+    piece("weight gradients", weight_gradients_misfit(g_.layers[0], acts_[0]),
+          "a layer's four in one launch (grouped-weight-gradients)", "one a launch");
   return s;
 }
 
 // swiglu-in-gate-up: layer l's gate/up product in the act type (bf16), and why the backend does not
 // make SwiGLU in its epilogue (empty where it does); swiglu-in-down-gradient likewise for down's
-// input gradient and SwiGLU's backward. Not with FP8 products or gate and up apart.
+// input gradient and SwiGLU's backward. Neither with FP8 products or gate and up apart. Every
+// layer's products are alike: the constructor asks of the first, and the answer holds for the run.
 Gemm Llama::gate_up_product(int l) const {
   const int C = cfg_.hidden, F = cfg_.intermediate;
   return linear_product(acts_[size_t(l)].gateup, 2 * F, acts_[size_t(l)].xn2, w_.layers[size_t(l)].wgateup,
@@ -322,17 +324,20 @@ Gemm Llama::down_input_gradient(int l) const {
   const int C = cfg_.hidden, F = cfg_.intermediate;
   return linear_dx_gemm(dh_, F, dres_, C, w_.layers[size_t(l)].wdown, int(tokens()), F, C, 0.0f);
 }
-std::string Llama::swiglu_in_down_gradient_misfit(int l) const {
-  if (!be_.plan().swiglu_in_down_gradient) return "swiglu-in-down-gradient off";
+std::string Llama::swiglu_epilogue_misfit() const {
   if (fp8_.on()) return "FP8 products";
   if (!be_.plan().gate_up_fusion) return "without gate-up-fusion";
-  return be_.down_swiglu_backward_misfit(down_input_gradient(l), cfg_.intermediate);
+  return "";
 }
-std::string Llama::swiglu_in_gate_up_misfit(int l) const {
+std::string Llama::swiglu_in_gate_up_misfit() const {
   if (!be_.plan().swiglu_in_gate_up) return "swiglu-in-gate-up off";
-  if (fp8_.on()) return "FP8 products";
-  if (!be_.plan().gate_up_fusion) return "without gate-up-fusion";
-  return be_.gate_up_swiglu_misfit(gate_up_product(l), cfg_.intermediate);
+  const std::string why = swiglu_epilogue_misfit();
+  return why.empty() ? be_.gate_up_swiglu_misfit(gate_up_product(0), cfg_.intermediate) : why;
+}
+std::string Llama::swiglu_in_down_gradient_misfit() const {
+  if (!be_.plan().swiglu_in_down_gradient) return "swiglu-in-down-gradient off";
+  const std::string why = swiglu_epilogue_misfit();
+  return why.empty() ? be_.down_swiglu_backward_misfit(down_input_gradient(0), cfg_.intermediate) : why;
 }
 
 // The layer's weight-gradient products, made in one group.
@@ -470,7 +475,7 @@ void Llama::forward_ffn(int l) {
   const bool xn_cast = block_norm(l, Proj::GateUp, {a.x_mid, a.xn2, a.rstd2, {}, {}, w.ffn_norm, N, C, cfg_.norm_eps});
   ScopedRange r(be_, "ffn");
   const bool h_in_fp8 = swiglu_in_fp8(plan, fp8_.on());
-  if (swiglu_in_gate_up_misfit(l).empty()) {
+  if (swiglu_in_gate_up_misfit_.empty()) {
     be_.gate_up_swiglu(gate_up_product(l), a.h, N, F);
   } else {
     project(l, Proj::GateUp, a.gateup, a.xn2, w.wgateup, xn_cast);
@@ -592,7 +597,7 @@ void Llama::backward_ffn(int l) {
     // but less (docs/multi-gpu.md).
     ScopedRange r(be_, "ffn");
     const bool dgateup_in_fp8 = swiglu_in_fp8(plan, fp8_.on());
-    if (swiglu_in_down_gradient_misfit(l).empty()) {
+    if (swiglu_in_down_gradient_misfit_.empty()) {
       be_.down_swiglu_backward(down_input_gradient(l), dgateup_, a.gateup, N, F);
     } else {
       project_input_gradient(l, Proj::Down, dh_, dres_, w.wdown, !residual_gradient8(l, Proj::Down).slot.empty());

@@ -201,8 +201,9 @@ class Llama {
   std::string weight_gradients_misfit(const LayerWeights& g, const LayerActs& a) const;  // empty: made in one group
   Gemm gate_up_product(int layer) const;
   Gemm down_input_gradient(int layer) const;
-  std::string swiglu_in_down_gradient_misfit(int layer) const;  // empty: SwiGLU's backward in its epilogue
-  std::string swiglu_in_gate_up_misfit(int layer) const;  // empty: SwiGLU in the gate/up product's epilogue
+  std::string swiglu_epilogue_misfit() const;  // what keeps both SwiGLU pieces out whatever the shape
+  std::string swiglu_in_gate_up_misfit() const;  // empty: SwiGLU in the gate/up product's epilogue
+  std::string swiglu_in_down_gradient_misfit() const;  // empty: SwiGLU's backward in its epilogue
   void weight_gradients_done();
   void forward_head(Pass pass);
   // Data parallelism where every rank's tokens' residual gradients are fewer bytes than the
@@ -290,6 +291,9 @@ class Llama {
   // in one group there (project_weight_gradient, weight_gradients_done).
   Tensor dres_other_;
   std::vector<Gemm> layer_dw_;
+  // swiglu-in-gate-up and swiglu-in-down-gradient: why each is not used (empty where it is), decided
+  // once by the constructor.
+  std::string swiglu_in_gate_up_misfit_, swiglu_in_down_gradient_misfit_;
   // lookup_gathered(): every rank's residual gradient [ranks, B, T, C] and tokens [ranks, B, T]
   Tensor lookup_rows_, lookup_tokens_;
 };

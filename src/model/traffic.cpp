@@ -46,8 +46,8 @@ std::map<std::string, double> Llama::family_bytes() const {
   // gradients. In FP8 the outputs are a byte in each layout and not kept in bf16. With
   // swiglu-in-gate-up the forward's h is made by the gate/up product, with swiglu-in-down-gradient
   // the backward's dgateup by down's input gradient (the products' family).
-  const double swiglu_forward = swiglu_in_gate_up_misfit(0).empty() ? 0 : 3 * a * N * F;
-  const double swiglu_backward = swiglu_in_down_gradient_misfit(0).empty() ? 0 : 5 * a * N * F;
+  const double swiglu_forward = swiglu_in_gate_up_misfit_.empty() ? 0 : 3 * a * N * F;
+  const double swiglu_backward = swiglu_in_down_gradient_misfit_.empty() ? 0 : 5 * a * N * F;
   per_micro["SwiGLU"] = L * (swiglu8 ? (2 * a + 2) * N * F + (3 * a + 4) * N * F : swiglu_forward + swiglu_backward);
   // Cross-entropy: the logits read and their gradient written (with the fused classifier in one
   // pass; in FP8 too with the head in FP8); without it the forward reads them once more.

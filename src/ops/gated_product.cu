@@ -29,13 +29,6 @@ constexpr int kRows = 128, kCols = 128, kChunk = 64, kStages = 4, kThreads = 2 *
 constexpr int kABytes = kRows * 128, kBPartBytes = kCols * 128;  // a chunk of A's rows, of one part of B
 constexpr int kBox = 64 * kRows * 2;  // a [128 rows][64 columns] box of bf16 (the 128-byte swizzle): 16 KB
 
-// A K-major operand in 128-byte-swizzled rows (8-row groups 1024 bytes apart): + 2 moves it 16
-// columns (32 bytes) on.
-__device__ __forceinline__ uint64_t k_major(uint32_t addr) { return wgmma_desc(addr, 16, 1024, 1); }
-// An MN-major operand of [64 k][64 columns] boxes (8 KB, the 128-byte swizzle) side by side:
-// + (2048 >> 4) moves it 16 k on.
-__device__ __forceinline__ uint64_t mn_major(uint32_t addr) { return wgmma_desc(addr, 64 * 64 * 2, 1024, 1); }
-
 // The sums of a tile of 128 rows (a warpgroup's 64 in each thread's acc) over C / 64 chunks of K:
 // kParts wgmma of 128 columns a step, acc[p] from part p of B (128 rows of a K-major B, or 128
 // columns of an MN-major one with kTransB). The chunks run through kStages buffers at `smem`, each
@@ -60,14 +53,15 @@ __device__ __forceinline__ void tile_sums(float (&acc)[kParts][64], unsigned cha
     __syncthreads();  // every warpgroup's product of chunk c - 2 is done: its buffer may be loaded again
     issue(c + kStages - 2);
     const uint32_t st = smem_addr(smem + i * kStageBytes);
-    const uint64_t da = k_major(st + wg * 64 * 128);
+    const uint64_t da = k_major_sw128(st + wg * 64 * 128);
     wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < kChunk / 16; ++ks)
 #pragma unroll
       for (int p = 0; p < kParts; ++p) {
         const uint32_t b = st + kABytes + p * kBPartBytes;
-        Wgmma<128>::ss<kTransB>(acc[p], da + 2 * ks, kTransB ? mn_major(b) + ks * (2048 >> 4) : k_major(b) + 2 * ks, 1);
+        const uint64_t db = kTransB ? mn_major_sw128(b) + ks * (2048 >> 4) : k_major_sw128(b) + 2 * ks;
+        Wgmma<128>::ss<kTransB>(acc[p], da + 2 * ks, db, 1);
       }
     wgmma_commit();
     if constexpr (kParts == 1) wgmma_wait<1>(acc[0]);  // chunk c - 1's products done

@@ -111,6 +111,11 @@ inline CUtensorMap bf16_boxes(const Tensor& t, int64_t rows, int64_t cols, int64
 __device__ __forceinline__ uint64_t wgmma_desc(uint32_t addr, uint32_t lbo, uint32_t sbo, uint64_t swizzle) {
   return uint64_t((addr & 0x3FFFF) >> 4) | uint64_t(lbo >> 4) << 16 | uint64_t(sbo >> 4) << 32 | swizzle << 62;
 }
+// The two layouts of bf16 tiles that TMA's 128-byte swizzle leaves (8-row groups 1024 bytes
+// apart). K-major: rows of 64 k, + 2 moves the operand 16 k (32 bytes) on. MN-major: boxes of
+// [64 k][64 columns] (8 KB) side by side along the columns, + (2048 >> 4) moves it 16 k on.
+__device__ __forceinline__ uint64_t k_major_sw128(uint32_t addr) { return wgmma_desc(addr, 16, 1024, 1); }
+__device__ __forceinline__ uint64_t mn_major_sw128(uint32_t addr) { return wgmma_desc(addr, 64 * 64 * 2, 1024, 1); }
 // d (64 x N fp32, N / 2 per thread) = or += A B for one 16-wide slice of the reduction. A comes
 // from shared memory (ss: a descriptor) or from registers (rs: the A fragments of the thread's
 // warp, 16 rows x 16); B from shared memory, K-major, or MN-major when kTransB (ss's A likewise

@@ -36,11 +36,6 @@ struct Products {
   bool add;  // beta 1: dW += ...
 };
 
-// An MN-major operand of [64 tokens] x [64 columns] boxes (the 128-byte swizzle) for wgmma: the
-// boxes of consecutive column blocks kBox bytes apart, 8-token groups 1024 bytes apart. Adding
-// (2048 >> 4) moves it 16 tokens on.
-__device__ __forceinline__ uint64_t mn_major(uint32_t addr) { return wgmma_desc(addr, kBox, 1024, 1); }
-
 __global__ void __launch_bounds__(kThreads) grouped_gemm_dw_kernel(Successor next, const __grid_constant__ Products ps) {
   await_previous_kernel(next);
   unsigned char* smem = aligned_smem();
@@ -76,7 +71,7 @@ __global__ void __launch_bounds__(kThreads) grouped_gemm_dw_kernel(Successor nex
     __syncthreads();  // every warpgroup's product of chunk c - 2 is done: its buffer may be loaded again
     load(c + kStages - 2);
     const uint32_t st = smem_addr(smem + i * kStageBytes);
-    const uint64_t da = mn_major(st + wg * kBox), db = mn_major(st + 2 * kBox);
+    const uint64_t da = mn_major_sw128(st + wg * kBox), db = mn_major_sw128(st + 2 * kBox);
     wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < kChunk / 16; ++ks)

@@ -730,59 +730,51 @@ TEST(Fp8Model, WhereFp8DoesNotPayVersion5IsVersion4BitForBit) {
   EXPECT_TRUE(a.params == b.params);
 }
 
+// A switch of v5's preset in bf16 that changes no bit at B 8 x T: five steps with and without it
+// give the same losses and weights, and the header's Products: line says that it is used (`used`).
+void expect_v5_bf16_the_same_bits_without(bool Plan::*piece, const std::string& used, int T = 128) {
+  Plan on = plan_for_version(5);
+  on.amp = true;
+  ASSERT_TRUE(on.*piece);
+  Plan off = on;
+  off.*piece = false;
+  const FiveSteps a = five_steps(off, T), b = five_steps(on, T);
+  EXPECT_FALSE(b.fp8);
+  EXPECT_NE(b.products.find(used), std::string::npos) << b.products;
+  EXPECT_EQ(a.losses, b.losses);
+  EXPECT_TRUE(a.params == b.params);
+}
+
 // grouped-weight-gradients (v5): at the default shape and at the training default's 8 x 256 each
 // layer's four weight gradients wait for the end of its backward and are made in one launch of our
-// kernel, with cuBLAS's bytes (GpuWeightGradients), so five steps give the same losses and weights
-// as v5 without it.
+// kernel, with cuBLAS's bytes (GpuWeightGradients).
 TEST(Fp8Model, GroupedWeightGradientsChangeNoBit) {
   REQUIRE_GPU();
-  Plan grouped = plan_for_version(5);
-  grouped.amp = true;
-  ASSERT_TRUE(grouped.grouped_weight_gradients);
-  Plan apart = grouped;
-  apart.grouped_weight_gradients = false;
   for (int T : {128, 256}) {
     SCOPED_TRACE(testing::Message() << "T " << T);
-    const FiveSteps a = five_steps(apart, T), b = five_steps(grouped, T);
-    EXPECT_FALSE(b.fp8);
-    EXPECT_NE(b.products.find("a layer's four in one launch"), std::string::npos) << b.products;
-    EXPECT_EQ(a.losses, b.losses);
-    EXPECT_TRUE(a.params == b.params);
+    expect_v5_bf16_the_same_bits_without(&Plan::grouped_weight_gradients, "a layer's four in one launch", T);
   }
 }
 
 // swiglu-in-gate-up (v5): at the default shape SwiGLU is made in the epilogue of our gate/up
-// product, with cuBLAS's and the SwiGLU kernel's bytes (GpuGatedProduct), so five steps give the
-// same losses and weights as v5 without it. At 8 x 256, where it does not pay, the header says so.
+// product, with cuBLAS's and the SwiGLU kernel's bytes (GpuGatedProduct). At 8 x 256, where it does
+// not pay, the header says so.
 TEST(Fp8Model, SwigluInGateUpChangesNoBit) {
   REQUIRE_GPU();
-  Plan fused = plan_for_version(5);
-  fused.amp = true;
-  ASSERT_TRUE(fused.swiglu_in_gate_up);
-  Plan apart = fused;
-  apart.swiglu_in_gate_up = false;
-  const FiveSteps a = five_steps(apart), b = five_steps(fused);
-  EXPECT_NE(b.products.find("SwiGLU in the gate/up product's epilogue"), std::string::npos) << b.products;
-  EXPECT_EQ(a.losses, b.losses);
-  EXPECT_TRUE(a.params == b.params);
-  EXPECT_NE(five_steps(fused, 256).products.find("SwiGLU a kernel of its own (2048 tokens, more than 1024)"),
+  expect_v5_bf16_the_same_bits_without(&Plan::swiglu_in_gate_up, "SwiGLU in the gate/up product's epilogue");
+  Plan v5 = plan_for_version(5);
+  v5.amp = true;
+  EXPECT_NE(five_steps(v5, 256).products.find("SwiGLU a kernel of its own (2048 tokens, more than 1024)"),
             std::string::npos);
 }
 
 // swiglu-in-down-gradient (v5): at the default shape SwiGLU's backward is made in the epilogue of
 // our product for down's input gradient, with cuBLAS's and the SwiGLU kernel's bytes
-// (GpuGatedProduct), so five steps give the same losses and weights as v5 without it.
+// (GpuGatedProduct).
 TEST(Fp8Model, SwigluInDownGradientChangesNoBit) {
   REQUIRE_GPU();
-  Plan fused = plan_for_version(5);
-  fused.amp = true;
-  ASSERT_TRUE(fused.swiglu_in_down_gradient);
-  Plan apart = fused;
-  apart.swiglu_in_down_gradient = false;
-  const FiveSteps a = five_steps(apart), b = five_steps(fused);
-  EXPECT_NE(b.products.find("SwiGLU's backward in down's input gradient's epilogue"), std::string::npos) << b.products;
-  EXPECT_EQ(a.losses, b.losses);
-  EXPECT_TRUE(a.params == b.params);
+  expect_v5_bf16_the_same_bits_without(&Plan::swiglu_in_down_gradient,
+                                       "SwiGLU's backward in down's input gradient's epilogue");
 }
 
 // A checkpoint keeps delayed scaling's history (the tensor fp8/scale_state), so a resumed v5 run
