@@ -22,10 +22,12 @@ std::unique_ptr<OpCase> residual_norm_case(const OpShape&);
 std::unique_ptr<OpCase> cross_entropy_case(const OpShape&);
 std::unique_ptr<OpCase> quantize_case(const OpShape&);
 std::unique_ptr<OpCase> linear_case(const OpShape&);
+std::unique_ptr<OpCase> gated_product_case(const OpShape&);
 
 const std::vector<OpMaker>& op_cases() {
-  static const std::vector<OpMaker> cases = {attention_case,     rmsnorm_case,       swiglu_case,   rope_case,
-                                             residual_norm_case, cross_entropy_case, quantize_case, linear_case};
+  static const std::vector<OpMaker> cases = {attention_case, rmsnorm_case,       swiglu_case,   rope_case,
+                                             residual_norm_case, cross_entropy_case, quantize_case, linear_case,
+                                             gated_product_case};
   return cases;
 }
 

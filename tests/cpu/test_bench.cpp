@@ -174,7 +174,7 @@ TEST(Validate, CpuAgainstDoubleAndTheBounds) {
   EXPECT_NE(log.str().find("pass"), std::string::npos);
 }
 
-// The op cases (src/bench/op_case.h): registered in the order of `kernels`' rows, 24 rows of a
+// The op cases (src/bench/op_case.h): registered in the order of `kernels`' rows, 26 rows of a
 // case and a version from v1 to v5.
 TEST(OpCases, TheRowsOfKernels) {
   std::vector<std::string> names;
@@ -185,8 +185,8 @@ TEST(OpCases, TheRowsOfKernels) {
     for (int version : versions_from(1)) rows += op->has_version(version);
   }
   EXPECT_EQ(names, (std::vector<std::string>{"attention", "rmsnorm", "swiglu", "rope", "residual_norm",
-                                             "cross_entropy", "quantize", "linear"}));
-  EXPECT_EQ(rows, 24);
+                                             "cross_entropy", "quantize", "linear", "gated_product"}));
+  EXPECT_EQ(rows, 26);
 }
 
 // `kernels --check`'s code (check_against_reference) with the fp32 CPU backend in place of the GPU:
