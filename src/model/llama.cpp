@@ -510,7 +510,8 @@ void Llama::backward_pass(bool update_behind) {
   // zeroed here (before the embedding's bucket may be summed early).
   if (!cfg_.tie_embeddings && !accumulating()) be_.zero(g_.wte);
   const bool last = micro_ + 1 == step_.micro_batches, gathered = last && lookup_gathered();
-  if (gathered) state_.reduce_early(state_.buckets() - 1);
+  if (gathered)
+    for (size_t b = state_.first_embedding_bucket(); b < state_.buckets(); ++b) state_.reduce_early(b);
   {
     ScopedRange r(be_, "final_norm");
     const Fp8Matrix dres8 = residual_gradient8(cfg_.layers - 1, Proj::Down);
@@ -521,7 +522,7 @@ void Llama::backward_pass(bool update_behind) {
                                accumulating());
   }
   // dres holds the gradient of the residual stream, from the last layer down. Each bucket of
-  // gradients (a layer's, the last layer's with the final norm's, the embedding's) is finished
+  // gradients (a layer's, the last layer's with the final norm's, the embedding's pieces) is finished
   // behind the backward as soon as it is complete (bucket_complete), in the last micro-batch.
   for (int l = cfg_.layers - 1; l >= 0; --l) {
     ScopedRange r(be_, layer_names_[size_t(l)].c_str());
@@ -538,7 +539,8 @@ void Llama::backward_pass(bool update_behind) {
     state_.bucket_complete(0, update_behind);
   }
   if (gathered) {
-    state_.bucket_complete(state_.buckets() - 1, update_behind, true);
+    for (size_t b = state_.first_embedding_bucket(); b < state_.buckets(); ++b)
+      state_.bucket_complete(b, update_behind, true);
     state_.finish_behind();
     return;
   }
@@ -547,7 +549,8 @@ void Llama::backward_pass(bool update_behind) {
     be_.embedding_backward(g_.wte, dres_, micro_slice(tokens_), N, C, V);
   }
   if (last) {
-    state_.bucket_complete(state_.buckets() - 1, update_behind);
+    for (size_t b = state_.first_embedding_bucket(); b < state_.buckets(); ++b)
+      state_.bucket_complete(b, update_behind);
     state_.finish_behind();
   }
 }

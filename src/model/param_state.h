@@ -81,6 +81,9 @@ class ParamState {
   int world_size() const { return world_; }
   DType reduce_dtype() const { return reduce_dtype_; }
   size_t buckets() const { return buckets_.size(); }
+  // The embedding's buckets (an untied head's too) are the last ones, from this one on; a layer's
+  // bucket is its index.
+  size_t first_embedding_bucket() const { return size_t(cfg_.layers); }
 
   // Every rank's parameters become rank 0's, as DDP makes them at the start: ranks that read a
   // different --init-from file of the same name, or drew other weights, train one model. Zero on
