@@ -18,7 +18,7 @@ namespace tt {
 
 // Data parallelism (src/parallel/comm.h): each rank trains on its batch, the loss is the mean over
 // every rank's tokens, and each bucket of gradients (a layer's, the last layer's with the final
-// norm's, the embedding's: buckets()) is summed over the ranks as soon as it is complete.
+// norm's, the embedding's pieces: buckets()) is summed over the ranks as soon as it is complete.
 // With ZeRO-1 (zero = 1) a rank keeps the Adam moments of its part of each bucket only
 // (split_offsets), updates that part of the weights, and gathers the others' parts: the
 // products' bf16 copy in bf16 runs (half the bytes of the fp32 masters, which then stay sharded:
