@@ -313,8 +313,9 @@ std::string Llama::products_kind() const {
 
 // swiglu-in-gate-up: layer l's gate/up product in the act type (bf16), and why the backend does not
 // make SwiGLU in its epilogue (empty where it does); swiglu-in-down-gradient likewise for down's
-// input gradient and SwiGLU's backward. Neither with FP8 products or gate and up apart. Every
-// layer's products are alike: the constructor asks of the first, and the answer holds for the run.
+// input gradient and SwiGLU's backward. Neither with FP8 products or gate and up apart; the
+// switches themselves are the backend's to read. Every layer's products are alike: the constructor
+// asks of the first, and the answer holds for the run.
 Gemm Llama::gate_up_product(int l) const {
   const int C = cfg_.hidden, F = cfg_.intermediate;
   return linear_product(acts_[size_t(l)].gateup, 2 * F, acts_[size_t(l)].xn2, w_.layers[size_t(l)].wgateup,
@@ -330,12 +331,10 @@ std::string Llama::swiglu_epilogue_misfit() const {
   return "";
 }
 std::string Llama::swiglu_in_gate_up_misfit() const {
-  if (!be_.plan().swiglu_in_gate_up) return "swiglu-in-gate-up off";
   const std::string why = swiglu_epilogue_misfit();
   return why.empty() ? be_.gate_up_swiglu_misfit(gate_up_product(0), cfg_.intermediate) : why;
 }
 std::string Llama::swiglu_in_down_gradient_misfit() const {
-  if (!be_.plan().swiglu_in_down_gradient) return "swiglu-in-down-gradient off";
   const std::string why = swiglu_epilogue_misfit();
   return why.empty() ? be_.down_swiglu_backward_misfit(down_input_gradient(0), cfg_.intermediate) : why;
 }
