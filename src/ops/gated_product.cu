@@ -31,28 +31,19 @@ constexpr int kBox = 64 * kRows * 2;  // a [128 rows][64 columns] box of bf16 (t
 
 // The sums of a tile of 128 rows (a warpgroup's 64 in each thread's acc) over C / 64 chunks of K:
 // kParts wgmma of 128 columns a step, acc[p] from part p of B (128 rows of a K-major B, or 128
-// columns of an MN-major one with kTransB). The chunks run through kStages buffers at `smem`, each
-// with a barrier at bars + 8 i counting its bytes; `load(c, buffer, bar)`, called by thread 0,
-// issues chunk c's copies (A at the buffer, B's parts after it) and the barrier's expected bytes.
+// columns of an MN-major one with kTransB). The chunks run through kStages buffers at `smem`
+// (tma_ring of hopper.cuh); `load(c, buffer, bar)` issues chunk c's copies (A at the buffer, B's
+// parts after it) and the barrier's expected bytes.
 template <int kParts, int kTransB, class Load>
 __device__ __forceinline__ void tile_sums(float (&acc)[kParts][64], unsigned char* smem, uint32_t bars, int chunks,
-                                          Load load) {
+                                          Load&& load) {
   constexpr int kStageBytes = kABytes + kParts * kBPartBytes;
   const int wg = threadIdx.x / kWarpgroup;
 #pragma unroll
   for (int p = 0; p < kParts; ++p)
 #pragma unroll
     for (int i = 0; i < 64; ++i) acc[p][i] = 0.0f;
-  auto issue = [&](int c) {
-    if (threadIdx.x == 0 && c < chunks) load(c, smem_addr(smem + c % kStages * kStageBytes), bars + 8 * (c % kStages));
-  };
-  for (int c = 0; c < kStages - 2; ++c) issue(c);
-  for (int c = 0; c < chunks; ++c) {
-    const int i = c % kStages;
-    mbar_wait(bars + 8 * i, (c / kStages) & 1);  // chunk c landed
-    __syncthreads();  // every warpgroup's product of chunk c - 2 is done: its buffer may be loaded again
-    issue(c + kStages - 2);
-    const uint32_t st = smem_addr(smem + i * kStageBytes);
+  tma_ring<kStages>(smem, kStageBytes, bars, chunks, load, [&](uint32_t st) {
     const uint64_t da = k_major_sw128(st + wg * 64 * 128);
     wgmma_fence();
 #pragma unroll
@@ -66,7 +57,7 @@ __device__ __forceinline__ void tile_sums(float (&acc)[kParts][64], unsigned cha
     wgmma_commit();
     if constexpr (kParts == 1) wgmma_wait<1>(acc[0]);  // chunk c - 1's products done
     else wgmma_wait<1>(acc[0], acc[1]);
-  }
+  });
   if constexpr (kParts == 1) wgmma_wait<0>(acc[0]);
   else wgmma_wait<0>(acc[0], acc[1]);
   __syncthreads();  // both warpgroups done reading the buffers: free for the epilogue
@@ -108,10 +99,7 @@ __global__ void __launch_bounds__(kThreads) gated_gemm_swiglu_kernel(Successor n
   const uint32_t bars = smem_addr(smem + kStages * (kABytes + 2 * kBPartBytes));
   const int tiles_n = op.f / kCols;
   const int m0 = int(blockIdx.x) / tiles_n * kRows, c0 = int(blockIdx.x) % tiles_n * kCols;
-  if (threadIdx.x == 0) {
-    for (int i = 0; i < kStages; ++i) mbar_init(bars + 8 * i, 1);
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
+  mbar_init_all(bars, kStages);
   __syncthreads();
   await_previous_kernel(next);
   float acc[2][64];
@@ -160,10 +148,7 @@ __global__ void __launch_bounds__(kThreads) down_gemm_swiglu_backward_kernel(Suc
   const uint32_t bars = smem_addr(gu + 4 * kBox), gu_bar = bars + 8 * kStages;
   const int tiles_n = op.f / kCols;
   const int m0 = int(blockIdx.x) / tiles_n * kRows, c0 = int(blockIdx.x) % tiles_n * kCols;
-  if (threadIdx.x == 0) {
-    for (int i = 0; i <= kStages; ++i) mbar_init(bars + 8 * i, 1);
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
+  mbar_init_all(bars, kStages + 1);
   __syncthreads();
   await_previous_kernel(next);
   if (threadIdx.x == 0) {

@@ -4,7 +4,8 @@
 // maps they read (made on the host) and the shared-memory barriers that count their bytes, the
 // 1024-byte-aligned dynamic shared memory the swizzled layouts need, and wgmma, the warpgroup's
 // asynchronous matrix product (bf16 in, fp32 accumulators) with its fence, commit and wait. Each
-// is one or a few PTX instructions; the kernels keep their own tile layouts.
+// is one or a few PTX instructions; the kernels keep their own tile layouts. Last, the main loop
+// the TMA-fed products share (tma_ring): their buffers, barriers and who waits for what.
 #pragma once
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -82,6 +83,14 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const void* map, int c
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(r0), "r"(bar)
       : "memory");
+}
+
+// Thread 0 makes `count` barriers at bars, bars + 8, ..., each completing on one arrival and
+// its bytes; the caller's __syncthreads then shows them to the block.
+__device__ __forceinline__ void mbar_init_all(uint32_t bars, int count) {
+  if (threadIdx.x != 0) return;
+  for (int i = 0; i < count; ++i) mbar_init(bars + 8 * i, 1);
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 }
 
 // A [rows, cols] bf16 matrix (row stride ld elements) as a tensor map of boxes of 64 columns (128
@@ -215,6 +224,32 @@ template <int kPending, int... N>
 __device__ __forceinline__ void wgmma_wait(float (&... acc)[N]) {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
   (fence_registers(acc), ...);
+}
+
+// ---- the main loop of a product fed by TMA ---------------------------------------------------
+// Chunks 0 .. chunks - 1 of the reduction go through kStages buffers of stage_bytes at `buffers`,
+// buffer i with the barrier at bars + 8 i (mbar_init_all), which counts its bytes. Thread 0 asks
+// for chunk c + kStages - 2 once every warpgroup is done with chunk c - 2, so the copies run
+// kStages - 2 chunks ahead of the products, and a buffer is loaded again only after the products
+// that read it were waited for.
+//   load(c, buffer, bar)  thread 0: chunk c's copies into the buffer, and the bytes bar expects;
+//   products(buffer)      every thread: issues chunk c's wgmma, commits them, and waits for
+//                         chunk c - 1's (wgmma_wait<1>). The caller waits for the last.
+template <int kStages, class Load, class Products>
+__device__ __forceinline__ void tma_ring(unsigned char* buffers, int stage_bytes, uint32_t bars, int chunks, Load&& load,
+                                         Products&& products) {
+  static_assert(kStages >= 3, "a chunk loading, one in the tensor cores, one waited for");
+  auto issue = [&](int c) {
+    if (threadIdx.x == 0 && c < chunks) load(c, smem_addr(buffers + c % kStages * stage_bytes), bars + 8 * (c % kStages));
+  };
+  for (int c = 0; c < kStages - 2; ++c) issue(c);
+  for (int c = 0; c < chunks; ++c) {
+    const int i = c % kStages;
+    mbar_wait(bars + 8 * i, (c / kStages) & 1);  // chunk c landed
+    __syncthreads();  // every warpgroup's products of chunk c - 2 are done: its buffer may be loaded again
+    issue(c + kStages - 2);
+    products(smem_addr(buffers + i * stage_bytes));
+  }
 }
 
 }  // namespace tt::cuda

@@ -5,8 +5,7 @@
 // MN-major for wgmma: each chunk of 64 tokens arrives as [64 tokens] x [64 columns] boxes of the
 // tensor memory accelerator (a 128-byte swizzle), two of dout's and two of x's, and wgmma reads
 // them transposed. The chunks run through kStages buffers, each with a barrier that counts its
-// bytes; one thread asks for chunk c + kStages - 2 once every warpgroup is done with chunk c - 2,
-// so the copies run kStages - 2 chunks ahead of the products. Tile and buffer counts were chosen
+// bytes (tma_ring of hopper.cuh: the copies run kStages - 2 chunks ahead of the products). Tile and buffer counts were chosen
 // by measurement (128 x 128 with 5 buffers against 128 x 64 and 4 or 6: 18.6 us for the default
 // shape's four products against 19.3-25.0; docs/data/2026-11-29-h200-v6-grouped-dw).
 #include "ops/weight_gradients.h"
@@ -44,33 +43,21 @@ __global__ void __launch_bounds__(kThreads) grouped_gemm_dw_kernel(Successor nex
   while (pi + 1 < ps.count && int(blockIdx.x) >= ps.p[pi + 1].first_tile) ++pi;
   const Product& pr = ps.p[pi];
   const int tile = int(blockIdx.x) - pr.first_tile, tiles_n = pr.in / kCols;
-  const int m0 = tile / tiles_n * kRows, n0 = tile % tiles_n * kCols, chunks = ps.tokens / kChunk;
-  if (threadIdx.x == 0) {
-    for (int i = 0; i < kStages; ++i) mbar_init(bars + 8 * i, 1);
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
+  const int m0 = tile / tiles_n * kRows, n0 = tile % tiles_n * kCols;
+  mbar_init_all(bars, kStages);
   __syncthreads();
-  auto load = [&](int c) {
-    if (threadIdx.x != 0 || c >= chunks) return;
-    const int i = c % kStages;
-    const uint32_t st = smem_addr(smem + i * kStageBytes), bar = bars + 8 * i;
+  const int wg = threadIdx.x / kWarpgroup;
+  float acc[kCols / 2];
+#pragma unroll
+  for (int i = 0; i < kCols / 2; ++i) acc[i] = 0.0f;
+  auto load = [&](int c, uint32_t st, uint32_t bar) {
     mbar_expect(bar, kStageBytes);
     tma_load_2d(st, &pr.dout, m0, c * kChunk, bar);
     tma_load_2d(st + kBox, &pr.dout, m0 + 64, c * kChunk, bar);
     tma_load_2d(st + 2 * kBox, &pr.x, n0, c * kChunk, bar);
     tma_load_2d(st + 3 * kBox, &pr.x, n0 + 64, c * kChunk, bar);
   };
-  const int wg = threadIdx.x / kWarpgroup;
-  float acc[kCols / 2];
-#pragma unroll
-  for (int i = 0; i < kCols / 2; ++i) acc[i] = 0.0f;
-  for (int c = 0; c < kStages - 2; ++c) load(c);
-  for (int c = 0; c < chunks; ++c) {
-    const int i = c % kStages;
-    mbar_wait(bars + 8 * i, (c / kStages) & 1);  // chunk c landed
-    __syncthreads();  // every warpgroup's product of chunk c - 2 is done: its buffer may be loaded again
-    load(c + kStages - 2);
-    const uint32_t st = smem_addr(smem + i * kStageBytes);
+  tma_ring<kStages>(smem, kStageBytes, bars, ps.tokens / kChunk, load, [&](uint32_t st) {
     const uint64_t da = mn_major_sw128(st + wg * kBox), db = mn_major_sw128(st + 2 * kBox);
     wgmma_fence();
 #pragma unroll
@@ -78,7 +65,7 @@ __global__ void __launch_bounds__(kThreads) grouped_gemm_dw_kernel(Successor nex
       Wgmma<kCols>::ss<1, 1>(acc, da + ks * (2048 >> 4), db + ks * (2048 >> 4), 1);
     wgmma_commit();
     wgmma_wait<1>(acc);  // chunk c - 1's product done
-  }
+  });
   wgmma_wait<0>(acc);
   // Thread (warp w of its warpgroup, g = lane / 4, t = lane % 4) holds rows 16 w + g and + 8, columns
   // 8 n + 2 t and + 1 (hopper.cuh): 8-byte stores, 32 bytes of a row a warp instruction.
