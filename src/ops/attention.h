@@ -192,9 +192,13 @@ void flash_attention_forward(const Tensor& att, const Tensor& lse, const Tensor&
 // `fused` (fused-attention-backward): dQ made by the dK/dV kernel where the shape allows it
 // (flash_attention_fused_backward; bf16), else the two kernels.
 bool flash_attention_fused_backward(const AttnShape& s, bool asked);  // head size 32 or 64, no split column
+// `one_block` (attention-backward-in-one-block, bf16): one block per (sequence, kv head) makes dQ,
+// dK and dV where the shape fits it (empty misfit: head size 64, sequences of at most 128),
+// before `fused` is asked.
+std::string flash_attention_one_block_misfit(const AttnShape& s);
 void flash_attention_backward(const Tensor& dqkv, const Tensor& datt, const Tensor& qkv, const Tensor& att,
                               const Tensor& lse, const AttnShape& s, const float* rope, const Tensor& scratch,
-                              bool fused, Stream st);
+                              bool fused, bool one_block, Stream st);
 // The fp32 kernels the two above launch for fp32 tensors; `delta` is the scratch's first part.
 void flash_attention_forward_fp32(const Tensor& att, const Tensor& lse, const Tensor& qkv, const AttnShape& s,
                                   float scale_log2, Stream st);

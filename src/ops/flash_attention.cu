@@ -752,6 +752,151 @@ __global__ void __launch_bounds__(Tiles<D, 1>::kThreads, D <= 64 ? 3 : 1)
   }
 }
 
+// ---- a short sequence's backward in one block (attention-backward-in-one-block) ---------------
+// At T <= 128 the two kernels above run at most 2 and 4 steps a block (64 keys or queries a step),
+// each step a chain of small products, and pay a kernel's start and end twice, with RoPE's
+// backward after them. Here one block of kWG warpgroups per (batch, kv head) owns the whole
+// sequence: warpgroup w the keys 64 w .. 64 w + 63, as a dK/dV block (S^T = K Q^T, so P^T and
+// dS^T are A operands in registers for dV and dK; the steps of that kernel in its order, so the
+// same dK and dV bits). Every warpgroup walks the steps (query head of the group, query tile j)
+// together; those past the diagonal (w > j) sit out the products. Each puts its dS^T into shared
+// memory as rows of dS, and after a barrier warpgroup j makes query tile j's dQ = dS K over all
+// the keys in one chain of products and writes it: dQ is summed on chip, with no fp32 adds
+// through memory and no turns. delta = rowsum(dO * O) of the block's rows comes first, into
+// shared memory (row_delta, as the dQ kernel computes it). With `rope`, dQ and dK are turned
+// back before they are written (RoPE's backward).
+template <int D, int kWG, bool kRope>
+__global__ void __launch_bounds__(kWG * kWarpgroup)
+    flash_backward_one_block_kernel(Successor next, bf16_t* dqkv, const bf16_t* datt, const bf16_t* att,
+                                    const bf16_t* qkv, const float* rope, const float* lse, AttnShape s, float scale,
+                                    float scale_log2) {
+  static_assert(D == 64 && (kWG == 1 || kWG == 2), "64 queries a step against up to 128 keys");
+  if constexpr (!kRope) rope = nullptr;  // (with_rope)
+  await_previous_kernel(next);
+  constexpr int kThreads = kWG * kWarpgroup, kKeys = 64 * kWG, kRows = 64;  // the block's keys; queries a step
+  const int group = s.H / s.KVH, tiles = (s.T + kRows - 1) / kRows, steps = group * tiles;
+  unsigned char* sk = aligned_smem();                     // [kKeys][D]
+  unsigned char* sv = sk + Smem<D>::bytes(kKeys);         // [kKeys][D]
+  unsigned char* sq = sv + Smem<D>::bytes(kKeys);         // [2][kRows][D]
+  unsigned char* sdo = sq + 2 * Smem<D>::bytes(kRows);    // [2][kRows][D]
+  unsigned char* sds = sdo + 2 * Smem<D>::bytes(kRows);   // dS [kRows][kKeys]
+  float* slse = reinterpret_cast<float*>(sds + Smem<kKeys>::bytes(kRows));  // [2][kRows]
+  float* sdelta = slse + 2 * kRows;                                          // [group][tiles kRows]
+
+  const int b = blockIdx.x / s.KVH, kvh = blockIdx.x % s.KVH;
+  const int ld = (s.H + 2 * s.KVH) * D, ld_att = s.H * D;
+  const bf16_t* base = qkv + int64_t(b) * s.T * ld;
+  auto load_step = [&](int i, int buf) {  // step i: query head kvh * group + i / tiles, query tile i % tiles
+    const int h = kvh * group + i / tiles, q0 = i % tiles * kRows;
+    load_tile<kRows, D, kThreads>(sq + buf * Smem<D>::bytes(kRows), base + int64_t(h) * D, ld, q0, s.T);
+    load_tile<kRows, D, kThreads>(sdo + buf * Smem<D>::bytes(kRows), datt + int64_t(b) * s.T * ld_att + int64_t(h) * D,
+                                  ld_att, q0, s.T);
+    load_row_stats<kRows, kThreads>(slse + buf * kRows, lse + (int64_t(b) * s.H + h) * s.T, q0, s.T);
+  };
+  load_tile<kKeys, D, kThreads>(sk, base + int64_t(s.H + kvh) * D, ld, 0, s.T);
+  load_tile<kKeys, D, kThreads>(sv, base + int64_t(s.H + s.KVH + kvh) * D, ld, 0, s.T);
+  load_step(0, 0);
+  cp_async_commit();
+  // delta of the group's rows while the copies land, 0 past the sequence's end (a masked row's dS
+  // is P (dP - delta) with P = 0: it must stay finite): a quad of threads a row, every quad of a
+  // warp through the same number of rounds (row_delta's shuffles take the whole warp).
+  const int rows = group * tiles * kRows;
+  for (int r = int(threadIdx.x) / 4; r < rows; r += kThreads / 4) {
+    const int h = kvh * group + r / (tiles * kRows), pos = r % (tiles * kRows);
+    const float dl =
+        row_delta<D>(att, datt, ((int64_t(b) * s.T + min(pos, s.T - 1)) * s.H + h) * D, int(threadIdx.x % 4));
+    if (threadIdx.x % 4 == 0) sdelta[r] = pos < s.T ? dl : 0.0f;
+  }
+
+  const int wg = threadIdx.x / kWarpgroup, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int k0 = 64 * wg, wkey = 16 * (threadIdx.x % kWarpgroup / 32);  // the warpgroup's keys; the warp's first
+  float dk[D / 2] = {}, dv[D / 2] = {};
+  for (int i = 0; i < steps; ++i) {
+    const int hl = i / tiles, j = i % tiles, q0 = j * kRows;
+    tiles_landed([&] {  // step i has landed (and delta), and every warp is done with step i - 1's buffers
+      if (i == 0) rotate_tile<kKeys, D, kThreads>(sk, rope, 0, s.T);
+      rotate_tile<kRows, D, kThreads>(sq + (i & 1) * Smem<D>::bytes(kRows), rope, q0, s.T);
+    });
+    const uint32_t qt = smem_addr(sq + (i & 1) * Smem<D>::bytes(kRows));
+    const uint32_t dot = smem_addr(sdo + (i & 1) * Smem<D>::bytes(kRows));
+    const bool active = wg <= j;  // keys at or below some query of the tile
+    float st[kRows / 2] = {}, dpt[kRows / 2] = {};
+    if (active) {
+      wg_abt<kRows, D, kKeys>(st, smem_addr(sk), k0, qt);    // S^T = K Q^T
+      wg_abt<kRows, D, kKeys>(dpt, smem_addr(sv), k0, dot);  // dP^T = V dO^T
+    }
+    if (i + 1 < steps) {  // the next step's copies, while the tensor cores work
+      load_step(i + 1, (i + 1) & 1);
+      cp_async_commit();
+    }
+    uint32_t p[kRows / 16][4], ds[kRows / 16][4];
+    if (active) {
+      wgmma_wait<0>(st, dpt);
+      const float* lse_t = slse + (i & 1) * kRows;
+      const float* delta_t = sdelta + hl * tiles * kRows + q0;
+      recompute_p_ds(
+          st, dpt, k0 + wkey + 15 > q0 || q0 + kRows > s.T, scale_log2,
+          [&](int n, int e) {
+            const int query = q0 + n * 8 + 2 * t + e % 2, key = k0 + wkey + g + 8 * (e / 2);
+            return key > query || query >= s.T;
+          },
+          [&](int n, int e) {  // the query pair of column n, read as one 8-byte word each
+            const float2 l = *reinterpret_cast<const float2*>(lse_t + n * 8 + 2 * t);
+            const float2 d = *reinterpret_cast<const float2*>(delta_t + n * 8 + 2 * t);
+            return e % 2 ? make_float2(l.y * kLog2e, d.y) : make_float2(l.x * kLog2e, d.x);
+          });
+      to_a_operand<kRows>(p, st);
+      to_a_operand<kRows>(ds, dpt);
+#pragma unroll
+      for (int a = 0; a < kRows / 2; ++a) {  // dS as rounded for dK, the queries as rows: fragment ds[a / 8][a % 8 / 2]
+        const int query = a / 4 * 8 + 2 * t + a % 2, key = k0 + wkey + g + 8 * (a % 4 / 2);
+        *reinterpret_cast<uint16_t*>(sds + Smem<kKeys>::offset(kRows, query, key & ~7) + (key & 7) * 2) =
+            uint16_t(ds[a / 8][a % 8 / 2] >> (16 * (a % 2)));
+      }
+      wg_pb<kRows, D>(dv, p, dot);  // dV += P^T dO
+      wg_pb<kRows, D>(dk, ds, qt);  // dK += dS^T Q
+    }
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    __syncthreads();  // the tile's dS complete
+    if (wg == j) {  // query tile j's dQ = scale dS K, over the keys 0 .. 64 j + 63
+      float dq[D / 2];
+      if (kWG == 1 || j == 0)
+        wg_ab<64, D>(dq, smem_addr(sds), smem_addr(sk));
+      else
+        wg_ab<kKeys, D>(dq, smem_addr(sds), smem_addr(sk));
+      wgmma_wait<0>(dv, dk, dq);
+      const int h = kvh * group + hl;
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int query = q0 + wkey + g + 8 * r;
+        if (query >= s.T) continue;
+        bf16_t* out = dqkv + (int64_t(b) * s.T + query) * ld + int64_t(h) * D + 2 * t;
+#pragma unroll
+        for (int c = 0; c < D / 8; ++c) {
+          const float2 q2 = unrotate<D>(dq[4 * c + 2 * r], dq[4 * c + 2 * r + 1], rope, query, 4 * c + t);
+          *reinterpret_cast<__nv_bfloat162*>(out + c * 8) = __floats2bfloat162_rn(q2.x * scale, q2.y * scale);
+        }
+      }
+    } else if (active) {
+      wgmma_wait<0>(dv, dk);
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int key = k0 + wkey + g + 8 * r;
+    if (key >= s.T) continue;
+    bf16_t* row = dqkv + (int64_t(b) * s.T + key) * ld + 2 * t;
+    bf16_t* dk_out = row + int64_t(s.H + kvh) * D;
+    bf16_t* dv_out = row + int64_t(s.H + s.KVH + kvh) * D;
+#pragma unroll
+    for (int c = 0; c < D / 8; ++c) {
+      const float2 k2 = unrotate<D>(dk[4 * c + 2 * r], dk[4 * c + 2 * r + 1], rope, key, 4 * c + t);
+      *reinterpret_cast<__nv_bfloat162*>(dk_out + c * 8) = __floats2bfloat162_rn(k2.x * scale, k2.y * scale);
+      *reinterpret_cast<__nv_bfloat162*>(dv_out + c * 8) = __floats2bfloat162_rn(dv[4 * c + 2 * r], dv[4 * c + 2 * r + 1]);
+    }
+  }
+}
+
 // dK and dV, or dQ, of the split columns: the slots of a column added in chunk order (the same
 // bits every run), matrix 0 (dK or dQ) scaled, all rounded into dqkv, where matrix m of head
 // `head` is the column block col0 + m * heads + head. One thread per 4 consecutive elements of
@@ -960,7 +1105,23 @@ ColumnSplit dq_split(const AttnShape& s) {
                      resident_blocks(flash_backward_dq_kernel<D, kWG, false>, Tiles<D, kWG>::kThreads, dq_smem<D, kWG>()));
 }
 
+// The one-block backward's shared memory: K and V of the whole sequence, two steps of Q, dO and
+// lse, dS of a step, and delta of the group's rows.
+template <int kWG>
+size_t one_block_smem(const AttnShape& s) {
+  constexpr int D = 64, kKeys = 64 * kWG;
+  return kSmemAlign + Smem<D>::bytes(2 * kKeys + 4 * 64) + Smem<kKeys>::bytes(64) +
+         sizeof(float) * (2 * 64 + size_t(s.H / s.KVH) * blocks_of(s.T, 64) * 64);
+}
+
 }  // namespace
+
+std::string flash_attention_one_block_misfit(const AttnShape& s) {
+  if (s.D != 64) return "head size " + std::to_string(s.D) + ", not 64";
+  if (s.T > 128) return "sequences of " + std::to_string(s.T) + ", more than 128";
+  if (one_block_smem<2>(s) > 227 * 1024) return std::to_string(s.H / s.KVH) + " query heads a kv head, too many";
+  return "";
+}
 
 bool flash_attention_supports(const AttnShape& s) { return s.D == 32 || s.D == 64 || s.D == 128; }
 
@@ -1034,8 +1195,9 @@ void flash_attention_forward(const Tensor& att, const Tensor& lse, const Tensor&
 
 void flash_attention_backward(const Tensor& dqkv, const Tensor& datt, const Tensor& qkv, const Tensor& att,
                               const Tensor& lse, const AttnShape& s, const float* rope, const Tensor& scratch,
-                              bool fused, Stream st) {
+                              bool fused, bool one_block, Stream st) {
   TT_CHECK(!rope || qkv.dtype == DType::BF16, "rope-in-attention: the bf16 kernels only");
+  one_block = one_block && qkv.dtype == DType::BF16 && flash_attention_one_block_misfit(s).empty();
   fused = fused && qkv.dtype == DType::BF16 && flash_attention_fused_backward(s, true);
   TT_CHECK(scratch.numel >= flash_attention_scratch_numel(s, qkv.dtype, fused), "flash attention scratch too small");
   const float scale = float(s.scale()), scale_log2 = scale * kLog2e;
@@ -1063,6 +1225,18 @@ void flash_attention_backward(const Tensor& dqkv, const Tensor& datt, const Tens
       };
       with_rope(rope, [&](auto with) {
         constexpr bool kRope = decltype(with)::value;
+        if constexpr (D == 64) {
+          if (one_block) {
+            auto one = [&](auto warpgroups) {
+              constexpr int kWG = decltype(warpgroups)::value;
+              run("flash_backward_one_block_kernel", flash_backward_one_block_kernel<D, kWG, kRope>,
+                  dim3(unsigned(s.B * s.KVH)), kWG * kWarpgroup, one_block_smem<kWG>(s), dq, g, o, x, rope,
+                  lse.data<float>(), s, scale, scale_log2);
+            };
+            if (s.T > 64) return one(std::integral_constant<int, 2>{});
+            return one(std::integral_constant<int, 1>{});
+          }
+        }
         if constexpr (dkdv_queries(D) == 64) {
           if (fused) {
             float* dq_acc = delta + delta_numel(s);

@@ -52,6 +52,7 @@ struct Plan {
   bool fp8_fused_norm_backward = false;  // RMSNorm's backward writes the residual stream's gradient in FP8 too
   bool fp8_fused_attention = false;  // our flash attention writes its output in FP8 too, for the output product
   bool fused_attention_backward = false;  // our flash attention's dQ made by its dK/dV kernel (opt-in)
+  bool attention_backward_in_one_block = false;  // our flash attention's backward, short sequences: a block makes all
   bool grouped_weight_gradients = false;  // a layer's weight gradients in one launch of our own kernel, where it pays
   bool swiglu_in_gate_up = false;  // SwiGLU made in the epilogue of our own gate/up product
   bool swiglu_in_down_gradient = false;  // SwiGLU's backward in the epilogue of our own down input gradient

@@ -640,7 +640,8 @@ struct FiveSteps {
   std::vector<double> losses;
   std::vector<float> params;
   bool fp8 = false;
-  std::string products;  // the header's Products: line
+  std::string products;   // the header's Products: line
+  std::string attention;  // and its Attention: line
 };
 FiveSteps five_steps(const Plan& plan, int T = 128) {
   const ModelConfig c = fp8_model();
@@ -654,6 +655,7 @@ FiveSteps five_steps(const Plan& plan, int T = 128) {
   FiveSteps r;
   r.fp8 = m.uses_fp8();
   r.products = m.products_kind();
+  r.attention = be->attention_kind();
   for (int step = 1; step <= 5; ++step) {
     data->next_batch(b);
     m.set_batch(b.tokens.data(), b.targets.data());
@@ -775,6 +777,30 @@ TEST(Fp8Model, SwigluInDownGradientChangesNoBit) {
   REQUIRE_GPU();
   expect_v5_bf16_the_same_bits_without(&Plan::swiglu_in_down_gradient,
                                        "SwiGLU's backward in down's input gradient's epilogue");
+}
+
+// attention-backward-in-one-block (opt-in): at the default shape, and at 100 tokens (a partial
+// query tile), the attention's backward is one kernel, a block a sequence and kv head. It keeps dK's
+// and dV's bits and sums dQ in another order (GpuAttention.OneBlockBackward...), so five steps keep
+// to the two kernels' losses within what a bf16 rounding of dQ moves them. At 8 x 256 the header
+// says why the two kernels run.
+TEST(Fp8Model, AttentionBackwardInOneBlockTracksTheTwoKernels) {
+  REQUIRE_GPU();
+  Plan off = plan_for_version(5);
+  off.amp = true;
+  ASSERT_FALSE(off.attention_backward_in_one_block);
+  Plan on = off;
+  on.attention_backward_in_one_block = true;
+  for (int T : {128, 100}) {
+    SCOPED_TRACE(testing::Message() << "T " << T);
+    const FiveSteps a = five_steps(off, T), b = five_steps(on, T);
+    EXPECT_NE(b.attention.find("the backward one block a sequence and kv head"), std::string::npos) << b.attention;
+    EXPECT_EQ(a.attention.find("one block"), std::string::npos) << a.attention;
+    ASSERT_EQ(a.losses.size(), b.losses.size());
+    for (size_t i = 0; i < a.losses.size(); ++i) EXPECT_NEAR(b.losses[i], a.losses[i], 2e-3) << "step " << i + 1;
+  }
+  const std::string at256 = five_steps(on, 256).attention;
+  EXPECT_NE(at256.find("the backward in two kernels: sequences of 256, more than 128"), std::string::npos) << at256;
 }
 
 // A checkpoint keeps delayed scaling's history (the tensor fp8/scale_state), so a resumed v5 run

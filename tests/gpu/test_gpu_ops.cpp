@@ -1,6 +1,7 @@
 // The CUDA operations that are no op case of `tiny_llama kernels` (those are in
 // test_gpu_op_cases.cpp): the embedding, generation's attention, the residual add alone, AdamW,
-// the gradients' sum of squares, our flash attention with RoPE inside, and a layer's weight
+// the gradients' sum of squares, our flash attention with RoPE inside and its backward's other
+// forms (dQ made by the dK/dV kernel, one block a sequence and kv head), and a layer's weight
 // gradients in one launch (against cuBLAS's bytes), called directly; each
 // against the CPU reference computed in double, at awkward shapes, with fresh random inputs and
 // poisoned outputs, in fp32 and bf16. Inputs are rounded to the tested type first, so the error
@@ -77,14 +78,51 @@ TEST_P(GpuOps, Embedding) {
   }
 }
 
-class GpuAttention : public GpuOps {};
+class GpuAttention : public GpuOps {
+ protected:
+  void expect_dkdv_kept(const AttnShape& s, bool fused, bool one_block);
+};
+
+// A backward that makes dQ its own way against the two kernels: dK and dV their bits (the dK/dV
+// kernel's steps in its order, delta computed alike); dQ, summed in another order, within a bf16
+// rounding of theirs; and a second run repeats every bit, whatever the order the blocks ran in.
+void GpuAttention::expect_dkdv_kept(const AttnShape& s, bool fused, bool one_block) {
+  const DType act = GpuOps::act();
+  SCOPED_TRACE(testing::Message() << "B=" << s.B << " T=" << s.T << " H=" << s.H << " D=" << s.D
+                                  << " kv_heads=" << s.KVH);
+  const int64_t N = int64_t(s.B) * s.T, ld = s.ld();
+  DeviceBuffer QKV(act, input(size_t(N * ld))), DATT(act, input(size_t(N) * s.H * s.D)), ATT(act, N * s.H * s.D),
+      LSE(DType::F32, int64_t(s.B) * s.H * s.T), SCRATCH(DType::F32, cuda::flash_attention_scratch_numel(s, DType::BF16, true));
+  cuda::flash_attention_forward(ATT, LSE, QKV, s, nullptr, Stream{});
+  std::vector<std::vector<double>> runs;
+  for (bool ours : {false, true, true}) {
+    DeviceBuffer DQKV(act, N * ld);
+    DQKV.poison();
+    cuda::flash_attention_backward(DQKV, DATT, QKV, ATT, LSE, s, nullptr, SCRATCH, ours && fused, ours && one_block,
+                                   Stream{});
+    runs.push_back(DQKV.get());
+  }
+  std::vector<double> q_two, q_ours;
+  int64_t kv_differ = 0;
+  for (int64_t i = 0; i < N * ld; ++i) {
+    if (i % ld < int64_t(s.H) * s.D) {
+      q_two.push_back(runs[0][size_t(i)]), q_ours.push_back(runs[1][size_t(i)]);
+    } else {
+      kv_differ += runs[0][size_t(i)] != runs[1][size_t(i)];
+    }
+  }
+  EXPECT_EQ(kv_differ, 0) << "dK and dV differ from the two kernels'";
+  EXPECT_MATCHES(q_ours, q_two, 1e-2);
+  EXPECT_TRUE(runs[2] == runs[1]) << "a second backward differs from the first";
+}
 
 // rope-in-attention: our bf16 flash attention rotating Q and K as it loads them, and turning dQ
 // and dK back, against RoPE then attention in double (shapes whose backward splits columns too).
 TEST_P(GpuAttention, RopeInsideMatchesRopeThenAttention) {
   if (act() != DType::BF16) GTEST_SKIP() << "rope-in-attention is in the bf16 kernels";
   for (const AttnShape& s : {AttnShape{2, 7, 4, 4, 32}, AttnShape{2, 129, 4, 2, 64}, AttnShape{2, 1000, 4, 1, 128},
-                             AttnShape{14, 640, 4, 2, 64}, AttnShape{44, 300, 4, 2, 32}, AttnShape{96, 250, 4, 2, 64}}) {
+                             AttnShape{14, 640, 4, 2, 64}, AttnShape{44, 300, 4, 2, 32}, AttnShape{96, 250, 4, 2, 64},
+                             AttnShape{3, 100, 4, 2, 64}}) {
     SCOPED_TRACE(testing::Message() << "B=" << s.B << " T=" << s.T << " D=" << s.D << " kv_heads=" << s.KVH);
     const int64_t N = int64_t(s.B) * s.T, ld = s.ld();
     const std::vector<double> table = rope_table(s.T, s.D, 10000.0);
@@ -102,48 +140,38 @@ TEST_P(GpuAttention, RopeInsideMatchesRopeThenAttention) {
     ATT.poison();
     cuda::flash_attention_forward(ATT, LSE, QKV, s, ROPE.t().data<float>(), Stream{});
     EXPECT_MATCHES(ATT.get(), att_ref, tol());
-    for (bool fused : {false, true}) {  // the two kernels, and dQ made by the dK/dV one where the shape allows
-      SCOPED_TRACE(fused ? "fused backward" : "two kernels");
+    // The two kernels, dQ made by the dK/dV one, and one block a (sequence, kv head), where the
+    // shape allows each.
+    for (int kind = 0; kind < 3; ++kind) {
+      SCOPED_TRACE(kind == 0 ? "two kernels" : kind == 1 ? "fused backward" : "one block");
       DQKV.poison();
-      cuda::flash_attention_backward(DQKV, DATT, QKV, ATT, LSE, s, ROPE.t().data<float>(), SCRATCH, fused, Stream{});
+      cuda::flash_attention_backward(DQKV, DATT, QKV, ATT, LSE, s, ROPE.t().data<float>(), SCRATCH, kind == 1,
+                                     kind == 2, Stream{});
       EXPECT_MATCHES(DQKV.get(), dqkv_ref, 2e-2);
     }
   }
 }
 
-// fused-attention-backward: dK and dV are the two-kernel backward's bits (the dK/dV kernel's own
-// sums are untouched, delta is computed alike); dQ, summed in another order, is within a bf16
-// rounding of it; and a second run repeats every bit, whatever the order the blocks ran in.
+// fused-attention-backward, at shapes with no split column.
 TEST_P(GpuAttention, FusedBackwardKeepsDkDvAndRepeatsItsBits) {
   if (act() != DType::BF16) GTEST_SKIP() << "the fused backward is in the bf16 kernels";
   for (const AttnShape& s : {AttnShape{96, 250, 4, 2, 32}, AttnShape{64, 512, 8, 2, 64}, AttnShape{16, 1024, 12, 12, 64}}) {
-    SCOPED_TRACE(testing::Message() << "B=" << s.B << " T=" << s.T << " D=" << s.D << " kv_heads=" << s.KVH);
     ASSERT_TRUE(cuda::flash_attention_fused_backward(s, true));
-    const int64_t N = int64_t(s.B) * s.T, ld = s.ld();
-    DeviceBuffer QKV(act(), input(size_t(N * ld))), DATT(act(), input(size_t(N) * s.H * s.D)),
-        ATT(act(), N * s.H * s.D), LSE(DType::F32, int64_t(s.B) * s.H * s.T),
-        SCRATCH(DType::F32, cuda::flash_attention_scratch_numel(s, DType::BF16, true));
-    cuda::flash_attention_forward(ATT, LSE, QKV, s, nullptr, Stream{});
-    std::vector<std::vector<double>> runs;
-    for (bool fused : {false, true, true}) {
-      DeviceBuffer DQKV(act(), N * ld);
-      DQKV.poison();
-      cuda::flash_attention_backward(DQKV, DATT, QKV, ATT, LSE, s, nullptr, SCRATCH, fused, Stream{});
-      runs.push_back(DQKV.get());
-    }
-    std::vector<double> q_two, q_fused;
-    int64_t kv_differ = 0;
-    for (int64_t i = 0; i < N * ld; ++i) {
-      if (i % ld < int64_t(s.H) * s.D) {
-        q_two.push_back(runs[0][size_t(i)]), q_fused.push_back(runs[1][size_t(i)]);
-      } else {
-        kv_differ += runs[0][size_t(i)] != runs[1][size_t(i)];
-      }
-    }
-    EXPECT_EQ(kv_differ, 0) << "dK and dV differ from the two kernels'";
-    EXPECT_MATCHES(q_fused, q_two, 1e-2);
-    EXPECT_TRUE(runs[2] == runs[1]) << "a second fused backward differs from the first";
+    expect_dkdv_kept(s, true, false);
   }
+}
+
+// attention-backward-in-one-block: the default shape, a partial second key tile, one key tile,
+// one token, and groups of 1 to 6 query heads.
+TEST_P(GpuAttention, OneBlockBackwardKeepsDkDvAndRepeatsItsBits) {
+  if (act() != DType::BF16) GTEST_SKIP() << "the one-block backward is in the bf16 kernels";
+  for (const AttnShape& s : {AttnShape{8, 128, 8, 4, 64}, AttnShape{5, 100, 8, 2, 64}, AttnShape{3, 64, 4, 1, 64},
+                             AttnShape{2, 1, 4, 4, 64}, AttnShape{4, 33, 6, 1, 64}}) {
+    ASSERT_EQ(cuda::flash_attention_one_block_misfit(s), "");
+    expect_dkdv_kept(s, false, true);
+  }
+  EXPECT_EQ(cuda::flash_attention_one_block_misfit(AttnShape{1, 129, 4, 2, 64}), "sequences of 129, more than 128");
+  EXPECT_EQ(cuda::flash_attention_one_block_misfit(AttnShape{1, 128, 4, 2, 128}), "head size 128, not 64");
 }
 
 // Generation's attention over key/value caches: 3 sequences, grouped heads, a cache filled to

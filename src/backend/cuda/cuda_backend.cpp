@@ -297,7 +297,8 @@ class CudaBackend final : public Backend {
                           const Tensor& saved, const AttnShape& s) override {
     if (use_custom_attention_)
       cuda::flash_attention_backward(dqkv, datt, qkv, att, saved, s, attention_rope(), flash_scratch_,
-                                     plan_.fused_attention_backward, kernel_stream());
+                                     plan_.fused_attention_backward, plan_.attention_backward_in_one_block,
+                                     kernel_stream());
     else if (use_cudnn_)
       cudnn_->backward(dqkv, datt, qkv, att, saved, s, cudnn_workspace_);
     else
@@ -422,11 +423,19 @@ class CudaBackend final : public Backend {
   }
 
   std::string attention_kind() const override {
-    if (use_custom_attention_)
-      return !plan_.amp ? "our flash attention (fp32 FMA)"
-             : cuda::flash_attention_fused_backward(shape_, plan_.fused_attention_backward)
+    if (use_custom_attention_) {
+      if (!plan_.amp) return "our flash attention (fp32 FMA)";
+      if (plan_.attention_backward_in_one_block) {
+        const std::string misfit = cuda::flash_attention_one_block_misfit(shape_);
+        if (misfit.empty())
+          return "our flash attention (tensor cores, wgmma bf16; the backward one block a sequence and kv head)";
+        if (!cuda::flash_attention_fused_backward(shape_, plan_.fused_attention_backward))
+          return "our flash attention (tensor cores, wgmma bf16; the backward in two kernels: " + misfit + ")";
+      }
+      return cuda::flash_attention_fused_backward(shape_, plan_.fused_attention_backward)
                  ? "our flash attention (tensor cores, wgmma bf16; dQ made by the dK/dV kernel)"
                  : "our flash attention (tensor cores, wgmma bf16)";
+    }
     if (plan_.custom_attention && !cuda::flash_attention_supports(shape_))
       return "our flash attention needs head size 32, 64 or 128: " + fallback_attention_kind();
     if (plan_.custom_attention)
