@@ -192,9 +192,9 @@ void flash_attention_forward(const Tensor& att, const Tensor& lse, const Tensor&
 // `fused` (fused-attention-backward): dQ made by the dK/dV kernel where the shape allows it
 // (flash_attention_fused_backward; bf16), else the two kernels.
 bool flash_attention_fused_backward(const AttnShape& s, bool asked);  // head size 32 or 64, no split column
-// `one_block` (attention-backward-in-one-block, bf16): one block per (sequence, kv head) makes dQ,
-// dK and dV where the shape fits it (empty misfit: head size 64, sequences of at most 128),
-// before `fused` is asked.
+// `one_block` (attention-backward-in-one-block, bf16): one block per (sequence, query head) makes
+// dQ, dK and dV, a cluster a kv head's group, where the shape fits it (empty misfit: head size 64,
+// sequences of at most 128, at most 8 query heads a kv head), before `fused` is asked.
 std::string flash_attention_one_block_misfit(const AttnShape& s);
 void flash_attention_backward(const Tensor& dqkv, const Tensor& datt, const Tensor& qkv, const Tensor& att,
                               const Tensor& lse, const AttnShape& s, const float* rope, const Tensor& scratch,

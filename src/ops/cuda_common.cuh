@@ -181,20 +181,28 @@ __device__ __forceinline__ void await_previous_kernel(Successor next) {
 }
 
 // kernel<<<grid, block, smem, handle>>>(Successor{early}, args...), with the programmatic
-// attribute when `programmatic`; a launch error throws, naming `name`.
+// attribute when `programmatic`, in clusters of `cluster` blocks along x when more than 1; a
+// launch error throws, naming `name`.
 template <class... Params, class... Args>
 void launch_kernel(const char* name, void (*kernel)(Successor, Params...), dim3 grid, dim3 block, size_t smem,
-                   CUstream_st* handle, bool programmatic, bool early, Args&&... args) {
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute.val.programmaticStreamSerializationAllowed = 1;
+                   CUstream_st* handle, bool programmatic, bool early, unsigned cluster, Args&&... args) {
+  cudaLaunchAttribute attributes[2]{};
+  unsigned count = 0;
+  if (programmatic) {
+    attributes[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attributes[count++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (cluster > 1) {
+    attributes[count].id = cudaLaunchAttributeClusterDimension;
+    attributes[count++].val.clusterDim = {cluster, 1, 1};
+  }
   cudaLaunchConfig_t config{};
   config.gridDim = grid;
   config.blockDim = block;
   config.dynamicSmemBytes = smem;
   config.stream = handle;
-  config.attrs = &attribute;
-  config.numAttrs = programmatic ? 1 : 0;
+  config.attrs = attributes;
+  config.numAttrs = count;
   const cudaError_t err = cudaLaunchKernelEx(&config, kernel, Successor{early}, std::forward<Args>(args)...);
   if (err != cudaSuccess) throw_cuda(err, (std::string("launch of ") + name).c_str(), __FILE__, __LINE__);
 }
@@ -203,14 +211,21 @@ void launch_kernel(const char* name, void (*kernel)(Successor, Params...), dim3 
 template <class... Params, class... Args>
 void launch(const char* name, void (*kernel)(Successor, Params...), dim3 grid, dim3 block, size_t smem, Stream s,
             Args&&... args) {
-  launch_kernel(name, kernel, grid, block, smem, s.handle, s.programmatic, s.programmatic, std::forward<Args>(args)...);
+  launch_kernel(name, kernel, grid, block, smem, s.handle, s.programmatic, s.programmatic, 1u, std::forward<Args>(args)...);
 }
 // The same, but placed the ordinary way even when s.programmatic (it still lets its successor
-// in early then): for the flash attention kernels, see flash_attention.cu.
+// in early then): for the flash attention kernels, see flash_attention.cu. launch_plainly_in
+// clusters of `cluster` consecutive blocks.
 template <class... Params, class... Args>
 void launch_plainly(const char* name, void (*kernel)(Successor, Params...), dim3 grid, dim3 block, size_t smem,
                     Stream s, Args&&... args) {
-  launch_kernel(name, kernel, grid, block, smem, s.handle, false, s.programmatic, std::forward<Args>(args)...);
+  launch_kernel(name, kernel, grid, block, smem, s.handle, false, s.programmatic, 1u, std::forward<Args>(args)...);
+}
+template <class... Params, class... Args>
+void launch_plainly_in(const char* name, void (*kernel)(Successor, Params...), dim3 grid, dim3 block, size_t smem,
+                       Stream s, int cluster, Args&&... args) {
+  launch_kernel(name, kernel, grid, block, smem, s.handle, false, s.programmatic, unsigned(cluster),
+                std::forward<Args>(args)...);
 }
 
 }  // namespace tt::cuda

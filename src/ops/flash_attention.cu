@@ -37,6 +37,10 @@
 //            atomics, the copy engine's bulk reductions, and those sent in the background by
 //            warp 0 during the next step (FlashAttention-3's dQ writer: 520 us) were no faster
 //            (docs/versions/v5.md).
+//   one-block backward (attention-backward-in-one-block, opt-in; D = 64, T <= 128): a block per
+//            (batch, query head) makes the head's dQ, dK and dV over the whole sequence, dQ summed
+//            on chip; the blocks of a kv head's group, a cluster, add dK and dV through
+//            distributed shared memory in a fixed order.
 // Version 5 (fp8-fused-attention): the forward also writes its output in FP8 with delayed
 // scaling, both layouts the output product takes (rows [tokens, H D] and the transpose), the
 // bytes of quantizing the bf16 it stores: each thread converts its bf16 values into a shared tile
@@ -48,6 +52,7 @@
 // time; in 4 x 4 blocks, 104.4 against 105.8 in one job (docs/versions/v5.md).
 // fp32 runs take the same algorithm on the CUDA cores (src/ops/attention_fp32.cu). The Hopper
 // primitives (cp.async, wgmma) are in src/ops/hopper.cuh.
+#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -752,88 +757,101 @@ __global__ void __launch_bounds__(Tiles<D, 1>::kThreads, D <= 64 ? 3 : 1)
   }
 }
 
-// ---- a short sequence's backward in one block (attention-backward-in-one-block) ---------------
+// ---- a short sequence's backward in one launch (attention-backward-in-one-block) --------------
 // At T <= 128 the two kernels above run at most 2 and 4 steps a block (64 keys or queries a step),
-// each step a chain of small products, and pay a kernel's start and end twice, with RoPE's
-// backward after them. Here one block of kWG warpgroups per (batch, kv head) owns the whole
-// sequence: warpgroup w the keys 64 w .. 64 w + 63, as a dK/dV block (S^T = K Q^T, so P^T and
-// dS^T are A operands in registers for dV and dK; the steps of that kernel in its order, so the
-// same dK and dV bits). Every warpgroup walks the steps (query head of the group, query tile j)
-// together; those past the diagonal (w > j) sit out the products. Each puts its dS^T into shared
-// memory as rows of dS, and after a barrier warpgroup j makes query tile j's dQ = dS K over all
-// the keys in one chain of products and writes it: dQ is summed on chip, with no fp32 adds
-// through memory and no turns. delta = rowsum(dO * O) of the block's rows comes first, into
-// shared memory (row_delta, as the dQ kernel computes it). With `rope`, dQ and dK are turned
-// back before they are written (RoPE's backward).
+// each step a chain of small products, and pay a kernel's start and end twice. Here one block of
+// kWG warpgroups per (batch, query head) owns the whole sequence, and the blocks of a kv head's
+// group of query heads form a cluster. Warpgroup w owns the keys 64 w .. 64 w + 63, as a dK/dV
+// block (S^T = K Q^T, so P^T and dS^T are A operands in registers for dV and dK). The warpgroups
+// walk the query tiles j together; those past the diagonal (w > j) sit out the products. Each
+// puts its dS^T into shared memory as rows of dS, and after a barrier warpgroup j makes query
+// tile j's dQ = dS K over all the keys in one chain of products and writes it: dQ is summed on
+// chip. The block's dK and dV (its head's part) go to its shared memory in fp32; after the
+// cluster's barrier block r adds every r-th pair of elements over the group's blocks, in rank
+// order, through distributed shared memory (the same bits every run), and writes them. delta =
+// rowsum(dO * O) of the block's rows comes first (row_delta, as the dQ kernel computes it). With
+// `rope`, dQ and dK are turned back before they are written.
+constexpr int kOneBlockMaxGroup = 8;  // query heads a kv head: the blocks of a portable cluster
+template <int kWG>
+struct OneBlock {
+  static constexpr int D = 64, kKeys = 64 * kWG, kRows = 64, kThreads = kWG * kWarpgroup;  // kRows: queries a step
+  static constexpr int kPitch = D + 8;  // floats a row of the fp32 dK and dV (8 more: rows g and g + 4 in other banks)
+  static constexpr size_t kTiles = Smem<D>::bytes(2 * kKeys + 4 * kRows) + Smem<kKeys>::bytes(kRows);
+  static constexpr size_t kParts = sizeof(float) * 2 * kKeys * kPitch;
+  static constexpr size_t kSmem = kSmemAlign + kTiles + kParts + sizeof(float) * 4 * kRows;  // + lse, delta
+};
 template <int D, int kWG, bool kRope>
 __global__ void __launch_bounds__(kWG * kWarpgroup)
     flash_backward_one_block_kernel(Successor next, bf16_t* dqkv, const bf16_t* datt, const bf16_t* att,
                                     const bf16_t* qkv, const float* rope, const float* lse, AttnShape s, float scale,
                                     float scale_log2) {
-  static_assert(D == 64 && (kWG == 1 || kWG == 2), "64 queries a step against up to 128 keys");
+  using C = OneBlock<kWG>;
+  static_assert(D == C::D && (kWG == 1 || kWG == 2), "64 queries a step against up to 128 keys");
+  constexpr int kThreads = C::kThreads, kKeys = C::kKeys, kRows = C::kRows, kPitch = C::kPitch;
   if constexpr (!kRope) rope = nullptr;  // (with_rope)
   await_previous_kernel(next);
-  constexpr int kThreads = kWG * kWarpgroup, kKeys = 64 * kWG, kRows = 64;  // the block's keys; queries a step
-  const int group = s.H / s.KVH, tiles = (s.T + kRows - 1) / kRows, steps = group * tiles;
   unsigned char* sk = aligned_smem();                     // [kKeys][D]
   unsigned char* sv = sk + Smem<D>::bytes(kKeys);         // [kKeys][D]
   unsigned char* sq = sv + Smem<D>::bytes(kKeys);         // [2][kRows][D]
   unsigned char* sdo = sq + 2 * Smem<D>::bytes(kRows);    // [2][kRows][D]
   unsigned char* sds = sdo + 2 * Smem<D>::bytes(kRows);   // dS [kRows][kKeys]
-  float* slse = reinterpret_cast<float*>(sds + Smem<kKeys>::bytes(kRows));  // [2][kRows]
-  float* sdelta = slse + 2 * kRows;                                          // [group][tiles kRows]
+  float* parts = reinterpret_cast<float*>(sk + C::kTiles);  // dK, dV of this head: [2][kKeys][kPitch]
+  float* slse = parts + 2 * kKeys * kPitch;                // [2][kRows]
+  float* sdelta = slse + 2 * kRows;                        // [kKeys], the block's rows
 
-  const int b = blockIdx.x / s.KVH, kvh = blockIdx.x % s.KVH;
+  const int group = s.H / s.KVH, tiles = (s.T + kRows - 1) / kRows;
+  const int rank = blockIdx.x % group, kvh = blockIdx.x / group % s.KVH, b = blockIdx.x / group / s.KVH;
+  const int h = kvh * group + rank;
   const int ld = (s.H + 2 * s.KVH) * D, ld_att = s.H * D;
   const bf16_t* base = qkv + int64_t(b) * s.T * ld;
-  auto load_step = [&](int i, int buf) {  // step i: query head kvh * group + i / tiles, query tile i % tiles
-    const int h = kvh * group + i / tiles, q0 = i % tiles * kRows;
-    load_tile<kRows, D, kThreads>(sq + buf * Smem<D>::bytes(kRows), base + int64_t(h) * D, ld, q0, s.T);
+  auto load_step = [&](int j, int buf) {  // query tile j
+    load_tile<kRows, D, kThreads>(sq + buf * Smem<D>::bytes(kRows), base + int64_t(h) * D, ld, j * kRows, s.T);
     load_tile<kRows, D, kThreads>(sdo + buf * Smem<D>::bytes(kRows), datt + int64_t(b) * s.T * ld_att + int64_t(h) * D,
-                                  ld_att, q0, s.T);
-    load_row_stats<kRows, kThreads>(slse + buf * kRows, lse + (int64_t(b) * s.H + h) * s.T, q0, s.T);
+                                  ld_att, j * kRows, s.T);
+    load_row_stats<kRows, kThreads>(slse + buf * kRows, lse + (int64_t(b) * s.H + h) * s.T, j * kRows, s.T);
   };
   load_tile<kKeys, D, kThreads>(sk, base + int64_t(s.H + kvh) * D, ld, 0, s.T);
   load_tile<kKeys, D, kThreads>(sv, base + int64_t(s.H + s.KVH + kvh) * D, ld, 0, s.T);
   load_step(0, 0);
   cp_async_commit();
-  // delta of the group's rows while the copies land, 0 past the sequence's end (a masked row's dS
+  // delta of the block's rows while the copies land, 0 past the sequence's end (a masked row's dS
   // is P (dP - delta) with P = 0: it must stay finite): a quad of threads a row, every quad of a
   // warp through the same number of rounds (row_delta's shuffles take the whole warp).
-  const int rows = group * tiles * kRows;
-  for (int r = int(threadIdx.x) / 4; r < rows; r += kThreads / 4) {
-    const int h = kvh * group + r / (tiles * kRows), pos = r % (tiles * kRows);
+  // The rows are kKeys (tiles kRows, as T > 64 exactly when kWG is 2): a fixed count of rounds,
+  // unrolled, so that all their loads are in flight at once.
+#pragma unroll
+  for (int round = 0; round < kKeys / (kThreads / 4); ++round) {
+    const int pos = round * (kThreads / 4) + int(threadIdx.x) / 4;
     const float dl =
         row_delta<D>(att, datt, ((int64_t(b) * s.T + min(pos, s.T - 1)) * s.H + h) * D, int(threadIdx.x % 4));
-    if (threadIdx.x % 4 == 0) sdelta[r] = pos < s.T ? dl : 0.0f;
+    if (threadIdx.x % 4 == 0) sdelta[pos] = pos < s.T ? dl : 0.0f;
   }
 
   const int wg = threadIdx.x / kWarpgroup, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int k0 = 64 * wg, wkey = 16 * (threadIdx.x % kWarpgroup / 32);  // the warpgroup's keys; the warp's first
   float dk[D / 2] = {}, dv[D / 2] = {};
-  for (int i = 0; i < steps; ++i) {
-    const int hl = i / tiles, j = i % tiles, q0 = j * kRows;
-    tiles_landed([&] {  // step i has landed (and delta), and every warp is done with step i - 1's buffers
-      if (i == 0) rotate_tile<kKeys, D, kThreads>(sk, rope, 0, s.T);
-      rotate_tile<kRows, D, kThreads>(sq + (i & 1) * Smem<D>::bytes(kRows), rope, q0, s.T);
+  for (int j = 0; j < tiles; ++j) {
+    const int q0 = j * kRows;
+    tiles_landed([&] {  // tile j has landed (and delta), and every warp is done with tile j - 1's buffers
+      if (j == 0) rotate_tile<kKeys, D, kThreads>(sk, rope, 0, s.T);
+      rotate_tile<kRows, D, kThreads>(sq + (j & 1) * Smem<D>::bytes(kRows), rope, q0, s.T);
     });
-    const uint32_t qt = smem_addr(sq + (i & 1) * Smem<D>::bytes(kRows));
-    const uint32_t dot = smem_addr(sdo + (i & 1) * Smem<D>::bytes(kRows));
+    const uint32_t qt = smem_addr(sq + (j & 1) * Smem<D>::bytes(kRows));
+    const uint32_t dot = smem_addr(sdo + (j & 1) * Smem<D>::bytes(kRows));
     const bool active = wg <= j;  // keys at or below some query of the tile
     float st[kRows / 2] = {}, dpt[kRows / 2] = {};
     if (active) {
       wg_abt<kRows, D, kKeys>(st, smem_addr(sk), k0, qt);    // S^T = K Q^T
       wg_abt<kRows, D, kKeys>(dpt, smem_addr(sv), k0, dot);  // dP^T = V dO^T
     }
-    if (i + 1 < steps) {  // the next step's copies, while the tensor cores work
-      load_step(i + 1, (i + 1) & 1);
+    if (j + 1 < tiles) {  // the next tile's copies, while the tensor cores work
+      load_step(j + 1, (j + 1) & 1);
       cp_async_commit();
     }
     uint32_t p[kRows / 16][4], ds[kRows / 16][4];
     if (active) {
       wgmma_wait<0>(st, dpt);
-      const float* lse_t = slse + (i & 1) * kRows;
-      const float* delta_t = sdelta + hl * tiles * kRows + q0;
+      const float* lse_t = slse + (j & 1) * kRows;
       recompute_p_ds(
           st, dpt, k0 + wkey + 15 > q0 || q0 + kRows > s.T, scale_log2,
           [&](int n, int e) {
@@ -842,7 +860,7 @@ __global__ void __launch_bounds__(kWG * kWarpgroup)
           },
           [&](int n, int e) {  // the query pair of column n, read as one 8-byte word each
             const float2 l = *reinterpret_cast<const float2*>(lse_t + n * 8 + 2 * t);
-            const float2 d = *reinterpret_cast<const float2*>(delta_t + n * 8 + 2 * t);
+            const float2 d = *reinterpret_cast<const float2*>(sdelta + q0 + n * 8 + 2 * t);
             return e % 2 ? make_float2(l.y * kLog2e, d.y) : make_float2(l.x * kLog2e, d.x);
           });
       to_a_operand<kRows>(p, st);
@@ -865,7 +883,6 @@ __global__ void __launch_bounds__(kWG * kWarpgroup)
       else
         wg_ab<kKeys, D>(dq, smem_addr(sds), smem_addr(sk));
       wgmma_wait<0>(dv, dk, dq);
-      const int h = kvh * group + hl;
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         const int query = q0 + wkey + g + 8 * r;
@@ -881,20 +898,55 @@ __global__ void __launch_bounds__(kWG * kWarpgroup)
       wgmma_wait<0>(dv, dk);
     }
   }
+  // This head's dK and dV into shared memory; then the group's sums, block `rank` taking every
+  // group-th run of four elements, each added over the blocks in rank order. A thread's kRuns runs
+  // are read together, so that their distributed shared memory loads are in flight at once.
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int key = k0 + wkey + g + 8 * r;
-    if (key >= s.T) continue;
-    bf16_t* row = dqkv + (int64_t(b) * s.T + key) * ld + 2 * t;
-    bf16_t* dk_out = row + int64_t(s.H + kvh) * D;
-    bf16_t* dv_out = row + int64_t(s.H + s.KVH + kvh) * D;
+  for (int r = 0; r < 2; ++r)
 #pragma unroll
     for (int c = 0; c < D / 8; ++c) {
-      const float2 k2 = unrotate<D>(dk[4 * c + 2 * r], dk[4 * c + 2 * r + 1], rope, key, 4 * c + t);
-      *reinterpret_cast<__nv_bfloat162*>(dk_out + c * 8) = __floats2bfloat162_rn(k2.x * scale, k2.y * scale);
-      *reinterpret_cast<__nv_bfloat162*>(dv_out + c * 8) = __floats2bfloat162_rn(dv[4 * c + 2 * r], dv[4 * c + 2 * r + 1]);
+      float* at = parts + (k0 + wkey + g + 8 * r) * kPitch + 8 * c + 2 * t;
+      *reinterpret_cast<float2*>(at) = make_float2(dk[4 * c + 2 * r], dk[4 * c + 2 * r + 1]);
+      *reinterpret_cast<float2*>(at + kKeys * kPitch) = make_float2(dv[4 * c + 2 * r], dv[4 * c + 2 * r + 1]);
+    }
+  cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+  cluster.sync();  // every block's parts written
+  constexpr int kRuns = 4;
+  const int runs = 2 * s.T * (D / 4), stride = group * kThreads;  // dK's then dV's, (key, run) within each
+  for (int i0 = rank * kThreads + int(threadIdx.x); i0 < runs; i0 += kRuns * stride) {
+    float4 sum[kRuns];
+    int at[kRuns];
+#pragma unroll
+    for (int u = 0; u < kRuns; ++u) {
+      const int i = min(i0 + u * stride, runs - 1), mat = i / (s.T * (D / 4)), key = i / (D / 4) % s.T;
+      at[u] = (mat * kKeys + key) * kPitch + 4 * (i % (D / 4));
+    }
+    for (int src = 0; src < group; ++src) {
+      const float* part = cluster.map_shared_rank(parts, src);
+#pragma unroll
+      for (int u = 0; u < kRuns; ++u) {
+        const float4 x = *reinterpret_cast<const float4*>(part + at[u]);
+        if (src == 0) sum[u] = x;
+        else sum[u].x += x.x, sum[u].y += x.y, sum[u].z += x.z, sum[u].w += x.w;
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kRuns; ++u) {
+      const int i = i0 + u * stride;
+      if (i >= runs) break;
+      const int mat = i / (s.T * (D / 4)), key = i / (D / 4) % s.T, pair = 2 * (i % (D / 4));
+      float2 lo = make_float2(sum[u].x, sum[u].y), hi = make_float2(sum[u].z, sum[u].w);
+      if (mat == 0) {
+        lo = unrotate<D>(lo.x, lo.y, rope, key, pair), hi = unrotate<D>(hi.x, hi.y, rope, key, pair + 1);
+        lo.x *= scale, lo.y *= scale, hi.x *= scale, hi.y *= scale;
+      }
+      __nv_bfloat162* out = reinterpret_cast<__nv_bfloat162*>(
+          dqkv + (int64_t(b) * s.T + key) * ld + int64_t(s.H + mat * s.KVH + kvh) * D + 2 * pair);
+      out[0] = __floats2bfloat162_rn(lo.x, lo.y);
+      out[1] = __floats2bfloat162_rn(hi.x, hi.y);
     }
   }
+  cluster.sync();  // no block leaves while another still reads its parts
 }
 
 // dK and dV, or dQ, of the split columns: the slots of a column added in chunk order (the same
@@ -1105,21 +1157,13 @@ ColumnSplit dq_split(const AttnShape& s) {
                      resident_blocks(flash_backward_dq_kernel<D, kWG, false>, Tiles<D, kWG>::kThreads, dq_smem<D, kWG>()));
 }
 
-// The one-block backward's shared memory: K and V of the whole sequence, two steps of Q, dO and
-// lse, dS of a step, and delta of the group's rows.
-template <int kWG>
-size_t one_block_smem(const AttnShape& s) {
-  constexpr int D = 64, kKeys = 64 * kWG;
-  return kSmemAlign + Smem<D>::bytes(2 * kKeys + 4 * 64) + Smem<kKeys>::bytes(64) +
-         sizeof(float) * (2 * 64 + size_t(s.H / s.KVH) * blocks_of(s.T, 64) * 64);
-}
-
 }  // namespace
 
 std::string flash_attention_one_block_misfit(const AttnShape& s) {
   if (s.D != 64) return "head size " + std::to_string(s.D) + ", not 64";
   if (s.T > 128) return "sequences of " + std::to_string(s.T) + ", more than 128";
-  if (one_block_smem<2>(s) > 227 * 1024) return std::to_string(s.H / s.KVH) + " query heads a kv head, too many";
+  if (s.H / s.KVH > kOneBlockMaxGroup)
+    return std::to_string(s.H / s.KVH) + " query heads a kv head, more than " + std::to_string(kOneBlockMaxGroup);
   return "";
 }
 
@@ -1229,9 +1273,11 @@ void flash_attention_backward(const Tensor& dqkv, const Tensor& datt, const Tens
           if (one_block) {
             auto one = [&](auto warpgroups) {
               constexpr int kWG = decltype(warpgroups)::value;
-              run("flash_backward_one_block_kernel", flash_backward_one_block_kernel<D, kWG, kRope>,
-                  dim3(unsigned(s.B * s.KVH)), kWG * kWarpgroup, one_block_smem<kWG>(s), dq, g, o, x, rope,
-                  lse.data<float>(), s, scale, scale_log2);
+              auto kernel = flash_backward_one_block_kernel<D, kWG, kRope>;
+              allow_smem(kernel, OneBlock<kWG>::kSmem);
+              launch_plainly_in("flash_backward_one_block_kernel", kernel, dim3(unsigned(s.B * s.H)),
+                                kWG * kWarpgroup, OneBlock<kWG>::kSmem, st, s.H / s.KVH, dq, g, o, x, rope,
+                                lse.data<float>(), s, scale, scale_log2);
             };
             if (s.T > 64) return one(std::integral_constant<int, 2>{});
             return one(std::integral_constant<int, 1>{});

@@ -428,7 +428,7 @@ class CudaBackend final : public Backend {
       if (plan_.attention_backward_in_one_block) {
         const std::string misfit = cuda::flash_attention_one_block_misfit(shape_);
         if (misfit.empty())
-          return "our flash attention (tensor cores, wgmma bf16; the backward one block a sequence and kv head)";
+          return "our flash attention (tensor cores, wgmma bf16; the backward one block a sequence and query head)";
         if (!cuda::flash_attention_fused_backward(shape_, plan_.fused_attention_backward))
           return "our flash attention (tensor cores, wgmma bf16; the backward in two kernels: " + misfit + ")";
       }
