@@ -827,7 +827,11 @@ __global__ void __launch_bounds__(kWG * kWarpgroup)
     if (threadIdx.x % 4 == 0) sdelta[pos] = pos < s.T ? dl : 0.0f;
   }
 
-  const int wg = threadIdx.x / kWarpgroup, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  // The warpgroup, read from lane 0 so that the compiler sees it is the same across the warp: with
+  // the products under conditions on a plain threadIdx.x / 128, ptxas serialized every wgmma of
+  // the kernel (its warning C7518, "divergent path").
+  const int wg = __shfl_sync(0xffffffffu, int(threadIdx.x) / kWarpgroup, 0);
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int k0 = 64 * wg, wkey = 16 * (threadIdx.x % kWarpgroup / 32);  // the warpgroup's keys; the warp's first
   float dk[D / 2] = {}, dv[D / 2] = {};
   for (int j = 0; j < tiles; ++j) {
@@ -894,9 +898,8 @@ __global__ void __launch_bounds__(kWG * kWarpgroup)
           *reinterpret_cast<__nv_bfloat162*>(out + c * 8) = __floats2bfloat162_rn(q2.x * scale, q2.y * scale);
         }
       }
-    } else if (active) {
-      wgmma_wait<0>(dv, dk);
     }
+    wgmma_wait<0>(dv, dk);  // (nothing left to wait for where the warpgroup sat out or made dQ)
   }
   // This head's dK and dV into shared memory; then the group's sums, block `rank` taking every
   // group-th run of four elements, each added over the blocks in rank order. A thread's kRuns runs

@@ -62,13 +62,14 @@ const std::vector<PlanSwitch>& plan_switches() {
        "our flash attention's backward in one kernel: dK/dV's blocks add dS K into dQ, taking turns in a fixed "
        "order (five tile products a step, not seven; opt-in: slower)",
        false},
-      // Measured no faster than the two kernels at the default shape (docs/versions/v6.md): the
-      // attention's backward 17 us a layer against 22, but the FFN's backward grew by as much.
+      // The default v5 step 1.124 -> 1.113 ms on an H200 (docs/versions/v6.md), but dQ, dK and dV
+      // are summed in other orders than the two kernels': not in v5's preset, which keeps v4's
+      // bits where FP8 does not pay (Fp8Model.WhereFp8DoesNotPayVersion5IsVersion4BitForBit).
       // Opt-in.
       {"attention-backward-in-one-block", &Plan::attention_backward_in_one_block, 5,
        "our flash attention's backward (bf16) in one kernel where sequences are at most 128 tokens (head size 64): "
        "a block per sequence and query head makes dQ, dK and dV, dQ summed on chip, dK and dV over the group's blocks "
-       "through distributed shared memory (opt-in: no faster)",
+       "through distributed shared memory (opt-in: other bits than v4's)",
        false},
       // Exact (cuBLAS's bytes, the same training bits); the default step 1.211 -> 1.151 ms on an
       // H200 once the residual stream's gradient had a second buffer instead of a copy
