@@ -215,17 +215,17 @@ void launch(const char* name, void (*kernel)(Successor, Params...), dim3 grid, d
 }
 // The same, but placed the ordinary way even when s.programmatic (it still lets its successor
 // in early then): for the flash attention kernels, see flash_attention.cu. launch_plainly_in
-// clusters of `cluster` consecutive blocks.
-template <class... Params, class... Args>
-void launch_plainly(const char* name, void (*kernel)(Successor, Params...), dim3 grid, dim3 block, size_t smem,
-                    Stream s, Args&&... args) {
-  launch_kernel(name, kernel, grid, block, smem, s.handle, false, s.programmatic, 1u, std::forward<Args>(args)...);
-}
+// launches in clusters of `cluster` consecutive blocks, launch_plainly with none.
 template <class... Params, class... Args>
 void launch_plainly_in(const char* name, void (*kernel)(Successor, Params...), dim3 grid, dim3 block, size_t smem,
                        Stream s, int cluster, Args&&... args) {
   launch_kernel(name, kernel, grid, block, smem, s.handle, false, s.programmatic, unsigned(cluster),
                 std::forward<Args>(args)...);
+}
+template <class... Params, class... Args>
+void launch_plainly(const char* name, void (*kernel)(Successor, Params...), dim3 grid, dim3 block, size_t smem,
+                    Stream s, Args&&... args) {
+  launch_plainly_in(name, kernel, grid, block, smem, s, 1, std::forward<Args>(args)...);
 }
 
 }  // namespace tt::cuda

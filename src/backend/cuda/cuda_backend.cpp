@@ -425,16 +425,15 @@ class CudaBackend final : public Backend {
   std::string attention_kind() const override {
     if (use_custom_attention_) {
       if (!plan_.amp) return "our flash attention (fp32 FMA)";
+      const bool fused = cuda::flash_attention_fused_backward(shape_, plan_.fused_attention_backward);
       if (plan_.attention_backward_in_one_block) {
         const std::string misfit = cuda::flash_attention_one_block_misfit(shape_);
         if (misfit.empty())
           return "our flash attention (tensor cores, wgmma bf16; the backward one block a sequence and query head)";
-        if (!cuda::flash_attention_fused_backward(shape_, plan_.fused_attention_backward))
-          return "our flash attention (tensor cores, wgmma bf16; the backward in two kernels: " + misfit + ")";
+        if (!fused) return "our flash attention (tensor cores, wgmma bf16; the backward in two kernels: " + misfit + ")";
       }
-      return cuda::flash_attention_fused_backward(shape_, plan_.fused_attention_backward)
-                 ? "our flash attention (tensor cores, wgmma bf16; dQ made by the dK/dV kernel)"
-                 : "our flash attention (tensor cores, wgmma bf16)";
+      return fused ? "our flash attention (tensor cores, wgmma bf16; dQ made by the dK/dV kernel)"
+                   : "our flash attention (tensor cores, wgmma bf16)";
     }
     if (plan_.custom_attention && !cuda::flash_attention_supports(shape_))
       return "our flash attention needs head size 32, 64 or 128: " + fallback_attention_kind();
