@@ -159,7 +159,6 @@ class Llama {
   }
   int rank() const { return state_.rank(); }
   DType reduce_dtype() const { return state_.reduce_dtype(); }
-  bool copy_engines() const { return state_.copy_engines(); }
   int world_size() const { return state_.world_size(); }
   // Host copies of an fp32 or fp64 buffer (or a range of one; read_f32 also takes the act-typed
   // bf16 ones, such as the logits), converted from or to its element type. write() also refreshes the act-typed copy of the weights when it writes parameters.

@@ -28,9 +28,6 @@ ParamState::ParamState(const ModelConfig& config, Backend& backend, DataParallel
     shard_at_.push_back(at);
     at += bucket_split_.back()[size_t(rank_) + 1] - bucket_split_.back()[size_t(rank_)];
   }
-  // A collective (the communicator's second one): every rank decides alike, from agreed settings.
-  copy_engines_ = dp_ && zero_ == 1 && world_ > 1 && dp.copy_engines && reduce_dtype_ == backend.master_dtype() &&
-                  comm_->open_copy_engines();
 }
 
 void ParamState::layout(Arena& a) {
@@ -45,11 +42,6 @@ void ParamState::layout(Arena& a) {
     int64_t largest = 0;
     for (const ParamRange& b : buckets_) largest = std::max(largest, b.numel);
     reduce_scratch_ = a.take(Category::Gradients, reduce_dtype_, largest);
-  }
-  if (copy_engines_) {
-    int64_t largest = 0;
-    for (const ParamRange& b : buckets_) largest = std::max(largest, b.numel);
-    parts_ = a.take(Category::Gradients, M, largest);  // in the window with the gradients: the peers write it
   }
   if (step_.norm_measured()) grad_sumsq_ = a.take(Category::Workspace, M, 1);
 }
@@ -91,10 +83,10 @@ int64_t ParamState::shard_numel() const {
 void ParamState::bucket_complete(size_t b, bool update_behind, bool summed_early) {
   if (dp_) {
     be_.begin_behind(Backend::Lane::Communication);
-    if (!summed_early) reduce_bucket(b, engine_for(b));
+    if (!summed_early) reduce_bucket(b);
     if (pending_gather_ >= 0) {
       be_.follow(Backend::Lane::Update);
-      gather_bucket(size_t(pending_gather_), engine_for(b));
+      gather_bucket(size_t(pending_gather_));
       pending_gather_ = -1;
     }
     be_.end_behind();
@@ -111,7 +103,7 @@ void ParamState::bucket_complete(size_t b, bool update_behind, bool summed_early
 void ParamState::reduce_early(size_t b) {
   TT_CHECK(dp_, "reduce_early: no ranks to sum over");
   be_.begin_behind(Backend::Lane::Communication);
-  reduce_bucket(b, Engine::Copy);  // at the start of the backward
+  reduce_bucket(b);
   be_.end_behind();
 }
 
@@ -130,43 +122,27 @@ void ParamState::finish_behind() {
   if (pending_gather_ < 0) return;  // ZeRO-1 behind the backward: the last bucket's gathering
   be_.begin_behind(Backend::Lane::Communication);
   be_.follow(Backend::Lane::Update);
-  gather_bucket(size_t(pending_gather_), Engine::Kernels);
+  gather_bucket(size_t(pending_gather_));
   be_.end_behind();
   pending_gather_ = -1;
 }
 
 // With a bf16 reduction the bucket goes through reduce_scratch_: converted, summed there, and
 // the part this rank keeps (all of it without ZeRO-1) converted back into the fp32 gradients.
-void ParamState::reduce_bucket(size_t b, Engine engine) {
+void ParamState::reduce_bucket(size_t b) {
   ScopedRange range(be_, "gradient_reduction");
   const ParamRange& r = buckets_[b];
   const Tensor grads = grads_.slice(r.offset, r.numel);
   const Tensor sum = reduce_scratch_.empty() ? grads : reduce_scratch_.slice(0, r.numel);
-  const std::vector<int64_t>& split = bucket_split_[b];
   if (sum.ptr != grads.ptr) be_.convert(sum, grads);
   if (zero_ == 0)
     comm_->all_reduce_sum(sum);
-  else if (copy_engines_ && engine == Engine::Copy && split.back() == split[1] * world_)  // equal parts
-    sum_on_copy_engines(b);
   else
     comm_->reduce_scatter_sum(sum, bucket_split_[b]);  // this rank's part of the sum, in place
   if (sum.ptr == grads.ptr) return;
+  const std::vector<int64_t>& split = bucket_split_[b];
   const int64_t begin = zero_ == 0 ? 0 : split[size_t(rank_)], n = zero_ == 0 ? r.numel : split[size_t(rank_) + 1] - begin;
   if (n > 0) be_.convert(grads.slice(begin, n), sum.slice(begin, n));
-}
-
-// This rank's part of bucket b's sum, the bytes moved by the copy engines: every rank's part r
-// goes to rank r (the all-to-all, into parts_), then one kernel a rank adds the parts in rank
-// order. On two ranks that is the one addition NCCL's reduce-scatter makes (a + b = b + a, the
-// same bits); on more, a fixed order of NCCL's own choosing no longer.
-void ParamState::sum_on_copy_engines(size_t b) {
-  const ParamRange& r = buckets_[b];
-  const int64_t count = bucket_split_[b][1];
-  const Tensor grads = grads_.slice(r.offset, r.numel), parts = parts_.slice(0, r.numel);
-  comm_->all_to_all(grads, parts, count);
-  const Tensor mine = grads.slice(count * rank_, count);
-  be_.add(mine, parts.slice(0, count), parts.slice(count, count));
-  for (int q = 2; q < world_; ++q) be_.add(mine, mine, parts.slice(count * q, count));
 }
 
 void ParamState::update_bucket(size_t b) {
@@ -181,13 +157,12 @@ void ParamState::update_bucket(size_t b) {
 // The owner's AdamW wrote both its fp32 part and the part's bf16 copy: the products read the
 // copy only, so in bf16 runs the ranks gather that (2 bytes an element, not 4) and the masters
 // stay sharded until whole_params().
-void ParamState::gather_bucket(size_t b, Engine engine) {
+void ParamState::gather_bucket(size_t b) {
   if (zero_ == 0) return;
   ScopedRange range(be_, "parameter_gather");
   const ParamRange& r = buckets_[b];
-  if (!copy_engines_) engine = Engine::Kernels;
-  if (params_act_.empty()) return comm_->all_gather(params_.slice(r.offset, r.numel), bucket_split_[b], engine);
-  comm_->all_gather(params_act_.slice(r.offset, r.numel), bucket_split_[b], engine);
+  if (params_act_.empty()) return comm_->all_gather(params_.slice(r.offset, r.numel), bucket_split_[b]);
+  comm_->all_gather(params_act_.slice(r.offset, r.numel), bucket_split_[b]);
 }
 
 const Tensor& ParamState::whole_params() {
@@ -200,7 +175,7 @@ const Tensor& ParamState::whole_params() {
 
 void ParamState::update() {
   if (dp_) {  // bucket by bucket, as they were reduced
-    for (size_t b = 0; b < buckets_.size(); ++b) update_bucket(b), gather_bucket(b, Engine::Kernels);
+    for (size_t b = 0; b < buckets_.size(); ++b) update_bucket(b), gather_bucket(b);
     return;
   }
   ScopedRange range(be_, "optimizer");

@@ -31,11 +31,6 @@ struct DataParallel {
   // The type the gradients are summed in: the master gradients' (fp32), or bf16, half the bytes
   // (each bucket converted before its reduction and back after; bf16 runs only).
   DType reduce = DType::F32;
-  // ZeRO-1 with fp32 sums: the reductions and gatherings behind the backward on the copy engines
-  // where the communicator has them (Communicator::open_copy_engines): a bucket's parts exchanged
-  // by an all-to-all and this rank's part added by a kernel, instead of NCCL's reduce-scatter
-  // kernel holding SMs beside the backward. What runs after the backward keeps NCCL's kernels.
-  bool copy_engines = true;
 };
 
 // What a training step does beyond forward, backward and AdamW: the micro-batches whose
@@ -85,7 +80,6 @@ class ParamState {
   int rank() const { return rank_; }
   int world_size() const { return world_; }
   DType reduce_dtype() const { return reduce_dtype_; }
-  bool copy_engines() const { return copy_engines_; }
   size_t buckets() const { return buckets_.size(); }
   // The embedding's buckets (an untied head's too) are the last ones, from this one on; a layer's
   // bucket is its index.
@@ -132,13 +126,9 @@ class ParamState {
  private:
   // The ranges the fused AdamW updates, in the flat buffers' order (the buckets).
   std::vector<ParamRange> update_ranges() const;
-  using Engine = Communicator::Engine;
-  // Behind the backward, while layers below are left to run: the copy engines where open.
-  Engine engine_for(size_t b) const { return b < size_t(cfg_.layers) ? Engine::Copy : Engine::Kernels; }
-  void reduce_bucket(size_t b, Engine engine);
-  void sum_on_copy_engines(size_t b);
-  void update_bucket(size_t b);                 // every rank all of it; with ZeRO-1 its own part
-  void gather_bucket(size_t b, Engine engine);  // ZeRO-1: the parts to every rank
+  void reduce_bucket(size_t b);
+  void update_bucket(size_t b);  // every rank all of it; with ZeRO-1 its own part
+  void gather_bucket(size_t b);  // ZeRO-1: the parts to every rank
   // AdamW over elements [offset, offset + n) of the flat buffers, whose moments sit at m_at of
   // m_ and v_: one launch per run of tensors that all decay or all do not.
   void adamw_runs(int64_t offset, int64_t n, int64_t m_at);
@@ -152,7 +142,6 @@ class ParamState {
   bool dp_;
   int zero_, rank_, world_;
   DType reduce_dtype_;
-  bool copy_engines_ = false;  // DataParallel::copy_engines, where the communicator has them
   int Vp_;
   std::vector<ParamEntry> table_;
   std::vector<ParamRange> buckets_;
@@ -162,7 +151,6 @@ class ParamState {
   bool masters_whole_ = true;                       // every part of params_ current on this rank
   Tensor params_, params_act_, grads_, m_, v_;
   Tensor reduce_scratch_;  // a bucket in reduce_dtype_ when that is not the gradients' type
-  Tensor parts_;           // copy engines: every rank's part of this rank's share of a bucket
   Tensor clip_sumsq() const { return step_.clip ? grad_sumsq_ : Tensor{}; }  // what AdamW clips by (none: no clipping)
   Tensor grad_sumsq_;      // the gradients' sum of squares (one master element), when measured
 };

@@ -17,7 +17,7 @@ class SoloCommunicator final : public Communicator {
   bool solo() const override { return true; }
   void all_reduce_sum(const Tensor&) override {}
   void reduce_scatter_sum(const Tensor&, const std::vector<int64_t>&) override {}
-  void all_gather(const Tensor&, const std::vector<int64_t>&, Engine) override {}
+  void all_gather(const Tensor&, const std::vector<int64_t>&) override {}
   void all_reduce_sum(std::vector<double>&) override {}
   void broadcast(std::string&, int) override {}
 };
@@ -31,10 +31,6 @@ std::unique_ptr<Communicator> make_mpi_communicator(const World& world);
 std::unique_ptr<Communicator> make_nccl_communicator(const World& world, Backend& backend, const std::string& init,
                                                      int timeout_s);
 #endif
-
-void Communicator::all_to_all(const Tensor&, const Tensor&, int64_t) {
-  fail("all_to_all: only on the copy engines (open_copy_engines) of NCCL's ranks");
-}
 
 std::unique_ptr<Communicator> make_communicator(const World& world, Backend& backend, const std::string& init,
                                                 int timeout_s) {

@@ -41,15 +41,6 @@ class Communicator {
   // NCCL's symmetric kernels touch that part on this rank only (as of 2.28).
   virtual void share(void* /*p*/, size_t /*bytes*/) {}
 
-  // Which engine moves a collective's bytes: kernels on the SMs (NCCL's, MPI's host code), or the
-  // GPU's copy engines, where open_copy_engines() said they can.
-  enum class Engine { Kernels, Copy };
-  // NCCL 2.28 moves an all-to-all's and an all-gather's bytes in a symmetric window on the copy
-  // engines over NVLink (a communicator of NCCL_CTA_POLICY_ZERO), leaving every SM to the kernels
-  // beside them. A collective, before share(): true where NCCL has them and every rank is on one
-  // node; the calls with Engine::Copy then run there (without NVLink, NCCL falls back to kernels).
-  virtual bool open_copy_engines() { return false; }
-
   // t = the sum of every rank's t, in place.
   virtual void all_reduce_sum(const Tensor& t) = 0;
   // Elements [offsets[rank], offsets[rank + 1]) of t become those of the sum over the ranks of t,
@@ -57,10 +48,7 @@ class Communicator {
   // to t.numel).
   virtual void reduce_scatter_sum(const Tensor& t, const std::vector<int64_t>& offsets) = 0;
   // Elements [offsets[r], offsets[r + 1]) of t, as rank r holds them, to every rank (in place).
-  virtual void all_gather(const Tensor& t, const std::vector<int64_t>& offsets, Engine engine = Engine::Kernels) = 0;
-  // Part r of recv = part rank() of rank r's send (parts of count elements, size() of them): on
-  // the copy engines, once open_copy_engines() said yes.
-  virtual void all_to_all(const Tensor& send, const Tensor& recv, int64_t count);
+  virtual void all_gather(const Tensor& t, const std::vector<int64_t>& offsets) = 0;
   // Host values: the sum over the ranks (losses), and rank root's string to every rank.
   virtual void all_reduce_sum(std::vector<double>& host) = 0;
   virtual void broadcast(std::string& host, int root) = 0;

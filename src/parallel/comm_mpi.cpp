@@ -104,7 +104,7 @@ class MpiCommunicator final : public Communicator {
           "MPI_Reduce_scatter");
     std::memcpy(static_cast<char*>(t.ptr) + size_t(offsets[size_t(rank_)]) * dtype_size(t.dtype), part_.data(), bytes);
   }
-  void all_gather(const Tensor& t, const std::vector<int64_t>& offsets, Engine) override {
+  void all_gather(const Tensor& t, const std::vector<int64_t>& offsets) override {
     std::vector<int> displs;
     const std::vector<int> counts = counts_of(offsets, &displs);
     check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, t.ptr, counts.data(), displs.data(), type_of(t),

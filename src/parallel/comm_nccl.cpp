@@ -19,10 +19,6 @@
 // blocks). Elsewhere (sockets, PCIe without peer access) the registration is a no-op and the
 // ring runs as before. Symmetric windows are NCCL 2.27's; with an older NCCL the arena is the
 // backend's and nothing is registered.
-//
-// With NCCL 2.28 a second communicator over the same ranks (open_copy_engines) runs its
-// all-to-all and all-gather on the GPU's copy engines, no SM taken: ZeRO-1's collectives behind
-// the backward go there (src/model/param_state.cpp), the rest stay on the first one's kernels.
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <unistd.h>
@@ -35,8 +31,6 @@
 #include <map>
 #include <memory>
 #include <thread>
-#include <utility>
-#include <vector>
 
 #include "backend/backend.h"
 #include "core/arena.h"
@@ -68,7 +62,6 @@ bool equal_parts(const std::vector<int64_t>& offsets) {
 }
 
 #define TT_NCCL_WINDOWS (NCCL_VERSION_CODE >= NCCL_VERSION(2, 27, 0))
-#define TT_NCCL_COPY_ENGINES (NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0))
 
 #if TT_NCCL_WINDOWS
 // Device memory from NCCL's allocator (CUDA's virtual memory, mappable by the other ranks' GPUs).
@@ -91,7 +84,7 @@ class NcclMemory final : public MemoryResource {
 class NcclCommunicator final : public Communicator {
  public:
   NcclCommunicator(const World& w, Backend& be, const std::string& init, int timeout_s)
-      : be_(be), rank_(w.rank), size_(w.size), timeout_s_(timeout_s), one_node_(w.local_size == w.size) {
+      : be_(be), rank_(w.rank), size_(w.size), timeout_s_(timeout_s) {
     int gpu = 0;
     CUDA_CHECK(cudaGetDevice(&gpu));
     char bus[32] = {};
@@ -136,8 +129,8 @@ class NcclCommunicator final : public Communicator {
   ~NcclCommunicator() override {
     rendezvous_.reset();
     if (!comm_) return;
-    const std::shared_ptr<std::atomic<bool>> aborted = abort_in_background({comm_, copy_});
-    comm_ = copy_ = nullptr;
+    const std::shared_ptr<std::atomic<bool>> aborted = abort_in_background(comm_);
+    comm_ = nullptr;
     be_.graph_release();
     wait_for(*aborted);
   }
@@ -154,44 +147,17 @@ class NcclCommunicator final : public Communicator {
     be_.graph_release();
     rendezvous_->finish();
 #if TT_NCCL_WINDOWS
-    for (const auto& [c, w] : windows_) {
-      check(ncclCommWindowDeregister(c, w), "ncclCommWindowDeregister");
+    for (ncclWindow_t w : windows_) {
+      check(ncclCommWindowDeregister(comm_, w), "ncclCommWindowDeregister");
       await("ncclCommWindowDeregister", std::chrono::seconds(timeout_s_));
     }
     windows_.clear();
 #endif
-    for (ncclComm_t c : {copy_, comm_}) {
-      if (!c) continue;
-      check(ncclCommFinalize(c), "ncclCommFinalize");
-      await("ncclCommFinalize", std::chrono::seconds(timeout_s_));
-    }
-    if (copy_) ncclCommDestroy(copy_);
+    check(ncclCommFinalize(comm_), "ncclCommFinalize");
+    await("ncclCommFinalize", std::chrono::seconds(timeout_s_));
     ncclCommDestroy(comm_);
-    comm_ = copy_ = nullptr;
+    comm_ = nullptr;
   }
-
-#if TT_NCCL_COPY_ENGINES
-  // A second communicator over the same ranks whose collectives take no SM where NCCL can (the
-  // all-to-all and the all-gather in a symmetric window over NVLink): the first keeps its
-  // kernels for the sums, and for whatever runs when nothing is left to run beside it.
-  bool open_copy_engines() override {
-    if (!one_node_) return false;
-    if (!copy_) {
-      ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-      config.blocking = 0;
-      config.CTAPolicy = NCCL_CTA_POLICY_ZERO;
-      check(ncclCommSplit(comm_, 0, rank_, &copy_, &config), "ncclCommSplit");
-      await("ncclCommSplit", std::chrono::seconds(timeout_s_));
-    }
-    return true;
-  }
-  void all_to_all(const Tensor& send, const Tensor& recv, int64_t count) override {
-    TT_CHECK(copy_ && send.dtype == recv.dtype && send.numel == count * size_ && recv.numel == count * size_,
-             "all_to_all: on the copy engines, a part of count elements for each rank");
-    check(ncclAlltoAll(send.ptr, recv.ptr, size_t(count), type_of(send), copy_, stream()), "ncclAlltoAll");
-    await("the all-to-all");
-  }
-#endif
 
 #if TT_NCCL_WINDOWS
   MemoryResource* memory() override {
@@ -201,13 +167,10 @@ class NcclCommunicator final : public Communicator {
   // Without symmetric support (NCCL_WIN_ENABLE=0, or GPUs that are not all peers over NVLink)
   // NCCL returns no window and the collectives take their usual kernels.
   void share(void* p, size_t bytes) override {
-    for (ncclComm_t c : {comm_, copy_}) {
-      if (!c) continue;
-      ncclWindow_t w = nullptr;
-      check(ncclCommWindowRegister(c, p, bytes, &w, NCCL_WIN_COLL_SYMMETRIC), "ncclCommWindowRegister");
-      await("ncclCommWindowRegister", std::chrono::seconds(timeout_s_));
-      if (w) windows_.emplace_back(c, w);
-    }
+    ncclWindow_t w = nullptr;
+    check(ncclCommWindowRegister(comm_, p, bytes, &w, NCCL_WIN_COLL_SYMMETRIC), "ncclCommWindowRegister");
+    await("ncclCommWindowRegister", std::chrono::seconds(timeout_s_));
+    if (w) windows_.push_back(w);
   }
 #endif
 
@@ -235,19 +198,18 @@ class NcclCommunicator final : public Communicator {
     }
     await("the reduce-scatter");
   }
-  void all_gather(const Tensor& t, const std::vector<int64_t>& offsets, Engine engine) override {
+  void all_gather(const Tensor& t, const std::vector<int64_t>& offsets) override {
     char* base = static_cast<char*>(t.ptr);
     const size_t bytes = dtype_size(t.dtype);
-    ncclComm_t comm = engine == Engine::Copy && copy_ ? copy_ : comm_;
     if (equal_parts(offsets)) {
       const size_t count = size_t(offsets[1] - offsets[0]);
-      check(ncclAllGather(base + size_t(offsets[size_t(rank_)]) * bytes, base, count, type_of(t), comm, stream()),
+      check(ncclAllGather(base + size_t(offsets[size_t(rank_)]) * bytes, base, count, type_of(t), comm_, stream()),
             "ncclAllGather");
     } else {
       check(ncclGroupStart(), "ncclGroupStart");
       for (int r = 0; r < size_; ++r) {
         char* part = base + size_t(offsets[size_t(r)]) * bytes;
-        check(ncclBroadcast(part, part, size_t(offsets[size_t(r) + 1] - offsets[size_t(r)]), type_of(t), r, comm,
+        check(ncclBroadcast(part, part, size_t(offsets[size_t(r) + 1] - offsets[size_t(r)]), type_of(t), r, comm_,
                             stream()),
               "ncclBroadcast");
       }
@@ -291,7 +253,6 @@ class NcclCommunicator final : public Communicator {
     for (int polls = 0;; ++polls) {
       ncclResult_t state = ncclSuccess;
       ncclCommGetAsyncError(comm_, &state);
-      if (state == ncclSuccess && copy_) ncclCommGetAsyncError(copy_, &state);
       if (state == ncclSuccess) return;
       if (state != ncclInProgress) check(state, what);
       if (std::chrono::steady_clock::now() > deadline)
@@ -300,12 +261,9 @@ class NcclCommunicator final : public Communicator {
     }
   }
   std::string async_error() {
-    for (ncclComm_t c : {comm_, copy_}) {
-      ncclResult_t state = ncclSuccess;
-      if (!c || ncclCommGetAsyncError(c, &state) != ncclSuccess || state == ncclSuccess || state == ncclInProgress) continue;
-      return std::string("NCCL error on rank ") + std::to_string(rank_) + ": " + ncclGetErrorString(state);
-    }
-    return "";
+    ncclResult_t state = ncclSuccess;
+    if (ncclCommGetAsyncError(comm_, &state) != ncclSuccess || state == ncclSuccess || state == ncclInProgress) return "";
+    return std::string("NCCL error on rank ") + std::to_string(rank_) + ": " + ncclGetErrorString(state);
   }
   // From the watchdog's thread: one line, the communicator aborted, exit. The main thread may be
   // replaying the step's graph, so the graph stays, and the abort (which sets NCCL's abort flag
@@ -313,15 +271,14 @@ class NcclCommunicator final : public Communicator {
   // exits after kAbortSeconds at most, which frees the rest.
   void stop(const std::string& why) {
     std::cerr << "tiny_llama: " << why << std::endl;
-    wait_for(*abort_in_background({comm_, copy_}));
+    wait_for(*abort_in_background(comm_));
     std::_Exit(1);
   }
   static constexpr int kAbortSeconds = 3;
-  static std::shared_ptr<std::atomic<bool>> abort_in_background(std::vector<ncclComm_t> comms) {
+  static std::shared_ptr<std::atomic<bool>> abort_in_background(ncclComm_t comm) {
     auto done = std::make_shared<std::atomic<bool>>(false);
-    std::thread([comms, done] {
-      for (ncclComm_t c : comms)
-        if (c) ncclCommAbort(c);
+    std::thread([comm, done] {
+      ncclCommAbort(comm);
       *done = true;
     }).detach();
     return done;
@@ -332,12 +289,10 @@ class NcclCommunicator final : public Communicator {
 
   Backend& be_;
   int rank_, size_, timeout_s_;
-  bool one_node_;
   std::unique_ptr<Rendezvous> rendezvous_;
   ncclComm_t comm_ = nullptr;
-  ncclComm_t copy_ = nullptr;  // open_copy_engines()'s: the same ranks, collectives without SMs
 #if TT_NCCL_WINDOWS
-  std::vector<std::pair<ncclComm_t, ncclWindow_t>> windows_;  // share()'s, deregistered by finish()
+  std::vector<ncclWindow_t> windows_;  // share()'s, deregistered by finish()
 #endif
   std::string version_;
 };

@@ -348,9 +348,9 @@ void print_header(std::ostream& log, const HeaderFacts& h) {
   if (const std::string settings = settings_line(o); !settings.empty()) log << "Settings: " << settings << "\n";
   log << fmt::format("Memory: {} reserved at start\n", format_mb(r.memory.total()));
   if (h.data_parallel)
-    log << fmt::format("Data parallel: {} processes ({}, {}), ZeRO-{}, gradients summed in {}{}: batch {} per process, {} "
-                       "in all\n", r.world_size, h.launcher, h.communicator, o.zero, dtype_name(h.reduce_dtype),
-                       h.copy_engines ? ", behind the backward on the copy engines" : "", o.batch, o.batch * r.world_size);
+    log << fmt::format("Data parallel: {} processes ({}, {}), ZeRO-{}, gradients summed in {}: batch {} per process, {} in "
+                       "all\n", r.world_size, h.launcher, h.communicator, o.zero, dtype_name(h.reduce_dtype), o.batch,
+                       o.batch * r.world_size);
   if (r.padded_vocab != m.vocab_size)
     log << fmt::format("Output head: {} rows, the vocabulary padded to a multiple of {} for aligned products "
                        "(zero rows, not counted as parameters or FLOPs; {} of the memory)\n",

@@ -55,7 +55,6 @@ struct HeaderFacts {
   bool data_parallel;  // a communicator of ranks, even of one
   std::string launcher, communicator;
   DType reduce_dtype;
-  bool copy_engines;      // ZeRO-1's collectives behind the backward on the copy engines
   std::string tokenizer;  // the data's tokenizer, as the header names it ("": unknown)
 };
 void print_header(std::ostream& log, const HeaderFacts& facts);

@@ -135,10 +135,6 @@ const std::vector<TrainFlag> kFlags = {
      "GPU ranks: the type gradients are summed in: fp32, or bf16 (bf16 runs only: half the bytes sent, measured slower "
      "on NVLink: docs/multi-gpu.md)",
      G::Run, kAgreed, +[](TrainOptions& o) -> std::string& { return o.reduce_dtype; }},
-    {"--copy-engines,!--no-copy-engines",
-     "ZeRO-1 on the GPUs of one node, fp32 sums: the sums and gatherings behind the backward on the copy engines "
-     "(NCCL 2.28 on NVLink), leaving the SMs to the backward (default; docs/multi-gpu.md)",
-     G::Run, kAgreed, +[](TrainOptions& o) -> bool& { return o.copy_engines; }},
     {"--dist-init",
      "GPU ranks: how they find rank 0: env (MASTER_ADDR, MASTER_PORT), mpi, or file:PATH on a shared path (default: "
      "env, or mpi under mpirun without MASTER_ADDR)",

@@ -309,7 +309,7 @@ TrainingRun::TrainingRun(const TrainOptions& o, std::ostream& out)
   }
   if (c_.wants_profile && c_.world.rank == 0) trace_ = KernelTrace::create();  // before the first step: graphs are seen
   const DType reduce = comm_->size() == 1 || o.reduce_dtype != "bf16" ? DType::F32 : DType::BF16;
-  model_ = std::make_unique<Llama>(o.model, *backend_, o.batch, o.seq_len, DataParallel{comm_.get(), o.zero, reduce, o.copy_engines},
+  model_ = std::make_unique<Llama>(o.model, *backend_, o.batch, o.seq_len, DataParallel{comm_.get(), o.zero, reduce},
                                    StepOptions{o.grad_accum, o.grad_clip > 0, o.decay_norms, o.decay_embedding, !c_.on_gpu});
   c_.data->set_shard(comm_->rank(), comm_->size());
   if (o.shuffle) c_.data->set_shuffle(o.seed);
@@ -361,7 +361,7 @@ void TrainingRun::describe_run() {
   r_.world_size = comm_->size();
   r_.flops_per_step = training_flops(o_.model, o_.step_sequences(comm_->size()), o_.seq_len);
   print_header(log, {o_, r_, *backend_, c_.resume, !comm_->solo(), c_.world.launcher, comm_->name(), model_->reduce_dtype(),
-                     model_->copy_engines(), c_.tokenizer ? c_.tokenizer->tokenizer->describe() : ""});
+                     c_.tokenizer ? c_.tokenizer->tokenizer->describe() : ""});
   if (o_.profile_memory && comm_->rank() == 0)
     report_memory(log, (std::filesystem::path(o_.profile_dir) / "memory.csv").string(), *model_);
   peak_ = backend_->is_cuda() ? peak_flops(backend_->name(), precision_name(o_.backend.plan)) : 0;

@@ -53,7 +53,6 @@ struct TrainOptions {
   int keep_last = 0;      // with save_dir: the newest N step files kept (0: all)
   int zero = 0;           // data parallelism: 1 shards the Adam moments over the ranks (ZeRO-1)
   std::string reduce_dtype = "fp32";  // the gradients' type in the sums over GPU ranks: fp32, or bf16 in bf16 runs
-  bool copy_engines = true;  // ZeRO-1 on GPUs of one node: the collectives behind the backward on the copy engines
   std::string dist_init;  // GPU ranks: where they find rank 0 (src/parallel/rendezvous.h); empty: env, or mpi under mpirun
   int dist_timeout = 60;  // seconds the ranks wait for each other to start
   int nproc_per_node = 0;  // the built-in launcher: start this many local ranks (src/parallel/launch.h)
