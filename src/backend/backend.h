@@ -140,6 +140,16 @@ class Backend {
                                  const AttnShape& s) = 0;
   virtual void attention_backward(const Tensor& dqkv, const Tensor& datt, const Tensor& qkv,
                                   const Tensor& att, const Tensor& saved, const AttnShape& s) = 0;
+  // The attention's backward, then RoPE's (RoPE applied to Q and K before the attention by
+  // rope_forward: `ropes` over `table`; none with rope-in-attention): by default the two one after
+  // the other; the CUDA backend with attention-backward-in-one-block, where the shape allows, turns
+  // dQ and dK back in the attention's kernel as it writes them (ops/attention.h).
+  virtual void attention_rope_backward(const Tensor& dqkv, const Tensor& datt, const Tensor& qkv, const Tensor& att,
+                                       const Tensor& saved, const AttnShape& s, const Tensor& table,
+                                       const std::vector<RopeShape>& ropes) {
+    attention_backward(dqkv, datt, qkv, att, saved, s);
+    for (const RopeShape& r : ropes) rope_backward(dqkv, table, r);
+  }
   // Version 5 (fp8-fused-attention): attention_forward, and its output [B T, H D] also in its FP8
   // forms att8 with delayed scaling, the bytes and amax of quantizing att: made by our flash
   // attention's kernel where it runs, else by the quantizing pass after it.

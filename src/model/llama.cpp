@@ -627,11 +627,14 @@ void Llama::backward_attention(int l) {
   {
     ScopedRange r(be_, "attention");
     project_backward(l, Proj::Out, datt_, g.wo, dres_, a.att, w.wo, !residual_gradient8(l, Proj::Out).slot.empty());
-    be_.attention_backward(dqkv_, datt_, a.qkv, a.att, a.saved, attn_);
     const std::vector<RopeShape> ropes = rope_shapes(be_, attn_);
     const bool dqkv_in_fp8 = rope_backward_in_fp8(be_.plan(), fp8_.on(), ropes);
-    qkv_rope_backward(be_, dqkv_, dqkv_in_fp8 ? fp8_.gradient(l, Proj::Qkv) : Fp8Matrix{}, rope_table_, ropes,
-                      fp8_.scaling());
+    if (dqkv_in_fp8) {
+      be_.attention_backward(dqkv_, datt_, a.qkv, a.att, a.saved, attn_);
+      qkv_rope_backward(be_, dqkv_, fp8_.gradient(l, Proj::Qkv), rope_table_, ropes, fp8_.scaling());
+    } else {
+      be_.attention_rope_backward(dqkv_, datt_, a.qkv, a.att, a.saved, attn_, rope_table_, ropes);
+    }
     project_backward(l, Proj::Qkv, d_normed_, g.wqkv, dqkv_, a.xn1, w.wqkv, dqkv_in_fp8);
   }
   weight_gradients_done();  // before the norm's backward adds to dres, which the output product's reads

@@ -195,10 +195,12 @@ bool flash_attention_fused_backward(const AttnShape& s, bool asked);  // head si
 // `one_block` (attention-backward-in-one-block, bf16): one block per (sequence, query head) makes
 // dQ, dK and dV, a cluster a kv head's group, where the shape fits it (empty misfit: head size 64,
 // sequences of at most 128, at most 8 query heads a kv head), before `fused` is asked.
+// `rope_before`: RoPE (the table `rope`) was applied to Q and K before the attention, and the
+// one-block kernel (which must fit) turns dQ and dK back as it writes them: RoPE's backward done.
 std::string flash_attention_one_block_misfit(const AttnShape& s);
 void flash_attention_backward(const Tensor& dqkv, const Tensor& datt, const Tensor& qkv, const Tensor& att,
                               const Tensor& lse, const AttnShape& s, const float* rope, const Tensor& scratch,
-                              bool fused, bool one_block, Stream st);
+                              bool fused, bool one_block, Stream st, bool rope_before = false);
 // The fp32 kernels the two above launch for fp32 tensors; `delta` is the scratch's first part.
 void flash_attention_forward_fp32(const Tensor& att, const Tensor& lse, const Tensor& qkv, const AttnShape& s,
                                   float scale_log2, Stream st);

@@ -62,6 +62,7 @@ struct alignas(sizeof(T) * kN) Vec {
 };
 // Asks L2 to fetch the line that holds p, ahead of its load: a hint, which no register waits on.
 __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+__device__ __forceinline__ void prefetch_l1(const void* p) { asm volatile("prefetch.global.L1 [%0];" ::"l"(p)); }
 // 2^x in one instruction of the special-function unit (ex2.approx.ftz): results below 2^-126
 // flush to zero, as probabilities that small do in any case; exp2f adds a test and two
 // multiplies for that range.

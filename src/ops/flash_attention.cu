@@ -175,7 +175,18 @@ __device__ __forceinline__ void rotate_tile(unsigned char* tile, const float* ro
     v.store(at);
   }
 }
-// Pair `pair` (x, y) of position pos turned back: the transposed rotation, for dQ and dK.
+// Pair `pair` (x, y) of position pos turned back: the transposed rotation, for dQ and dK (without
+// a table, the pair as it is). Where a thread turns back many pairs with nothing read before, it
+// reads their (cos, sin) first (rope_pair), all in flight at once, then turns them (turn_back):
+// with stores between them each read waits for the store before it, the compiler unable to tell
+// the table from the output.
+template <int D>
+__device__ __forceinline__ float2 rope_pair(const float* rope, int pos, int pair) {
+  return rope ? *reinterpret_cast<const float2*>(rope + int64_t(pos) * D + 2 * pair) : float2{};
+}
+__device__ __forceinline__ float2 turn_back(float x, float y, const float* rope, float2 cs) {
+  return rope ? make_float2(x * cs.x + y * cs.y, y * cs.x - x * cs.y) : make_float2(x, y);
+}
 template <int D>
 __device__ __forceinline__ float2 unrotate(float x, float y, const float* rope, int pos, int pair) {
   if (!rope) return make_float2(x, y);
@@ -772,7 +783,9 @@ __global__ void __launch_bounds__(Tiles<D, 1>::kThreads, D <= 64 ? 3 : 1)
 // cluster's barrier block r adds every r-th pair of elements over the group's blocks, in rank
 // order, through distributed shared memory (the same bits every run), and writes them. delta =
 // rowsum(dO * O) of the block's rows comes first (row_delta, as the dQ kernel computes it). With
-// `rope`, dQ and dK are turned back before they are written.
+// `rope`, dQ and dK are turned back before they are written; Q and K are rotated as they land too
+// with kRotate (rope-in-attention), or were rotated before the attention without it (RoPE's
+// backward then needs no kernel of its own).
 constexpr int kOneBlockMaxGroup = 8;  // query heads a kv head: the blocks of a portable cluster
 template <int kWG>
 struct OneBlock {
@@ -782,7 +795,7 @@ struct OneBlock {
   static constexpr size_t kParts = sizeof(float) * 2 * kKeys * kPitch;
   static constexpr size_t kSmem = kSmemAlign + kTiles + kParts + sizeof(float) * 4 * kRows;  // + lse, delta
 };
-template <int D, int kWG, bool kRope>
+template <int D, int kWG, bool kRope, bool kRotate>
 __global__ void __launch_bounds__(kWG * kWarpgroup)
     flash_backward_one_block_kernel(Successor next, bf16_t* dqkv, const bf16_t* datt, const bf16_t* att,
                                     const bf16_t* qkv, const float* rope, const float* lse, AttnShape s, float scale,
@@ -791,6 +804,7 @@ __global__ void __launch_bounds__(kWG * kWarpgroup)
   static_assert(D == C::D && (kWG == 1 || kWG == 2), "64 queries a step against up to 128 keys");
   constexpr int kThreads = C::kThreads, kKeys = C::kKeys, kRows = C::kRows, kPitch = C::kPitch;
   if constexpr (!kRope) rope = nullptr;  // (with_rope)
+  const float* rotate = kRotate ? rope : nullptr;
   await_previous_kernel(next);
   unsigned char* sk = aligned_smem();                     // [kKeys][D]
   unsigned char* sv = sk + Smem<D>::bytes(kKeys);         // [kKeys][D]
@@ -816,6 +830,11 @@ __global__ void __launch_bounds__(kWG * kWarpgroup)
   load_tile<kKeys, D, kThreads>(sv, base + int64_t(s.H + s.KVH + kvh) * D, ld, 0, s.T);
   load_step(0, 0);
   cp_async_commit();
+  // RoPE applied before the attention: nothing reads the table until dQ and dK are turned back;
+  // its rows go to L1 now, while the tiles land (the kernel 24.7 -> 20.6 us a call before the
+  // reads were put ahead of the stores, below).
+  if (rope && !rotate)
+    for (int line = int(threadIdx.x); line < s.T * D / 32; line += kThreads) prefetch_l1(rope + 32 * line);
   // delta of the block's rows while the copies land, 0 past the sequence's end (a masked row's dS
   // is P (dP - delta) with P = 0: it must stay finite): a quad of threads a row, every quad of a
   // warp through the same number of rounds (row_delta's shuffles take the whole warp).
@@ -840,8 +859,8 @@ __global__ void __launch_bounds__(kWG * kWarpgroup)
   for (int j = 0; j < tiles; ++j) {
     const int q0 = j * kRows;
     tiles_landed([&] {  // tile j has landed (and delta), and every warp is done with tile j - 1's buffers
-      if (j == 0) rotate_tile<kKeys, D, kThreads>(sk, rope, 0, s.T);
-      rotate_tile<kRows, D, kThreads>(sq + (j & 1) * Smem<D>::bytes(kRows), rope, q0, s.T);
+      if (j == 0) rotate_tile<kKeys, D, kThreads>(sk, rotate, 0, s.T);
+      rotate_tile<kRows, D, kThreads>(sq + (j & 1) * Smem<D>::bytes(kRows), rotate, q0, s.T);
     });
     const uint32_t qt = smem_addr(sq + (j & 1) * Smem<D>::bytes(kRows));
     const uint32_t dot = smem_addr(sdo + (j & 1) * Smem<D>::bytes(kRows));
@@ -895,9 +914,12 @@ __global__ void __launch_bounds__(kWG * kWarpgroup)
         const int query = q0 + wkey + g + 8 * r;
         if (query >= s.T) continue;
         bf16_t* out = dqkv + (int64_t(b) * s.T + query) * ld + int64_t(h) * D + 2 * t;
+        float2 cs[D / 8];  // (read one by one between the stores: 20.3 us a call at 8 x 128 on an H200, not 14.8)
+#pragma unroll
+        for (int c = 0; c < D / 8; ++c) cs[c] = rope_pair<D>(rope, query, 4 * c + t);
 #pragma unroll
         for (int c = 0; c < D / 8; ++c) {
-          const float2 q2 = unrotate<D>(dq[4 * c + 2 * r], dq[4 * c + 2 * r + 1], rope, query, 4 * c + t);
+          const float2 q2 = turn_back(dq[4 * c + 2 * r], dq[4 * c + 2 * r + 1], rope, cs[c]);
           *reinterpret_cast<__nv_bfloat162*>(out + c * 8) = __floats2bfloat162_rn(q2.x * scale, q2.y * scale);
         }
       }
@@ -922,10 +944,13 @@ __global__ void __launch_bounds__(kWG * kWarpgroup)
   for (int i0 = rank * kThreads + int(threadIdx.x); i0 < runs; i0 += kRuns * stride) {
     float4 sum[kRuns];
     int at[kRuns];
+    float2 cs[kRuns][2];  // dK's (cos, sin), read with the parts
 #pragma unroll
     for (int u = 0; u < kRuns; ++u) {
       const int i = min(i0 + u * stride, runs - 1), mat = i / (s.T * (D / 4)), key = i / (D / 4) % s.T;
       at[u] = (mat * kKeys + key) * kPitch + 4 * (i % (D / 4));
+      const float* table = mat == 0 ? rope : nullptr;  // dK's pairs only
+      cs[u][0] = rope_pair<D>(table, key, 2 * (i % (D / 4))), cs[u][1] = rope_pair<D>(table, key, 2 * (i % (D / 4)) + 1);
     }
     for (int src = 0; src < group; ++src) {
       const float* part = cluster.map_shared_rank(parts, src);
@@ -943,7 +968,7 @@ __global__ void __launch_bounds__(kWG * kWarpgroup)
       const int mat = i / (s.T * (D / 4)), key = i / (D / 4) % s.T, pair = 2 * (i % (D / 4));
       float2 lo = make_float2(sum[u].x, sum[u].y), hi = make_float2(sum[u].z, sum[u].w);
       if (mat == 0) {
-        lo = unrotate<D>(lo.x, lo.y, rope, key, pair), hi = unrotate<D>(hi.x, hi.y, rope, key, pair + 1);
+        lo = turn_back(lo.x, lo.y, rope, cs[u][0]), hi = turn_back(hi.x, hi.y, rope, cs[u][1]);
         lo.x *= scale, lo.y *= scale, hi.x *= scale, hi.y *= scale;
       }
       __nv_bfloat162* out = reinterpret_cast<__nv_bfloat162*>(
@@ -1245,9 +1270,10 @@ void flash_attention_forward(const Tensor& att, const Tensor& lse, const Tensor&
 
 void flash_attention_backward(const Tensor& dqkv, const Tensor& datt, const Tensor& qkv, const Tensor& att,
                               const Tensor& lse, const AttnShape& s, const float* rope, const Tensor& scratch,
-                              bool fused, bool one_block, Stream st) {
+                              bool fused, bool one_block, Stream st, bool rope_before) {
   TT_CHECK(!rope || qkv.dtype == DType::BF16, "rope-in-attention: the bf16 kernels only");
   one_block = one_block && qkv.dtype == DType::BF16 && flash_attention_one_block_misfit(s).empty();
+  TT_CHECK(!rope_before || (rope && one_block), "RoPE's backward inside the attention's: the one-block kernel only");
   fused = fused && qkv.dtype == DType::BF16 && flash_attention_fused_backward(s, true);
   TT_CHECK(scratch.numel >= flash_attention_scratch_numel(s, qkv.dtype, fused), "flash attention scratch too small");
   const float scale = float(s.scale()), scale_log2 = scale * kLog2e;
@@ -1279,7 +1305,8 @@ void flash_attention_backward(const Tensor& dqkv, const Tensor& datt, const Tens
           if (one_block) {
             auto one = [&](auto warpgroups) {
               constexpr int kWG = decltype(warpgroups)::value;
-              auto kernel = flash_backward_one_block_kernel<D, kWG, kRope>;
+              auto kernel = rope_before ? flash_backward_one_block_kernel<D, kWG, kRope, false>
+                                        : flash_backward_one_block_kernel<D, kWG, kRope, kRope>;
               allow_smem(kernel, OneBlock<kWG>::kSmem);
               launch_plainly_in("flash_backward_one_block_kernel", kernel, dim3(unsigned(s.B * s.H)),
                                 kWG * kWarpgroup, OneBlock<kWG>::kSmem, st, s.H / s.KVH, dq, g, o, x, rope,

@@ -69,7 +69,8 @@ const std::vector<PlanSwitch>& plan_switches() {
       {"attention-backward-in-one-block", &Plan::attention_backward_in_one_block, 5,
        "our flash attention's backward (bf16) in one kernel where sequences are at most 128 tokens (head size 64): "
        "a block per sequence and query head makes dQ, dK and dV, dQ summed on chip, dK and dV over the group's blocks "
-       "through distributed shared memory (opt-in: other bits than v4's)",
+       "through distributed shared memory, dQ and dK turned back through RoPE as they are written (opt-in: other bits "
+       "than v4's)",
        false},
       // Exact (cuBLAS's bytes, the same training bits); the default step 1.211 -> 1.151 ms on an
       // H200 once the residual stream's gradient had a second buffer instead of a copy

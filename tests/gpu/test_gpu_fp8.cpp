@@ -781,9 +781,10 @@ TEST(Fp8Model, SwigluInDownGradientChangesNoBit) {
 
 // attention-backward-in-one-block (opt-in): at the default shape, and at 100 tokens (a partial
 // query tile), the attention's backward is one kernel, a block a sequence and query head. It sums
-// dQ, dK and dV in other orders (GpuAttention.OneBlockBackward...), so five steps keep to the two
-// kernels' losses within what bf16 roundings of them move them. At 8 x 256 the header says why the
-// two kernels run.
+// dQ, dK and dV in other orders (GpuAttention.OneBlockBackward...) and turns dQ and dK back
+// through RoPE before rounding them to bf16, so five steps keep to the two kernels' (and RoPE's
+// backward kernel's) losses within what bf16 roundings of them move them. At 8 x 256 the header
+// says why the two kernels run.
 TEST(Fp8Model, AttentionBackwardInOneBlockTracksTheTwoKernels) {
   REQUIRE_GPU();
   Plan off = plan_for_version(5);
@@ -794,7 +795,9 @@ TEST(Fp8Model, AttentionBackwardInOneBlockTracksTheTwoKernels) {
   for (int T : {128, 100}) {
     SCOPED_TRACE(testing::Message() << "T " << T);
     const FiveSteps a = five_steps(off, T), b = five_steps(on, T);
-    EXPECT_NE(b.attention.find("the backward one block a sequence and query head"), std::string::npos) << b.attention;
+    EXPECT_NE(b.attention.find("the backward one block a sequence and query head, RoPE's backward in it"),
+              std::string::npos)
+        << b.attention;
     EXPECT_EQ(a.attention.find("one block"), std::string::npos) << a.attention;
     ASSERT_EQ(a.losses.size(), b.losses.size());
     for (size_t i = 0; i < a.losses.size(); ++i) EXPECT_NEAR(b.losses[i], a.losses[i], 2e-3) << "step " << i + 1;

@@ -119,11 +119,13 @@ void GpuAttention::expect_like_two_kernels(const AttnShape& s, bool fused, bool 
 
 // rope-in-attention: our bf16 flash attention rotating Q and K as it loads them, and turning dQ
 // and dK back, against RoPE then attention in double (shapes whose backward splits columns too).
+// And where the one-block backward fits, RoPE applied before the attention (a rotated qkv) and its
+// backward made by the attention's kernel: the same reference.
 TEST_P(GpuAttention, RopeInsideMatchesRopeThenAttention) {
   if (act() != DType::BF16) GTEST_SKIP() << "rope-in-attention is in the bf16 kernels";
   for (const AttnShape& s : {AttnShape{2, 7, 4, 4, 32}, AttnShape{2, 129, 4, 2, 64}, AttnShape{2, 1000, 4, 1, 128},
                              AttnShape{14, 640, 4, 2, 64}, AttnShape{44, 300, 4, 2, 32}, AttnShape{96, 250, 4, 2, 64},
-                             AttnShape{3, 100, 4, 2, 64}}) {
+                             AttnShape{3, 100, 4, 2, 64}, AttnShape{8, 128, 8, 4, 64}}) {
     SCOPED_TRACE(testing::Message() << "B=" << s.B << " T=" << s.T << " D=" << s.D << " kv_heads=" << s.KVH);
     const int64_t N = int64_t(s.B) * s.T, ld = s.ld();
     const std::vector<double> table = rope_table(s.T, s.D, 10000.0);
@@ -150,6 +152,19 @@ TEST_P(GpuAttention, RopeInsideMatchesRopeThenAttention) {
                                      kind == 2, Stream{});
       EXPECT_MATCHES(DQKV.get(), dqkv_ref, 2e-2);
     }
+    if (!cuda::flash_attention_one_block_misfit(s).empty()) continue;
+    SCOPED_TRACE("one block, RoPE applied before");
+    DeviceBuffer ROTATED(act(), rotated);
+    cuda::flash_attention_forward(ATT, LSE, ROTATED, s, nullptr, Stream{});
+    std::vector<std::vector<double>> runs;
+    for (int run = 0; run < 2; ++run) {
+      DQKV.poison();
+      cuda::flash_attention_backward(DQKV, DATT, ROTATED, ATT, LSE, s, ROPE.t().data<float>(), SCRATCH, false, true,
+                                     Stream{}, true);
+      runs.push_back(DQKV.get());
+    }
+    EXPECT_MATCHES(runs[0], dqkv_ref, 2e-2);
+    EXPECT_TRUE(runs[1] == runs[0]) << "a second backward differs from the first";
   }
 }
 

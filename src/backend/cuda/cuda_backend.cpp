@@ -304,6 +304,14 @@ class CudaBackend final : public Backend {
     else
       cuda::attention_backward(blas(), dqkv, datt, qkv, saved, s, plan_.flash_attention, attn_);
   }
+  void attention_rope_backward(const Tensor& dqkv, const Tensor& datt, const Tensor& qkv, const Tensor& att,
+                               const Tensor& saved, const AttnShape& s, const Tensor& table,
+                               const std::vector<RopeShape>& ropes) override {
+    if (!rope_backward_in_one_block(s) || ropes.empty())
+      return Backend::attention_rope_backward(dqkv, datt, qkv, att, saved, s, table, ropes);
+    cuda::flash_attention_backward(dqkv, datt, qkv, att, saved, s, table.data<float>(), flash_scratch_,
+                                   plan_.fused_attention_backward, true, kernel_stream(), true);
+  }
   void attention_decode(const Tensor& out, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int64_t len,
                         int64_t ld, const AttnShape& s) override {
     cuda::attention_decode(out, q, k_cache, v_cache, len, ld, s, kernel_stream());
@@ -429,7 +437,8 @@ class CudaBackend final : public Backend {
       if (plan_.attention_backward_in_one_block) {
         const std::string misfit = cuda::flash_attention_one_block_misfit(shape_);
         if (misfit.empty())
-          return "our flash attention (tensor cores, wgmma bf16; the backward one block a sequence and query head)";
+          return std::string("our flash attention (tensor cores, wgmma bf16; the backward one block a sequence and query "
+                             "head") + (rope_backward_in_one_block(shape_) ? ", RoPE's backward in it)" : ")");
         if (!fused) return "our flash attention (tensor cores, wgmma bf16; the backward in two kernels: " + misfit + ")";
       }
       return fused ? "our flash attention (tensor cores, wgmma bf16; dQ made by the dK/dV kernel)"
@@ -441,6 +450,12 @@ class CudaBackend final : public Backend {
       return fallback_attention_kind() + ", faster in fp32 than our FMA flash attention while a layer's scores take "
              "up to 1 GiB";
     return fallback_attention_kind();
+  }
+  // attention-backward-in-one-block's kernel turns dQ and dK back through a RoPE applied before
+  // the attention (where RoPE is not inside it): RoPE's backward launches nothing.
+  bool rope_backward_in_one_block(const AttnShape& s) const {
+    return use_custom_attention_ && plan_.amp && plan_.attention_backward_in_one_block && !attention_applies_rope() &&
+           cuda::flash_attention_one_block_misfit(s).empty();
   }
   std::string fallback_attention_kind() const {
     if (use_cudnn_) return "cuDNN " + cuda::CudnnAttention::version() + " fused flash attention (bf16)";
