@@ -101,6 +101,15 @@ class Backend {
   // Its backward's start: dh = dy W_down (`down_dx`), then dgateup from dh and gateup. Why the
   // backend does not make them in one launch (the CUDA backend with swiglu-in-down-gradient), and
   // the two, by default the product then swiglu_backward.
+  // The QKV product and RoPE after it (`ropes` over `table`, in place in qkv.c). Why the backend
+  // does not make them in one launch, empty where it does (the CUDA backend with
+  // rope-in-qkv-product, where the shape allows: ops/rope_product.h), and the two, by default the
+  // product then rope_forward.
+  virtual std::string qkv_rope_misfit(const Gemm&, const std::vector<RopeShape>&) const { return "two launches"; }
+  virtual void qkv_rope(const Gemm& qkv, const Tensor& table, const std::vector<RopeShape>& ropes) {
+    matmul(qkv);
+    for (const RopeShape& r : ropes) rope_forward(qkv.c, table, r);
+  }
   virtual std::string down_swiglu_backward_misfit(const Gemm&, int) const { return "two launches"; }
   virtual void down_swiglu_backward(const Gemm& down_dx, const Tensor& dgateup, const Tensor& gateup, int64_t n, int f) {
     matmul(down_dx);
@@ -141,9 +150,13 @@ class Backend {
   virtual void attention_backward(const Tensor& dqkv, const Tensor& datt, const Tensor& qkv,
                                   const Tensor& att, const Tensor& saved, const AttnShape& s) = 0;
   // The attention's backward, then RoPE's (RoPE applied to Q and K before the attention by
-  // rope_forward: `ropes` over `table`; none with rope-in-attention): by default the two one after
-  // the other; the CUDA backend with attention-backward-in-one-block, where the shape allows, turns
-  // dQ and dK back in the attention's kernel as it writes them (ops/attention.h).
+  // rope_forward: `ropes` over `table`; none with rope-in-attention). Why the backend does not make
+  // them in one launch, empty where it does (the CUDA backend with attention-backward-in-one-block,
+  // where the shape allows: its kernel turns dQ and dK back as it writes them, ops/attention.h),
+  // and the two, by default the one after the other.
+  virtual std::string attention_rope_backward_misfit(const AttnShape&, const std::vector<RopeShape>&) const {
+    return "two launches";
+  }
   virtual void attention_rope_backward(const Tensor& dqkv, const Tensor& datt, const Tensor& qkv, const Tensor& att,
                                        const Tensor& saved, const AttnShape& s, const Tensor& table,
                                        const std::vector<RopeShape>& ropes) {

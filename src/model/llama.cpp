@@ -59,6 +59,7 @@ Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len
   g_ = weight_views(cfg_, state_.grads(), Vp_);
   swiglu_in_gate_up_misfit_ = swiglu_in_gate_up_misfit();
   swiglu_in_down_gradient_misfit_ = swiglu_in_down_gradient_misfit();
+  rope_in_qkv_misfit_ = rope_in_qkv_misfit();
   // The padding rows of the head are zero for good: AdamW updates the real parameters only.
   for (const Tensor& t : padding_rows()) be_.zero(t);
   // RoPE's cos/sin table, computed once in double and stored in the acc type.
@@ -305,6 +306,8 @@ std::string Llama::products_kind() const {
   if (plan.swiglu_in_down_gradient)
     piece("SwiGLU's backward", swiglu_in_down_gradient_misfit_,
           "in down's input gradient's epilogue (swiglu-in-down-gradient)", "a kernel of its own");
+  if (plan.rope_in_qkv_product)
+    piece("RoPE", rope_in_qkv_misfit_, "in the QKV product's epilogue (rope-in-qkv-product)", "a kernel of its own");
   if (plan.grouped_weight_gradients)
     piece("weight gradients", weight_gradients_misfit(g_.layers[0], acts_[0]),
           "a layer's four in one launch (grouped-weight-gradients)", "one a launch");
@@ -333,6 +336,19 @@ std::string Llama::swiglu_epilogue_misfit() const {
 std::string Llama::swiglu_in_gate_up_misfit() const {
   const std::string why = swiglu_epilogue_misfit();
   return why.empty() ? be_.gate_up_swiglu_misfit(gate_up_product(0), cfg_.intermediate) : why;
+}
+// rope-in-qkv-product: layer l's QKV product in the act type, and why the backend does not make
+// RoPE in its epilogue (empty where it does), as for SwiGLU above.
+Gemm Llama::qkv_product(int l) const {
+  const int C = cfg_.hidden, Q = int(attn_.ld());
+  return linear_product(acts_[size_t(l)].qkv, Q, acts_[size_t(l)].xn1, w_.layers[size_t(l)].wqkv, int(tokens()), C, Q,
+                        {});
+}
+std::string Llama::rope_in_qkv_misfit() const {
+  if (fp8_.on()) return "FP8 products";
+  const std::vector<RopeShape> ropes = rope_shapes(be_, attn_);
+  if (ropes.empty()) return "RoPE inside the attention (rope-in-attention)";
+  return be_.qkv_rope_misfit(qkv_product(0), ropes);
 }
 std::string Llama::swiglu_in_down_gradient_misfit() const {
   const std::string why = swiglu_epilogue_misfit();
@@ -454,8 +470,12 @@ void Llama::forward_attention(int l) {
   const LayerWeights& w = w_.layers[size_t(l)];
   const bool xn_cast = block_norm(l, Proj::Qkv, {a.x, a.xn1, a.rstd1, {}, {}, w.attn_norm, N, C, cfg_.norm_eps});
   ScopedRange r(be_, "attention");
-  project(l, Proj::Qkv, a.qkv, a.xn1, w.wqkv, xn_cast);
-  for (const RopeShape& s : rope_shapes(be_, attn_)) be_.rope_forward(a.qkv, rope_table_, s);
+  if (rope_in_qkv_misfit_.empty()) {
+    be_.qkv_rope(qkv_product(l), rope_table_, rope_shapes(be_, attn_));
+  } else {
+    project(l, Proj::Qkv, a.qkv, a.xn1, w.wqkv, xn_cast);
+    for (const RopeShape& s : rope_shapes(be_, attn_)) be_.rope_forward(a.qkv, rope_table_, s);
+  }
   const Fp8Matrix att8 =
       attention_in_fp8(be_.plan(), fp8_.on(), fp8_.scaling()) ? fp8_.operands(l, Proj::Out).x : Fp8Matrix{};
   attention_forward(be_, a.att, a.saved, a.qkv, attn_, att8);

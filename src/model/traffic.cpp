@@ -38,10 +38,13 @@ std::map<std::string, double> Llama::family_bytes() const {
                          norms * 3 * a * N * C + (plan.fused_residual_norm ? fed * a * N * C : 0);
   // RoPE: the rotated heads read and written in the forward; in the backward, the same in place,
   // or (fp8-fused-rope) one pass that reads the whole QKV gradient and writes it a byte in each
-  // layout, turning the rotated heads back as it goes.
+  // layout, turning the rotated heads back as it goes. None where the QKV product rotates them
+  // (rope-in-qkv-product) or the attention's backward turns them back (its one-block kernel).
   double rotated = 0;
   for (const RopeShape& s : ropes) rotated += double(s.tokens) * s.heads * s.head_dim;
-  per_micro["RoPE"] = L * (2 * a * rotated + (dqkv8 ? (a + 2) * N * QKV : 2 * a * rotated));
+  const double rope_forward = rope_in_qkv_misfit_.empty() ? 0 : 2 * a * rotated;
+  const double rope_backward = be_.attention_rope_backward_misfit(attn_, ropes).empty() ? 0 : 2 * a * rotated;
+  per_micro["RoPE"] = L * (rope_forward + (dqkv8 ? (a + 2) * N * QKV : rope_backward));
   // SwiGLU: gate and up read, h written; its backward reads gate, up and dh and writes both
   // gradients. In FP8 the outputs are a byte in each layout and not kept in bf16. With
   // swiglu-in-gate-up the forward's h is made by the gate/up product, with swiglu-in-down-gradient

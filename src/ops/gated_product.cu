@@ -1,9 +1,6 @@
 // SwiGLU in the epilogues of the FFN's products (see gated_product.h for the contract).
 //
-// Both kernels share the tile's sums (tile_sums): 128 token rows (two warpgroups of 64) by 128
-// columns a part, A K-major, through kStages buffers that TMA fills a chunk of 64 along K at a
-// time (128-byte-swizzled boxes), as in weight_gradients.cu; and the store of the tile, staged in
-// the free buffers, as 16-byte pieces of whole rows (write_staged).
+// Both kernels are tile_product.cuh's tiles with an epilogue of their own.
 //
 // Forward: the B operand is W's 128 gate rows c0.. and 128 up rows F + c0.., both K-major, two
 // wgmma of width 128 a step, so each thread holds a column's gate and up values in the same places
@@ -18,72 +15,13 @@
 // SwiGLU kernel does.
 #include "ops/gated_product.h"
 
-#include "ops/cuda_common.cuh"
-#include "ops/hopper.cuh"
 #include "ops/swiglu.cuh"
+#include "ops/tile_product.cuh"
 
 namespace tt::cuda {
 namespace {
 
-constexpr int kRows = 128, kCols = 128, kChunk = 64, kStages = 4, kThreads = 2 * kWarpgroup;
-constexpr int kABytes = kRows * 128, kBPartBytes = kCols * 128;  // a chunk of A's rows, of one part of B
-constexpr int kBox = 64 * kRows * 2;  // a [128 rows][64 columns] box of bf16 (the 128-byte swizzle): 16 KB
-
-// The sums of a tile of 128 rows (a warpgroup's 64 in each thread's acc) over C / 64 chunks of K:
-// kParts wgmma of 128 columns a step, acc[p] from part p of B (128 rows of a K-major B, or 128
-// columns of an MN-major one with kTransB). The chunks run through kStages buffers at `smem`
-// (tma_ring of hopper.cuh); `load(c, buffer, bar)` issues chunk c's copies (A at the buffer, B's
-// parts after it) and the barrier's expected bytes.
-template <int kParts, int kTransB, class Load>
-__device__ __forceinline__ void tile_sums(float (&acc)[kParts][64], unsigned char* smem, uint32_t bars, int chunks,
-                                          Load&& load) {
-  constexpr int kStageBytes = kABytes + kParts * kBPartBytes;
-  const int wg = threadIdx.x / kWarpgroup;
-#pragma unroll
-  for (int p = 0; p < kParts; ++p)
-#pragma unroll
-    for (int i = 0; i < 64; ++i) acc[p][i] = 0.0f;
-  tma_ring<kStages>(smem, kStageBytes, bars, chunks, load, [&](uint32_t st) {
-    const uint64_t da = k_major_sw128(st + wg * 64 * 128);
-    wgmma_fence();
-#pragma unroll
-    for (int ks = 0; ks < kChunk / 16; ++ks)
-#pragma unroll
-      for (int p = 0; p < kParts; ++p) {
-        const uint32_t b = st + kABytes + p * kBPartBytes;
-        const uint64_t db = kTransB ? mn_major_sw128(b) + ks * (2048 >> 4) : k_major_sw128(b) + 2 * ks;
-        Wgmma<128>::ss<kTransB>(acc[p], da + 2 * ks, db, 1);
-      }
-    wgmma_commit();
-    if constexpr (kParts == 1) wgmma_wait<1>(acc[0]);  // chunk c - 1's products done
-    else wgmma_wait<1>(acc[0], acc[1]);
-  });
-  if constexpr (kParts == 1) wgmma_wait<0>(acc[0]);
-  else wgmma_wait<0>(acc[0], acc[1]);
-  __syncthreads();  // both warpgroups done reading the buffers: free for the epilogue
-}
-
-// Thread (warp w of its warpgroup, g = lane / 4, t = lane % 4) holds rows 16 w + g and + 8 of its
-// warpgroup's 64, columns 8 n + 2 t and + 1 of each 128 (hopper.cuh).
-struct Fragment {
-  int row0, t;
-  __device__ Fragment()
-      : row0(64 * int(threadIdx.x / kWarpgroup) + 16 * int(threadIdx.x % kWarpgroup / 32) + int(threadIdx.x % 32 / 4)),
-        t(int(threadIdx.x % 4)) {}
-};
-
-// The staged rows (kParts pieces of 128 bf16 each, 16 bytes apart against bank conflicts) written
-// as 16-byte pieces of whole rows: piece p of row r to out(r, p) .. + 128.
-template <int kParts, class Out>
-__device__ __forceinline__ void write_staged(const unsigned char* staged, Out out) {
-  constexpr int kPitch = kParts * kCols * 2 + 16, kPartPieces = kCols * 2 / 16, kPieces = kParts * kPartPieces;
-  __syncthreads();
-  for (int i = threadIdx.x; i < kRows * kPieces; i += kThreads) {
-    const int r = i / kPieces, piece = i % kPieces;
-    reinterpret_cast<int4*>(out(r, piece / kPartPieces))[piece % kPartPieces] =
-        *reinterpret_cast<const int4*>(staged + r * kPitch + piece * 16);
-  }
-}
+using namespace tile;
 
 struct Forward {
   CUtensorMap x, w;  // x [n, C] and W [2F, C], in boxes of 64 columns by 128 rows
@@ -183,23 +121,6 @@ __global__ void __launch_bounds__(kThreads) down_gemm_swiglu_backward_kernel(Suc
           __floats2bfloat162_rn(swiglu_dup(g0, d0), swiglu_dup(g1, d1));
     }
   write_staged<2>(smem, [&](int r, int part) { return op.dgateup + int64_t(m0 + r) * 2 * op.f + part * op.f + c0; });
-}
-
-// What both kernels take: bf16 operands, 16-byte rows and bases, tiles of 128 x 128 and chunks of
-// 64, and where they pay, at most 1024 tokens.
-std::string shape_misfit(const Gemm& g) {
-  if (g.a.dtype != DType::BF16 || g.b.dtype != DType::BF16 || g.c.dtype != DType::BF16) return "operands not bf16";
-  if (g.m % kRows || g.k % kChunk)
-    return "a product of " + std::to_string(g.m) + " x " + std::to_string(g.n) + " x " + std::to_string(g.k) +
-           " (tokens and F multiples of 128, the hidden size of 64)";
-  if (g.lda % 8 || g.ldb % 8 || !aligned16(g.a.ptr) || !aligned16(g.b.ptr) || !aligned16(g.c.ptr))
-    return "rows or bases not on 16-byte boundaries";
-  if (g.m > 1024) return std::to_string(g.m) + " tokens, more than 1024";
-  return "";
-}
-bool plain(const Gemm& g) {
-  return g.alpha == 1.0f && g.beta == 0.0f && (g.c_in.empty() || g.c_in.ptr == g.c.ptr) && g.a_scale.empty() &&
-         g.b_scale.empty();
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 // both: a contraction into a fused multiply-add in one and not in the other made their bits differ.
 #include "ops/cuda_common.cuh"
 #include "ops/quantize.cuh"
+#include "ops/rope.cuh"
 #include "ops/rope.h"
 
 #include <climits>
@@ -20,11 +21,6 @@ namespace tt::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-
-// (x0 c - x1 sn, x0 sn + x1 c), each product and sum rounded as written.
-__device__ __forceinline__ float2 rotate_pair(float x0, float x1, float c, float sn) {
-  return make_float2(__fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, sn)), __fadd_rn(__fmul_rn(x0, sn), __fmul_rn(x1, c)));
-}
 
 // Thread i rotates kPairs consecutive pairs of one head of one token.
 template <class T, int kPairs>

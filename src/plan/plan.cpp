@@ -88,6 +88,13 @@ const std::vector<PlanSwitch>& plan_switches() {
       {"swiglu-in-down-gradient", &Plan::swiglu_in_down_gradient, 5,
        "SwiGLU's backward made in the epilogue of our own product for down's input gradient (bf16, TMA and wgmma), "
        "the bytes of cuBLAS's product and the SwiGLU kernel, where it pays (at most 1024 tokens): dh never stored"},
+      // Exact likewise (cuBLAS's and the RoPE kernel's bytes), but slower at the default shape: 8.5
+      // us a layer against 4.8 + 2.3, its 64 tiles half a wave (docs/versions/v6.md). Opt-in.
+      {"rope-in-qkv-product", &Plan::rope_in_qkv_product, 5,
+       "RoPE made in the epilogue of our own QKV product (bf16, TMA and wgmma), the bytes of cuBLAS's product and the "
+       "RoPE kernel, at most 1024 tokens: the queries and keys written once, one launch less a layer (opt-in: slower "
+       "at 8 x 128)",
+       false},
       // Measured no faster and less precise than E4M3 (docs/versions/v5.md). Opt-in.
       {"fp8-e5m2-gradients", &Plan::fp8_e5m2_gradients, 5,
        "the gradients entering the FP8 products in E5M2 (more range), not E4M3 (opt-in: less precise)", false},

@@ -56,6 +56,7 @@ struct Plan {
   bool grouped_weight_gradients = false;  // a layer's weight gradients in one launch of our own kernel, where it pays
   bool swiglu_in_gate_up = false;  // SwiGLU made in the epilogue of our own gate/up product
   bool swiglu_in_down_gradient = false;  // SwiGLU's backward in the epilogue of our own down input gradient
+  bool rope_in_qkv_product = false;      // RoPE made in the epilogue of our own QKV product
   bool fp8_e5m2_gradients = false;   // gradients in E5M2 (more range), not E4M3 (more precision)
   bool fp8_every_shape = false;      // FP8 wherever the products allow it, paying or not (opt-in)
 };

@@ -770,6 +770,25 @@ TEST(Fp8Model, SwigluInGateUpChangesNoBit) {
             std::string::npos);
 }
 
+// rope-in-qkv-product (opt-in): at the default shape RoPE is made in the epilogue of our QKV
+// product, with cuBLAS's and the RoPE kernel's bytes (GpuRopeProduct): five steps of v5 with it
+// give v5's bits. At 8 x 256 the header says why it does not run.
+TEST(Fp8Model, RopeInQkvProductChangesNoBit) {
+  REQUIRE_GPU();
+  Plan off = plan_for_version(5);
+  off.amp = true;
+  ASSERT_FALSE(off.rope_in_qkv_product);
+  Plan on = off;
+  on.rope_in_qkv_product = true;
+  const FiveSteps a = five_steps(off, 128), b = five_steps(on, 128);
+  EXPECT_NE(b.products.find("RoPE in the QKV product's epilogue (rope-in-qkv-product)"), std::string::npos) << b.products;
+  EXPECT_EQ(a.products.find("RoPE"), std::string::npos) << a.products;
+  EXPECT_EQ(a.losses, b.losses);
+  EXPECT_TRUE(a.params == b.params);
+  EXPECT_NE(five_steps(on, 256).products.find("RoPE a kernel of its own (2048 tokens, more than 1024)"),
+            std::string::npos);
+}
+
 // swiglu-in-down-gradient (v5): at the default shape SwiGLU's backward is made in the epilogue of
 // our product for down's input gradient, with cuBLAS's and the SwiGLU kernel's bytes
 // (GpuGatedProduct).

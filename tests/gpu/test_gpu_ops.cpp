@@ -21,6 +21,7 @@
 #include "ops/gated_product.h"
 #include "ops/residual.h"
 #include "ops/rope.h"
+#include "ops/rope_product.h"
 #include "ops/swiglu.h"
 #include "ops/weight_gradients.h"
 
@@ -407,6 +408,53 @@ TEST(GpuGatedProduct, GivesCublasAndSwigluBytes) {
             "2048 tokens, more than 1024");
   EXPECT_EQ(cuda::swiglu_gradient_product_misfit(linear_dx_gemm(gu, 128, x, 128, w, 256, 128, 128, 1.0f), 128),
             "a product not of linear_dx_gemm's form (dx = dy W, alpha 1, beta 0)");
+  cublasDestroy(handle);
+}
+
+// rope-in-qkv-product: our QKV product with RoPE in its epilogue gives the bytes of cuBLAS's product
+// and the RoPE kernel after it, at the default shape, and with other head sizes, widths and
+// sequences (the positions from the row); and it says why where it does not take a product.
+TEST(GpuRopeProduct, GivesCublasAndRopeBytes) {
+  REQUIRE_GPU();
+  Random rnd{uint64_t(::testing::UnitTest::GetInstance()->random_seed()) * 43 + 5};
+  cublasHandle_t handle = nullptr;
+  ASSERT_EQ(cublasCreate(&handle), CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(cublasSetWorkspace(handle, nullptr, 0), CUBLAS_STATUS_SUCCESS);
+  const cuda::Blas cublas{handle, false, Stream{}};
+  struct Shape {
+    int n, c, seq_len;
+    AttnShape a;
+  };
+  for (const Shape& sh : {Shape{1024, 512, 128, {8, 128, 8, 4, 64}}, Shape{256, 192, 64, {4, 64, 4, 2, 64}},
+                          Shape{128, 64, 32, {4, 32, 2, 1, 128}}, Shape{512, 256, 100, {1, 512, 4, 4, 32}}}) {
+    const int n = sh.n, c = sh.c, q = int(sh.a.ld());
+    SCOPED_TRACE(testing::Message() << n << " tokens, C " << c << ", QKV " << q << ", D " << sh.a.D);
+    const RopeShape rope{n, sh.seq_len, sh.a.H + sh.a.KVH, sh.a.D, 0, q};
+    DeviceBuffer x(DType::BF16, rnd.uniform(size_t(n) * c)), w(DType::BF16, rnd.uniform(size_t(q) * c, 0.1));
+    DeviceBuffer table(DType::F32, rope_table(sh.seq_len, sh.a.D, 10000.0));
+    DeviceBuffer qkv(DType::BF16, size_t(n) * q), qkv2(DType::BF16, size_t(n) * q);
+    qkv2.poison();
+    cuda::gemm(cublas, linear_gemm(qkv, q, x, c, w, n, c, q));
+    cuda::rope(qkv, table, rope, false, true, Stream{});
+    const Gemm ours = linear_gemm(qkv2, q, x, c, w, n, c, q);
+    ASSERT_EQ(cuda::rope_product_misfit(ours, rope), "");
+    cuda::rope_product(ours, table, rope, Stream{});
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const std::vector<double> a = qkv.get(), b = qkv2.get();
+    size_t differ = 0;
+    for (size_t i = 0; i < a.size(); ++i) differ += a[i] != b[i];
+    EXPECT_EQ(differ, 0u) << "of " << a.size() << " qkv elements; first: " << a[0] << " against " << b[0];
+  }
+  DeviceBuffer x(DType::BF16, 2048 * 128), w(DType::BF16, 1024 * 128), qkv(DType::BF16, 2048 * 1024);
+  const RopeShape rope{2048, 128, 12, 64, 0, 1024};
+  EXPECT_EQ(cuda::rope_product_misfit(linear_gemm(qkv, 1024, x, 128, w, 2048, 128, 1024), rope),
+            "2048 tokens, more than 1024");
+  EXPECT_EQ(cuda::rope_product_misfit(linear_gemm(qkv, 1024, x, 128, w, 1024, 128, 1024), {1024, 128, 8, 64, 512, 1024}),
+            "512 columns rotated from column 512 (heads from column 0, of an even size that divides 128, whole tiles of "
+            "128 columns)");
+  EXPECT_EQ(cuda::rope_product_misfit(linear_gemm(qkv, 1000, x, 128, w, 1024, 128, 1000), rope),
+            "a product of 1024 x 1000 x 128 (tokens and the QKV width multiples of 128, the hidden size of 64, qkv "
+            "contiguous)");
   cublasDestroy(handle);
 }
 

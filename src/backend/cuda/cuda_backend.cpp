@@ -12,17 +12,18 @@
 #include "backend/backend.h"
 #include "core/cuda_check.h"
 #include "ops/adamw.h"
-#include "ops/gated_product.h"
 #include "ops/attention.h"
 #include "ops/attention_decode.h"
 #include "ops/convert.h"
 #include "ops/cross_entropy.h"
 #include "ops/embedding.h"
+#include "ops/gated_product.h"
 #include "ops/gemm.h"
 #include "ops/quantize.h"
 #include "ops/residual.h"
 #include "ops/rmsnorm.h"
 #include "ops/rope.h"
+#include "ops/rope_product.h"
 #include "ops/swiglu.h"
 #include "ops/weight_gradients.h"
 #include "trace/cupti_trace.h"
@@ -209,6 +210,15 @@ class CudaBackend final : public Backend {
     if (!matmul_group_misfit(products).empty()) return Backend::matmul_group(products);
     cuda::weight_gradients(products, kernel_stream());
   }
+  std::string qkv_rope_misfit(const Gemm& qkv, const std::vector<RopeShape>& ropes) const override {
+    if (!plan_.rope_in_qkv_product) return "rope-in-qkv-product off";
+    if (ropes.size() != 1) return "the queries and the keys rotated in two calls (without custom-rope)";
+    return cuda::rope_product_misfit(qkv, ropes[0]);
+  }
+  void qkv_rope(const Gemm& qkv, const Tensor& table, const std::vector<RopeShape>& ropes) override {
+    if (!qkv_rope_misfit(qkv, ropes).empty()) return Backend::qkv_rope(qkv, table, ropes);
+    cuda::rope_product(qkv, table, ropes[0], kernel_stream());
+  }
   std::string gate_up_swiglu_misfit(const Gemm& gate_up, int f) const override {
     return plan_.swiglu_in_gate_up ? cuda::gated_product_misfit(gate_up, f) : "swiglu-in-gate-up off";
   }
@@ -304,10 +314,14 @@ class CudaBackend final : public Backend {
     else
       cuda::attention_backward(blas(), dqkv, datt, qkv, saved, s, plan_.flash_attention, attn_);
   }
+  std::string attention_rope_backward_misfit(const AttnShape& s, const std::vector<RopeShape>& ropes) const override {
+    if (ropes.empty()) return "no RoPE before the attention";
+    return rope_backward_in_one_block(s) ? "" : "two launches";
+  }
   void attention_rope_backward(const Tensor& dqkv, const Tensor& datt, const Tensor& qkv, const Tensor& att,
                                const Tensor& saved, const AttnShape& s, const Tensor& table,
                                const std::vector<RopeShape>& ropes) override {
-    if (!rope_backward_in_one_block(s) || ropes.empty())
+    if (!attention_rope_backward_misfit(s, ropes).empty())
       return Backend::attention_rope_backward(dqkv, datt, qkv, att, saved, s, table, ropes);
     cuda::flash_attention_backward(dqkv, datt, qkv, att, saved, s, table.data<float>(), flash_scratch_,
                                    plan_.fused_attention_backward, true, kernel_stream(), true);
