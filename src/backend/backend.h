@@ -101,6 +101,11 @@ class Backend {
   // Its backward's start: dh = dy W_down (`down_dx`), then dgateup from dh and gateup. Why the
   // backend does not make them in one launch (the CUDA backend with swiglu-in-down-gradient), and
   // the two, by default the product then swiglu_backward.
+  virtual std::string down_swiglu_backward_misfit(const Gemm&, int) const { return "two launches"; }
+  virtual void down_swiglu_backward(const Gemm& down_dx, const Tensor& dgateup, const Tensor& gateup, int64_t n, int f) {
+    matmul(down_dx);
+    swiglu_backward(dgateup, down_dx.c, gateup, n, f);
+  }
   // The QKV product and RoPE after it (`ropes` over `table`, in place in qkv.c). Why the backend
   // does not make them in one launch, empty where it does (the CUDA backend with
   // rope-in-qkv-product, where the shape allows: ops/rope_product.h), and the two, by default the
@@ -109,11 +114,6 @@ class Backend {
   virtual void qkv_rope(const Gemm& qkv, const Tensor& table, const std::vector<RopeShape>& ropes) {
     matmul(qkv);
     for (const RopeShape& r : ropes) rope_forward(qkv.c, table, r);
-  }
-  virtual std::string down_swiglu_backward_misfit(const Gemm&, int) const { return "two launches"; }
-  virtual void down_swiglu_backward(const Gemm& down_dx, const Tensor& dgateup, const Tensor& gateup, int64_t n, int f) {
-    matmul(down_dx);
-    swiglu_backward(dgateup, down_dx.c, gateup, n, f);
   }
   virtual void embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& wte,
                                  int64_t n, int c) = 0;

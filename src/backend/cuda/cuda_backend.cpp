@@ -210,15 +210,6 @@ class CudaBackend final : public Backend {
     if (!matmul_group_misfit(products).empty()) return Backend::matmul_group(products);
     cuda::weight_gradients(products, kernel_stream());
   }
-  std::string qkv_rope_misfit(const Gemm& qkv, const std::vector<RopeShape>& ropes) const override {
-    if (!plan_.rope_in_qkv_product) return "rope-in-qkv-product off";
-    if (ropes.size() != 1) return "the queries and the keys rotated in two calls (without custom-rope)";
-    return cuda::rope_product_misfit(qkv, ropes[0]);
-  }
-  void qkv_rope(const Gemm& qkv, const Tensor& table, const std::vector<RopeShape>& ropes) override {
-    if (!qkv_rope_misfit(qkv, ropes).empty()) return Backend::qkv_rope(qkv, table, ropes);
-    cuda::rope_product(qkv, table, ropes[0], kernel_stream());
-  }
   std::string gate_up_swiglu_misfit(const Gemm& gate_up, int f) const override {
     return plan_.swiglu_in_gate_up ? cuda::gated_product_misfit(gate_up, f) : "swiglu-in-gate-up off";
   }
@@ -234,6 +225,15 @@ class CudaBackend final : public Backend {
     if (!down_swiglu_backward_misfit(down_dx, f).empty())
       return Backend::down_swiglu_backward(down_dx, dgateup, gateup, n, f);
     cuda::swiglu_gradient_product(down_dx, dgateup, gateup, f, kernel_stream());
+  }
+  std::string qkv_rope_misfit(const Gemm& qkv, const std::vector<RopeShape>& ropes) const override {
+    if (!plan_.rope_in_qkv_product) return "rope-in-qkv-product off";
+    if (ropes.size() != 1) return "the queries and the keys rotated in two calls (without custom-rope)";
+    return cuda::rope_product_misfit(qkv, ropes[0]);
+  }
+  void qkv_rope(const Gemm& qkv, const Tensor& table, const std::vector<RopeShape>& ropes) override {
+    if (!qkv_rope_misfit(qkv, ropes).empty()) return Backend::qkv_rope(qkv, table, ropes);
+    cuda::rope_product(qkv, table, ropes[0], kernel_stream());
   }
   void embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& wte, int64_t n, int c) override {
     cuda::embedding_forward(out, tokens, wte, n, c, kernel_stream());
