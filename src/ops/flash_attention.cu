@@ -65,6 +65,7 @@
 
 #include "ops/attention.h"
 #include "ops/cuda_common.cuh"
+#include "ops/rope.cuh"
 #include "ops/hopper.cuh"
 #include "ops/quantize.cuh"
 
@@ -182,7 +183,7 @@ __device__ __forceinline__ void rotate_tile(unsigned char* tile, const float* ro
 // the table from the output.
 template <int D>
 __device__ __forceinline__ float2 rope_pair(const float* rope, int pos, int pair) {
-  return rope ? *reinterpret_cast<const float2*>(rope + int64_t(pos) * D + 2 * pair) : float2{};
+  return rope ? rope_cos_sin(rope, D, pos, pair) : float2{};
 }
 __device__ __forceinline__ float2 turn_back(float x, float y, const float* rope, float2 cs) {
   return rope ? make_float2(x * cs.x + y * cs.y, y * cs.x - x * cs.y) : make_float2(x, y);

@@ -48,8 +48,7 @@ __global__ void __launch_bounds__(kThreads) qkv_rope_kernel(Successor next, cons
 #pragma unroll
     for (int n = 0; n < kCols / 8; ++n) {
       const int pair = (c0 + 8 * n + 2 * fr.t) % op.head_dim / 2;
-      cs[n] = rotated ? *reinterpret_cast<const float2*>(op.table + (int64_t(pos) * (op.head_dim / 2) + pair) * 2)
-                      : float2{};
+      cs[n] = rotated ? rope_cos_sin(op.table, op.head_dim, pos, pair) : float2{};
     }
 #pragma unroll
     for (int n = 0; n < kCols / 8; ++n) {
