@@ -62,16 +62,6 @@ const std::vector<PlanSwitch>& plan_switches() {
        "our flash attention's backward in one kernel: dK/dV's blocks add dS K into dQ, taking turns in a fixed "
        "order (five tile products a step, not seven; opt-in: slower)",
        false},
-      // The default v5 step 1.124 -> 1.113 ms on an H200 (docs/versions/v6.md), but dQ, dK and dV
-      // are summed in other orders than the two kernels': not in v5's preset, which keeps v4's
-      // bits where FP8 does not pay (Fp8Model.WhereFp8DoesNotPayVersion5IsVersion4BitForBit).
-      // Opt-in.
-      {"attention-backward-in-one-block", &Plan::attention_backward_in_one_block, 5,
-       "our flash attention's backward (bf16) in one kernel where sequences are at most 128 tokens (head size 64): "
-       "a block per sequence and query head makes dQ, dK and dV, dQ summed on chip, dK and dV over the group's blocks "
-       "through distributed shared memory, dQ and dK turned back through RoPE as they are written (opt-in: other bits "
-       "than v4's)",
-       false},
       // Exact (cuBLAS's bytes, the same training bits); the default step 1.211 -> 1.151 ms on an
       // H200 once the residual stream's gradient had a second buffer instead of a copy
       // (docs/versions/v6.md). Where its rule refuses, the products go one by one as before.
@@ -100,6 +90,14 @@ const std::vector<PlanSwitch>& plan_switches() {
        "the gradients entering the FP8 products in E5M2 (more range), not E4M3 (opt-in: less precise)", false},
       {"fp8-every-shape", &Plan::fp8_every_shape, 5, "FP8 products at every shape that allows them, paying or not (opt-in)",
        false},
+      // Version 6's first piece: the default step 1.138-1.141 -> 1.108-1.111 ms on an H200
+      // (docs/versions/v6.md). dQ, dK and dV are summed in other orders than the two kernels', so
+      // it is not in v5, which keeps v4's bits where FP8 does not pay
+      // (Fp8Model.WhereFp8DoesNotPayVersion5IsVersion4BitForBit); v6 tracks v5 within bf16's bounds.
+      {"attention-backward-in-one-block", &Plan::attention_backward_in_one_block, 6,
+       "our flash attention's backward (bf16) in one kernel where sequences are at most 128 tokens (head size 64): "
+       "a block per sequence and query head makes dQ, dK and dV, dQ summed on chip, dK and dV over the group's blocks "
+       "through distributed shared memory, dQ and dK turned back through RoPE as they are written"},
   };
   return switches;
 }

@@ -83,7 +83,7 @@ TEST(Bench, ListFlags) {
   EXPECT_EQ(o.seq_lens, (std::vector<int>{128, 256}));
   EXPECT_EQ(o.precisions, (std::vector<std::string>{"fp32", "bf16"}));
   EXPECT_EQ(o.disable, (std::vector<std::string>{"cuda-graph"}));
-  EXPECT_THROW(parse_bench_options({"--levels", "v6"}, o), UsageError);
+  EXPECT_THROW(parse_bench_options({"--levels", "v7"}, o), UsageError);
 }
 
 TEST(Bench, JsonAndCsvWriters) {
@@ -175,7 +175,7 @@ TEST(Validate, CpuAgainstDoubleAndTheBounds) {
 }
 
 // The op cases (src/bench/op_case.h): registered in the order of `kernels`' rows, 26 rows of a
-// case and a version from v1 to v5.
+// case and a version from v1 to v6.
 TEST(OpCases, TheRowsOfKernels) {
   std::vector<std::string> names;
   int rows = 0;
@@ -186,7 +186,7 @@ TEST(OpCases, TheRowsOfKernels) {
   }
   EXPECT_EQ(names, (std::vector<std::string>{"attention", "rmsnorm", "swiglu", "rope", "residual_norm",
                                              "cross_entropy", "quantize", "linear", "gated_product"}));
-  EXPECT_EQ(rows, 26);
+  EXPECT_EQ(rows, 27);
 }
 
 // `kernels --check`'s code (check_against_reference) with the fp32 CPU backend in place of the GPU:

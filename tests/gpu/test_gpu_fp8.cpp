@@ -798,30 +798,32 @@ TEST(Fp8Model, SwigluInDownGradientChangesNoBit) {
                                        "SwiGLU's backward in down's input gradient's epilogue");
 }
 
-// attention-backward-in-one-block (opt-in): at the default shape, and at 100 tokens (a partial
+// Version 6 (attention-backward-in-one-block): at the default shape, and at 100 tokens (a partial
 // query tile), the attention's backward is one kernel, a block a sequence and query head. It sums
 // dQ, dK and dV in other orders (GpuAttention.OneBlockBackward...) and turns dQ and dK back
-// through RoPE before rounding them to bf16, so five steps keep to the two kernels' (and RoPE's
-// backward kernel's) losses within what bf16 roundings of them move them. At 8 x 256 the header
-// says why the two kernels run.
-TEST(Fp8Model, AttentionBackwardInOneBlockTracksTheTwoKernels) {
+// through RoPE before rounding them to bf16, so five steps keep to v5's losses (the two kernels and
+// RoPE's backward kernel) within what bf16 roundings of them move them, and repeat their own bits.
+// At 8 x 256 the header says why the two kernels run.
+TEST(Fp8Model, Version6TracksVersion5AndRepeatsItsBits) {
   REQUIRE_GPU();
-  Plan off = plan_for_version(5);
-  off.amp = true;
-  ASSERT_FALSE(off.attention_backward_in_one_block);
-  Plan on = off;
-  on.attention_backward_in_one_block = true;
+  Plan v5 = plan_for_version(5), v6 = plan_for_version(6);
+  v5.amp = v6.amp = true;
+  ASSERT_FALSE(v5.attention_backward_in_one_block);
+  ASSERT_TRUE(v6.attention_backward_in_one_block);
   for (int T : {128, 100}) {
     SCOPED_TRACE(testing::Message() << "T " << T);
-    const FiveSteps a = five_steps(off, T), b = five_steps(on, T);
+    const FiveSteps a = five_steps(v5, T), b = five_steps(v6, T);
     EXPECT_NE(b.attention.find("the backward one block a sequence and query head, RoPE's backward in it"),
               std::string::npos)
         << b.attention;
     EXPECT_EQ(a.attention.find("one block"), std::string::npos) << a.attention;
     ASSERT_EQ(a.losses.size(), b.losses.size());
     for (size_t i = 0; i < a.losses.size(); ++i) EXPECT_NEAR(b.losses[i], a.losses[i], 2e-3) << "step " << i + 1;
+    const FiveSteps again = five_steps(v6, T);
+    EXPECT_EQ(again.losses, b.losses);
+    EXPECT_TRUE(again.params == b.params);
   }
-  const std::string at256 = five_steps(on, 256).attention;
+  const std::string at256 = five_steps(v6, 256).attention;
   EXPECT_NE(at256.find("the backward in two kernels: sequences of 256, more than 128"), std::string::npos) << at256;
 }
 

@@ -80,7 +80,7 @@ TEST(GpuKernelCheck, EveryRowMatches) {
     std::ostringstream log;
     const std::vector<KernelRow> rows = run_kernel_bench(o, log);
     EXPECT_EQ(kernel_check_failures(rows), 0) << log.str();
-    EXPECT_EQ(rows.size(), 49u) << log.str();  // 26 case versions, each fwd and bwd but the cross-entropy's three rows
+    EXPECT_EQ(rows.size(), 51u) << log.str();  // 27 case versions, each fwd and bwd but the cross-entropy's three rows
     std::cout << log.str();
   }
 }

@@ -1,4 +1,4 @@
-// A profiled run on the GPU, v1 to v5: it writes all its files, each stream's kernels of a step
+// A profiled run on the GPU, v1 to v6: it writes all its files, each stream's kernels of a step
 // fit in the step's measured time, the kernel table adds up to the streams' busy times, the
 // printed account of each step adds up to its window and the window fits in the step, and every
 // step launches the same number of kernels.
@@ -129,7 +129,7 @@ TEST_P(GpuProfile, ThreeStepTraceIsCompleteAndConsistent) {
   EXPECT_EQ(log.str().find("error in the profile"), std::string::npos) << "a module or family above its ceiling:\n" << log.str();
 }
 
-INSTANTIATE_TEST_SUITE_P(Versions, GpuProfile, ::testing::Values(1, 2, 3, 4, 5));
+INSTANTIATE_TEST_SUITE_P(Versions, GpuProfile, ::testing::Values(1, 2, 3, 4, 5, 6));
 
 }  // namespace
 }  // namespace tt::test

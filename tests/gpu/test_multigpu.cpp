@@ -85,7 +85,7 @@ class MultiGpu : public DistRun, public ::testing::WithParamInterface<int> {
 
 TEST_P(MultiGpu, EveryVersionComputesWhatOneGpuComputes) {
   std::string err;
-  for (const char* version : {"v1", "v2", "v3", "v4", "v5"}) {
+  for (const char* version : {"v1", "v2", "v3", "v4", "v5", "v6"}) {
     for (const std::string precision : {"fp32", "bf16"}) {
       SCOPED_TRACE(std::string(version) + " " + precision);
       const std::string base = std::string("--version ") + version + (precision == "bf16" ? " --use-amp" : "") +

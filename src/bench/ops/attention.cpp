@@ -2,7 +2,8 @@
 // grouped heads: v1 materialized scores, v2 cuDNN's flash attention in bf16 (the fused softmax in
 // fp32), v3 our flash attention (tensor cores in bf16, FMA in fp32), v5 ours in bf16 with its
 // output in FP8 too (fp8-fused-attention, as op_sequences.h's attention_forward makes
-// it). Its extra checks: every head size and grouping at sequences of 1 to 1000, grids for two
+// it), v6 with the backward in one kernel where sequences are at most 128 tokens
+// (attention-backward-in-one-block, against v5's two). Its extra checks: every head size and grouping at sequences of 1 to 1000, grids for two
 // warpgroups a block (batch 44) and backwards that split their columns (batch 14, and T = 1000 on
 // an H100), with the implementation each version must pick.
 #include <fmt/format.h>
@@ -20,9 +21,11 @@ class AttentionCase final : public OpCase {
  public:
   using OpCase::OpCase;
   const char* name() const override { return "attention"; }
-  bool has_version(int version) const override { return version <= 3 || version == 5; }
-  int base_version(int version) const override { return version == 5 ? 3 : 2; }
-  std::vector<bool Plan::*> switches() const override { return {&Plan::custom_attention, &Plan::fp8_fused_attention}; }
+  bool has_version(int version) const override { return version <= 3 || version >= 5; }
+  int base_version(int version) const override { return version == 6 ? 5 : version == 5 ? 3 : 2; }
+  std::vector<bool Plan::*> switches() const override {
+    return {&Plan::custom_attention, &Plan::fp8_fused_attention, &Plan::attention_backward_in_one_block};
+  }
   // In fp32 the backend keeps v2's materialized attention where its scores fit (it is faster
   // there); the v3 row takes our FMA flash attention all the same.
   void adjust_plan(Plan& p) const override {
@@ -77,6 +80,8 @@ class AttentionCase final : public OpCase {
       const std::string kind = rig->backend().attention_kind();
       if (version == 2 && bf16 && s.T > 1) log.expect(kind.find("cuDNN") != std::string::npos, kind);
       if (version >= 3 && bf16) log.expect(kind.rfind("our flash attention (", 0) == 0, kind);
+      if (bf16)  // v6's backward: one kernel where the sequences are at most 128 tokens (head size 64)
+        log.expect((kind.find("one block") != std::string::npos) == (version == 6 && s.T <= 128 && s.D == 64), kind);
       const auto ours = log.expect_reference(
           *rig, {{"dqkv", bf16 ? 2e-2 : 1e-5}, {"att8 rows", 0x1p-3}, {"att8 cols", 0x1p-3}});  // one E4M3 step
       if (version >= 3)  // ours: the backward repeats its bits

@@ -19,7 +19,7 @@ class LinearCase final : public OpCase {
   explicit LinearCase(const OpShape& s)
       : OpCase(s), n_(int(s.tokens())), in_(s.hidden), out_(2 * s.intermediate), ld_(2 * s.intermediate) {}
   const char* name() const override { return "linear"; }
-  bool has_version(int version) const override { return version >= 4; }
+  bool has_version(int version) const override { return version == 4 || version == 5; }
   int base_version(int) const override { return 4; }
   std::vector<bool Plan::*> switches() const override { return {&Plan::fp8}; }
 
