@@ -1,8 +1,8 @@
 // RoPE in the epilogue of the QKV product (see rope_product.h for the contract).
 //
-// A tile of tile_product.cuh: 128 rows by 128 columns of qkv, W's rows c0.. K-major, one wgmma of
-// width 128 a step. Each thread holds columns 8 n + 2 t and + 1 of its rows: a pair of one head
-// (the head size even and dividing 128). The epilogue rounds the sums to bf16 as cuBLAS's product
+// A tile of tile_product.cuh: 128 rows by kN columns of qkv, W's rows c0.. K-major, one wgmma of
+// width kN a step. Each thread holds columns 8 n + 2 t and + 1 of its rows: a pair of one head (the
+// head size even). The epilogue rounds the sums to bf16 as cuBLAS's product
 // stores them, turns the pairs of the rotated heads by the table as the RoPE kernel does (rope.cuh)
 // and stores the tile. A row's 16 (cos, sin) are read before any is used: reads between stores
 // would each wait for the store before them (flash_attention.cu's one-block kernel measured that).
@@ -16,42 +16,48 @@ namespace {
 
 using namespace tile;
 
+// Tiles of 64 columns: 128 of them at 8 x 128 (QKV 1024 wide), one wave of 132 SMs. Eight buffers
+// (192 KB): six of the eight chunks of a hidden size of 512 asked for at once. On an H200 at 8 x 128
+// the kernel took 9.3 us with tiles of 128 columns, 8.3 with 64 and four buffers, 6.4 with eight
+// (docs/data/2026-11-29-h200-v6-version).
+constexpr int kN = 64, kBuffers = 8;
+
 struct RopeOp {
-  CUtensorMap x, w;    // x [n, C] and W [Q, C], in boxes of 64 columns by 128 rows
+  CUtensorMap x, w;    // x [n, C] in boxes of 64 columns by 128 rows, W [Q, C] by kN rows
   bf16_t* qkv;         // [n, Q]
   const float* table;  // [T, D]: (cos, sin) of pair i at position p at (p D / 2 + i) 2
   int c, q, rotated, seq_len, head_dim;  // C, Q; the columns rotated (heads x D, from 0)
 };
-constexpr int kSmem = kStages * (kABytes + kBPartBytes) + 8 * kStages + kSmemAlign;
+constexpr int kSmem = kBuffers * (kABytes + kN * 128) + 8 * kBuffers + kSmemAlign;
 
 __global__ void __launch_bounds__(kThreads) qkv_rope_kernel(Successor next, const __grid_constant__ RopeOp op) {
   unsigned char* smem = aligned_smem();
-  const uint32_t bars = smem_addr(smem + kStages * (kABytes + kBPartBytes));
-  const int tiles_n = op.q / kCols;
-  const int m0 = int(blockIdx.x) / tiles_n * kRows, c0 = int(blockIdx.x) % tiles_n * kCols;
-  mbar_init_all(bars, kStages);
+  const uint32_t bars = smem_addr(smem + kBuffers * (kABytes + kN * 128));
+  const int tiles_n = op.q / kN;
+  const int m0 = int(blockIdx.x) / tiles_n * kRows, c0 = int(blockIdx.x) % tiles_n * kN;
+  mbar_init_all(bars, kBuffers);
   __syncthreads();
   await_previous_kernel(next);
-  float acc[1][64];
-  tile_sums<1, 0>(acc, smem, bars, op.c / kChunk, [&](int c, uint32_t st, uint32_t bar) {
-    mbar_expect(bar, kABytes + kBPartBytes);
+  float acc[1][kN / 2];
+  tile_sums<1, 0, kN, kBuffers>(acc, smem, bars, op.c / kChunk, [&](int c, uint32_t st, uint32_t bar) {
+    mbar_expect(bar, kABytes + kN * 128);
     tma_load_2d(st, &op.x, c * kChunk, m0, bar);
     tma_load_2d(st + kABytes, &op.w, c * kChunk, c0, bar);
   });
-  constexpr int kPitch = kCols * 2 + 16;  // a staged row
+  constexpr int kPitch = kN * 2 + 16;  // a staged row
   const Fragment fr;
-  const bool rotated = c0 < op.rotated;  // a tile's columns are all rotated or none (128 | heads x D)
+  const bool rotated = c0 < op.rotated;  // a tile's columns are all rotated or none (kN | heads x D)
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int row = fr.row0 + 8 * r, pos = (m0 + row) % op.seq_len;
-    float2 cs[kCols / 8];
+    float2 cs[kN / 8];
 #pragma unroll
-    for (int n = 0; n < kCols / 8; ++n) {
+    for (int n = 0; n < kN / 8; ++n) {
       const int pair = (c0 + 8 * n + 2 * fr.t) % op.head_dim / 2;
       cs[n] = rotated ? rope_cos_sin(op.table, op.head_dim, pos, pair) : float2{};
     }
 #pragma unroll
-    for (int n = 0; n < kCols / 8; ++n) {
+    for (int n = 0; n < kN / 8; ++n) {
       const int i = 4 * n + 2 * r;
       __nv_bfloat162 v = __floats2bfloat162_rn(acc[0][i], acc[0][i + 1]);
       if (rotated) {
@@ -61,21 +67,20 @@ __global__ void __launch_bounds__(kThreads) qkv_rope_kernel(Successor next, cons
       *reinterpret_cast<__nv_bfloat162*>(smem + row * kPitch + (8 * n + 2 * fr.t) * 2) = v;
     }
   }
-  write_staged<1>(smem, [&](int r, int) { return op.qkv + int64_t(m0 + r) * op.q + c0; });
+  write_staged<1, kN>(smem, [&](int r, int) { return op.qkv + int64_t(m0 + r) * op.q + c0; });
 }
 
 }  // namespace
 
 std::string rope_product_misfit(const Gemm& g, const RopeShape& rope) {
   if (g.trans_a || !g.trans_b || !plain(g)) return "a product not of linear_gemm's form (y = x W^T, alpha 1, beta 0)";
-  if (g.n % kCols || g.ldc != g.n)
+  if (g.n % kN || g.ldc != g.n)
     return "a product of " + std::to_string(g.m) + " x " + std::to_string(g.n) + " x " + std::to_string(g.k) +
-           " (tokens and the QKV width multiples of 128, the hidden size of 64, qkv contiguous)";
+           " (tokens multiples of 128, the QKV width of " + std::to_string(kN) + ", the hidden size of 64, qkv contiguous)";
   const int64_t rotated = int64_t(rope.heads) * rope.head_dim;
-  if (rope.col != 0 || rope.ld != g.n || rope.tokens != g.m || rope.head_dim % 2 || kCols % rope.head_dim ||
-      rotated > g.n || rotated % kCols)
+  if (rope.col != 0 || rope.ld != g.n || rope.tokens != g.m || rope.head_dim % 2 || rotated > g.n || rotated % kN)
     return std::to_string(rotated) + " columns rotated from column " + std::to_string(rope.col) +
-           " (heads from column 0, of an even size that divides 128, whole tiles of 128 columns)";
+           " (heads from column 0, of an even size, whole tiles of " + std::to_string(kN) + " columns)";
   return shape_misfit(g);
 }
 
@@ -83,11 +88,11 @@ void rope_product(const Gemm& g, const Tensor& table, const RopeShape& rope, Str
   TT_CHECK(rope_product_misfit(g, rope).empty(), "rope_product: " + rope_product_misfit(g, rope));
   TT_CHECK(table.dtype == DType::F32 && table.numel >= int64_t(rope.seq_len) * rope.head_dim,
            "rope_product: the table is fp32 [T, D]");
-  const RopeOp op{bf16_boxes(g.a, g.m, g.k, g.lda, kRows), bf16_boxes(g.b, g.n, g.k, g.ldb, kCols),
+  const RopeOp op{bf16_boxes(g.a, g.m, g.k, g.lda, kRows), bf16_boxes(g.b, g.n, g.k, g.ldb, kN),
                   static_cast<bf16_t*>(g.c.ptr), table.data<float>(), g.k, g.n, rope.heads * rope.head_dim,
                   rope.seq_len, rope.head_dim};
   CUDA_CHECK(cudaFuncSetAttribute(qkv_rope_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-  launch("qkv_rope_kernel", qkv_rope_kernel, (g.m / kRows) * (g.n / kCols), kThreads, kSmem, s, op);
+  launch("qkv_rope_kernel", qkv_rope_kernel, (g.m / kRows) * (g.n / kN), kThreads, kSmem, s, op);
 }
 
 }  // namespace tt::cuda

@@ -16,9 +16,9 @@
 namespace tt::cuda {
 
 // Whether the kernel takes the product and the rotation: linear_gemm's form (y = x W^T, alpha 1,
-// beta 0), bf16 x, W and qkv, qkv contiguous [n, Q]; n and Q multiples of 128, C of 64; 16-byte
-// rows and bases; `rope` the heads from column 0 of that qkv, of an even head size that divides
-// 128; and where it pays: at most 1024 tokens. Empty when it does, else why.
+// beta 0), bf16 x, W and qkv, qkv contiguous [n, Q]; n a multiple of 128, Q and C of 64; 16-byte
+// rows and bases; `rope` the heads from column 0 of that qkv, of an even head size, whole tiles of
+// 64 columns; and where it pays: at most 1024 tokens. Empty when it does, else why.
 std::string rope_product_misfit(const Gemm& qkv, const RopeShape& rope);
 // qkv.c, rotated by `table` (fp32 [rope.seq_len, rope.head_dim]) as above; it must fit.
 void rope_product(const Gemm& qkv, const Tensor& table, const RopeShape& rope, Stream s);

@@ -1,8 +1,8 @@
 // Our own product tiles with an epilogue (gated_product.cu, rope_product.cu): 128 token rows (two
-// warpgroups of 64) by 128 columns a part, A K-major, through kStages buffers that TMA fills a
-// chunk of 64 along K at a time (128-byte-swizzled boxes), as in weight_gradients.cu, the sums in
-// the order of cuBLAS's; and the store of the tile, staged in the free buffers, as 16-byte pieces
-// of whole rows (write_staged).
+// warpgroups of 64) by kN columns a part (128, or 64 for twice the tiles), A K-major, through
+// buffers that TMA fills a chunk of 64 along K at a time (128-byte-swizzled boxes), as in
+// weight_gradients.cu, the sums in the order of cuBLAS's; and the store of the tile, staged in the
+// free buffers, as 16-byte pieces of whole rows (write_staged).
 #pragma once
 #include <string>
 
@@ -17,29 +17,31 @@ constexpr int kABytes = kRows * 128, kBPartBytes = kCols * 128;  // a chunk of A
 constexpr int kBox = 64 * kRows * 2;  // a [128 rows][64 columns] box of bf16 (the 128-byte swizzle): 16 KB
 
 // The sums of a tile of 128 rows (a warpgroup's 64 in each thread's acc) over C / 64 chunks of K:
-// kParts wgmma of 128 columns a step, acc[p] from part p of B (128 rows of a K-major B, or 128
-// columns of an MN-major one with kTransB). The chunks run through kStages buffers at `smem`
-// (tma_ring of hopper.cuh); `load(c, buffer, bar)` issues chunk c's copies (A at the buffer, B's
-// parts after it) and the barrier's expected bytes.
-template <int kParts, int kTransB, class Load>
-__device__ __forceinline__ void tile_sums(float (&acc)[kParts][64], unsigned char* smem, uint32_t bars, int chunks,
+// kParts wgmma of kN columns a step, acc[p] from part p of B (kN rows of a K-major B, or 128
+// columns of an MN-major one with kTransB). The chunks run through kBuffers buffers at `smem`
+// (tma_ring of hopper.cuh: the copies kBuffers - 2 chunks ahead); `load(c, buffer, bar)` issues
+// chunk c's copies (A at the buffer, B's parts after it, kN x 128 bytes each) and the barrier's
+// expected bytes.
+template <int kParts, int kTransB, int kN = kCols, int kBuffers = kStages, class Load>
+__device__ __forceinline__ void tile_sums(float (&acc)[kParts][kN / 2], unsigned char* smem, uint32_t bars, int chunks,
                                           Load&& load) {
-  constexpr int kStageBytes = kABytes + kParts * kBPartBytes;
+  static_assert(kN == kCols || (kN == 64 && !kTransB), "tiles of 128 columns, or 64 of a K-major B");
+  constexpr int kPartBytes = kN * 128, kStageBytes = kABytes + kParts * kPartBytes;
   const int wg = threadIdx.x / kWarpgroup;
 #pragma unroll
   for (int p = 0; p < kParts; ++p)
 #pragma unroll
-    for (int i = 0; i < 64; ++i) acc[p][i] = 0.0f;
-  tma_ring<kStages>(smem, kStageBytes, bars, chunks, load, [&](uint32_t st) {
+    for (int i = 0; i < kN / 2; ++i) acc[p][i] = 0.0f;
+  tma_ring<kBuffers>(smem, kStageBytes, bars, chunks, load, [&](uint32_t st) {
     const uint64_t da = k_major_sw128(st + wg * 64 * 128);
     wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < kChunk / 16; ++ks)
 #pragma unroll
       for (int p = 0; p < kParts; ++p) {
-        const uint32_t b = st + kABytes + p * kBPartBytes;
+        const uint32_t b = st + kABytes + p * kPartBytes;
         const uint64_t db = kTransB ? mn_major_sw128(b) + ks * (2048 >> 4) : k_major_sw128(b) + 2 * ks;
-        Wgmma<128>::ss<kTransB>(acc[p], da + 2 * ks, db, 1);
+        Wgmma<kN>::template ss<kTransB>(acc[p], da + 2 * ks, db, 1);
       }
     wgmma_commit();
     if constexpr (kParts == 1) wgmma_wait<1>(acc[0]);  // chunk c - 1's products done
@@ -51,7 +53,7 @@ __device__ __forceinline__ void tile_sums(float (&acc)[kParts][64], unsigned cha
 }
 
 // Thread (warp w of its warpgroup, g = lane / 4, t = lane % 4) holds rows 16 w + g and + 8 of its
-// warpgroup's 64, columns 8 n + 2 t and + 1 of each 128 (hopper.cuh).
+// warpgroup's 64, columns 8 n + 2 t and + 1 of each part (hopper.cuh).
 struct Fragment {
   int row0, t;
   __device__ Fragment()
@@ -59,11 +61,11 @@ struct Fragment {
         t(int(threadIdx.x % 4)) {}
 };
 
-// The staged rows (kParts pieces of 128 bf16 each, 16 bytes apart against bank conflicts) written
-// as 16-byte pieces of whole rows: piece p of row r to out(r, p) .. + 128.
-template <int kParts, class Out>
+// The staged rows (kParts pieces of kN bf16 each, 16 bytes apart against bank conflicts) written
+// as 16-byte pieces of whole rows: piece p of row r to out(r, p) .. + kN.
+template <int kParts, int kN = kCols, class Out>
 __device__ __forceinline__ void write_staged(const unsigned char* staged, Out out) {
-  constexpr int kPitch = kParts * kCols * 2 + 16, kPartPieces = kCols * 2 / 16, kPieces = kParts * kPartPieces;
+  constexpr int kPitch = kParts * kN * 2 + 16, kPartPieces = kN * 2 / 16, kPieces = kParts * kPartPieces;
   __syncthreads();
   for (int i = threadIdx.x; i < kRows * kPieces; i += kThreads) {
     const int r = i / kPieces, piece = i % kPieces;

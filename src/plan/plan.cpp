@@ -78,13 +78,6 @@ const std::vector<PlanSwitch>& plan_switches() {
       {"swiglu-in-down-gradient", &Plan::swiglu_in_down_gradient, 5,
        "SwiGLU's backward made in the epilogue of our own product for down's input gradient (bf16, TMA and wgmma), "
        "the bytes of cuBLAS's product and the SwiGLU kernel, where it pays (at most 1024 tokens): dh never stored"},
-      // Exact likewise (cuBLAS's and the RoPE kernel's bytes), but slower at the default shape: 8.5
-      // us a layer against 4.8 + 2.3, its 64 tiles half a wave (docs/versions/v6.md). Opt-in.
-      {"rope-in-qkv-product", &Plan::rope_in_qkv_product, 5,
-       "RoPE made in the epilogue of our own QKV product (bf16, TMA and wgmma), the bytes of cuBLAS's product and the "
-       "RoPE kernel, at most 1024 tokens: the queries and keys written once, one launch less a layer (opt-in: slower "
-       "at 8 x 128)",
-       false},
       // Measured no faster and less precise than E4M3 (docs/versions/v5.md). Opt-in.
       {"fp8-e5m2-gradients", &Plan::fp8_e5m2_gradients, 5,
        "the gradients entering the FP8 products in E5M2 (more range), not E4M3 (opt-in: less precise)", false},
@@ -98,6 +91,13 @@ const std::vector<PlanSwitch>& plan_switches() {
        "our flash attention's backward (bf16) in one kernel where sequences are at most 128 tokens (head size 64): "
        "a block per sequence and query head makes dQ, dK and dV, dQ summed on chip, dK and dV over the group's blocks "
        "through distributed shared memory, dQ and dK turned back through RoPE as they are written"},
+      // Exact (cuBLAS's and the RoPE kernel's bytes, the same training bits); at the default shape its
+      // kernel 6.4 us a layer against cuBLAS's 4.9 and RoPE's 2.2, the v6 step 1.103-1.105 -> 1.093-1.094
+      // ms on an H200 (docs/versions/v6.md). Where its rule refuses, the product and the kernel as before.
+      {"rope-in-qkv-product", &Plan::rope_in_qkv_product, 6,
+       "RoPE made in the epilogue of our own QKV product (bf16, TMA and wgmma, tiles of 64 columns), the bytes of "
+       "cuBLAS's product and the RoPE kernel, at most 1024 tokens: the queries and keys written once, one launch "
+       "less a layer"},
   };
   return switches;
 }

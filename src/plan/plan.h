@@ -55,11 +55,11 @@ struct Plan {
   bool grouped_weight_gradients = false;  // a layer's weight gradients in one launch of our own kernel, where it pays
   bool swiglu_in_gate_up = false;  // SwiGLU made in the epilogue of our own gate/up product
   bool swiglu_in_down_gradient = false;  // SwiGLU's backward in the epilogue of our own down input gradient
-  bool rope_in_qkv_product = false;      // RoPE made in the epilogue of our own QKV product
   bool fp8_e5m2_gradients = false;   // gradients in E5M2 (more range), not E4M3 (more precision)
   bool fp8_every_shape = false;      // FP8 wherever the products allow it, paying or not (opt-in)
   // Version 6: kernels that hold more of a transformer block (the short steps that wait on latency).
   bool attention_backward_in_one_block = false;  // our flash attention's backward, short sequences: a block makes all
+  bool rope_in_qkv_product = false;  // RoPE made in the epilogue of our own QKV product
 };
 
 // A switch of the plan, by the name users type in --enable-NAME / --disable-NAME.

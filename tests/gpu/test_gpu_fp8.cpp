@@ -770,16 +770,16 @@ TEST(Fp8Model, SwigluInGateUpChangesNoBit) {
             std::string::npos);
 }
 
-// rope-in-qkv-product (opt-in): at the default shape RoPE is made in the epilogue of our QKV
-// product, with cuBLAS's and the RoPE kernel's bytes (GpuRopeProduct): five steps of v5 with it
-// give v5's bits. At 8 x 256 the header says why it does not run.
+// rope-in-qkv-product (v6): at the default shape RoPE is made in the epilogue of our QKV product,
+// with cuBLAS's and the RoPE kernel's bytes (GpuRopeProduct): five steps of v6 with it give the
+// bits of v6 without it. At 8 x 256 the header says why it does not run.
 TEST(Fp8Model, RopeInQkvProductChangesNoBit) {
   REQUIRE_GPU();
-  Plan off = plan_for_version(5);
-  off.amp = true;
-  ASSERT_FALSE(off.rope_in_qkv_product);
-  Plan on = off;
-  on.rope_in_qkv_product = true;
+  Plan on = plan_for_version(6);
+  on.amp = true;
+  ASSERT_TRUE(on.rope_in_qkv_product);
+  Plan off = on;
+  off.rope_in_qkv_product = false;
   const FiveSteps a = five_steps(off, 128), b = five_steps(on, 128);
   EXPECT_NE(b.products.find("RoPE in the QKV product's epilogue (rope-in-qkv-product)"), std::string::npos) << b.products;
   EXPECT_EQ(a.products.find("RoPE"), std::string::npos) << a.products;
@@ -798,12 +798,12 @@ TEST(Fp8Model, SwigluInDownGradientChangesNoBit) {
                                        "SwiGLU's backward in down's input gradient's epilogue");
 }
 
-// Version 6 (attention-backward-in-one-block): at the default shape, and at 100 tokens (a partial
-// query tile), the attention's backward is one kernel, a block a sequence and query head. It sums
-// dQ, dK and dV in other orders (GpuAttention.OneBlockBackward...) and turns dQ and dK back
-// through RoPE before rounding them to bf16, so five steps keep to v5's losses (the two kernels and
-// RoPE's backward kernel) within what bf16 roundings of them move them, and repeat their own bits.
-// At 8 x 256 the header says why the two kernels run.
+// Version 6 (attention-backward-in-one-block; rope-in-qkv-product changes no bit): at the default
+// shape, and at 100 tokens (a partial query tile), the attention's backward is one kernel, a block
+// a sequence and query head. It sums dQ, dK and dV in other orders (GpuAttention.OneBlockBackward...)
+// and turns dQ and dK back through RoPE before rounding them to bf16, so five steps keep to v5's
+// losses (the two kernels and RoPE's backward kernel) within what bf16 roundings of them move them,
+// and repeat their own bits. At 8 x 256 the header says why the two kernels run.
 TEST(Fp8Model, Version6TracksVersion5AndRepeatsItsBits) {
   REQUIRE_GPU();
   Plan v5 = plan_for_version(5), v6 = plan_for_version(6);

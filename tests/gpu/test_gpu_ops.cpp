@@ -450,10 +450,9 @@ TEST(GpuRopeProduct, GivesCublasAndRopeBytes) {
   EXPECT_EQ(cuda::rope_product_misfit(linear_gemm(qkv, 1024, x, 128, w, 2048, 128, 1024), rope),
             "2048 tokens, more than 1024");
   EXPECT_EQ(cuda::rope_product_misfit(linear_gemm(qkv, 1024, x, 128, w, 1024, 128, 1024), {1024, 128, 8, 64, 512, 1024}),
-            "512 columns rotated from column 512 (heads from column 0, of an even size that divides 128, whole tiles of "
-            "128 columns)");
+            "512 columns rotated from column 512 (heads from column 0, of an even size, whole tiles of 64 columns)");
   EXPECT_EQ(cuda::rope_product_misfit(linear_gemm(qkv, 1000, x, 128, w, 1024, 128, 1000), rope),
-            "a product of 1024 x 1000 x 128 (tokens and the QKV width multiples of 128, the hidden size of 64, qkv "
+            "a product of 1024 x 1000 x 128 (tokens multiples of 128, the QKV width of 64, the hidden size of 64, qkv "
             "contiguous)");
   cublasDestroy(handle);
 }
