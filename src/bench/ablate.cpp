@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -47,10 +48,12 @@ std::vector<AblationRow> run_ablation(const AblateOptions& options, std::ostream
 
   log << fmt::format("\nAblation of {}: batch {}, sequence {}, {} timed steps each (median ms/step)\n",
                      describe(base.backend.plan), base.batch, base.seq_len, base.steps - base.timing_warmup);
-  log << fmt::format("{:<28}{:>10}{:>12}{:>11}{:>12}{:>10}\n", "config", "ms/step", "samples/s", "peak MB",
+  size_t width = 28;  // the config column: the longest switch name and its sign, and two spaces
+  for (const AblationRow& r : rows) width = std::max(width, r.config.size() + 2);
+  log << fmt::format("{:<{}}{:>10}{:>12}{:>11}{:>12}{:>10}\n", "config", width, "ms/step", "samples/s", "peak MB",
                      "vs full", "loss");
   for (const AblationRow& r : rows)
-    log << fmt::format("{:<28}{:>10.3f}{:>12.0f}{:>11.1f}{:>11}{:>10.4f}\n", r.config, r.step_ms, r.samples_per_sec,
+    log << fmt::format("{:<{}}{:>10.3f}{:>12.0f}{:>11.1f}{:>11}{:>10.4f}\n", r.config, width, r.step_ms, r.samples_per_sec,
                        r.peak_bytes / 1e6, &r == &rows.front() ? std::string("-") : fmt::format("{:+.1f}%", 100 * r.change),
                        r.final_loss);
 
