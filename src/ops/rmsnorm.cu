@@ -54,6 +54,7 @@
 
 #include "ops/cuda_common.cuh"
 #include "ops/quantize.cuh"
+#include "ops/rmsnorm.cuh"
 #include "ops/rmsnorm.h"
 
 namespace tt::cuda {
@@ -171,23 +172,6 @@ __global__ void __launch_bounds__(32 * kSumSlices)
 
 // ---- version 3 ----
 
-// Element e of the kVec-wide vector v of a row is column v * kVec + e.
-template <class T, int kVec>
-__device__ __forceinline__ float sum_squares(const Vec<T, kVec>& x) {
-  float s = 0.0f;
-#pragma unroll
-  for (int e = 0; e < kVec; ++e) s += to_float(x.v[e]) * to_float(x.v[e]);
-  return s;
-}
-
-template <class T, int kVec>
-__device__ __forceinline__ Vec<T, kVec> scaled(const Vec<T, kVec>& x, float r, const Vec<T, kVec>& w) {
-  Vec<T, kVec> out;
-#pragma unroll
-  for (int e = 0; e < kVec; ++e) out.v[e] = from_float<T>(to_float(x.v[e]) * r * to_float(w.v[e]));
-  return out;
-}
-
 template <class T, int kVec>
 __device__ __forceinline__ float dot3(const Vec<T, kVec>& w, const Vec<T, kVec>& g, const Vec<T, kVec>& x) {
   float s = 0.0f;
@@ -252,7 +236,7 @@ __global__ void __launch_bounds__(kThreads, 4)
       sq += sum_squares(cached[k]);
     }
   for (int v = lane + 32 * kCached; v < nv; v += 32) sq += sum_squares(row_vector(v * kVec));
-  const float r = rsqrtf(warp_sum(sq) / c + eps);
+  const float r = row_rstd(sq, c, eps);
   if (lane == 0) rstd[row] = r;
 #pragma unroll
   for (int k = 0; k < kCached; ++k) {
@@ -294,7 +278,7 @@ __global__ void __launch_bounds__(kThreads)
     const bf16_t* xr = x + row * c;
     float sq = 0.0f;
     for (int v = lane; v < nv; v += 32) sq += sum_squares(V::load(xr + v * 8));
-    const float r = rsqrtf(warp_sum(sq) / c + eps);
+    const float r = row_rstd(sq, c, eps);
     if (lane == 0) rstd[row] = r;
     for (int v = lane; v < nv; v += 32) {
       const uint2 bytes = fp8_chunk(scaled(V::load(xr + v * 8), r, V::load(w + v * 8)).v, scale, f8.format, amax);
