@@ -53,8 +53,8 @@ std::vector<AblationRow> run_ablation(const AblateOptions& options, std::ostream
   log << fmt::format("{:<{}}{:>10}{:>12}{:>11}{:>12}{:>10}\n", "config", width, "ms/step", "samples/s", "peak MB",
                      "vs full", "loss");
   for (const AblationRow& r : rows)
-    log << fmt::format("{:<{}}{:>10.3f}{:>12.0f}{:>11.1f}{:>11}{:>10.4f}\n", r.config, width, r.step_ms, r.samples_per_sec,
-                       r.peak_bytes / 1e6, &r == &rows.front() ? std::string("-") : fmt::format("{:+.1f}%", 100 * r.change),
+    log << fmt::format("{:<{}}{:>10.3f}{:>12.0f}{:>11.1f}{:>11}{:>10.4f}\n", r.config, width, r.step_ms,
+                       r.samples_per_sec, r.peak_bytes / 1e6, &r == &rows.front() ? std::string("-") : fmt::format("{:+.1f}%", 100 * r.change),
                        r.final_loss);
 
   if (!options.csv_path.empty())

@@ -2,8 +2,9 @@
 // (attention, RMSNorm, SwiGLU, RoPE) against version 2's, each that version 4 fuses (the
 // residual add with the RMSNorm, the cross-entropy's loss with its gradient) against version
 // 3's, version 5's FP8 (the quantizing pass, SwiGLU made in FP8, the gate/up products) and version
-// 6's attention backward in one kernel, each an op case (op_case.h, src/bench/ops/), timed per implementation through the Backend interface
-// at the default shape and at long sequences, against ceilings measured in the same run: the
+// 6's attention backward in one kernel, each an op case (op_case.h, src/bench/ops/), timed per
+// implementation through the Backend interface at the default shape and at long sequences,
+// against ceilings measured in the same run: the
 // tensor-core rate of a large cuBLAS GEMM and the bandwidth of a large device-to-device copy. A
 // memory-bound row whose bytes fit in the L2 cache is marked as such: its rate is not an HBM
 // rate, and it is not held to a target.

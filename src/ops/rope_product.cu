@@ -78,7 +78,8 @@ std::string rope_product_misfit(const Gemm& g, const RopeShape& rope) {
   if (g.trans_a || !g.trans_b || !plain(g)) return "a product not of linear_gemm's form (y = x W^T, alpha 1, beta 0)";
   if (g.n % kN || g.ldc != g.n)
     return "a product of " + std::to_string(g.m) + " x " + std::to_string(g.n) + " x " + std::to_string(g.k) +
-           " (tokens multiples of 128, the QKV width of " + std::to_string(kN) + ", the hidden size of 64, qkv contiguous)";
+           " (tokens multiples of 128, the QKV width of " + std::to_string(kN) +
+           ", the hidden size of 64, qkv contiguous)";
   const int64_t rotated = int64_t(rope.heads) * rope.head_dim;
   if (rope.col != 0 || rope.ld != g.n || rope.tokens != g.m || rope.head_dim % 2 || rotated > g.n || rotated % kN)
     return std::to_string(rotated) + " columns rotated from column " + std::to_string(rope.col) +

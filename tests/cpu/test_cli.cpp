@@ -324,7 +324,9 @@ TEST_F(Cli, VersionPrintsTheProgramsVersionAndLevelChoosesTheLevel) {
   EXPECT_EQ(r.out.rfind("tiny_llama 0.4.0 (commit ", 0), 0u) << r.out;
   r = run("--level v9");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("--level: the optimization level is one of v1, v2, v3, v4, v5, v6 (got 'v9')"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--level: the optimization level is one of v1, v2, v3, v4, v5, v6 (got 'v9')"),
+            std::string::npos)
+      << r.err;
   r = run("--version v9");
   EXPECT_NE(r.err.find("--level: the optimization level is one of"), std::string::npos) << r.err;
   EXPECT_EQ(run("--level v1").exit_code, 0);

@@ -3,9 +3,10 @@
 // fp32), v3 our flash attention (tensor cores in bf16, FMA in fp32), v5 ours in bf16 with its
 // output in FP8 too (fp8-fused-attention, as op_sequences.h's attention_forward makes
 // it), v6 with the backward in one kernel where sequences are at most 128 tokens
-// (attention-backward-in-one-block, against v5's two). Its extra checks: every head size and grouping at sequences of 1 to 1000, grids for two
-// warpgroups a block (batch 44) and backwards that split their columns (batch 14, and T = 1000 on
-// an H100), with the implementation each version must pick.
+// (attention-backward-in-one-block, against v5's two). Its extra checks: every head size and
+// grouping at sequences of 1 to 1000, grids for two warpgroups a block (batch 44) and backwards
+// that split their columns (batch 14, and T = 1000 on an H100), with the implementation each
+// version must pick.
 #include <fmt/format.h>
 
 #include "bench/op_case.h"
