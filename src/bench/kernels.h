@@ -61,7 +61,7 @@ struct KernelRow {
   double flops = 0, bytes = 0;            // per call (flops for attention, bytes for the others)
   double tflops = 0, gbps = 0;
   double ceiling_fraction = 0;  // of the GEMM rate (attention) or the copy bandwidth (the others)
-  int base_version = 0;         // the implementation it is compared with: 2 (v3's kernels), 3 (v4's fusions)
+  int base_version = 0;         // the implementation it is compared with (OpCase::base_version)
   double vs_base = 0;           // the base's ms / this ms (0 when the base did not run)
   bool in_l2 = false;           // a memory-bound row whose bytes fit in the L2 cache
   int sm_mhz = 0;               // the SM clock while it ran (median of the repetitions; 0: unknown)

@@ -91,7 +91,8 @@ class OpCase {
 
   // The operation, the same at every shape.
   virtual const char* name() const = 0;
-  virtual bool has_version(int version) const = 0;  // a row in this version (it differs from the one below)
+  // A row in this version: it differs from the one below in a direction, at some shape.
+  virtual bool has_version(int version) const = 0;
   virtual int base_version(int version) const = 0;  // the row it is compared with
   virtual std::vector<bool Plan::*> switches() const = 0;  // those that choose its implementation
   virtual void adjust_plan(Plan&) const {}                 // what else its rows change in the version's plan

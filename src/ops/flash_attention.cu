@@ -37,12 +37,12 @@
 //            atomics, the copy engine's bulk reductions, and those sent in the background by
 //            warp 0 during the next step (FlashAttention-3's dQ writer: 520 us) were no faster
 //            (docs/versions/v5.md).
-//   one-block backward (attention-backward-in-one-block, opt-in; D = 64, T <= 128): a block per
+//   one-block backward (attention-backward-in-one-block, version 6; D = 64, T <= 128): a block per
 //            (batch, query head) makes the head's dQ, dK and dV over the whole sequence, dQ summed
 //            on chip; the blocks of a kv head's group, a cluster, add dK and dV through
 //            distributed shared memory in a fixed order. At the default shape on an H200, 12.0 us
-//            a layer against 8.7 + 9.4 for the two kernels, the v5 step 1.124 -> 1.113 ms; opt-in,
-//            as its sums' orders change the bits v5 shares with v4 (docs/versions/v6.md).
+//            a layer against 8.7 + 9.4 for the two kernels, the v5 step 1.124 -> 1.113 ms; in v6,
+//            not v5, as its sums' orders change the bits v5 shares with v4 (docs/versions/v6.md).
 // Version 5 (fp8-fused-attention): the forward also writes its output in FP8 with delayed
 // scaling, both layouts the output product takes (rows [tokens, H D] and the transpose), the
 // bytes of quantizing the bf16 it stores: each thread converts its bf16 values into a shared tile

@@ -1,5 +1,5 @@
-// RMSNorm's arithmetic on the GPU, as every kernel that normalizes a row with one warp makes it
-// (rmsnorm.cu's version 3 and FP8 kernels; a kernel that makes the norm inside another, as
+// RMSNorm's arithmetic on the GPU, as the kernels that normalize a row in one pass of one warp make
+// it (rmsnorm.cu's version 3 and FP8 kernels; a kernel that makes the norm inside another, as
 // docs/versions/v6.md's norm in the QKV product's prologue did, takes the same): lane l adds the
 // squares of its vectors l, l + 32, ... in that order, the warp's sum by warp_sum, rstd =
 // rsqrt(sum / c + eps), and each element x r w rounded once. The same order and roundings, so the

@@ -2,10 +2,10 @@
 //
 // A tile of tile_product.cuh: 128 rows by kN columns of qkv, W's rows c0.. K-major, one wgmma of
 // width kN a step. Each thread holds columns 8 n + 2 t and + 1 of its rows: a pair of one head (the
-// head size even). The epilogue rounds the sums to bf16 as cuBLAS's product
-// stores them, turns the pairs of the rotated heads by the table as the RoPE kernel does (rope.cuh)
-// and stores the tile. A row's 16 (cos, sin) are read before any is used: reads between stores
-// would each wait for the store before them (flash_attention.cu's one-block kernel measured that).
+// head size even). The epilogue rounds the sums to bf16 as cuBLAS's product stores them, turns the
+// pairs of the rotated heads by the table as the RoPE kernel does (rope.cuh) and stores the tile.
+// A thread's kN / 8 (cos, sin) of a row are read before any is used: reads between stores would
+// each wait for the store before them (flash_attention.cu's one-block kernel measured that).
 #include "ops/rope_product.h"
 
 #include "ops/rope.cuh"

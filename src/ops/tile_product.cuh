@@ -74,8 +74,8 @@ __device__ __forceinline__ void write_staged(const unsigned char* staged, Out ou
   }
 }
 
-// What the tile kernels take: bf16 operands, 16-byte rows and bases, tiles of 128 x 128 and chunks of
-// 64, and where they pay, at most 1024 tokens.
+// What the tile kernels take: bf16 operands, 16-byte rows and bases, tiles of 128 rows and chunks of
+// 64, and where they pay, at most 1024 tokens (each kernel checks its own columns).
 inline std::string shape_misfit(const Gemm& g) {
   if (g.a.dtype != DType::BF16 || g.b.dtype != DType::BF16 || g.c.dtype != DType::BF16) return "operands not bf16";
   if (g.m % kRows || g.k % kChunk)

@@ -174,7 +174,7 @@ TEST(Validate, CpuAgainstDoubleAndTheBounds) {
   EXPECT_NE(log.str().find("pass"), std::string::npos);
 }
 
-// The op cases (src/bench/op_case.h): registered in the order of `kernels`' rows, 26 rows of a
+// The op cases (src/bench/op_case.h): registered in the order of `kernels`' rows, 27 rows of a
 // case and a version from v1 to v6.
 TEST(OpCases, TheRowsOfKernels) {
   std::vector<std::string> names;
