@@ -426,7 +426,10 @@ TEST(GpuRopeProduct, GivesCublasAndRopeBytes) {
     AttnShape a;
   };
   for (const Shape& sh : {Shape{1024, 512, 128, {8, 128, 8, 4, 64}}, Shape{256, 192, 64, {4, 64, 4, 2, 64}},
-                          Shape{128, 64, 32, {4, 32, 2, 1, 128}}, Shape{512, 256, 100, {1, 512, 4, 4, 32}}}) {
+                          Shape{128, 64, 32, {4, 32, 2, 1, 128}}, Shape{512, 256, 100, {1, 512, 4, 4, 32}},
+                          // the rotated columns ending at an odd multiple of 64 (320), and heads of 96
+                          // that straddle the tiles
+                          Shape{256, 128, 64, {4, 64, 4, 1, 64}}, Shape{256, 128, 128, {2, 128, 2, 2, 96}}}) {
     const int n = sh.n, c = sh.c, q = int(sh.a.ld());
     SCOPED_TRACE(testing::Message() << n << " tokens, C " << c << ", QKV " << q << ", D " << sh.a.D);
     const RopeShape rope{n, sh.seq_len, sh.a.H + sh.a.KVH, sh.a.D, 0, q};
