@@ -39,14 +39,15 @@ __global__ void __launch_bounds__(kThreads) gated_gemm_swiglu_kernel(Successor n
   const int m0 = int(blockIdx.x) / tiles_n * kRows, c0 = int(blockIdx.x) % tiles_n * kCols;
   mbar_init_all(bars, kStages);
   __syncthreads();
-  await_previous_kernel(next);
   float acc[2][64];
-  tile_sums<2, 0>(acc, smem, bars, op.c / kChunk, [&](int c, uint32_t st, uint32_t bar) {
-    mbar_expect(bar, kABytes + 2 * kBPartBytes);
-    tma_load_2d(st, &op.x, c * kChunk, m0, bar);
-    tma_load_2d(st + kABytes, &op.w, c * kChunk, c0, bar);
-    tma_load_2d(st + kABytes + kBPartBytes, &op.w, c * kChunk, op.f + c0, bar);
-  });
+  tile_sums<2, 0>(
+      acc, smem, bars, op.c / kChunk, next,
+      [&](int c, uint32_t st, uint32_t bar) {
+        mbar_expect(bar, kABytes + 2 * kBPartBytes);
+        tma_load_2d(st + kABytes, &op.w, c * kChunk, c0, bar);
+        tma_load_2d(st + kABytes + kBPartBytes, &op.w, c * kChunk, op.f + c0, bar);
+      },
+      [&](int c, uint32_t st, uint32_t bar) { tma_load_2d(st, &op.x, c * kChunk, m0, bar); });
   constexpr int kPitch = 3 * kCols * 2 + 16;  // a staged row: gate, up, h
   const Fragment fr;
 #pragma unroll
@@ -88,18 +89,22 @@ __global__ void __launch_bounds__(kThreads) down_gemm_swiglu_backward_kernel(Suc
   const int m0 = int(blockIdx.x) / tiles_n * kRows, c0 = int(blockIdx.x) % tiles_n * kCols;
   mbar_init_all(bars, kStages + 1);
   __syncthreads();
-  await_previous_kernel(next);
-  if (threadIdx.x == 0) {
-    mbar_expect(gu_bar, 4 * kBox);
-    for (int b = 0; b < 4; ++b) tma_load_2d(smem_addr(gu + b * kBox), &op.gateup, (b / 2) * op.f + c0 + (b % 2) * 64, m0, gu_bar);
-  }
   float acc[1][64];
-  tile_sums<1, 1>(acc, smem, bars, op.c / kChunk, [&](int c, uint32_t st, uint32_t bar) {
-    mbar_expect(bar, kABytes + kBPartBytes);
-    tma_load_2d(st, &op.dy, c * kChunk, m0, bar);
-    tma_load_2d(st + kABytes, &op.w, c0, c * kChunk, bar);
-    tma_load_2d(st + kABytes + kBPartBytes / 2, &op.w, c0 + 64, c * kChunk, bar);
-  });
+  tile_sums<1, 1>(
+      acc, smem, bars, op.c / kChunk, next,
+      [&](int c, uint32_t st, uint32_t bar) {
+        mbar_expect(bar, kABytes + kBPartBytes);
+        tma_load_2d(st + kABytes, &op.w, c0, c * kChunk, bar);
+        tma_load_2d(st + kABytes + kBPartBytes / 2, &op.w, c0 + 64, c * kChunk, bar);
+      },
+      [&](int c, uint32_t st, uint32_t bar) {
+        if (c == 0) {  // gate and up, from the forward, after the wait like every input
+          mbar_expect(gu_bar, 4 * kBox);
+          for (int b = 0; b < 4; ++b)
+            tma_load_2d(smem_addr(gu + b * kBox), &op.gateup, (b / 2) * op.f + c0 + (b % 2) * 64, m0, gu_bar);
+        }
+        tma_load_2d(st, &op.dy, c * kChunk, m0, bar);
+      });
   mbar_wait(gu_bar, 0);
   constexpr int kPitch = 2 * kCols * 2 + 16;  // a staged row: dgate, dup
   const Fragment fr;

@@ -39,13 +39,14 @@ __global__ void __launch_bounds__(kThreads) qkv_gemm_rope_kernel(Successor next,
   const int m0 = int(blockIdx.x) / tiles_n * kRows, c0 = int(blockIdx.x) % tiles_n * kN;
   mbar_init_all(bars, kBuffers);
   __syncthreads();
-  await_previous_kernel(next);
   float acc[1][kN / 2];
-  tile_sums<1, 0, kN, kBuffers>(acc, smem, bars, op.c / kChunk, [&](int c, uint32_t st, uint32_t bar) {
-    mbar_expect(bar, kABytes + kN * 128);
-    tma_load_2d(st, &op.x, c * kChunk, m0, bar);
-    tma_load_2d(st + kABytes, &op.w, c * kChunk, c0, bar);
-  });
+  tile_sums<1, 0, kN, kBuffers>(
+      acc, smem, bars, op.c / kChunk, next,
+      [&](int c, uint32_t st, uint32_t bar) {
+        mbar_expect(bar, kABytes + kN * 128);
+        tma_load_2d(st + kABytes, &op.w, c * kChunk, c0, bar);
+      },
+      [&](int c, uint32_t st, uint32_t bar) { tma_load_2d(st, &op.x, c * kChunk, m0, bar); });
   constexpr int kPitch = kN * 2 + 16;  // a staged row
   const Fragment fr;
   const bool rotated = c0 < op.rotated;  // a tile's columns are all rotated or none (kN | heads x D)

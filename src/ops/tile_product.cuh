@@ -19,12 +19,16 @@ constexpr int kBox = 64 * kRows * 2;  // a [128 rows][64 columns] box of bf16 (t
 // The sums of a tile of 128 rows (a warpgroup's 64 in each thread's acc) over C / 64 chunks of K:
 // kParts wgmma of kN columns a step, acc[p] from part p of B (kN rows of a K-major B, or 128
 // columns of an MN-major one with kTransB). The chunks run through kBuffers buffers at `smem`
-// (tma_ring of hopper.cuh: the copies kBuffers - 2 chunks ahead); `load(c, buffer, bar)` issues
-// chunk c's copies (A at the buffer, B's parts after it, kN x 128 bytes each) and the barrier's
-// expected bytes.
-template <int kParts, int kTransB, int kN = kCols, int kBuffers = kStages, class Load>
+// (tma_ring of hopper.cuh: the copies kBuffers - 2 chunks ahead). Thread 0 asks for chunk c by
+// `load_weights(c, buffer, bar)`, B's parts after A's place (kN x 128 bytes each) and the bytes the
+// barrier expects for the whole chunk, then `load_inputs(c, buffer, bar)`, A at the buffer.
+// B is a layer's weights, which no kernel of a step writes before the step's last product that
+// reads them (the optimizer writes them after the layer's backward, and the step ends waiting for
+// it), so the first chunks' B parts are asked for before await_previous_kernel: under programmatic
+// launch they arrive while the kernel before is still running. A, the activations, after it.
+template <int kParts, int kTransB, int kN = kCols, int kBuffers = kStages, class LoadWeights, class LoadInputs>
 __device__ __forceinline__ void tile_sums(float (&acc)[kParts][kN / 2], unsigned char* smem, uint32_t bars, int chunks,
-                                          Load&& load) {
+                                          Successor next, LoadWeights&& load_weights, LoadInputs&& load_inputs) {
   static_assert(kN == kCols || (kN == 64 && !kTransB), "tiles of 128 columns, or 64 of a K-major B");
   constexpr int kPartBytes = kN * 128, kStageBytes = kABytes + kParts * kPartBytes;
   const int wg = threadIdx.x / kWarpgroup;
@@ -32,6 +36,13 @@ __device__ __forceinline__ void tile_sums(float (&acc)[kParts][kN / 2], unsigned
   for (int p = 0; p < kParts; ++p)
 #pragma unroll
     for (int i = 0; i < kN / 2; ++i) acc[p][i] = 0.0f;
+  if (threadIdx.x == 0)
+    for (int c = 0; c < kBuffers - 2 && c < chunks; ++c) load_weights(c, smem_addr(smem + c * kStageBytes), bars + 8 * c);
+  await_previous_kernel(next);
+  auto load = [&](int c, uint32_t st, uint32_t bar) {
+    if (c >= kBuffers - 2) load_weights(c, st, bar);
+    load_inputs(c, st, bar);
+  };
   tma_ring<kBuffers>(smem, kStageBytes, bars, chunks, load, [&](uint32_t st) {
     const uint64_t da = k_major_sw128(st + wg * 64 * 128);
     wgmma_fence();
