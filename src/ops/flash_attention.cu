@@ -190,9 +190,7 @@ __device__ __forceinline__ float2 turn_back(float x, float y, const float* rope,
 }
 template <int D>
 __device__ __forceinline__ float2 unrotate(float x, float y, const float* rope, int pos, int pair) {
-  if (!rope) return make_float2(x, y);
-  const float2 cs = *reinterpret_cast<const float2*>(rope + int64_t(pos) * D + 2 * pair);
-  return make_float2(x * cs.x + y * cs.y, y * cs.x - x * cs.y);
+  return turn_back(x, y, rope, rope_pair<D>(rope, pos, pair));
 }
 
 // The key/value pipeline of the forward and dQ kernels (tiles sk, sv of kKeys rows in kStages
