@@ -100,7 +100,8 @@ class OpCase {
   // At its shape on one backend (an OpRig calls them in this order).
   virtual void layout(OpLayout& l) = 0;
   virtual void fill(OpFill& f) = 0;
-  virtual bool has_forward() const { return true; }  // false: one call does both (a "fwd+bwd" row)
+  virtual bool has_forward() const { return true; }   // false: one call does both (a "fwd+bwd" row)
+  virtual bool has_backward() const { return true; }  // false: a forward alone (a "fwd" row)
   virtual void forward(Backend&) {}
   virtual void backward(Backend& be) = 0;
   // What a check compares after each call, and the tensors the calls write whole (a check fills
