@@ -263,4 +263,12 @@ std::pair<OpRig::Outputs, OpRig::Outputs> OpCheckLog::expect_reference(OpRig& ou
   return got;
 }
 
+void OpCheckLog::expect_reference_and_bits(const OpMaker& make, const OpShape& shape, const Plan& ours,
+                                           const Plan& theirs, const std::string& whose) {
+  const std::unique_ptr<OpRig> a = gpu_rig(make, shape, ours), b = gpu_rig(make, shape, theirs);
+  if (!a || !b) return;
+  const auto got = expect_reference(*a), apart = b->run(false);
+  expect(got == apart, "not the bits of " + whose);
+}
+
 }  // namespace tt

@@ -185,6 +185,10 @@ class OpCheckLog {
   std::unique_ptr<OpRig> gpu_rig(const OpMaker& make, const OpShape& shape, const Plan& plan);
   using Tols = std::vector<std::pair<std::string, double>>;
   std::pair<OpRig::Outputs, OpRig::Outputs> expect_reference(OpRig& ours, const Tols& tols = {});
+  // The case at shape under `ours` against its reference, and its outputs bit for bit those of the
+  // same case under `theirs` (another version's kernels, named by `whose` in the failure).
+  void expect_reference_and_bits(const OpMaker& make, const OpShape& shape, const Plan& ours, const Plan& theirs,
+                                 const std::string& whose);
   const std::vector<std::string>& failures() const { return failures_; }
 
  private:

@@ -67,11 +67,8 @@ class GatedProductCase final : public OpCase {
       OpShape shape = shape_;
       shape.B = 1, shape.T = n, shape.hidden = C, shape.intermediate = F, shape.bf16_inputs = true;
       log.where(fmt::format("gated_product v5 n={} C={} F={}", n, C, F));
-      const std::unique_ptr<OpRig> ours = log.gpu_rig(gated_product_case, shape, op_plan(5, *this, true));
-      const std::unique_ptr<OpRig> two = log.gpu_rig(gated_product_case, shape, op_plan(4, *this, true));
-      if (!ours || !two) continue;
-      const auto got = log.expect_reference(*ours), apart = two->run(false);
-      log.expect(got == apart, "not the bits of v4's product and SwiGLU kernel");
+      log.expect_reference_and_bits(gated_product_case, shape, op_plan(5, *this, true), op_plan(4, *this, true),
+                                    "v4's product and SwiGLU kernel");
     }
   }
 

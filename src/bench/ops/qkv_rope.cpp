@@ -68,11 +68,8 @@ class QkvRopeCase final : public OpCase {
       shape.B = B, shape.T = T, shape.hidden = C, shape.heads = H, shape.kv_heads = KVH, shape.head_dim = D;
       shape.bf16_inputs = true;
       log.where(fmt::format("qkv_rope v6 B={} T={} C={} H={} KVH={} D={}", B, T, C, H, KVH, D));
-      const std::unique_ptr<OpRig> ours = log.gpu_rig(qkv_rope_case, shape, op_plan(6, *this, true));
-      const std::unique_ptr<OpRig> two = log.gpu_rig(qkv_rope_case, shape, op_plan(5, *this, true));
-      if (!ours || !two) continue;
-      const auto got = log.expect_reference(*ours), apart = two->run(false);
-      log.expect(got == apart, "not the bits of v5's product and RoPE kernel");
+      log.expect_reference_and_bits(qkv_rope_case, shape, op_plan(6, *this, true), op_plan(5, *this, true),
+                                    "v5's product and RoPE kernel");
     }
   }
 
