@@ -7,7 +7,8 @@
 //   better   the same kernel on input made contiguous once
 //   same     GPU work timed by the host clock without synchronizing, against CUDA events: the
 //            fast number was a lie
-//   optimal  hand-written GEMMs against cuBLAS, and the training step of v1 against v4
+//   optimal  hand-written GEMMs against cuBLAS, and the training step of v1 against the latest
+//            version
 // `all` runs them in order and ends with one table of each stage's number before and after.
 // broken runs on the CPU or the GPU; the others need a GPU. docs/exercises/performance-debugging.md
 // walks through them.

@@ -217,8 +217,9 @@ void finish_rows(std::vector<KernelRow>& rows, const KernelCeilings& c, bool bf1
 
 // Whether a row of our own (v3's kernels, v4's fusions) meets its target: attention at 90% of
 // its base's rate (cuDNN's, v2, for v3; v5's two backward kernels for v6's one), v5's products
-// faster than v4's and v6's QKV product with RoPE faster than v5's two launches, the memory-bound operations at 80% of the copy bandwidth, where their bytes do
-// not fit in L2 (there the rate is not an HBM rate, and no target applies).
+// faster than v4's and v6's QKV product with RoPE faster than v5's two launches, the memory-bound
+// operations at 80% of the copy bandwidth, where their bytes do not fit in L2 (there the rate is
+// not an HBM rate, and no target applies).
 std::string target(const KernelRow& r) {
   if (r.status != "ok") return "";
   if (r.op == "quantize") return r.in_l2 ? "in L2" : r.ceiling_fraction >= 0.8 ? "met" : "MISSED";
@@ -332,8 +333,10 @@ std::vector<KernelRow> run_kernel_bench(const KernelBenchOptions& o, std::ostrea
          "FP8 in both layouts (2 + 1 + 1 bytes an element); swiglu v5: made straight in FP8, both layouts, against\n"
          "v3's bf16 kernel; gated_product v5: the gate/up product with SwiGLU in its epilogue, and down's input\n"
          "gradient with SwiGLU's backward in its, against v4's cuBLAS product and SwiGLU kernel (the products'\n"
-         "FLOPs); attention v6: the backward in one kernel (sequences of at most 128), against v5's two. Target:\n"
-         "attention >= 0.90x its base, linear and gated_product faster than v4, the others >= 80% copy outside L2.\n"
+         "FLOPs); attention v6: the backward in one kernel (sequences of at most 128), against v5's two; qkv_rope\n"
+         "v6: the QKV product with RoPE in its epilogue (a forward alone), against v5's cuBLAS product and RoPE\n"
+         "kernel. Target: attention >= 0.90x its base, linear and gated_product faster than v4, qkv_rope faster\n"
+         "than v5, the others >= 80% copy outside L2.\n"
          "The cross_entropy takes at most 16384 rows of a shape (a fused-classifier chunk) and --vocab-size padded\n"
          "to a multiple of 128.\n"
          "MHz: the median SM clock NVML reported while a row's repetitions ran, * where the GPU held it down for\n"

@@ -150,7 +150,8 @@ void with_head_dim(int d, F&& f) {
 inline int blocks_of(int n, int per) { return (n + per - 1) / per; }
 
 // Every kernel of the CUDA backend is launched through launch() (or launch_plainly()) and
-// begins with await_previous_kernel() (AdamW alone does work before it: see src/ops/adamw.cu).
+// begins with await_previous_kernel() (AdamW and our product tiles do work before it: see
+// src/ops/adamw.cu and src/ops/tile_product.cuh).
 // The self-contained kernels of `tiny_llama debug` (src/bench/debug_gpu.cu) run on their own
 // stream, outside any step, and are launched the ordinary way.
 //
@@ -162,8 +163,10 @@ inline int blocks_of(int n, int per) { return (n + per - 1) / per; }
 // programmatic launch (Stream::programmatic, Hopper's programmatic stream serialization) the
 // second kernel's blocks may be placed as soon as every block of the first has started; they
 // then wait on chip, in await_previous_kernel(), until the first kernel has finished and its
-// writes are visible (griddepcontrol.wait). So nothing is read or written early, and the
-// placement of the next kernel overlaps the end of this one. Once past the wait, a kernel lets
+// writes are visible (griddepcontrol.wait). So nothing the first kernel writes is read early
+// (what a kernel reads before its wait must not be written by the kernel before it: AdamW's and
+// the product tiles' early loads), and the placement of the next kernel overlaps the end of this
+// one. Once past the wait, a kernel lets
 // its own successor be placed (griddepcontrol.launch_dependents): the successor's blocks take
 // only the SM room this kernel's blocks leave, since all of them have started by then.
 //

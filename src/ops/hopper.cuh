@@ -232,7 +232,9 @@ __device__ __forceinline__ void wgmma_wait(float (&... acc)[N]) {
 // for chunk c + kStages - 2 once every warpgroup is done with chunk c - 2, so the copies run
 // kStages - 2 chunks ahead of the products, and a buffer is loaded again only after the products
 // that read it were waited for.
-//   load(c, buffer, bar)  thread 0: chunk c's copies into the buffer, and the bytes bar expects;
+//   load(c, buffer, bar)  thread 0: chunk c's copies into the buffer, and the bytes bar expects
+//                         (tile_product.cuh's tiles ask for the first chunks' weights before the
+//                         ring, with their whole expected bytes, and load the rest of them here);
 //   products(buffer)      every thread: issues chunk c's wgmma, commits them, and waits for
 //                         chunk c - 1's (wgmma_wait<1>). The caller waits for the last.
 template <int kStages, class Load, class Products>

@@ -22,10 +22,13 @@ constexpr int kBox = 64 * kRows * 2;  // a [128 rows][64 columns] box of bf16 (t
 // (tma_ring of hopper.cuh: the copies kBuffers - 2 chunks ahead). Thread 0 asks for chunk c by
 // `load_weights(c, buffer, bar)`, B's parts after A's place (kN x 128 bytes each) and the bytes the
 // barrier expects for the whole chunk, then `load_inputs(c, buffer, bar)`, A at the buffer.
-// B is a layer's weights, which no kernel of a step writes before the step's last product that
-// reads them (the optimizer writes them after the layer's backward, and the step ends waiting for
-// it), so the first chunks' B parts are asked for before await_previous_kernel: under programmatic
-// launch they arrive while the kernel before is still running. A, the activations, after it.
+// B is a layer's weights, and the first chunks' B parts are asked for before await_previous_kernel,
+// so that under programmatic launch they arrive while the kernel before is still running; A, the
+// activations, after it. That is safe while the kernel just before on the stream does not write the
+// weights: it is the only one that may still run (every kernel lets its successor in only past its
+// own wait, cuda_common.cuh), and the kernels before these three are norms. The weights are written
+// by the optimizer on the update lane, which the main stream joins by an event at the step's end,
+// and by gathers and loads that whole kernels follow before any product reads them.
 template <int kParts, int kTransB, int kN = kCols, int kBuffers = kStages, class LoadWeights, class LoadInputs>
 __device__ __forceinline__ void tile_sums(float (&acc)[kParts][kN / 2], unsigned char* smem, uint32_t bars, int chunks,
                                           Successor next, LoadWeights&& load_weights, LoadInputs&& load_inputs) {
