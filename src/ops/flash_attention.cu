@@ -65,9 +65,9 @@
 
 #include "ops/attention.h"
 #include "ops/cuda_common.cuh"
-#include "ops/rope.cuh"
 #include "ops/hopper.cuh"
 #include "ops/quantize.cuh"
+#include "ops/rope.cuh"
 
 namespace tt::cuda {
 namespace {

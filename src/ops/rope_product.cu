@@ -19,7 +19,8 @@ using namespace tile;
 // Tiles of 64 columns: 128 of them at 8 x 128 (QKV 1024 wide), one wave of 132 SMs. Eight buffers
 // (192 KB): six of the eight chunks of a hidden size of 512 asked for at once. On an H200 at 8 x 128
 // the kernel took 9.3 us with tiles of 128 columns, 8.3 with 64 and four buffers, 6.4 with eight
-// (docs/data/2026-11-29-h200-v6-version).
+// (docs/data/2026-11-29-h200-v6-version); 6.6 since its first six chunks' weights are asked for
+// before its wait (docs/data/2026-11-29-h200-weights-before-the-wait).
 constexpr int kN = 64, kBuffers = 8;
 
 struct RopeOp {
