@@ -91,6 +91,9 @@ __device__ __forceinline__ void write_staged(const unsigned char* staged, Out ou
 // What the tile kernels take: bf16 operands, 16-byte rows and bases, tiles of 128 rows and chunks of
 // 64, and where they pay, at most 1024 tokens (each kernel checks its own columns).
 inline std::string shape_misfit(const Gemm& g) {
+  // An empty product would launch no blocks, or (K = 0) wait for chunks that never come.
+  if (g.m <= 0 || g.n <= 0 || g.k <= 0)
+    return "an empty product of " + std::to_string(g.m) + " x " + std::to_string(g.n) + " x " + std::to_string(g.k);
   if (g.a.dtype != DType::BF16 || g.b.dtype != DType::BF16 || g.c.dtype != DType::BF16) return "operands not bf16";
   if (g.m % kRows || g.k % kChunk)
     return "a product of " + std::to_string(g.m) + " x " + std::to_string(g.n) + " x " + std::to_string(g.k) +

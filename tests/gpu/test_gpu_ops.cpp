@@ -346,6 +346,7 @@ TEST(GpuWeightGradients, OneLaunchGivesCublasBytes) {
   EXPECT_EQ(refused(4096, 512, 512, DType::BF16), "4096 tokens, more than 2048");
   EXPECT_EQ(refused(1024, 512, 512, DType::F32), "operands not bf16 into fp32");
   EXPECT_EQ(refused(1024, 4096, 4096, DType::BF16), "1024 tiles, more than two waves of " + std::to_string(sms) + " SMs");
+  EXPECT_EQ(refused(0, 512, 512, DType::BF16), "an empty product of 512 x 512 x 0");
   cublasDestroy(handle);
 }
 
@@ -408,6 +409,15 @@ TEST(GpuGatedProduct, GivesCublasAndSwigluBytes) {
             "2048 tokens, more than 1024");
   EXPECT_EQ(cuda::swiglu_gradient_product_misfit(linear_dx_gemm(gu, 128, x, 128, w, 256, 128, 128, 1.0f), 128),
             "a product not of linear_dx_gemm's form (dx = dy W, alpha 1, beta 0)");
+  // No chunks of K: refused with the reason, and the kernels' entry points throw it rather than
+  // launch blocks that would wait for chunks that never come.
+  const Gemm no_k = linear_gemm(gu, 256, x, 0, w, 128, 0, 256);
+  EXPECT_EQ(cuda::gated_product_misfit(no_k, 128), "an empty product of 128 x 256 x 0");
+  EXPECT_THROW(cuda::gated_product(no_k, gu, 128, Stream{}), std::exception);
+  const Gemm no_k_dx = linear_dx_gemm(gu, 128, x, 0, w, 128, 128, 0, 0.0f);
+  EXPECT_EQ(cuda::swiglu_gradient_product_misfit(no_k_dx, 128), "an empty product of 128 x 128 x 0");
+  EXPECT_THROW(cuda::swiglu_gradient_product(no_k_dx, gu, gu, 128, Stream{}), std::exception);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   cublasDestroy(handle);
 }
 
@@ -457,6 +467,8 @@ TEST(GpuRopeProduct, GivesCublasAndRopeBytes) {
   EXPECT_EQ(cuda::rope_product_misfit(linear_gemm(qkv, 1000, x, 128, w, 1024, 128, 1000), rope),
             "a product of 1024 x 1000 x 128 (tokens multiples of 128, the QKV width of 64, the hidden size of 64, qkv "
             "contiguous)");
+  EXPECT_EQ(cuda::rope_product_misfit(linear_gemm(qkv, 1024, x, 0, w, 1024, 0, 1024), {1024, 128, 12, 64, 0, 1024}),
+            "an empty product of 1024 x 1024 x 0");
   cublasDestroy(handle);
 }
 
