@@ -68,6 +68,7 @@ void KernelBenchOptions::validate() const {
   for (int t : seq_lens) check_shape(long_batch, t, "--seq-lens");
   if (!csv_path.empty()) check_writable(csv_path, "--csv");
   if (!json_path.empty()) check_writable(json_path, "--json");
+  if (check && programmatic) usage_fail("--programmatic: it changes how calls are timed, and --check times none");
 }
 
 namespace {
@@ -277,14 +278,14 @@ void write_csv(std::ostream& out, const KernelBenchOptions& o, const std::vector
                const KernelCeilings& c, const DeviceInfo& d, const std::string& commit) {
   out << "op,direction,shape,version,precision,status,ms_median,ms_min,ms_max,flops,bytes,tflops,gbps,"
          "ceiling_fraction,base_version,vs_base,in_l2,gemm_bf16_tflops,gemm_fp32_tflops,copy_gbps,device,sm_clock_mhz,"
-         "driver,cuda,commit,run_sm_mhz,clock_limited\n";
+         "driver,cuda,commit,run_sm_mhz,clock_limited,launch\n";
   for (const KernelRow& r : rows)
     out << fmt::format("{},{},{},v{},{},\"{}\",{:.5f},{:.5f},{:.5f},{:.0f},{:.0f},{:.3f},{:.1f},{:.4f},v{},{:.4f},{},{:.1f},"
-                       "{:.1f},{:.1f},\"{}\",{},{},{},{},{},{:.2f}\n",
+                       "{:.1f},{:.1f},\"{}\",{},{},{},{},{},{:.2f},{}\n",
                        r.op, r.direction, r.shape, r.version, o.precision, short_status(r.status), r.ms, r.ms_min,
                        r.ms_max, r.flops, r.bytes, r.tflops, r.gbps, r.ceiling_fraction, r.base_version, r.vs_base,
                        r.in_l2 ? 1 : 0, c.gemm_bf16_tflops, c.gemm_fp32_tflops, c.copy_gbps, d.name, d.sm_clock_mhz,
-                       d.driver, d.runtime, commit, r.sm_mhz, r.clock_limited);
+                       d.driver, d.runtime, commit, r.sm_mhz, r.clock_limited, o.programmatic ? "programmatic" : "plain");
 }
 
 void write_json(std::ostream& out, const KernelBenchOptions& o, const std::vector<KernelRow>& rows,
@@ -301,7 +302,8 @@ void write_json(std::ostream& out, const KernelBenchOptions& o, const std::vecto
                         {"precision", o.precision},
                         {"model", {{"hidden", o.hidden}, {"heads", o.heads}, {"kv_heads", o.kv_heads},
                                    {"head_dim", o.head_dim}, {"intermediate", o.intermediate}, {"vocab", o.vocab}}},
-                        {"timing", {{"warmup_calls", o.warmup}, {"repetitions", o.repeats}}},
+                        {"timing", {{"warmup_calls", o.warmup}, {"repetitions", o.repeats},
+                                    {"launch", o.programmatic ? "programmatic" : "plain"}}},
                         {"ceilings", {{"gemm_bf16_tflops", c.gemm_bf16_tflops},
                                       {"gemm_fp32_tflops", c.gemm_fp32_tflops},
                                       {"copy_gbps", c.copy_gbps}, {"l2_bytes", c.l2_bytes}}},
@@ -322,8 +324,11 @@ std::vector<KernelRow> run_kernel_bench(const KernelBenchOptions& o, std::ostrea
   log << fmt::format("Kernel benchmark on {} (SM clock {} MHz, driver {}, CUDA {}) | commit {}\n", device.name,
                      device.sm_clock_mhz, device.driver, device.runtime, commit);
   log << fmt::format("{} | heads {} (kv {}) of {}, hidden {}, ffn {} | {} warm-up calls, median of {} repetitions "
-                     "(each a CUDA graph of calls adding up to about 1 ms)\n",
-                     o.precision, o.heads, o.kv_heads, o.head_dim, o.hidden, o.intermediate, o.warmup, o.repeats);
+                     "(each a CUDA graph of calls adding up to about 1 ms), {}\n",
+                     o.precision, o.heads, o.kv_heads, o.head_dim, o.hidden, o.intermediate, o.warmup, o.repeats,
+                     o.programmatic ? "the calls launched programmatically where the version does, as in a step "
+                                      "(--programmatic: each may start before the one before it ends)"
+                                    : "each call launched plainly, after the one before it ends");
   log << "Accounting: causal attention fwd = 4 B H T^2 D / 2 FLOPs, bwd = 2.5 x fwd; the others: the bytes each\n"
          "must move at least (every input read once, every output written once). Ceilings: a cuBLAS 8192^3 GEMM, a\n"
          "1 GiB device-to-device copy as (read + write) bytes / time. Rows whose bytes fit in the L2 cache are\n"
@@ -369,7 +374,7 @@ std::vector<KernelRow> run_kernel_bench(const KernelBenchOptions& o, std::ostrea
         row.base_version = op->base_version(version);
         std::unique_ptr<OpRig> rig;
         try {
-          const Plan plan = op_plan(version, *op, bf16);
+          const Plan plan = op_plan(version, *op, bf16, o.programmatic);
           rig = std::make_unique<OpRig>(make, shape, make_backend({DeviceKind::Cuda, plan}), o.seed);
         } catch (const UsageError& e) {  // a switch not implemented yet, a shape it refuses, or out of memory
           for (const char* dir : {"fwd", "bwd"}) {

@@ -48,6 +48,10 @@ struct KernelBenchOptions {
   // Instead of timing: each row's calls against the CPU reference in double, at the default shape
   // (op_case.h: the same cases); the error, the bound and whether a second run repeats the bits.
   bool check = false;
+  // Each case's calls launched as in a training step where the version does (Hopper's programmatic
+  // launch, v3 on): a call's first instructions (our tiles' early weights, say) overlap the end of
+  // the call before it. Off, every call waits for the one before to finish, as a kernel alone.
+  bool programmatic = false;
 
   void validate() const;  // throws UsageError naming the flag
   bool runs(const std::string& op) const;  // whether `op`'s rows are asked for

@@ -34,14 +34,14 @@ const std::vector<OpMaker>& op_cases() {
 
 std::string OpShape::label() const { return fmt::format("B{} T{}", B, T); }
 
-// Launched the plain way: a kernel timed on its own, like its v2 counterpart and the copy it is
-// measured against (programmatic launch would overlap each repetition with the end of the one
-// before).
-Plan op_plan(int version, const OpCase& op, bool amp) {
+// Launched the plain way unless asked: a kernel timed on its own, like its v2 counterpart and the
+// copy it is measured against (programmatic launch overlaps each repetition with the end of the
+// one before, as the kernels of a step overlap).
+Plan op_plan(int version, const OpCase& op, bool amp, bool programmatic) {
   Plan p = plan_for_version(version);
   p.amp = amp;
   p.tf32 = false;
-  p.programmatic_launch = false;
+  p.programmatic_launch = programmatic && p.programmatic_launch;
   p.fused_adamw = p.gemm_epilogues = false;  // no case's: the step's
   const std::vector<bool Plan::*> mine = op.switches();
   for (const OpMaker& make : op_cases())

@@ -128,8 +128,9 @@ using OpMaker = std::function<std::unique_ptr<OpCase>(const OpShape&)>;
 const std::vector<OpMaker>& op_cases();
 
 // The plan of `version` for a case: the preset in the run's precision with the switches of the
-// other cases off (they do not change this one), launched the plain way.
-Plan op_plan(int version, const OpCase& op, bool amp);
+// other cases off (they do not change this one), launched the plain way, or with `programmatic`
+// as the version launches in a step.
+Plan op_plan(int version, const OpCase& op, bool amp, bool programmatic = false);
 
 // A case laid out on one backend: the backend, one arena holding the backend's workspace for the
 // case's shape and the case's tensors; filled from the seed once made.

@@ -490,6 +490,9 @@ bool parse_kernel_options(const std::vector<std::string>& args, KernelBenchOptio
   app.add_flag("--check", o.check,
                "instead of timing, each row against the CPU reference in double at the default shape (error, bound, "
                "repeatable bits)");
+  app.add_flag("--programmatic", o.programmatic,
+               "time the calls launched as in a step where the version does (programmatic launch, v3 on): each may "
+               "start before the one before it ends");
   if (!parse(app, args)) return false;
   if (!kv->count()) o.kv_heads = o.heads % 2 == 0 ? o.heads / 2 : o.heads;
   if (!ffn->count()) o.intermediate = default_intermediate(o.hidden);

@@ -226,6 +226,7 @@ TEST_F(Cli, KernelBenchBadFlags) {
   expect_command_error("kernels --num-heads 8 --num-kv-heads 3", "--num-kv-heads");
   expect_command_error("kernels --head-dim 63", "--head-dim");
   expect_command_error("kernels --repeats 0", "--repeats");
+  expect_command_error("kernels --check --programmatic", "--programmatic: it changes how calls are timed");
   expect_command_error("kernels --ops attention,softmax", "--ops: the operations are attention, rmsnorm");
   expect_command_error("kernels --csv " + (dir / "no/such/dir/k.csv").string(), "--csv");
 }

@@ -79,6 +79,35 @@ TEST(GpuCli, KernelBenchRunsV2AndWritesJson) {
   EXPECT_EQ(v2_rows, 2 * (2 * 4 + 1));  // 2 shapes x (fwd, bwd of 4 ops + attention fwd+bwd)
 }
 
+// --programmatic: the calls launched as in a step (v6's QKV kernel asks for its weights before its
+// wait); the rows run and the files say how they were launched.
+TEST(GpuCli, KernelBenchTimesProgrammaticLaunches) {
+  REQUIRE_GPU();
+  const ScratchDir scratch("gpu_kernels_programmatic");
+  const std::filesystem::path json = scratch.path() / "kernels.json", csv = scratch.path() / "kernels.csv";
+  std::string out, err;
+  const int code = run_binary("kernels --programmatic --levels v5,v6 --ops qkv_rope --seq-lens 1024 --repeats 3 --json " +
+                                  json.string() + " --csv " + csv.string(),
+                              out, err);
+  ASSERT_EQ(code, 0) << err << out;
+  EXPECT_NE(out.find("the calls launched programmatically"), std::string::npos) << out;
+  std::ifstream in(json);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["timing"]["launch"], "programmatic");
+  int timed = 0;
+  for (const nlohmann::json& r : j["rows"])
+    if (r["status"] == "ok") {
+      ++timed;
+      EXPECT_GT(r["ms_median"].get<double>(), 0) << r.dump();
+    }
+  EXPECT_EQ(timed, 4) << j.dump();  // v5 and v6, forward, at two shapes
+  std::ifstream rows(csv);
+  std::string header, first;
+  std::getline(rows, header), std::getline(rows, first);
+  EXPECT_EQ(header.substr(header.rfind(',') + 1), "launch");
+  EXPECT_EQ(first.substr(first.rfind(',') + 1), "programmatic");
+}
+
 // Generation on the GPU (fp32): greedy decoding gives the CPU's tokens, with the cache, for a
 // batch of prompts, and without the cache.
 TEST(GpuCli, GenerationGivesTheCpusTokens) {
