@@ -19,9 +19,12 @@ using namespace tile;
 // Tiles of 64 columns: 128 of them at 8 x 128 (QKV 1024 wide), one wave of 132 SMs. Eight buffers
 // (192 KB): six of the eight chunks of a hidden size of 512 asked for at once. On an H200 at 8 x 128
 // the kernel took 9.3 us with tiles of 128 columns, 8.3 with 64 and four buffers, 6.4 with eight
-// (docs/data/2026-11-29-h200-v6-version); 6.6 since its first six chunks' weights are asked for
-// before its wait (docs/data/2026-11-29-h200-weights-before-the-wait).
+// (docs/data/2026-11-29-h200-v6-version); 6.6 with its first six chunks' weights asked for before
+// its wait (docs/data/2026-11-29-h200-weights-before-the-wait), 6.3 with two, 6.4 with none
+// (docs/data/2026-11-29-h200-qkv-early-chunks): with six, likely, 48 KB of weights arrived ahead of
+// its first activation chunk.
 constexpr int kN = 64, kBuffers = 8;
+constexpr int kEarlyChunks = 2;  // chunks whose weights are asked for before the wait
 
 struct RopeOp {
   CUtensorMap x, w;    // x [n, C] in boxes of 64 columns by 128 rows, W [Q, C] by kN rows
@@ -41,7 +44,7 @@ __global__ void __launch_bounds__(kThreads) qkv_gemm_rope_kernel(Successor next,
   mbar_init_all(bars, kBuffers);
   __syncthreads();
   float acc[1][kN / 2];
-  tile_sums<1, 0, kN, kBuffers>(
+  tile_sums<1, 0, kN, kBuffers, kEarlyChunks>(
       acc, smem, bars, op.c / kChunk, next,
       [&](int c, uint32_t st, uint32_t bar) {
         mbar_expect(bar, kABytes + kN * 128);

@@ -22,14 +22,15 @@ constexpr int kBox = 64 * kRows * 2;  // a [128 rows][64 columns] box of bf16 (t
 // (tma_ring of hopper.cuh: the copies kBuffers - 2 chunks ahead). Thread 0 asks for chunk c by
 // `load_weights(c, buffer, bar)`, B's parts after A's place (kN x 128 bytes each) and the bytes the
 // barrier expects for the whole chunk, then `load_inputs(c, buffer, bar)`, A at the buffer.
-// B is a layer's weights, and the first chunks' B parts are asked for before await_previous_kernel,
+// B is a layer's weights, and the first kEarly chunks' B parts are asked for before await_previous_kernel,
 // so that under programmatic launch they arrive while the kernel before is still running; A, the
 // activations, after it. That is safe while the kernel just before on the stream does not write the
 // weights: it is the only one that may still run (every kernel lets its successor in only past its
 // own wait, cuda_common.cuh), and the kernels before these three are norms. The weights are written
 // by the optimizer on the update lane, which the main stream joins by an event at the step's end,
 // and by gathers and loads that whole kernels follow before any product reads them.
-template <int kParts, int kTransB, int kN = kCols, int kBuffers = kStages, class LoadWeights, class LoadInputs>
+template <int kParts, int kTransB, int kN = kCols, int kBuffers = kStages, int kEarly = kBuffers - 2, class LoadWeights,
+          class LoadInputs>
 __device__ __forceinline__ void tile_sums(float (&acc)[kParts][kN / 2], unsigned char* smem, uint32_t bars, int chunks,
                                           Successor next, LoadWeights&& load_weights, LoadInputs&& load_inputs) {
   static_assert(kN == kCols || (kN == 64 && !kTransB), "tiles of 128 columns, or 64 of a K-major B");
@@ -40,10 +41,10 @@ __device__ __forceinline__ void tile_sums(float (&acc)[kParts][kN / 2], unsigned
 #pragma unroll
     for (int i = 0; i < kN / 2; ++i) acc[p][i] = 0.0f;
   if (threadIdx.x == 0)
-    for (int c = 0; c < kBuffers - 2 && c < chunks; ++c) load_weights(c, smem_addr(smem + c * kStageBytes), bars + 8 * c);
+    for (int c = 0; c < kEarly && c < chunks; ++c) load_weights(c, smem_addr(smem + c * kStageBytes), bars + 8 * c);
   await_previous_kernel(next);
   auto load = [&](int c, uint32_t st, uint32_t bar) {
-    if (c >= kBuffers - 2) load_weights(c, st, bar);
+    if (c >= kEarly) load_weights(c, st, bar);
     load_inputs(c, st, bar);
   };
   tma_ring<kBuffers>(smem, kStageBytes, bars, chunks, load, [&](uint32_t st) {
