@@ -267,8 +267,8 @@ std::map<std::tuple<std::string, int, int>, double> read_pytorch_json(const std:
 
 }  // namespace
 
-// The ladder: for each precision and shape, the versions in order and whether each is no slower
-// than the one below it. A median above the one below breaks the ladder only when the two sets
+// The ladder: for each precision and shape, the versions in order, the sign between two medians
+// theirs, and whether each is no slower than the one below it. A median above the one below breaks the ladder only when the two sets
 // of repetitions do not overlap (the version's fastest slower than the other's slowest); else
 // the two are even within their spread, and the line says so. PyTorch's strongest beside them
 // when given.
@@ -287,7 +287,9 @@ void print_ladder(std::ostream& log, const std::vector<BenchPoint>& points,
     std::string broken, even;
     for (size_t i = 0; i < list.size(); ++i) {
       const BenchPoint &p = *list[i], *below = i ? list[i - 1] : nullptr;
-      line += fmt::format("{} v{} {:.3f}", i ? " >" : "", p.version, p.ms_median);
+      // The sign between two medians is theirs: "v4 1.214 > v5 1.121", "v5 3.979 < v6 4.024".
+      const char* sign = !below ? "" : p.ms_median < below->ms_median ? " >" : p.ms_median > below->ms_median ? " <" : " =";
+      line += fmt::format("{} v{} {:.3f}", sign, p.version, p.ms_median);
       if (!below || p.ms_median <= below->ms_median) continue;
       if (p.ms_min > below->ms_max)
         broken += fmt::format(" v{} slower than v{};", p.version, below->version);

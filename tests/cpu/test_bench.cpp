@@ -63,11 +63,11 @@ TEST(Bench, LadderBreaksOnlyBeyondTheSpread) {
                 timed(4, 3.0, 2.9, 3.1, 32), timed(5, 2.5, 2.4, 2.6, 32)},          // faster: holds
                {{{"bf16", 32, 128}, 4.0}});
   const std::string out = log.str();
-  EXPECT_NE(out.find("bf16 batch 8 seq 128: v4 1.223 > v5 1.225  holds, even within the repetitions' spread: v5 and "
+  EXPECT_NE(out.find("bf16 batch 8 seq 128: v4 1.223 < v5 1.225  holds, even within the repetitions' spread: v5 and "
                      "v4 (1.221-1.226 against 1.222-1.224 ms);"),
             std::string::npos)
       << out;
-  EXPECT_NE(out.find("bf16 batch 16 seq 128: v4 2.000 > v5 2.100  BROKEN: v5 slower than v4;"), std::string::npos) << out;
+  EXPECT_NE(out.find("bf16 batch 16 seq 128: v4 2.000 < v5 2.100  BROKEN: v5 slower than v4;"), std::string::npos) << out;
   EXPECT_NE(out.find("bf16 batch 32 seq 128: v4 3.000 > v5 2.500  holds | PyTorch strongest 4.000 (1.60x of it: v5)"),
             std::string::npos)
       << out;
