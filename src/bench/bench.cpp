@@ -287,8 +287,11 @@ void print_ladder(std::ostream& log, const std::vector<BenchPoint>& points,
     std::string broken, even;
     for (size_t i = 0; i < list.size(); ++i) {
       const BenchPoint &p = *list[i], *below = i ? list[i - 1] : nullptr;
-      // The sign between two medians is theirs: "v4 1.214 > v5 1.121", "v5 3.979 < v6 4.024".
-      const char* sign = !below ? "" : p.ms_median < below->ms_median ? " >" : p.ms_median > below->ms_median ? " <" : " =";
+      // The sign between two medians is theirs as printed: "v4 1.214 > v5 1.121", "v5 3.979 < v6
+      // 4.024", "v5 1.587 = v6 1.587".
+      const long shown = std::lround(p.ms_median * 1000);
+      const long shown_below = below ? std::lround(below->ms_median * 1000) : shown;
+      const char* sign = !below ? "" : shown < shown_below ? " >" : shown > shown_below ? " <" : " =";
       line += fmt::format("{} v{} {:.3f}", sign, p.version, p.ms_median);
       if (!below || p.ms_median <= below->ms_median) continue;
       if (p.ms_min > below->ms_max)

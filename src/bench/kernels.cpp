@@ -285,7 +285,7 @@ void write_csv(std::ostream& out, const KernelBenchOptions& o, const std::vector
                        r.op, r.direction, r.shape, r.version, o.precision, short_status(r.status), r.ms, r.ms_min,
                        r.ms_max, r.flops, r.bytes, r.tflops, r.gbps, r.ceiling_fraction, r.base_version, r.vs_base,
                        r.in_l2 ? 1 : 0, c.gemm_bf16_tflops, c.gemm_fp32_tflops, c.copy_gbps, d.name, d.sm_clock_mhz,
-                       d.driver, d.runtime, commit, r.sm_mhz, r.clock_limited, o.programmatic ? "programmatic" : "plain");
+                       d.driver, d.runtime, commit, r.sm_mhz, r.clock_limited, r.programmatic ? "programmatic" : "plain");
 }
 
 void write_json(std::ostream& out, const KernelBenchOptions& o, const std::vector<KernelRow>& rows,
@@ -297,13 +297,14 @@ void write_json(std::ostream& out, const KernelBenchOptions& o, const std::vecto
                     {"ms_max", r.ms_max}, {"flops", r.flops}, {"bytes", r.bytes}, {"tflops", r.tflops},
                     {"gbps", r.gbps}, {"ceiling_fraction", r.ceiling_fraction}, {"base_version", r.base_version},
                     {"vs_base", r.vs_base}, {"in_l2", r.in_l2},
-                    {"sm_mhz", r.sm_mhz}, {"clock_limited", r.clock_limited}, {"target", target(r)}});
+                    {"sm_mhz", r.sm_mhz}, {"clock_limited", r.clock_limited}, {"target", target(r)},
+                    {"launch", r.programmatic ? "programmatic" : "plain"}});
   out << nlohmann::json{{"environment", environment_json(d, commit)},
                         {"precision", o.precision},
                         {"model", {{"hidden", o.hidden}, {"heads", o.heads}, {"kv_heads", o.kv_heads},
                                    {"head_dim", o.head_dim}, {"intermediate", o.intermediate}, {"vocab", o.vocab}}},
                         {"timing", {{"warmup_calls", o.warmup}, {"repetitions", o.repeats},
-                                    {"launch", o.programmatic ? "programmatic" : "plain"}}},
+                                    {"programmatic", o.programmatic}}},
                         {"ceilings", {{"gemm_bf16_tflops", c.gemm_bf16_tflops},
                                       {"gemm_fp32_tflops", c.gemm_fp32_tflops},
                                       {"copy_gbps", c.copy_gbps}, {"l2_bytes", c.l2_bytes}}},
@@ -326,8 +327,8 @@ std::vector<KernelRow> run_kernel_bench(const KernelBenchOptions& o, std::ostrea
   log << fmt::format("{} | heads {} (kv {}) of {}, hidden {}, ffn {} | {} warm-up calls, median of {} repetitions "
                      "(each a CUDA graph of calls adding up to about 1 ms), {}\n",
                      o.precision, o.heads, o.kv_heads, o.head_dim, o.hidden, o.intermediate, o.warmup, o.repeats,
-                     o.programmatic ? "the calls launched programmatically where the version does, as in a step "
-                                      "(--programmatic: each may start before the one before it ends)"
+                     o.programmatic ? "the calls launched programmatically where the version's step is, v3 on "
+                                      "(--programmatic: each may start before the one before it ends; v1 and v2 plain)"
                                     : "each call launched plainly, after the one before it ends");
   log << "Accounting: causal attention fwd = 4 B H T^2 D / 2 FLOPs, bwd = 2.5 x fwd; the others: the bytes each\n"
          "must move at least (every input read once, every output written once). Ceilings: a cuBLAS 8192^3 GEMM, a\n"
@@ -375,6 +376,7 @@ std::vector<KernelRow> run_kernel_bench(const KernelBenchOptions& o, std::ostrea
         std::unique_ptr<OpRig> rig;
         try {
           const Plan plan = op_plan(version, *op, bf16, o.programmatic);
+          row.programmatic = plan.programmatic_launch;
           rig = std::make_unique<OpRig>(make, shape, make_backend({DeviceKind::Cuda, plan}), o.seed);
         } catch (const UsageError& e) {  // a switch not implemented yet, a shape it refuses, or out of memory
           for (const char* dir : {"fwd", "bwd"}) {

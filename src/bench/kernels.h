@@ -48,9 +48,10 @@ struct KernelBenchOptions {
   // Instead of timing: each row's calls against the CPU reference in double, at the default shape
   // (op_case.h: the same cases); the error, the bound and whether a second run repeats the bits.
   bool check = false;
-  // Each case's calls launched as in a training step where the version does (Hopper's programmatic
-  // launch, v3 on): a call's first instructions (our tiles' early weights, say) overlap the end of
-  // the call before it. Off, every call waits for the one before to finish, as a kernel alone.
+  // Each case's calls launched programmatically where the version's step launches so (Hopper's
+  // programmatic launch, v3 on): a call's first instructions (our tiles' early weights, say)
+  // overlap the end of the same op's call before it (in a step, another kernel's). Off, every call
+  // waits for the one before to finish, as a kernel alone. Each row says how it was launched.
   bool programmatic = false;
 
   void validate() const;  // throws UsageError naming the flag
@@ -70,6 +71,7 @@ struct KernelRow {
   bool in_l2 = false;           // a memory-bound row whose bytes fit in the L2 cache
   int sm_mhz = 0;               // the SM clock while it ran (median of the repetitions; 0: unknown)
   double clock_limited = 0;     // the share of its repetitions with the clock held down for power or heat
+  bool programmatic = false;    // its calls launched programmatically (--programmatic, v3 on)
   double error = -1, bound = 0;  // --check: the largest output's relative error against the reference, its bound
   bool repeatable = true;        // --check: a second run gave the same bits
 };

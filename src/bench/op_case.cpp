@@ -35,8 +35,8 @@ const std::vector<OpMaker>& op_cases() {
 std::string OpShape::label() const { return fmt::format("B{} T{}", B, T); }
 
 // Launched the plain way unless asked: a kernel timed on its own, like its v2 counterpart and the
-// copy it is measured against (programmatic launch overlaps each repetition with the end of the
-// one before, as the kernels of a step overlap).
+// copy it is measured against (programmatic launch overlaps each call with the end of the one
+// before, as the kernels of a step overlap).
 Plan op_plan(int version, const OpCase& op, bool amp, bool programmatic) {
   Plan p = plan_for_version(version);
   p.amp = amp;

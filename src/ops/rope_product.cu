@@ -21,8 +21,8 @@ using namespace tile;
 // the kernel took 9.3 us with tiles of 128 columns, 8.3 with 64 and four buffers, 6.4 with eight
 // (docs/data/2026-11-29-h200-v6-version); 6.6 with its first six chunks' weights asked for before
 // its wait (docs/data/2026-11-29-h200-weights-before-the-wait), 6.3 with two, 6.4 with none
-// (docs/data/2026-11-29-h200-qkv-early-chunks): with six, likely, 48 KB of weights arrived ahead of
-// its first activation chunk.
+// (docs/data/2026-11-29-h200-qkv-early-chunks). Our guess, not measured: with six, 48 KB of weights
+// arrived ahead of its first activation chunk.
 constexpr int kN = 64, kBuffers = 8;
 constexpr int kEarlyChunks = 2;  // chunks whose weights are asked for before the wait
 

@@ -22,7 +22,8 @@ constexpr int kBox = 64 * kRows * 2;  // a [128 rows][64 columns] box of bf16 (t
 // (tma_ring of hopper.cuh: the copies kBuffers - 2 chunks ahead). Thread 0 asks for chunk c by
 // `load_weights(c, buffer, bar)`, B's parts after A's place (kN x 128 bytes each) and the bytes the
 // barrier expects for the whole chunk, then `load_inputs(c, buffer, bar)`, A at the buffer.
-// B is a layer's weights, and the first kEarly chunks' B parts are asked for before await_previous_kernel,
+// B is a layer's weights, and the first kEarly chunks' B parts (by default all kBuffers - 2 that the
+// ring asks for at its start) are asked for before await_previous_kernel,
 // so that under programmatic launch they arrive while the kernel before is still running; A, the
 // activations, after it. That is safe while the kernel just before on the stream does not write the
 // weights: it is the only one that may still run (every kernel lets its successor in only past its
@@ -34,6 +35,7 @@ template <int kParts, int kTransB, int kN = kCols, int kBuffers = kStages, int k
 __device__ __forceinline__ void tile_sums(float (&acc)[kParts][kN / 2], unsigned char* smem, uint32_t bars, int chunks,
                                           Successor next, LoadWeights&& load_weights, LoadInputs&& load_inputs) {
   static_assert(kN == kCols || (kN == 64 && !kTransB), "tiles of 128 columns, or 64 of a K-major B");
+  static_assert(kEarly >= 0 && kEarly <= kBuffers - 2, "early weights only for chunks the ring starts with");
   constexpr int kPartBytes = kN * 128, kStageBytes = kABytes + kParts * kPartBytes;
   const int wg = threadIdx.x / kWarpgroup;
 #pragma unroll
@@ -92,7 +94,9 @@ __device__ __forceinline__ void write_staged(const unsigned char* staged, Out ou
 // What the tile kernels take: bf16 operands, 16-byte rows and bases, tiles of 128 rows and chunks of
 // 64, and where they pay, at most 1024 tokens (each kernel checks its own columns).
 inline std::string shape_misfit(const Gemm& g) {
-  // An empty product would launch no blocks, or (K = 0) wait for chunks that never come.
+  // An empty product, refused here with its reason: m or n = 0 would launch no blocks, and with K = 0
+  // TMA cannot describe the operands (the gated backward's epilogue would also wait for gate and up,
+  // which come with the first chunk).
   if (g.m <= 0 || g.n <= 0 || g.k <= 0)
     return "an empty product of " + std::to_string(g.m) + " x " + std::to_string(g.n) + " x " + std::to_string(g.k);
   if (g.a.dtype != DType::BF16 || g.b.dtype != DType::BF16 || g.c.dtype != DType::BF16) return "operands not bf16";

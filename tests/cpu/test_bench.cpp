@@ -60,7 +60,8 @@ TEST(Bench, LadderBreaksOnlyBeyondTheSpread) {
   print_ladder(log,
                {timed(4, 1.223, 1.2215, 1.2239), timed(5, 1.225, 1.2209, 1.2259),  // overlapping: even
                 timed(4, 2.0, 1.99, 2.01, 16), timed(5, 2.1, 2.05, 2.2, 16),        // disjoint: broken
-                timed(4, 3.0, 2.9, 3.1, 32), timed(5, 2.5, 2.4, 2.6, 32)},          // faster: holds
+                timed(4, 3.0, 2.9, 3.1, 32), timed(5, 2.5, 2.4, 2.6, 32),           // faster: holds
+                timed(4, 1.5871, 1.586, 1.588, 64), timed(5, 1.5873, 1.585, 1.590, 64)},  // equal as printed
                {{{"bf16", 32, 128}, 4.0}});
   const std::string out = log.str();
   EXPECT_NE(out.find("bf16 batch 8 seq 128: v4 1.223 < v5 1.225  holds, even within the repetitions' spread: v5 and "
@@ -69,6 +70,9 @@ TEST(Bench, LadderBreaksOnlyBeyondTheSpread) {
       << out;
   EXPECT_NE(out.find("bf16 batch 16 seq 128: v4 2.000 < v5 2.100  BROKEN: v5 slower than v4;"), std::string::npos) << out;
   EXPECT_NE(out.find("bf16 batch 32 seq 128: v4 3.000 > v5 2.500  holds | PyTorch strongest 4.000 (1.60x of it: v5)"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("bf16 batch 64 seq 128: v4 1.587 = v5 1.587  holds, even within the repetitions' spread"),
             std::string::npos)
       << out;
 }
