@@ -19,6 +19,7 @@
 #include "ops/embedding.h"
 #include "ops/gated_product.h"
 #include "ops/gemm.h"
+#include "ops/l2_prefetch.h"
 #include "ops/quantize.h"
 #include "ops/residual.h"
 #include "ops/rmsnorm.h"
@@ -203,6 +204,9 @@ class CudaBackend final : public Backend {
   }
 
   void matmul(const Gemm& g) override { cuda::gemm(blas(), g); }
+  void prefetch_weights(const Tensor& w) override {
+    if (plan_.prefetch_weights && current_ == stream_) cuda::prefetch_with_next_launch(stream_, w.ptr, int64_t(w.bytes()));
+  }
   std::string matmul_group_misfit(const std::vector<Gemm>& products) const override {
     return plan_.grouped_weight_gradients ? cuda::weight_gradients_misfit(products, sms_) : "grouped-weight-gradients off";
   }

@@ -1,0 +1,25 @@
+// prefetch-weights: the bytes the next kernel of ours launched on a stream asks into L2 before its
+// wait (Successor::l2, ops/cuda_common.cuh). The backend sets them just before the operation whose
+// kernel is to ask; that kernel's launch takes them. One pending request per host thread, as the
+// launches are made from one.
+#pragma once
+#include <cstdint>
+
+struct CUstream_st;
+
+namespace tt::cuda {
+
+struct L2Prefetch {
+  CUstream_st* stream = nullptr;  // taken only by a launch on this stream
+  const void* bytes_at = nullptr;
+  int64_t bytes = 0;
+};
+inline L2Prefetch& pending_l2_prefetch() {
+  static thread_local L2Prefetch pending;
+  return pending;
+}
+inline void prefetch_with_next_launch(CUstream_st* stream, const void* at, int64_t bytes) {
+  pending_l2_prefetch() = {stream, at, bytes};
+}
+
+}  // namespace tt::cuda
