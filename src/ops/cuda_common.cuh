@@ -181,7 +181,8 @@ inline int blocks_of(int n, int per) { return (n + per - 1) / per; }
 // A kernel may also carry bytes to ask into L2 for a later kernel (prefetch-weights: the weights of
 // the cuBLAS product after it, whose loads would wait on memory at its start). Before its wait,
 // thread 0 of each block asks for its share in pieces of 16 KB (cp.async.bulk.prefetch.L2): a hint
-// that reads and writes nothing the kernels see, so it may run beside anything.
+// that writes nothing and changes nothing the kernels read, so it may run beside anything (the
+// bytes must be live memory: see ops/l2_prefetch.h).
 struct Successor {
   bool early;                   // let the next kernel of the stream be placed once this one's blocks all run
   const char* l2 = nullptr;     // bytes [l2, l2 + l2_bytes) asked into L2 (16-byte aligned), or none

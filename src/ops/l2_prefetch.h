@@ -1,7 +1,9 @@
 // prefetch-weights: the bytes the next kernel of ours launched on a stream asks into L2 before its
-// wait (Successor::l2, ops/cuda_common.cuh). The backend sets them just before the operation whose
-// kernel is to ask; that kernel's launch takes them. One pending request per host thread, as the
-// launches are made from one.
+// wait (Successor::l2, ops/cuda_common.cuh). The backend sets them just before an operation that
+// launches a kernel of ours; the next such launch on the stream takes them, whichever operation it
+// belongs to (after cuDNN's attention, which launches none of ours, a later kernel: too late to
+// help, harmless). One pending request per host thread, as the launches are made from one; a
+// backend clears it when it goes, with the memory the request names.
 #pragma once
 #include <cstdint>
 

@@ -8,6 +8,7 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #include "backend/backend.h"
 #include "core/cuda_check.h"
@@ -101,6 +102,7 @@ class CudaBackend final : public Backend {
     CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
   }
   ~CudaBackend() override {
+    cuda::prefetch_with_next_launch(nullptr, nullptr, 0);  // no request for weights that go with this backend
     cudaStreamSynchronize(stream_);  // this backend's work is done before its resources go
     for (cudaStream_t lane : lanes_) cudaStreamSynchronize(lane);
     cudaEventDestroy(fork_);
@@ -205,7 +207,9 @@ class CudaBackend final : public Backend {
 
   void matmul(const Gemm& g) override { cuda::gemm(blas(), g); }
   void prefetch_weights(const Tensor& w) override {
-    if (plan_.prefetch_weights && current_ == stream_) cuda::prefetch_with_next_launch(stream_, w.ptr, int64_t(w.bytes()));
+    // The prefetch's address must be 16-byte aligned; a weight that is not is left to the product.
+    if (plan_.prefetch_weights && current_ == stream_ && reinterpret_cast<uintptr_t>(w.ptr) % 16 == 0)
+      cuda::prefetch_with_next_launch(stream_, w.ptr, int64_t(w.bytes()));
   }
   std::string matmul_group_misfit(const std::vector<Gemm>& products) const override {
     return plan_.grouped_weight_gradients ? cuda::weight_gradients_misfit(products, sms_) : "grouped-weight-gradients off";
