@@ -268,8 +268,9 @@ std::map<std::tuple<std::string, int, int>, double> read_pytorch_json(const std:
 }  // namespace
 
 // The ladder: for each precision and shape, the versions in order, the sign between two medians
-// theirs, and whether each is no slower than the one below it. A median above the one below breaks the ladder only when the two sets
-// of repetitions do not overlap (the version's fastest slower than the other's slowest); else
+// theirs, and whether each is no slower than the one below it. A median above the one below
+// breaks the ladder only when the two sets of repetitions do not overlap (the version's fastest
+// slower than the other's slowest); else
 // the two are even within their spread, and the line says so. PyTorch's strongest beside them
 // when given.
 void print_ladder(std::ostream& log, const std::vector<BenchPoint>& points,

@@ -13,8 +13,8 @@
 #include "core/cuda_check.h"
 #include "core/error.h"
 #include "core/stream.h"
-#include "ops/l2_prefetch.h"
 #include "core/tensor.h"
+#include "ops/l2_prefetch.h"
 
 namespace tt::cuda {
 

@@ -3,7 +3,8 @@
 // launches a kernel of ours; the next such launch on the stream takes them, whichever operation it
 // belongs to (after cuDNN's attention, which launches none of ours, a later kernel: too late to
 // help, harmless). One pending request per host thread, as the launches are made from one; a
-// backend clears it when it goes, with the memory the request names.
+// backend clears it when it goes, with the memory the request names. The prefetch instruction
+// takes a 16-byte-aligned address: a request for bytes elsewhere is dropped (the product loads them).
 #pragma once
 #include <cstdint>
 
@@ -21,7 +22,8 @@ inline L2Prefetch& pending_l2_prefetch() {
   return pending;
 }
 inline void prefetch_with_next_launch(CUstream_st* stream, const void* at, int64_t bytes) {
-  pending_l2_prefetch() = {stream, at, bytes};
+  const bool aligned = reinterpret_cast<uintptr_t>(at) % 16 == 0;
+  pending_l2_prefetch() = aligned ? L2Prefetch{stream, at, bytes} : L2Prefetch{};
 }
 
 }  // namespace tt::cuda

@@ -8,7 +8,6 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include <algorithm>
-#include <cstdint>
 
 #include "backend/backend.h"
 #include "core/cuda_check.h"
@@ -207,9 +206,7 @@ class CudaBackend final : public Backend {
 
   void matmul(const Gemm& g) override { cuda::gemm(blas(), g); }
   void prefetch_weights(const Tensor& w) override {
-    // The prefetch's address must be 16-byte aligned; a weight that is not is left to the product.
-    if (plan_.prefetch_weights && current_ == stream_ && reinterpret_cast<uintptr_t>(w.ptr) % 16 == 0)
-      cuda::prefetch_with_next_launch(stream_, w.ptr, int64_t(w.bytes()));
+    if (plan_.prefetch_weights && current_ == stream_) cuda::prefetch_with_next_launch(stream_, w.ptr, int64_t(w.bytes()));
   }
   std::string matmul_group_misfit(const std::vector<Gemm>& products) const override {
     return plan_.grouped_weight_gradients ? cuda::weight_gradients_misfit(products, sms_) : "grouped-weight-gradients off";
