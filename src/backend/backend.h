@@ -81,9 +81,6 @@ class Backend {
 
   // Operations.
   virtual void matmul(const Gemm& g) = 0;
-  // `w`, the weights of a library product after the next operation, asked into the cache by the
-  // next kernel (the CUDA backend with prefetch-weights; elsewhere nothing). A hint: no bit changes.
-  virtual void prefetch_weights(const Tensor& w) {}
   // Products none of which reads another's output (a layer's weight gradients): why the backend
   // does not make them in one launch, empty where it does (the CUDA backend with
   // grouped-weight-gradients, where the shapes allow: ops/weight_gradients.h), and the products

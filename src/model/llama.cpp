@@ -311,9 +311,6 @@ std::string Llama::products_kind() const {
   if (plan.grouped_weight_gradients)
     piece("weight gradients", weight_gradients_misfit(g_.layers[0], acts_[0]),
           "a layer's four in one launch (grouped-weight-gradients)", "one a launch");
-  if (plan.prefetch_weights)
-    piece("cuBLAS's weights", fp8_.on() ? "FP8 products" : "", "asked into L2 by the kernel before (prefetch-weights)",
-          "not prefetched");
   return s;
 }
 
@@ -481,7 +478,6 @@ void Llama::forward_attention(int l) {
   }
   const Fp8Matrix att8 =
       attention_in_fp8(be_.plan(), fp8_.on(), fp8_.scaling()) ? fp8_.operands(l, Proj::Out).x : Fp8Matrix{};
-  prefetch_for_product(w.wo);
   attention_forward(be_, a.att, a.saved, a.qkv, attn_, att8);
   output_and_residual(l, Proj::Out, a.x_mid, a.x, a.att, w.wo, {"ffn_norm", a.xn2, a.rstd2, w.ffn_norm, l, Proj::GateUp},
                       !att8.slot.empty());
@@ -498,7 +494,6 @@ void Llama::forward_ffn(int l) {
   const bool xn_cast = block_norm(l, Proj::GateUp, {a.x_mid, a.xn2, a.rstd2, {}, {}, w.ffn_norm, N, C, cfg_.norm_eps});
   ScopedRange r(be_, "ffn");
   const bool h_in_fp8 = swiglu_in_fp8(plan, fp8_.on());
-  prefetch_for_product(w.wdown);
   if (swiglu_in_gate_up_misfit_.empty()) {
     be_.gate_up_swiglu(gate_up_product(l), a.h, N, F);
   } else {
@@ -624,7 +619,6 @@ void Llama::backward_ffn(int l) {
     // but less (docs/multi-gpu.md).
     ScopedRange r(be_, "ffn");
     const bool dgateup_in_fp8 = swiglu_in_fp8(plan, fp8_.on());
-    prefetch_for_product(w.wgateup);
     if (swiglu_in_down_gradient_misfit_.empty()) {
       be_.down_swiglu_backward(down_input_gradient(l), dgateup_, a.gateup, N, F);
     } else {
@@ -641,7 +635,6 @@ void Llama::backward_ffn(int l) {
   // into the other buffer, and the two trade places.
   const bool grouped = !dres_other_.empty();
   const Tensor dres_out = grouped ? dres_other_ : dres_;
-  prefetch_for_product(w.wo);  // the output product's input gradient, after this norm
   residual_norm_backward(be_, dres_out, dres_, d_norm_in_, g.ffn_norm, d_normed_, a.x_mid, w.ffn_norm, a.rstd2, N,
                          cfg_.hidden, accumulating(), residual_gradient8(l, Proj::Out));
   if (grouped) std::swap(dres_, dres_other_);
@@ -656,7 +649,6 @@ void Llama::backward_attention(int l) {
     project_backward(l, Proj::Out, datt_, g.wo, dres_, a.att, w.wo, !residual_gradient8(l, Proj::Out).slot.empty());
     const std::vector<RopeShape> ropes = rope_shapes(be_, attn_);
     const bool dqkv_in_fp8 = rope_backward_in_fp8(be_.plan(), fp8_.on(), ropes);
-    prefetch_for_product(w.wqkv);
     if (dqkv_in_fp8) {
       be_.attention_backward(dqkv_, datt_, a.qkv, a.att, a.saved, attn_);
       qkv_rope_backward(be_, dqkv_, fp8_.gradient(l, Proj::Qkv), rope_table_, ropes, fp8_.scaling());

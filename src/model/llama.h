@@ -196,11 +196,6 @@ class Llama {
   double loss_grad_scale() const { return 1.0 / double(tokens() * state_.world_size() * step_.micro_batches); }
   void forward_attention(int layer);
   void forward_ffn(int layer);
-  // `w`, the weights of a library product after the next operation, asked into the cache by the
-  // next kernel of ours (prefetch-weights; nothing with FP8 products, which read other copies).
-  void prefetch_for_product(const Tensor& w) {
-    if (!fp8_.on()) be_.prefetch_weights(w);
-  }
   void backward_ffn(int layer);
   void backward_attention(int layer);
   std::string weight_gradients_misfit(const LayerWeights& g, const LayerActs& a) const;  // empty: made in one group

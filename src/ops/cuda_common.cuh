@@ -14,7 +14,6 @@
 #include "core/error.h"
 #include "core/stream.h"
 #include "core/tensor.h"
-#include "ops/l2_prefetch.h"
 
 namespace tt::cuda {
 
@@ -177,35 +176,15 @@ inline int blocks_of(int n, int per) { return (n + per - 1) / per; }
 // waiting beside its own: version 1 at B1 T8192 ran 88.1 ms a step that way against 70.2 ms,
 // and version 2 at B8 T128 1.94 against 1.90 ms. Launched the ordinary way, the wait does
 // nothing.
-//
-// A kernel may also carry bytes to ask into L2 for a later kernel (prefetch-weights: the weights of
-// the cuBLAS product after it, whose loads would wait on memory at its start). Before its wait,
-// thread 0 of each block asks for its share in pieces of 16 KB (cp.async.bulk.prefetch.L2): a hint
-// that writes nothing and changes nothing the kernels read, so it may run beside anything (the
-// bytes must be live memory: see ops/l2_prefetch.h).
 struct Successor {
-  bool early;                   // let the next kernel of the stream be placed once this one's blocks all run
-  const char* l2 = nullptr;     // bytes [l2, l2 + l2_bytes) asked into L2 (16-byte aligned), or none
-  int64_t l2_bytes = 0;
+  bool early;  // let the next kernel of the stream be placed once this one's blocks all run
 };
-__device__ __forceinline__ void prefetch_share_into_l2(const Successor& next) {
-  constexpr int64_t kPiece = 16384;
-  if (threadIdx.x | threadIdx.y | threadIdx.z) return;
-  const int64_t blocks = int64_t(gridDim.x) * gridDim.y * gridDim.z;
-  const int64_t block = blockIdx.x + int64_t(gridDim.x) * (blockIdx.y + int64_t(gridDim.y) * blockIdx.z);
-  for (int64_t at = block * kPiece; at < next.l2_bytes; at += blocks * kPiece) {
-    const int64_t left = next.l2_bytes - at, bytes = (left < kPiece ? left : kPiece) & ~int64_t(15);
-    if (bytes > 0)
-      asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(next.l2 + at), "r"(uint32_t(bytes)) : "memory");
-  }
-}
 __device__ __forceinline__ void await_previous_kernel(Successor next) {
-  if (next.l2) prefetch_share_into_l2(next);
   asm volatile("griddepcontrol.wait;" ::: "memory");
   if (next.early) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
 
-// kernel<<<grid, block, smem, handle>>>(Successor{early, l2}, args...), with the programmatic
+// kernel<<<grid, block, smem, handle>>>(Successor{early}, args...), with the programmatic
 // attribute when `programmatic`, in clusters of `cluster` blocks along x when more than 1; a
 // launch error throws, naming `name`.
 template <class... Params, class... Args>
@@ -228,13 +207,7 @@ void launch_kernel(const char* name, void (*kernel)(Successor, Params...), dim3 
   config.stream = handle;
   config.attrs = attributes;
   config.numAttrs = count;
-  Successor next{early};
-  L2Prefetch& pending = pending_l2_prefetch();
-  if (pending.bytes_at && pending.stream == handle) {
-    next.l2 = static_cast<const char*>(pending.bytes_at), next.l2_bytes = pending.bytes;
-    pending = {};
-  }
-  const cudaError_t err = cudaLaunchKernelEx(&config, kernel, next, std::forward<Args>(args)...);
+  const cudaError_t err = cudaLaunchKernelEx(&config, kernel, Successor{early}, std::forward<Args>(args)...);
   if (err != cudaSuccess) throw_cuda(err, (std::string("launch of ") + name).c_str(), __FILE__, __LINE__);
 }
 // A kernel of ours on stream s: programmatic, and letting its successor in early, when

@@ -98,12 +98,6 @@ const std::vector<PlanSwitch>& plan_switches() {
        "RoPE made in the epilogue of our own QKV product (bf16, TMA and wgmma, tiles of 64 columns), the bytes of "
        "cuBLAS's product and the RoPE kernel, at most 1024 tokens: the queries and keys written once, one launch "
        "less a layer"},
-      // A hint, no bit changed (Fp8Model.PrefetchedWeightsChangeNoBit); the default step 1.086-1.089 ->
-      // 1.080-1.082 ms on an H200, cuBLAS's forward products 5.80 -> 5.40 us (docs/versions/v6.md).
-      {"prefetch-weights", &Plan::prefetch_weights, 6,
-       "the weights of a layer's cuBLAS products (not FP8) asked into L2 by the kernel of ours before each, as that "
-       "kernel starts: the output product's by the attention, down's by the gate/up product, and in the backward "
-       "gate/up's, the output's and the QKV product's input gradients' by the kernels before them"},
   };
   return switches;
 }

@@ -60,7 +60,6 @@ struct Plan {
   // Version 6: kernels that hold more of a transformer block (the short steps that wait on latency).
   bool attention_backward_in_one_block = false;  // our flash attention's backward, short sequences: a block makes all
   bool rope_in_qkv_product = false;  // RoPE made in the epilogue of our own QKV product
-  bool prefetch_weights = false;  // a cuBLAS product's weights asked into L2 by the kernel of ours before it
 };
 
 // A switch of the plan, by the name users type in --enable-NAME / --disable-NAME.

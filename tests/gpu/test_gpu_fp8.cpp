@@ -789,27 +789,6 @@ TEST(Fp8Model, RopeInQkvProductChangesNoBit) {
             std::string::npos);
 }
 
-// prefetch-weights (v6): the kernels before cuBLAS's products ask for their weights into L2, a hint
-// that changes no bit: five steps of v6 with it give the bits of v6 without it, and the header says
-// so (and why not, with FP8 products).
-TEST(Fp8Model, PrefetchedWeightsChangeNoBit) {
-  REQUIRE_GPU();
-  Plan on = plan_for_version(6);
-  on.amp = true;
-  ASSERT_TRUE(on.prefetch_weights);
-  Plan off = on;
-  off.prefetch_weights = false;
-  const FiveSteps a = five_steps(off, 128), b = five_steps(on, 128);
-  EXPECT_NE(b.products.find("cuBLAS's weights asked into L2 by the kernel before (prefetch-weights)"), std::string::npos)
-      << b.products;
-  EXPECT_EQ(a.products.find("prefetch-weights"), std::string::npos) << a.products;
-  EXPECT_EQ(a.losses, b.losses);
-  EXPECT_TRUE(a.params == b.params);
-  Plan every = on;
-  every.fp8_every_shape = true;
-  EXPECT_NE(five_steps(every, 128).products.find("cuBLAS's weights not prefetched (FP8 products)"), std::string::npos);
-}
-
 // swiglu-in-down-gradient (v5): at the default shape SwiGLU's backward is made in the epilogue of
 // our product for down's input gradient, with cuBLAS's and the SwiGLU kernel's bytes
 // (GpuGatedProduct).

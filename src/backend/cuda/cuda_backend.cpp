@@ -19,7 +19,6 @@
 #include "ops/embedding.h"
 #include "ops/gated_product.h"
 #include "ops/gemm.h"
-#include "ops/l2_prefetch.h"
 #include "ops/quantize.h"
 #include "ops/residual.h"
 #include "ops/rmsnorm.h"
@@ -101,7 +100,6 @@ class CudaBackend final : public Backend {
     CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
   }
   ~CudaBackend() override {
-    cuda::prefetch_with_next_launch(nullptr, nullptr, 0);  // no request for weights that go with this backend
     cudaStreamSynchronize(stream_);  // this backend's work is done before its resources go
     for (cudaStream_t lane : lanes_) cudaStreamSynchronize(lane);
     cudaEventDestroy(fork_);
@@ -205,9 +203,6 @@ class CudaBackend final : public Backend {
   }
 
   void matmul(const Gemm& g) override { cuda::gemm(blas(), g); }
-  void prefetch_weights(const Tensor& w) override {
-    if (plan_.prefetch_weights && current_ == stream_) cuda::prefetch_with_next_launch(stream_, w.ptr, int64_t(w.bytes()));
-  }
   std::string matmul_group_misfit(const std::vector<Gemm>& products) const override {
     return plan_.grouped_weight_gradients ? cuda::weight_gradients_misfit(products, sms_) : "grouped-weight-gradients off";
   }
