@@ -136,13 +136,14 @@ constexpr int kPairStage = 2 * 64 * 128;  // A's 64 rows and B's 64 rows of a ch
 template <int kBuf>
 constexpr int pair_smem() { return kBuf * kPairStage + 16 * kBuf + kSmemAlign; }
 
-template <int kBuf, bool kShare, bool kMma = true, bool kLoadA = true>
+template <int kBuf, int kShare, bool kMma = true, bool kLoadA = true>  // kShare: 0 none, 1 B (pairs along M), 2 A (along N)
 __global__ void __launch_bounds__(kWarpgroup + 32) pair_kernel(Successor, const __grid_constant__ Op op) {
   unsigned char* smem = aligned_smem();
   const uint32_t full = smem_addr(smem + kBuf * kPairStage), empty = full + 8 * kBuf;
   const uint32_t rank = cluster_rank();
   const int pair = int(blockIdx.x) / 2, tiles_n = op.n / 64;
-  const int n0 = pair % tiles_n * 64, m0 = (pair / tiles_n * 2 + int(rank)) * 64;
+  const int n0 = kShare == 2 ? (pair % (tiles_n / 2) * 2 + int(rank)) * 64 : pair % tiles_n * 64;
+  const int m0 = kShare == 2 ? pair / (tiles_n / 2) * 64 : (pair / tiles_n * 2 + int(rank)) * 64;
   const int chunks = op.k / kChunk;
   if (threadIdx.x == 0) {
     for (int i = 0; i < kBuf; ++i) mbar_init(full + 8 * i, 1), mbar_init(empty + 8 * i, 2);
@@ -156,8 +157,11 @@ __global__ void __launch_bounds__(kWarpgroup + 32) pair_kernel(Successor, const 
         if (c >= kBuf) mbar_wait(empty + 8 * s, (c / kBuf - 1) & 1);
         const uint32_t st = smem_addr(smem + s * kPairStage);
         mbar_expect(full + 8 * s, kLoadA ? kPairStage : kPairStage / 2);
-        if (kLoadA) tma_load_2d(st, &op.a, c * kChunk, m0, full + 8 * s);
-        if (kShare)
+        if (kShare == 2)
+          tma_load_2d_multicast(st + rank * 4096, &op.a, c * kChunk, m0 + 32 * int(rank), full + 8 * s, 3);
+        else if (kLoadA)
+          tma_load_2d(st, &op.a, c * kChunk, m0, full + 8 * s);
+        if (kShare == 1)
           tma_load_2d_multicast(st + kPairStage / 2 + rank * 4096, &op.b, c * kChunk, n0 + 32 * int(rank), full + 8 * s, 3);
         else
           tma_load_2d(st + kPairStage / 2, &op.b, c * kChunk, n0, full + 8 * s);
@@ -233,6 +237,7 @@ int main(int argc, char** argv) {
   const Op pair_shared{bf16_boxes(Tensor{A, DType::BF16, int64_t(M) * K}, M, K, K, 64),
                        bf16_boxes(Tensor{B, DType::BF16, int64_t(N) * K}, N, K, K, 32), Y, N, K};
   const Op pair_own{pair_shared.a, op64.b, Y, N, K};
+  const Op pair_shared_a{bf16_boxes(Tensor{A, DType::BF16, int64_t(M) * K}, M, K, K, 32), op64.b, Y, N, K};
   auto ours = [&](auto kernel, int split, int smem, int kn) {
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     launch_kernel("cluster_splitk_kernel", kernel, (M / kRows) * (N / kn) * split, kThreads, smem, st, false, false,
@@ -318,8 +323,8 @@ int main(int argc, char** argv) {
   variant(cluster_splitk_kernel<2, 6, 64>, 2, 6, 64);
   variant(cluster_splitk_kernel<2, 8, 64>, 2, 8, 64);
   variant(cluster_splitk_kernel<4, 4, 64>, 4, 4, 64);
-  auto pair_variant = [&](auto kernel, int smem, bool share, int buffers, bool mma = true) {
-    const Op& o = share ? pair_shared : pair_own;
+  auto pair_variant = [&](auto kernel, int smem, int share, int buffers, bool mma = true) {
+    const Op& o = share == 2 ? pair_shared_a : share == 1 ? pair_shared : pair_own;
     auto go = [&] {
       launch_kernel("pair_kernel", kernel, (M / 64) * (N / 64), kWarpgroup + 32, smem, st, false, false, 2u, o);
     };
@@ -336,19 +341,24 @@ int main(int argc, char** argv) {
     const bool repeat = std::memcmp(got.data(), again.data(), got.size() * 2) == 0;
     std::printf("64 x 64 in pairs, B %s, %d buffers%s (%d blocks): %.2f us; largest difference from cuBLAS %.2e of its "
                 "largest %.3f; bits repeat: %s\n",
-                share ? "shared (multicast)" : "loaded by each", buffers, mma ? "" : ", loads only (no products)", (M / 64) * (N / 64), time_it(go),
+                share == 2 ? "loaded by each, A shared (multicast, pairs along N)" : share == 1 ? "shared (multicast)" : "loaded by each", buffers, mma ? "" : ", loads only (no products)", (M / 64) * (N / 64), time_it(go),
                 worst / ref_max, ref_max, repeat ? "yes" : "NO");
   };
-  pair_variant(pair_kernel<8, false>, pair_smem<8>(), false, 8);
-  pair_variant(pair_kernel<8, true>, pair_smem<8>(), true, 8);
-  pair_variant(pair_kernel<12, true>, pair_smem<12>(), true, 12);
-  pair_variant(pair_kernel<13, true>, pair_smem<13>(), true, 13);
-  pair_variant(pair_kernel<4, true>, pair_smem<4>(), true, 4);
-  pair_variant(pair_kernel<8, false, false>, pair_smem<8>(), false, 8, false);
-  pair_variant(pair_kernel<8, true, false>, pair_smem<8>(), true, 8, false);
-  pair_variant(pair_kernel<13, true, false>, pair_smem<13>(), true, 13, false);
+  pair_variant(pair_kernel<8, 0>, pair_smem<8>(), 0, 8);
+  pair_variant(pair_kernel<8, 1>, pair_smem<8>(), 1, 8);
+  pair_variant(pair_kernel<12, 1>, pair_smem<12>(), 1, 12);
+  pair_variant(pair_kernel<13, 1>, pair_smem<13>(), 1, 13);
+  pair_variant(pair_kernel<4, 1>, pair_smem<4>(), 1, 4);
+  pair_variant(pair_kernel<8, 0, false>, pair_smem<8>(), 0, 8, false);
+  pair_variant(pair_kernel<8, 1, false>, pair_smem<8>(), 1, 8, false);
+  pair_variant(pair_kernel<13, 1, false>, pair_smem<13>(), 1, 13, false);
   std::printf("(next: loads of B alone, A not asked for)\n");
-  pair_variant(pair_kernel<8, false, false, false>, pair_smem<8>(), false, 8, false);
+  pair_variant(pair_kernel<8, 0, false, false>, pair_smem<8>(), 0, 8, false);
+  pair_variant(pair_kernel<8, 2>, pair_smem<8>(), 2, 8);
+  pair_variant(pair_kernel<13, 2>, pair_smem<13>(), 2, 13);
+  pair_variant(pair_kernel<8, 2, false>, pair_smem<8>(), 2, 8, false);
+  pair_variant(pair_kernel<13, 0>, pair_smem<13>(), 0, 13);
+  pair_variant(pair_kernel<13, 0, false>, pair_smem<13>(), 0, 13, false);
   std::printf("cublasGemmEx again %.2f us\n", time_it(cublas));
   return 0;
 }
