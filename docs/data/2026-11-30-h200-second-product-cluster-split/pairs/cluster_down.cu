@@ -136,8 +136,8 @@ constexpr int kPairStage = 2 * 64 * 128;  // A's 64 rows and B's 64 rows of a ch
 template <int kBuf>
 constexpr int pair_smem() { return kBuf * kPairStage + 16 * kBuf + kSmemAlign; }
 
-template <int kBuf, int kShare, bool kMma = true, bool kLoadA = true>  // kShare: 0 none, 1 B (pairs along M), 2 A (along N)
-__global__ void __launch_bounds__(kWarpgroup + 32) pair_kernel(Successor, const __grid_constant__ Op op) {
+template <int kBuf, int kShare, bool kMma = true, bool kLoadA = true, int kProducers = 1>  // kShare: 0 none, 1 B (pairs along M), 2 A (along N)
+__global__ void __launch_bounds__(kWarpgroup + 32 * kProducers) pair_kernel(Successor, const __grid_constant__ Op op) {
   unsigned char* smem = aligned_smem();
   const uint32_t full = smem_addr(smem + kBuf * kPairStage), empty = full + 8 * kBuf;
   const uint32_t rank = cluster_rank();
@@ -146,24 +146,27 @@ __global__ void __launch_bounds__(kWarpgroup + 32) pair_kernel(Successor, const 
   const int m0 = kShare == 2 ? pair / (tiles_n / 2) * 64 : (pair / tiles_n * 2 + int(rank)) * 64;
   const int chunks = op.k / kChunk;
   if (threadIdx.x == 0) {
-    for (int i = 0; i < kBuf; ++i) mbar_init(full + 8 * i, 1), mbar_init(empty + 8 * i, 2);
+    for (int i = 0; i < kBuf; ++i) mbar_init(full + 8 * i, kProducers), mbar_init(empty + 8 * i, 2);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   cluster_sync();  // both blocks' barriers are made before a copy or an arrival reaches them
   if (threadIdx.x >= kWarpgroup) {
-    if (threadIdx.x == kWarpgroup)
+    // One producer thread asks for A and B; with kProducers 2, A from one warp and B from another.
+    const int producer = (int(threadIdx.x) - kWarpgroup) / 32;
+    if (threadIdx.x % 32 == 0)
       for (int c = 0; c < chunks; ++c) {
         const int s = c % kBuf;
         if (c >= kBuf) mbar_wait(empty + 8 * s, (c / kBuf - 1) & 1);
         const uint32_t st = smem_addr(smem + s * kPairStage);
-        mbar_expect(full + 8 * s, kLoadA ? kPairStage : kPairStage / 2);
-        if (kShare == 2)
+        const bool ask_a = kProducers == 1 || producer == 0, ask_b = kProducers == 1 || producer == 1;
+        mbar_expect(full + 8 * s, (ask_a && kLoadA ? kPairStage / 2 : 0) + (ask_b ? kPairStage / 2 : 0));
+        if (ask_a && kShare == 2)
           tma_load_2d_multicast(st + rank * 4096, &op.a, c * kChunk, m0 + 32 * int(rank), full + 8 * s, 3);
-        else if (kLoadA)
+        else if (ask_a && kLoadA)
           tma_load_2d(st, &op.a, c * kChunk, m0, full + 8 * s);
-        if (kShare == 1)
+        if (ask_b && kShare == 1)
           tma_load_2d_multicast(st + kPairStage / 2 + rank * 4096, &op.b, c * kChunk, n0 + 32 * int(rank), full + 8 * s, 3);
-        else
+        else if (ask_b)
           tma_load_2d(st + kPairStage / 2, &op.b, c * kChunk, n0, full + 8 * s);
       }
   } else {
@@ -323,10 +326,10 @@ int main(int argc, char** argv) {
   variant(cluster_splitk_kernel<2, 6, 64>, 2, 6, 64);
   variant(cluster_splitk_kernel<2, 8, 64>, 2, 8, 64);
   variant(cluster_splitk_kernel<4, 4, 64>, 4, 4, 64);
-  auto pair_variant = [&](auto kernel, int smem, int share, int buffers, bool mma = true) {
+  auto pair_variant = [&](auto kernel, int smem, int share, int buffers, bool mma = true, int producers = 1) {
     const Op& o = share == 2 ? pair_shared_a : share == 1 ? pair_shared : pair_own;
     auto go = [&] {
-      launch_kernel("pair_kernel", kernel, (M / 64) * (N / 64), kWarpgroup + 32, smem, st, false, false, 2u, o);
+      launch_kernel("pair_kernel", kernel, (M / 64) * (N / 64), kWarpgroup + 32 * producers, smem, st, false, false, 2u, o);
     };
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     CUDA_CHECK(cudaMemset(Y, 0, got.size() * 2));
@@ -339,9 +342,9 @@ int main(int argc, char** argv) {
     double worst = 0;
     for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, double(std::fabs(to_f(got[i]) - to_f(ref[i]))));
     const bool repeat = std::memcmp(got.data(), again.data(), got.size() * 2) == 0;
-    std::printf("64 x 64 in pairs, B %s, %d buffers%s (%d blocks): %.2f us; largest difference from cuBLAS %.2e of its "
+    std::printf("64 x 64 in pairs, B %s, %d buffers%s%s (%d blocks): %.2f us; largest difference from cuBLAS %.2e of its "
                 "largest %.3f; bits repeat: %s\n",
-                share == 2 ? "loaded by each, A shared (multicast, pairs along N)" : share == 1 ? "shared (multicast)" : "loaded by each", buffers, mma ? "" : ", loads only (no products)", (M / 64) * (N / 64), time_it(go),
+                share == 2 ? "loaded by each, A shared (multicast, pairs along N)" : share == 1 ? "shared (multicast)" : "loaded by each", buffers, producers == 2 ? ", A and B asked for by two warps" : "", mma ? "" : ", loads only (no products)", (M / 64) * (N / 64), time_it(go),
                 worst / ref_max, ref_max, repeat ? "yes" : "NO");
   };
   pair_variant(pair_kernel<8, 0>, pair_smem<8>(), 0, 8);
@@ -359,6 +362,10 @@ int main(int argc, char** argv) {
   pair_variant(pair_kernel<8, 2, false>, pair_smem<8>(), 2, 8, false);
   pair_variant(pair_kernel<13, 0>, pair_smem<13>(), 0, 13);
   pair_variant(pair_kernel<13, 0, false>, pair_smem<13>(), 0, 13, false);
+  pair_variant(pair_kernel<8, 0, true, true, 2>, pair_smem<8>(), 0, 8, true, 2);
+  pair_variant(pair_kernel<8, 0, false, true, 2>, pair_smem<8>(), 0, 8, false, 2);
+  pair_variant(pair_kernel<8, 2, true, true, 2>, pair_smem<8>(), 2, 8, true, 2);
+  pair_variant(pair_kernel<8, 2, false, true, 2>, pair_smem<8>(), 2, 8, false, 2);
   std::printf("cublasGemmEx again %.2f us\n", time_it(cublas));
   return 0;
 }
