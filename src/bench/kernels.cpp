@@ -236,6 +236,8 @@ std::string short_status(const std::string& status) {
   if (status.find("not implemented") != std::string::npos) return "not implemented";
   return status.size() > 100 ? status.substr(0, 97) + "..." : status;
 }
+// How a row's calls were launched, as the CSV and JSON say it.
+const char* launch_name(const KernelRow& r) { return r.programmatic ? "programmatic" : "plain"; }
 
 void print_table(std::ostream& log, const std::vector<KernelRow>& rows) {
   log << fmt::format("{:<14}{:<8}{:<15}{:<5}{:>10}{:>17}{:>9}{:>8}{:>7}  {}\n", "op", "dir", "shape", "impl", "ms",
@@ -285,7 +287,7 @@ void write_csv(std::ostream& out, const KernelBenchOptions& o, const std::vector
                        r.op, r.direction, r.shape, r.version, o.precision, short_status(r.status), r.ms, r.ms_min,
                        r.ms_max, r.flops, r.bytes, r.tflops, r.gbps, r.ceiling_fraction, r.base_version, r.vs_base,
                        r.in_l2 ? 1 : 0, c.gemm_bf16_tflops, c.gemm_fp32_tflops, c.copy_gbps, d.name, d.sm_clock_mhz,
-                       d.driver, d.runtime, commit, r.sm_mhz, r.clock_limited, r.programmatic ? "programmatic" : "plain");
+                       d.driver, d.runtime, commit, r.sm_mhz, r.clock_limited, launch_name(r));
 }
 
 void write_json(std::ostream& out, const KernelBenchOptions& o, const std::vector<KernelRow>& rows,
@@ -298,7 +300,7 @@ void write_json(std::ostream& out, const KernelBenchOptions& o, const std::vecto
                     {"gbps", r.gbps}, {"ceiling_fraction", r.ceiling_fraction}, {"base_version", r.base_version},
                     {"vs_base", r.vs_base}, {"in_l2", r.in_l2},
                     {"sm_mhz", r.sm_mhz}, {"clock_limited", r.clock_limited}, {"target", target(r)},
-                    {"launch", r.programmatic ? "programmatic" : "plain"}});
+                    {"launch", launch_name(r)}});
   out << nlohmann::json{{"environment", environment_json(d, commit)},
                         {"precision", o.precision},
                         {"model", {{"hidden", o.hidden}, {"heads", o.heads}, {"kv_heads", o.kv_heads},

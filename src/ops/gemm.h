@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -41,6 +42,13 @@ struct Gemm {
   Tensor a_scale, b_scale;  // FP8 operands: one fp32 each, the factor that dequantizes them
   bool fast_accumulation = false;  // FP8: accumulate in the tensor cores' own precision (faster, rougher)
 };
+
+// Why our own product kernels refuse `g` when m, n or K is 0 or less ("an empty product of m x n x
+// k"): no tiles to launch, or operands TMA cannot describe. Empty when all are positive.
+inline std::string empty_product_misfit(const Gemm& g) {
+  if (g.m > 0 && g.n > 0 && g.k > 0) return "";
+  return "an empty product of " + std::to_string(g.m) + " x " + std::to_string(g.n) + " x " + std::to_string(g.k);
+}
 
 namespace ref {
 

@@ -94,11 +94,9 @@ __device__ __forceinline__ void write_staged(const unsigned char* staged, Out ou
 // What the tile kernels take: bf16 operands, 16-byte rows and bases, tiles of 128 rows and chunks of
 // 64, and where they pay, at most 1024 tokens (each kernel checks its own columns).
 inline std::string shape_misfit(const Gemm& g) {
-  // An empty product, refused here with its reason: m or n = 0 would launch no blocks, and with K = 0
-  // TMA cannot describe the operands (the gated backward's epilogue would also wait for gate and up,
-  // which come with the first chunk).
-  if (g.m <= 0 || g.n <= 0 || g.k <= 0)
-    return "an empty product of " + std::to_string(g.m) + " x " + std::to_string(g.n) + " x " + std::to_string(g.k);
+  // An empty product, refused here with its reason (the gated backward's epilogue would also wait
+  // for gate and up, which come with the first chunk).
+  if (std::string empty = empty_product_misfit(g); !empty.empty()) return empty;
   if (g.a.dtype != DType::BF16 || g.b.dtype != DType::BF16 || g.c.dtype != DType::BF16) return "operands not bf16";
   if (g.m % kRows || g.k % kChunk)
     return "a product of " + std::to_string(g.m) + " x " + std::to_string(g.n) + " x " + std::to_string(g.k) +

@@ -98,8 +98,7 @@ std::string weight_gradients_misfit(const std::vector<Gemm>& products, int sms) 
     if (!g.trans_a || g.trans_b || g.alpha != 1.0f || g.beta != products[0].beta || (g.beta != 0.0f && g.beta != 1.0f) ||
         (!g.c_in.empty() && g.c_in.ptr != g.c.ptr) || !g.a_scale.empty())
       return "a product not of linear_dw_gemm's form (A transposed, alpha 1, beta 0 or 1 for all)";
-    if (g.m <= 0 || g.n <= 0 || g.k <= 0)  // no tiles to launch, or (no tokens) operands TMA cannot describe
-      return "an empty product of " + std::to_string(g.m) + " x " + std::to_string(g.n) + " x " + std::to_string(g.k);
+    if (std::string empty = empty_product_misfit(g); !empty.empty()) return empty;
     if (g.a.dtype != DType::BF16 || g.b.dtype != DType::BF16 || g.c.dtype != DType::F32)
       return "operands not bf16 into fp32";
     if (g.m % kRows || g.n % kCols || g.k != products[0].k || g.k % kChunk)
