@@ -59,6 +59,18 @@ uint64_t overlap(const Intervals& x, const Intervals& y) {
   return n;
 }
 
+// The optimizer's records: a region named "optimizer" at any level of its path, the update after
+// the backward ("optimizer") or a bucket's update behind it, inside its layer's range
+// ("backward/layer.3/optimizer").
+bool in_optimizer(const std::string& path) {
+  for (size_t at = 0;;) {
+    const size_t cut = path.find('/', at);
+    if (path.compare(at, cut == std::string::npos ? std::string::npos : cut - at, "optimizer") == 0) return true;
+    if (cut == std::string::npos) return false;
+    at = cut + 1;
+  }
+}
+
 }  // namespace
 
 std::vector<StepAccount> step_accounts(const TraceData& t) {
@@ -74,8 +86,7 @@ std::vector<StepAccount> step_accounts(const TraceData& t) {
       a.kernel_us += added[i];
       first = std::min(first, r.start_ns), last = std::max(last, r.end_ns);
       all.emplace_back(r.start_ns, r.end_ns);
-      const bool in_optimizer = r.region >= 0 && t.regions[size_t(r.region)].rfind("optimizer", 0) == 0;
-      (in_optimizer ? optimizer : rest).emplace_back(r.start_ns, r.end_ns);
+      (r.region >= 0 && in_optimizer(t.regions[size_t(r.region)]) ? optimizer : rest).emplace_back(r.start_ns, r.end_ns);
     }
     if (all.empty()) continue;
     all = merged(all), optimizer = merged(optimizer), rest = merged(rest);

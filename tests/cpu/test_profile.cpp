@@ -181,6 +181,28 @@ TEST(Profile, OtherStreamsKeepTheirTimeAndTheStepAddsUp) {
   EXPECT_DOUBLE_EQ(hotspots(t)[0].total_us, 5.0) << "adam keeps its whole time";
 }
 
+// An update behind the backward runs inside its layer's range ("backward/layer.0/optimizer"): the
+// optimizer still, wherever its range sits, and a range merely named like it is not. Stream 1: the
+// layer's last kernel [0, 4] us, the embedding's backward [6, 7]; stream 2: the layer's AdamW
+// [3, 9]. The optimizer runs alone in [4, 6] and [7, 9].
+TEST(Profile, AnUpdateBehindTheBackwardIsTheOptimizerToo) {
+  TraceData t;
+  t.steps = 1;
+  t.regions = {"backward/layer.0/attention_norm", "backward/layer.0/optimizer", "backward/optimizers_note"};
+  auto add = [&](uint64_t start_ns, uint64_t end_ns, uint32_t stream, int region) {
+    TraceRecord r;
+    r.name = "k", r.start_ns = start_ns, r.end_ns = end_ns, r.stream = stream, r.region = region;
+    t.records.push_back(r);
+  };
+  add(0, 4000, 1, 0);
+  add(3000, 9000, 2, 1);
+  add(6000, 7000, 1, 2);
+  const std::vector<StepAccount> a = step_accounts(t);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_DOUBLE_EQ(a[0].window_us, 9.0);
+  EXPECT_DOUBLE_EQ(a[0].optimizer_alone_us, 4.0);
+}
+
 // A module faster than the hardware is an error of the profile, said in a line: attention at
 // 1,500 TFLOP/s is above bf16's 989.4 but not FP8's 1,978.9.
 TEST(Profile, AModuleAboveItsCeilingIsAnError) {
