@@ -2,6 +2,8 @@
 // (valid JSON, ranges nested), CSV output, and the per-module FLOPs against the formula.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -10,6 +12,7 @@
 #include "train/flops.h"
 #include "trace/trace.h"
 #include "train/report.h"
+#include "run_outputs.h"
 
 namespace tt::test {
 namespace {
@@ -201,6 +204,38 @@ TEST(Profile, AnUpdateBehindTheBackwardIsTheOptimizerToo) {
   ASSERT_EQ(a.size(), 1u);
   EXPECT_DOUBLE_EQ(a[0].window_us, 9.0);
   EXPECT_DOUBLE_EQ(a[0].optimizer_alone_us, 4.0);
+}
+
+// scripts/profile/tail.py on a trace as the profiler writes it: the step's last kernels, and how
+// long it runs after its last kernel outside the optimizer. The layer's last kernel [0, 10] us,
+// its update [8, 14] (a range of the backward's), the loss's copy [30, 32] (left out, as the
+// accounts leave copies).
+TEST(Profile, TailScriptSaysWhatTheStepWaitsForAtItsEnd) {
+  TraceData t;
+  t.steps = 1;
+  t.regions = {"backward/layer.0/attention", "backward/layer.0/optimizer", "loss_readback"};
+  auto add = [&](const char* name, uint64_t start_ns, uint64_t end_ns, int region, TraceRecord::Kind kind) {
+    TraceRecord r;
+    r.name = name, r.start_ns = start_ns, r.end_ns = end_ns, r.stream = 1, r.region = region, r.kind = kind;
+    t.records.push_back(r);
+  };
+  add("last_kernel", 0, 10000, 0, TraceRecord::Kernel);
+  add("adamw_kernel", 8000, 14000, 1, TraceRecord::Kernel);
+  add("memcpy DtoH", 30000, 32000, 2, TraceRecord::Memcpy);
+  const ScratchDir dir("tail");
+  std::ofstream(dir.path() / "trace.json") << [&] {
+    std::ostringstream out;
+    write_chrome_trace(out, t);
+    return out.str();
+  }();
+  const std::string command = "python3 " + std::string(TT_SOURCE_DIR) + "/scripts/profile/tail.py " +
+                              (dir.path() / "trace.json").string() + " > " + (dir.path() / "out").string() + " 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0) << read_text(dir.path() / "out");
+  const std::string out = read_text(dir.path() / "out");
+  EXPECT_NE(out.find("step 0: 14.0 us from its first kernel to its last"), std::string::npos) << out;
+  EXPECT_NE(out.find("-14.0     -4.0  backward/layer.0/attention"), std::string::npos) << out;
+  EXPECT_NE(out.find("the step runs 4.0 us after its last kernel outside the optimizer"), std::string::npos) << out;
+  EXPECT_EQ(out.find("memcpy"), std::string::npos) << out;
 }
 
 // A module faster than the hardware is an error of the profile, said in a line: attention at
