@@ -38,12 +38,23 @@ def backward_own(e):
             not any(part in region for part in ("optimizer", "gradient_reduction", "parameter_gather")))
 
 
-def read(path):
+def trace_events(path):
+    """The events of a trace written by tiny_llama --profile (.json, or .json.gz)."""
     events = json.load(gzip.open(path, "rt") if path.endswith(".gz") else open(path))
-    events = events["traceEvents"] if isinstance(events, dict) else events
+    return events["traceEvents"] if isinstance(events, dict) else events
+
+
+def trace_kernels(path, events):
+    """Its kernels (and memsets) on the GPU track: copies between host and GPU left out."""
     kernels = [e for e in events if e.get("ph") == "X" and e.get("tid") == 1 and not e["name"].startswith("memcpy")]
     if not kernels:
         sys.exit(f"{path}: no kernels in the trace")
+    return kernels
+
+
+def read(path):
+    events = trace_events(path)
+    kernels = trace_kernels(path, events)
     steps = len({e["args"]["step"] for e in events if e.get("tid") == 2 and "step" in e.get("args", {})}) or 1
     comm = merged([(e["ts"], e["ts"] + e["dur"]) for e in kernels if e["name"].lower().startswith("nccl")])
     compute = merged([(e["ts"], e["ts"] + e["dur"]) for e in kernels if not e["name"].lower().startswith("nccl")])

@@ -11,9 +11,9 @@ else runs beside at the end (part of the profile's "optimizer alone"). A kernel 
 when a level of its range is named "optimizer", as in the profile's accounts; copies between host
 and GPU are left out, as there (the host paces them)."""
 import argparse
-import gzip
-import json
 import sys
+
+from overlap import per_step, trace_events, trace_kernels
 
 
 def optimizer(e):
@@ -29,19 +29,12 @@ def main(argv):
         parser.error("--us: a positive number of microseconds")
     path, window = a.trace, a.us
     try:
-        events = json.load(gzip.open(path, "rt") if path.endswith(".gz") else open(path))
+        events = trace_events(path)
     except (OSError, ValueError) as err:
         sys.exit(f"{path}: not a readable trace ({err})")
-    events = events["traceEvents"] if isinstance(events, dict) else events
-    kernels = [e for e in events if e.get("ph") == "X" and e.get("tid") == 1 and e.get("cat") != "memcpy"]
-    if not kernels:
-        sys.exit(f"{path}: no kernels in the trace")
-    steps = {}
-    for e in kernels:
-        steps.setdefault(e["args"].get("step", 0), []).append(e)
-    for step in sorted(steps):
-        ks = sorted(steps[step], key=lambda e: e["ts"])
+    for ks in per_step(trace_kernels(path, events)):
         end = max(e["ts"] + e["dur"] for e in ks)
+        step = ks[0]["args"].get("step", 0)
         print(f"step {step}: {end - ks[0]['ts']:.1f} us from its first kernel to its last; its last {window:g} us "
               "(start and end, us before the step's end):")
         for e in ks:
