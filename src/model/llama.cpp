@@ -60,6 +60,7 @@ Llama::Llama(const ModelConfig& config, Backend& backend, int batch, int seq_len
   swiglu_in_gate_up_misfit_ = swiglu_in_gate_up_misfit();
   swiglu_in_down_gradient_misfit_ = swiglu_in_down_gradient_misfit();
   rope_in_qkv_misfit_ = rope_in_qkv_misfit();
+  block_forward_misfit_ = block_forward_misfit();
   // The padding rows of the head are zero for good: AdamW updates the real parameters only.
   for (const Tensor& t : padding_rows()) be_.zero(t);
   // RoPE's cos/sin table, computed once in double and stored in the acc type.
@@ -308,6 +309,9 @@ std::string Llama::products_kind() const {
           "in down's input gradient's epilogue (swiglu-in-down-gradient)", "a kernel of its own");
   if (plan.rope_in_qkv_product)
     piece("RoPE", rope_in_qkv_misfit_, "in the QKV product's epilogue (rope-in-qkv-product)", "a kernel of its own");
+  if (plan.blocks_forward_in_one_launch)
+    piece("the layers' forward", block_forward_misfit_, "in one launch (blocks-forward-in-one-launch)",
+          "a kernel an operation");
   if (plan.grouped_weight_gradients)
     piece("weight gradients", weight_gradients_misfit(g_.layers[0], acts_[0]),
           "a layer's four in one launch (grouped-weight-gradients)", "one a launch");
@@ -355,6 +359,33 @@ std::string Llama::swiglu_in_down_gradient_misfit() const {
   return why.empty() ? be_.down_swiglu_backward_misfit(down_input_gradient(0), cfg_.intermediate) : why;
 }
 
+// blocks-forward-in-one-launch: every layer's forward after the first attention norm as the layers
+// one by one write it, and why the backend does not make it in one launch. It takes the QKV product
+// with RoPE and gate/up with SwiGLU as the epilogues above make them, and the output and down
+// products with the residual added and the norm after (gemm-epilogues, fused-residual-norm).
+BlockForward Llama::blocks_forward() const {
+  const std::vector<RopeShape> ropes = rope_shapes(be_, attn_);
+  BlockForward f{{}, rope_table_, ropes.empty() ? RopeShape{} : ropes[0], attn_, cfg_.hidden, cfg_.intermediate,
+                 float(cfg_.norm_eps)};
+  for (int l = 0; l < cfg_.layers; ++l) {
+    const LayerActs& a = acts_[size_t(l)];
+    const LayerWeights& w = w_.layers[size_t(l)];
+    const bool last = l + 1 == cfg_.layers;
+    const LayerActs& n = acts_[size_t(last ? l : l + 1)];
+    f.layers.push_back({a.xn1, a.qkv, a.att, a.saved, a.x, a.x_mid, a.xn2, a.rstd2, a.gateup, a.h, last ? x_out_ : n.x,
+                        last ? xf_ : n.xn1, last ? rstd_f_ : n.rstd1, w.wqkv, w.wo, w.ffn_norm, w.wgateup, w.wdown,
+                        last ? w_.final_norm : w_.layers[size_t(l) + 1].attn_norm});
+  }
+  return f;
+}
+std::string Llama::block_forward_misfit() const {
+  if (fp8_.on()) return "FP8 products";
+  if (!rope_in_qkv_misfit_.empty()) return "RoPE not in the QKV product";
+  if (!swiglu_in_gate_up_misfit_.empty()) return "SwiGLU not in the gate/up product";
+  if (!be_.plan().gemm_epilogues || !be_.plan().fused_residual_norm) return "without gemm-epilogues and fused-residual-norm";
+  return be_.block_forward_misfit(blocks_forward());
+}
+
 // The layer's weight-gradient products, made in one group.
 void Llama::weight_gradients_done() {
   if (dres_other_.empty()) return;
@@ -375,10 +406,16 @@ void Llama::forward(Pass pass, int micro_batch) {
     ScopedRange r(be_, "embedding");
     be_.embedding_forward(acts_[0].x, micro_slice(tokens_), w_.wte, N, C);
   }
-  for (int l = 0; l < cfg_.layers; ++l) {
-    ScopedRange r(be_, layer_names_[size_t(l)].c_str());
-    forward_attention(l);
-    forward_ffn(l);
+  if (block_forward_misfit_.empty()) {
+    block_norm(0, Proj::Qkv, {acts_[0].x, acts_[0].xn1, acts_[0].rstd1, {}, {}, w_.layers[0].attn_norm, N, C, cfg_.norm_eps});
+    ScopedRange r(be_, "blocks");
+    be_.block_forward(blocks_forward());
+  } else {
+    for (int l = 0; l < cfg_.layers; ++l) {
+      ScopedRange r(be_, layer_names_[size_t(l)].c_str());
+      forward_attention(l);
+      forward_ffn(l);
+    }
   }
   if (!be_.plan().fused_residual_norm) {  // else the last layer's residual add did it
     ScopedRange r(be_, "final_norm");

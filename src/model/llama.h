@@ -205,6 +205,8 @@ class Llama {
   std::string swiglu_in_gate_up_misfit() const;  // empty: SwiGLU in the gate/up product's epilogue
   Gemm qkv_product(int l) const;
   std::string rope_in_qkv_misfit() const;  // empty: RoPE in the QKV product's epilogue
+  BlockForward blocks_forward() const;      // every layer's forward, for blocks-forward-in-one-launch
+  std::string block_forward_misfit() const;  // empty: the layers' forward in one launch
   std::string swiglu_in_down_gradient_misfit() const;  // empty: SwiGLU's backward in its epilogue
   void weight_gradients_done();
   void forward_head(Pass pass);
@@ -295,7 +297,7 @@ class Llama {
   std::vector<Gemm> layer_dw_;
   // swiglu-in-gate-up and swiglu-in-down-gradient: why each is not used (empty where it is), decided
   // once by the constructor.
-  std::string swiglu_in_gate_up_misfit_, swiglu_in_down_gradient_misfit_, rope_in_qkv_misfit_;
+  std::string swiglu_in_gate_up_misfit_, swiglu_in_down_gradient_misfit_, rope_in_qkv_misfit_, block_forward_misfit_;
   // lookup_gathered(): every rank's residual gradient [ranks, B, T, C] and tokens [ranks, B, T]
   Tensor lookup_rows_, lookup_tokens_;
 };

@@ -2,12 +2,10 @@
 //
 // Both kernels are tile_product.cuh's tiles with an epilogue of their own.
 //
-// Forward: the B operand is W's 128 gate rows c0.. and 128 up rows F + c0.., both K-major, two
-// wgmma of width 128 a step, so each thread holds a column's gate and up values in the same places
-// of its two accumulators. The epilogue rounds gate and up to bf16 (gateup, which the backward
-// reads) and makes h from those as the SwiGLU kernel does (swiglu.cuh). Tiles of 128 columns (one
-// wave of 128 tiles at the default shape) took 11.6 us against 13.2 for tiles of 64 (two waves)
-// and 13.3 for cuBLAS's product and the SwiGLU kernel (docs/data/2026-11-29-h200-swiglu-in-gate-up).
+// Forward: gated_product.cuh's tile, gate and up in one product and h made in its epilogue. Tiles
+// of 128 columns (one wave of 128 tiles at the default shape) took 11.6 us against 13.2 for tiles of
+// 64 (two waves) and 13.3 for cuBLAS's product and the SwiGLU kernel
+// (docs/data/2026-11-29-h200-swiglu-in-gate-up).
 //
 // Backward: one part of 128 columns of dh; B (W_down [C, F]) MN-major in boxes of 64 k by 64
 // columns, read transposed by wgmma. The tile's gate and up come in by TMA at the start; the
@@ -15,59 +13,24 @@
 // SwiGLU kernel does.
 #include "ops/gated_product.h"
 
-#include "ops/swiglu.cuh"
-#include "ops/tile_product.cuh"
+#include "ops/gated_product.cuh"
 
 namespace tt::cuda {
 namespace {
 
-using namespace tile;
+using namespace gated_tile;
 
-struct Forward {
-  CUtensorMap x, w;  // x [n, C] and W [2F, C], in boxes of 64 columns by 128 rows
-  bf16_t* gateup;    // [n, 2F]
-  bf16_t* h;         // [n, F]
-  int c, f;
-};
-constexpr int kForwardSmem = kStages * (kABytes + 2 * kBPartBytes) + 8 * kStages + kSmemAlign;
+constexpr int kForwardSmem = kForwardBytes + 8 * kStages + kSmemAlign;
 
-// Forward: gate and up of 128 columns (W's rows c0.. and F + c0..: acc[0] and acc[1]), then h.
+// Forward: gate_up_swiglu_tile of gated_product.cuh, a tile a block.
 __global__ void __launch_bounds__(kThreads) gated_gemm_swiglu_kernel(Successor next, const __grid_constant__ Forward op) {
   unsigned char* smem = aligned_smem();
-  const uint32_t bars = smem_addr(smem + kStages * (kABytes + 2 * kBPartBytes));
+  const uint32_t bars = smem_addr(smem + kForwardBytes);
   const int tiles_n = op.f / kCols;
-  const int m0 = int(blockIdx.x) / tiles_n * kRows, c0 = int(blockIdx.x) % tiles_n * kCols;
   mbar_init_all(bars, kStages);
   __syncthreads();
-  float acc[2][64];
-  tile_sums<2, 0>(
-      acc, smem, bars, op.c / kChunk, next,
-      [&](int c, uint32_t st, uint32_t bar) {
-        mbar_expect(bar, kABytes + 2 * kBPartBytes);
-        tma_load_2d(st + kABytes, &op.w, c * kChunk, c0, bar);
-        tma_load_2d(st + kABytes + kBPartBytes, &op.w, c * kChunk, op.f + c0, bar);
-      },
-      [&](int c, uint32_t st, uint32_t bar) { tma_load_2d(st, &op.x, c * kChunk, m0, bar); });
-  constexpr int kPitch = 3 * kCols * 2 + 16;  // a staged row: gate, up, h
-  const Fragment fr;
-#pragma unroll
-  for (int n = 0; n < kCols / 8; ++n)
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int i = 4 * n + 2 * r;
-      const __nv_bfloat162 gate = __floats2bfloat162_rn(acc[0][i], acc[0][i + 1]),
-                           up = __floats2bfloat162_rn(acc[1][i], acc[1][i + 1]);
-      const __nv_bfloat162 h = __floats2bfloat162_rn(swiglu_value(__low2float(gate), __low2float(up)),
-                                                     swiglu_value(__high2float(gate), __high2float(up)));
-      unsigned char* at = smem + (fr.row0 + 8 * r) * kPitch + (8 * n + 2 * fr.t) * 2;
-      *reinterpret_cast<__nv_bfloat162*>(at) = gate;
-      *reinterpret_cast<__nv_bfloat162*>(at + kCols * 2) = up;
-      *reinterpret_cast<__nv_bfloat162*>(at + 2 * kCols * 2) = h;
-    }
-  write_staged<3>(smem, [&](int r, int part) {  // gate, up, h
-    const int64_t row = m0 + r;
-    return part == 2 ? op.h + row * op.f + c0 : op.gateup + row * 2 * op.f + part * op.f + c0;
-  });
+  gate_up_swiglu_tile(op, smem, bars, int(blockIdx.x) / tiles_n * kRows, int(blockIdx.x) % tiles_n * kCols,
+                      [&] { await_previous_kernel(next); });
 }
 
 struct Backward {
@@ -91,7 +54,7 @@ __global__ void __launch_bounds__(kThreads) down_gemm_swiglu_backward_kernel(Suc
   __syncthreads();
   float acc[1][64];
   tile_sums<1, 1>(
-      acc, smem, bars, op.c / kChunk, next,
+      acc, smem, bars, op.c / kChunk, [&] { await_previous_kernel(next); },
       [&](int c, uint32_t st, uint32_t bar) {
         mbar_expect(bar, kABytes + kBPartBytes);
         tma_load_2d(st + kABytes, &op.w, c0, c * kChunk, bar);

@@ -23,7 +23,8 @@ constexpr int kBox = 64 * kRows * 2;  // a [128 rows][64 columns] box of bf16 (t
 // `load_weights(c, buffer, bar)`, B's parts after A's place (kN x 128 bytes each) and the bytes the
 // barrier expects for the whole chunk, then `load_inputs(c, buffer, bar)`, A at the buffer.
 // B is a layer's weights, and the first kEarly chunks' B parts (by default all kBuffers - 2 that the
-// ring asks for at its start) are asked for before await_previous_kernel,
+// ring asks for at its start) are asked for before `wait()` (await_previous_kernel in a kernel of its
+// own; in block_forward.cu's persistent kernel, the wait for the tile's rows),
 // so that under programmatic launch they arrive while the kernel before is still running; A, the
 // activations, after it. That is safe while the kernel just before on the stream does not write the
 // weights: it is the only one that may still run (every kernel lets its successor in only past its
@@ -31,9 +32,9 @@ constexpr int kBox = 64 * kRows * 2;  // a [128 rows][64 columns] box of bf16 (t
 // by the optimizer on the update lane, which the main stream joins by an event at the step's end,
 // and by gathers and loads that whole kernels follow before any product reads them.
 template <int kParts, int kTransB, int kN = kCols, int kBuffers = kStages, int kEarly = kBuffers - 2, class LoadWeights,
-          class LoadInputs>
+          class LoadInputs, class Wait>
 __device__ __forceinline__ void tile_sums(float (&acc)[kParts][kN / 2], unsigned char* smem, uint32_t bars, int chunks,
-                                          Successor next, LoadWeights&& load_weights, LoadInputs&& load_inputs) {
+                                          Wait&& wait, LoadWeights&& load_weights, LoadInputs&& load_inputs) {
   static_assert(kN == kCols || (kN == 64 && !kTransB), "tiles of 128 columns, or 64 of a K-major B");
   static_assert(kEarly >= 0 && kEarly <= kBuffers - 2, "early weights only for chunks the ring starts with");
   constexpr int kPartBytes = kN * 128, kStageBytes = kABytes + kParts * kPartBytes;
@@ -44,7 +45,7 @@ __device__ __forceinline__ void tile_sums(float (&acc)[kParts][kN / 2], unsigned
     for (int i = 0; i < kN / 2; ++i) acc[p][i] = 0.0f;
   if (threadIdx.x == 0)
     for (int c = 0; c < kEarly && c < chunks; ++c) load_weights(c, smem_addr(smem + c * kStageBytes), bars + 8 * c);
-  await_previous_kernel(next);
+  wait();
   auto load = [&](int c, uint32_t st, uint32_t bar) {
     if (c >= kEarly) load_weights(c, st, bar);
     load_inputs(c, st, bar);

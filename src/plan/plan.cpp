@@ -98,6 +98,13 @@ const std::vector<PlanSwitch>& plan_switches() {
        "RoPE made in the epilogue of our own QKV product (bf16, TMA and wgmma, tiles of 64 columns), the bytes of "
        "cuBLAS's product and the RoPE kernel, at most 1024 tokens: the queries and keys written once, one launch "
        "less a layer"},
+      // Version 6's block kernel: the forward's tasks in one persistent launch, waiting on counters
+      // for the rows they read instead of kernel boundaries (docs/versions/v6.md). Opt-in until measured.
+      {"blocks-forward-in-one-launch", &Plan::blocks_forward_in_one_launch, 6,
+       "every layer's forward in one persistent kernel of our own tiles (bf16, sequences of 128 tokens, at most "
+       "1024 tokens): the QKV product with RoPE, the attention, the output product, the norm, gate/up with SwiGLU "
+       "and down as tasks that wait on counters for the rows they read, not for whole kernels",
+       false},
   };
   return switches;
 }

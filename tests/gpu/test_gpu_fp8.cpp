@@ -789,6 +789,33 @@ TEST(Fp8Model, RopeInQkvProductChangesNoBit) {
             std::string::npos);
 }
 
+// blocks-forward-in-one-launch (v6, opt-in): at the default shape every layer's forward is one
+// persistent launch (ops/block_forward.h). Its tasks run the kernels' own tiles (the QKV product with
+// RoPE, the attention, gate/up with SwiGLU, the norms' arithmetic), and its output and down tiles sum
+// in cuBLAS's order and add the residual before the one rounding as cuBLAS's beta = 1 does: five
+// steps give the bits of v6 without it, and two launches the same. At 8 x 256 and 8 x 64 the
+// header says why not.
+TEST(Fp8Model, BlocksForwardInOneLaunchChangesNoBit) {
+  REQUIRE_GPU();
+  Plan off = plan_for_version(6);
+  off.amp = true;
+  Plan on = off;
+  on.blocks_forward_in_one_launch = true;
+  const FiveSteps a = five_steps(off, 128), b = five_steps(on, 128), again = five_steps(on, 128);
+  EXPECT_NE(b.products.find("the layers' forward in one launch (blocks-forward-in-one-launch)"), std::string::npos)
+      << b.products;
+  EXPECT_EQ(a.products.find("the layers' forward"), std::string::npos) << a.products;
+  EXPECT_EQ(a.losses, b.losses);
+  EXPECT_TRUE(a.params == b.params);
+  EXPECT_EQ(again.losses, b.losses);
+  EXPECT_TRUE(again.params == b.params);
+  EXPECT_NE(five_steps(on, 256).products.find("the layers' forward a kernel an operation (RoPE not in the QKV product)"),
+            std::string::npos);
+  const std::string at64 = five_steps(on, 64).products;
+  EXPECT_NE(at64.find("the layers' forward a kernel an operation (sequences of 64 tokens, not 128)"), std::string::npos)
+      << at64;
+}
+
 // swiglu-in-down-gradient (v5): at the default shape SwiGLU's backward is made in the epilogue of
 // our product for down's input gradient, with cuBLAS's and the SwiGLU kernel's bytes
 // (GpuGatedProduct).

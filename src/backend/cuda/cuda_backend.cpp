@@ -14,6 +14,7 @@
 #include "ops/adamw.h"
 #include "ops/attention.h"
 #include "ops/attention_decode.h"
+#include "ops/block_forward.h"
 #include "ops/convert.h"
 #include "ops/cross_entropy.h"
 #include "ops/embedding.h"
@@ -156,6 +157,10 @@ class CudaBackend final : public Backend {
     // one (fused-residual-norm) the one-kernel ones: scratch for both.
     rmsnorm_scratch_ = take(DType::F32, std::max(cuda::rmsnorm_scratch_numel(m.tokens(), m.C, plan_.custom_rmsnorm),
                                                  plan_.fused_residual_norm ? cuda::rmsnorm_scratch_numel(m.tokens(), m.C, true) : 0));
+    if (plan_.blocks_forward_in_one_launch) {  // the block kernel's queue and counters, zero between its launches
+      block_forward_sync_ = take(DType::I32, cuda::kBlockForwardSyncInts);
+      if (block_forward_sync_.ptr) zero(block_forward_sync_);  // the arena's real pass
+    }
     swiglu_scratch_ = swiglu_kernels() == cuda::SwiGluKernels::Unfused ? take(act, m.tokens() * m.F) : Tensor{};
     if (cublas_workspace_.ptr)  // the arena's real pass: bind the workspace
       CUBLAS_CHECK(cublasSetWorkspace(cublas_, cublas_workspace_.ptr, kCublasWorkspaceBytes));
@@ -234,6 +239,15 @@ class CudaBackend final : public Backend {
   void qkv_rope(const Gemm& qkv, const Tensor& table, const std::vector<RopeShape>& ropes) override {
     if (!qkv_rope_misfit(qkv, ropes).empty()) return Backend::qkv_rope(qkv, table, ropes);
     cuda::rope_product(qkv, table, ropes[0], kernel_stream());
+  }
+  std::string block_forward_misfit(const BlockForward& f) const override {
+    if (!plan_.blocks_forward_in_one_launch) return "blocks-forward-in-one-launch off";
+    if (!use_custom_attention_ || attention_applies_rope()) return "not our flash attention, RoPE before it";
+    return cuda::block_forward_misfit(f);
+  }
+  void block_forward(const BlockForward& f) override {
+    TT_CHECK(block_forward_misfit(f).empty(), "block_forward: " + block_forward_misfit(f));
+    cuda::block_forward(f, block_forward_sync_, sms_, kernel_stream());
   }
   void embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& wte, int64_t n, int c) override {
     cuda::embedding_forward(out, tokens, wte, n, c, kernel_stream());
@@ -515,6 +529,7 @@ class CudaBackend final : public Backend {
   bool nvtx_;
   std::string device_name_;
   int sms_ = 0;  // the GPU's multiprocessors
+  Tensor block_forward_sync_;
   DeviceMemory memory_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;

@@ -1,0 +1,339 @@
+// The transformer blocks' forward in one persistent launch (see block_forward.h for the contract).
+//
+// Why: at the default shape (8 x 128 tokens) a layer's forward is seven kernels of 2-12 us, each
+// paying its start, its end and a partly empty GPU, and each waiting for the whole of the one before
+// (docs/versions/v6.md). Here a block an SM takes tasks from a queue in global memory, and a task
+// waits only for the rows it reads: a row block of 128 tokens (one sequence) goes on to its
+// attention, its output product and its FFN while other row blocks are still in their QKV product.
+//
+// The tasks of a layer, stage after stage, each stage's over the row blocks:
+//   QKV        a 128 x 64 tile of the QKV product, RoPE in its epilogue (rope_product.cuh)   Q / 64
+//   attention  a head of a sequence: flash_tiles.cuh's forward of a block of 128 queries     H
+//   output     a 128 x 64 tile of att Wo^T + x, the residual added in the epilogue: x_mid     C / 64
+//   gate/up    a 128 x (128 + 128) tile, SwiGLU in its epilogue (gated_product.cuh)          F / 128
+//   down       a 128 x 64 tile of h Wdown^T + x_mid: the next layer's x                      C / 64
+// (a row block's count of each on the right). The block that finishes a row block's last output
+// (down) tile then normalizes the row block: the FFN's norm (the next layer's attention norm, or the
+// final one), with the RMSNorm kernel's order of sums and roundings (rmsnorm.cuh). The residual
+// products' sums run as our other tiles' do, in cuBLAS's order, and cuBLAS's beta = 1 adds the
+// residual to the fp32 sum before the one rounding, as the epilogue here does.
+//
+// Dependencies are counters in global memory, one a stage and row block, counting up through the
+// layers (the norm after the output and down stages counts as one more): a task waits until the
+// stage before it has finished its row block, thread 0 spinning on the counter, then a fence before
+// the block reads (the tensor memory accelerator reads through the async proxy what other blocks
+// stored through the generic one). A product's task asks for its first weights before it waits.
+// Tasks are taken in order and every dependency is an earlier task, taken by a block that runs, so
+// the queue cannot deadlock however many blocks are resident. A wait that lasts ten seconds traps:
+// a bug, reported as an error, not a hang. The last block to leave sets the queue and the counters
+// back to zero for the next launch.
+#include "ops/block_forward.h"
+
+#include <algorithm>
+
+#include "ops/flash_tiles.cuh"
+#include "ops/gated_product.cuh"
+#include "ops/rmsnorm.cuh"
+#include "ops/rope_product.cuh"
+
+namespace tt::cuda {
+namespace {
+
+using namespace tile;
+
+constexpr int kMaxLayers = 16, kMaxRowBlocks = 8, kMaxHidden = 1024;
+enum Stage { kQkv, kAttention, kOutput, kGateUp, kDown, kStageCount };
+
+// sum = a W^T + residual in tiles of 128 x 64, eight buffers, as the QKV product's tile.
+constexpr int kResidualN = 64, kResidualBuffers = 8, kResidualEarly = 2;
+struct ResidualOp {
+  CUtensorMap a, w;  // a [n, K] in boxes of 64 columns by 128 rows, W [C, K] by kResidualN rows
+  const bf16_t* residual;
+  bf16_t* sum;  // [n, C], as the residual
+  int k;
+};
+struct NormOp {
+  const bf16_t* x;  // [n, C]
+  const bf16_t* w;
+  bf16_t* out;
+  float* rstd;
+};
+struct Layer {
+  rope_tile::RopeOp qkv;
+  gated_tile::Forward gate_up;
+  ResidualOp output, down;
+  NormOp ffn_norm, next_norm;
+  bf16_t* att;
+  float* lse;
+};
+struct Op {
+  Layer layers[kMaxLayers];
+  int* sync;  // [0] the queue, [1] the blocks that left, then a counter a stage and row block
+  AttnShape attn;
+  float scale_log2, eps;
+  int layer_count, row_blocks, c, tiles[kStageCount];  // a row block's tasks of each stage
+};
+
+constexpr int kBuffersBytes =
+    std::max({rope_tile::kTileBytes, gated_tile::kForwardBytes, kResidualBuffers * (kABytes + kResidualN * 128),
+              flash::Smem<64>::bytes(flash::Tiles<64, 2>::kRows + 2 * flash::Tiles<64, 2>::kFwdStages * flash::kTileKeys)});
+constexpr int kBarriers = 8;  // the most buffers a tile has
+constexpr int kSmem = kBuffersBytes + 8 * kBarriers + 16 + kSmemAlign;  // then the task and the norm's flag
+
+__device__ __forceinline__ int* counter(const Op& op, int stage, int m) {
+  return op.sync + 2 + stage * kMaxRowBlocks + m;
+}
+__device__ __forceinline__ uint64_t nanoseconds() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+// Every thread of the block: once the counter reaches target, what the tasks it counts stored is
+// visible to the block's loads, TMA's included.
+__device__ __forceinline__ void wait_for(const int* c, int target) {
+  if (threadIdx.x == 0) {
+    const uint64_t start = nanoseconds();
+    while (*reinterpret_cast<const volatile int*>(c) < target)
+      if (nanoseconds() - start > 10000000000ull) __trap();  // ten seconds: a task that never finished
+    __threadfence();
+    asm volatile("fence.proxy.async.global;" ::: "memory");
+  }
+  __syncthreads();
+}
+// Every thread, once its stores are issued: the task counted. Thread 0 gets the count before it.
+__device__ __forceinline__ int count_done(int* c) {
+  __syncthreads();
+  int before = 0;
+  if (threadIdx.x == 0) {
+    asm volatile("fence.proxy.async.global;" ::: "memory");
+    __threadfence();
+    before = atomicAdd(c, 1);
+  }
+  return before;
+}
+
+// Rows m0 .. m0 + 127 normalized, each warp 16 rows, two at a time with all their loads in flight;
+// a row as rmsnorm_fused_forward_kernel<bf16_t, 8, false> makes it (lane l sums the squares of the
+// 16-byte vectors l, l + 32, ... in order). x is read from L2: other blocks wrote it in this launch.
+__device__ __forceinline__ void normalize_rows(const NormOp& op, int m0, int c, float eps) {
+  using V = Vec<bf16_t, 8>;
+  constexpr int kAtOnce = 2, kLaneVectors = kMaxHidden / 8 / 32;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nv = c / 8;
+  for (int r0 = m0 + 16 * warp; r0 < m0 + 16 * warp + 16; r0 += kAtOnce) {
+    V v[kAtOnce][kLaneVectors];
+#pragma unroll
+    for (int i = 0; i < kAtOnce; ++i)
+#pragma unroll
+      for (int k = 0; k < kLaneVectors; ++k)
+        if (lane + 32 * k < nv) {
+          const int4 raw = __ldcg(reinterpret_cast<const int4*>(op.x + int64_t(r0 + i) * c + (lane + 32 * k) * 8));
+          v[i][k] = *reinterpret_cast<const V*>(&raw);
+        }
+#pragma unroll
+    for (int i = 0; i < kAtOnce; ++i) {
+      float sq = 0.0f;
+#pragma unroll
+      for (int k = 0; k < kLaneVectors; ++k)
+        if (lane + 32 * k < nv) sq += sum_squares(v[i][k]);
+      const float r = row_rstd(sq, c, eps);
+      if (lane == 0) op.rstd[r0 + i] = r;
+#pragma unroll
+      for (int k = 0; k < kLaneVectors; ++k)
+        if (lane + 32 * k < nv) {
+          const int j = (lane + 32 * k) * 8;
+          scaled(v[i][k], r, V::load(op.w + j)).store(op.out + int64_t(r0 + i) * c + j);
+        }
+    }
+  }
+}
+
+// The residual products' tile: rows m0.., columns c0.. of a W^T, plus the residual's, rounded once.
+template <class Wait>
+__device__ __forceinline__ void residual_tile(const ResidualOp& op, int ld, unsigned char* smem, uint32_t bars, int m0,
+                                              int c0, Wait&& wait) {
+  float acc[1][kResidualN / 2];
+  tile_sums<1, 0, kResidualN, kResidualBuffers, kResidualEarly>(
+      acc, smem, bars, op.k / kChunk, wait,
+      [&](int c, uint32_t st, uint32_t bar) {
+        mbar_expect(bar, kABytes + kResidualN * 128);
+        tma_load_2d(st + kABytes, &op.w, c * kChunk, c0, bar);
+      },
+      [&](int c, uint32_t st, uint32_t bar) { tma_load_2d(st, &op.a, c * kChunk, m0, bar); });
+  constexpr int kPitch = kResidualN * 2 + 16;  // a staged row
+  const Fragment fr;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int row = fr.row0 + 8 * r;
+    const __nv_bfloat162* res = reinterpret_cast<const __nv_bfloat162*>(op.residual + int64_t(m0 + row) * ld + c0);
+    __nv_bfloat162 x[kResidualN / 8];  // all read before any is used
+#pragma unroll
+    for (int n = 0; n < kResidualN / 8; ++n) x[n] = __ldcg(res + 4 * n + fr.t);
+#pragma unroll
+    for (int n = 0; n < kResidualN / 8; ++n) {
+      const int i = 4 * n + 2 * r;
+      *reinterpret_cast<__nv_bfloat162*>(smem + row * kPitch + (8 * n + 2 * fr.t) * 2) =
+          __floats2bfloat162_rn(acc[0][i] + __low2float(x[n]), acc[0][i + 1] + __high2float(x[n]));
+    }
+  }
+  write_staged<1, kResidualN>(smem, [&](int r, int) { return op.sum + int64_t(m0 + r) * ld + c0; });
+}
+
+// A residual stage's tile counted; the block that counts a row block's last one normalizes it and
+// counts once more.
+__device__ __forceinline__ void count_and_normalize(const Op& op, int stage, int m, const NormOp& norm, int* flag) {
+  const int before = count_done(counter(op, stage, m));
+  if (threadIdx.x == 0) *flag = before % (op.tiles[stage] + 1) == op.tiles[stage] - 1;
+  __syncthreads();
+  if (!*flag) return;
+  if (threadIdx.x == 0) __threadfence();  // the other tiles' stores, counted before ours
+  __syncthreads();
+  normalize_rows(norm, m * kRows, op.c, op.eps);
+  count_done(counter(op, stage, m));
+}
+
+__device__ __forceinline__ void run_task(const Op& op, int task, unsigned char* smem, uint32_t bars, int* flag) {
+  int per_layer = 0;
+#pragma unroll
+  for (int s = 0; s < kStageCount; ++s) per_layer += op.row_blocks * op.tiles[s];
+  const int l = task / per_layer;
+  int rest = task % per_layer, stage = 0;
+  while (rest >= op.row_blocks * op.tiles[stage]) rest -= op.row_blocks * op.tiles[stage++];
+  const int m = rest / op.tiles[stage], j = rest % op.tiles[stage], m0 = m * kRows;
+  const Layer& L = op.layers[l];
+  // How far the stage before has counted once layer l's row block m is done with it.
+  auto done = [&](int s, int layers) { return (op.tiles[s] + (s == kOutput || s == kDown)) * layers; };
+  switch (stage) {
+    case kQkv:
+      rope_tile::qkv_rope_tile(L.qkv, smem, bars, m0, j * rope_tile::kN, [&] {
+        if (l > 0) wait_for(counter(op, kDown, m), done(kDown, l));
+        else __syncthreads();
+      });
+      count_done(counter(op, kQkv, m));
+      break;
+    case kAttention:
+      wait_for(counter(op, kQkv, m), done(kQkv, l + 1));
+      flash::flash_forward_tile<64, 2, false, false>(smem, m, j, 0, L.att, L.lse, L.qkv.qkv, nullptr, op.attn,
+                                                     op.scale_log2, Fp8Out{});
+      count_done(counter(op, kAttention, m));
+      break;
+    case kOutput:
+      residual_tile(L.output, op.c, smem, bars, m0, j * kResidualN,
+                    [&] { wait_for(counter(op, kAttention, m), done(kAttention, l + 1)); });
+      count_and_normalize(op, kOutput, m, L.ffn_norm, flag);
+      break;
+    case kGateUp:
+      gated_tile::gate_up_swiglu_tile(L.gate_up, smem, bars, m0, j * kCols,
+                                      [&] { wait_for(counter(op, kOutput, m), done(kOutput, l + 1)); });
+      count_done(counter(op, kGateUp, m));
+      break;
+    default:
+      residual_tile(L.down, op.c, smem, bars, m0, j * kResidualN,
+                    [&] { wait_for(counter(op, kGateUp, m), done(kGateUp, l + 1)); });
+      count_and_normalize(op, kDown, m, L.next_norm, flag);
+  }
+}
+
+// "gemm" in its name books it to the profile's products (trace.cpp, kernel_family): most of its
+// time is theirs.
+__global__ void __launch_bounds__(kThreads, 1) block_forward_gemm_kernel(Successor next, const __grid_constant__ Op op) {
+  unsigned char* smem = aligned_smem();
+  const uint32_t bars = smem_addr(smem + kBuffersBytes);
+  int* slot = reinterpret_cast<int*>(smem + kBuffersBytes + 8 * kBarriers);  // [0] the task, [1] the norm's flag
+  int total = 0;
+#pragma unroll
+  for (int s = 0; s < kStageCount; ++s) total += op.row_blocks * op.tiles[s];
+  total *= op.layer_count;
+  await_previous_kernel(next);
+  for (;;) {
+    __syncthreads();  // the task before is done with shared memory and the slots
+    if (threadIdx.x == 0) slot[0] = atomicAdd(op.sync, 1);
+    // What the task before read and wrote through the generic proxy, before TMA writes the buffers.
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    mbar_init_all(bars, kBarriers);
+    __syncthreads();
+    const int task = slot[0];
+    if (task >= total) break;
+    run_task(op, task, smem, bars, slot + 1);
+  }
+  if (threadIdx.x == 0 && atomicAdd(op.sync + 1, 1) == int(gridDim.x) - 1)
+    for (int i = 0; i < 2 + kStageCount * kMaxRowBlocks; ++i) op.sync[i] = 0;  // every block is past its last read
+}
+
+bool bf16_tensors(std::initializer_list<const Tensor*> ts) {
+  for (const Tensor* t : ts)
+    if (t->dtype != DType::BF16 || !aligned16(t->ptr)) return false;
+  return true;
+}
+
+}  // namespace
+
+std::string block_forward_misfit(const BlockForward& f) {
+  const AttnShape& a = f.attn;
+  const int64_t n = f.tokens();
+  const int C = f.hidden, F = f.intermediate, Q = int(a.ld()), HD = a.H * a.D;
+  if (f.layers.empty() || f.layers.size() > size_t(kMaxLayers))
+    return std::to_string(f.layers.size()) + " layers (1 to " + std::to_string(kMaxLayers) + ")";
+  if (a.T != kRows) return "sequences of " + std::to_string(a.T) + " tokens, not " + std::to_string(kRows);
+  if (n > int64_t(kMaxRowBlocks) * kRows) return std::to_string(n) + " tokens, more than 1024";
+  if (a.D != 64) return "head size " + std::to_string(a.D) + ", not 64";
+  if (Q % 64 || C % 64 || HD % 64 || F % 128 || C > kMaxHidden)
+    return "widths not whole tiles (QKV " + std::to_string(Q) + " and hidden " + std::to_string(C) +
+           " multiples of 64, at most 1024; FFN " + std::to_string(F) + " of 128)";
+  const RopeShape& r = f.rope;
+  if (r.col != 0 || r.ld != Q || r.tokens != n || r.seq_len != a.T || r.head_dim != a.D ||
+      (int64_t(r.heads) * r.head_dim) % rope_tile::kN || r.heads > a.H + a.KVH)
+    return "RoPE not on the queries' and keys' heads from column 0";
+  if (f.rope_table.dtype != DType::F32 || f.rope_table.numel < int64_t(a.T) * a.D) return "no fp32 RoPE table";
+  for (const BlockLayer& l : f.layers) {
+    if (!bf16_tensors({&l.xn1, &l.qkv, &l.att, &l.x, &l.x_mid, &l.xn2, &l.gateup, &l.h, &l.x_next, &l.xn_next, &l.wqkv,
+                       &l.wo, &l.ffn_norm, &l.wgateup, &l.wdown, &l.next_norm}))
+      return "operands not bf16 on 16-byte boundaries";
+    if (l.lse.dtype != DType::F32 || l.rstd2.dtype != DType::F32 || l.rstd_next.dtype != DType::F32)
+      return "statistics not fp32";
+  }
+  return "";
+}
+
+void block_forward(const BlockForward& f, const Tensor& sync, int sms, Stream s) {
+  TT_CHECK(block_forward_misfit(f).empty(), "block_forward: " + block_forward_misfit(f));
+  TT_CHECK(sync.dtype == DType::I32 && sync.numel >= kBlockForwardSyncInts, "block_forward: the sync ints");
+  static_assert(2 + kStageCount * kMaxRowBlocks <= kBlockForwardSyncInts, "the counters fit");
+  const AttnShape& a = f.attn;
+  const int64_t n = f.tokens();
+  const int C = f.hidden, F = f.intermediate, Q = int(a.ld()), HD = a.H * a.D;
+  Op op{};
+  for (size_t i = 0; i < f.layers.size(); ++i) {
+    const BlockLayer& l = f.layers[i];
+    Layer& L = op.layers[i];
+    L.qkv = {bf16_boxes(l.xn1, n, C, C, kRows), bf16_boxes(l.wqkv, Q, C, C, rope_tile::kN), static_cast<bf16_t*>(l.qkv.ptr),
+             f.rope_table.data<float>(), C, Q, f.rope.heads * f.rope.head_dim, a.T, a.D};
+    L.gate_up = {bf16_boxes(l.xn2, n, C, C, kRows), bf16_boxes(l.wgateup, 2 * int64_t(F), C, C, kCols),
+                 static_cast<bf16_t*>(l.gateup.ptr), static_cast<bf16_t*>(l.h.ptr), C, F};
+    L.output = {bf16_boxes(l.att, n, HD, HD, kRows), bf16_boxes(l.wo, C, HD, HD, kResidualN),
+                static_cast<const bf16_t*>(l.x.ptr), static_cast<bf16_t*>(l.x_mid.ptr), HD};
+    L.down = {bf16_boxes(l.h, n, F, F, kRows), bf16_boxes(l.wdown, C, F, F, kResidualN),
+              static_cast<const bf16_t*>(l.x_mid.ptr), static_cast<bf16_t*>(l.x_next.ptr), F};
+    L.ffn_norm = {static_cast<const bf16_t*>(l.x_mid.ptr), static_cast<const bf16_t*>(l.ffn_norm.ptr),
+                  static_cast<bf16_t*>(l.xn2.ptr), l.rstd2.data<float>()};
+    L.next_norm = {static_cast<const bf16_t*>(l.x_next.ptr), static_cast<const bf16_t*>(l.next_norm.ptr),
+                   static_cast<bf16_t*>(l.xn_next.ptr), l.rstd_next.data<float>()};
+    L.att = static_cast<bf16_t*>(l.att.ptr);
+    L.lse = l.lse.data<float>();
+  }
+  op.sync = sync.data<int>();
+  op.attn = a;
+  op.scale_log2 = float(a.scale()) * kLog2e;
+  op.eps = f.eps;
+  op.layer_count = int(f.layers.size());
+  op.row_blocks = int(n / kRows);
+  op.c = C;
+  op.tiles[kQkv] = Q / rope_tile::kN;
+  op.tiles[kAttention] = a.H;
+  op.tiles[kOutput] = C / kResidualN;
+  op.tiles[kGateUp] = F / kCols;
+  op.tiles[kDown] = C / kResidualN;
+  CUDA_CHECK(cudaFuncSetAttribute(block_forward_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+  launch("block_forward_gemm_kernel", block_forward_gemm_kernel, sms, kThreads, kSmem, s, op);
+}
+
+}  // namespace tt::cuda
