@@ -9,17 +9,18 @@
 // The tasks of a layer, stage after stage, each stage's over the row blocks:
 //   QKV        a 128 x 64 tile of the QKV product, RoPE in its epilogue (rope_product.cuh)   Q / 64
 //   attention  a head of a sequence: flash_tiles.cuh's forward of a block of 128 queries     H
-//   output     a 128 x 64 tile of att Wo^T + x, the residual added in the epilogue: x_mid     C / 64
+//   output     a 128 x 32 tile of att Wo^T + x, the residual added in the epilogue: x_mid     C / 32
+//   FFN norm   16 rows of x_mid normalized: xn2                                              8
 //   gate/up    a 128 x (128 + 128) tile, SwiGLU in its epilogue (gated_product.cuh)          F / 128
-//   down       a 128 x 64 tile of h Wdown^T + x_mid: the next layer's x                      C / 64
-// (a row block's count of each on the right). The block that finishes a row block's last output
-// (down) tile then normalizes the row block: the FFN's norm (the next layer's attention norm, or the
-// final one), with the RMSNorm kernel's order of sums and roundings (rmsnorm.cuh). The residual
-// products' sums run as our other tiles' do, in cuBLAS's order, and cuBLAS's beta = 1 adds the
-// residual to the fp32 sum before the one rounding, as the epilogue here does.
+//   down       a 128 x 32 tile of h Wdown^T + x_mid: the next layer's x                      C / 32
+//   next norm  16 rows of it normalized (the next layer's attention norm, or the final one)  8
+// (a row block's count of each on the right). The norms keep the RMSNorm kernel's order of sums and
+// roundings (rmsnorm.cuh). The residual products' sums run as our other tiles' do, in cuBLAS's
+// order, and cuBLAS's beta = 1 adds the residual to the fp32 sum before the one rounding, as the
+// epilogue here does.
 //
 // Dependencies are counters in global memory, one a stage and row block, counting up through the
-// layers (the norm after the output and down stages counts as one more): a task waits until the
+// layers: a task waits until the
 // stage before it has finished its row block, thread 0 spinning on the counter, then a fence before
 // the block reads (the tensor memory accelerator reads through the async proxy what other blocks
 // stored through the generic one). A product's task asks for its first weights before it waits.
@@ -42,10 +43,13 @@ namespace {
 using namespace tile;
 
 constexpr int kMaxLayers = 16, kMaxRowBlocks = 8, kMaxHidden = 1024;
-enum Stage { kQkv, kAttention, kOutput, kGateUp, kDown, kStageCount };
+enum Stage { kQkv, kAttention, kOutput, kFfnNorm, kGateUp, kDown, kNextNorm, kStageCount };
+constexpr int kNormRows = 16;  // a norm task's rows: two a warp, their loads in flight together
 
-// sum = a W^T + residual in tiles of 128 x 64, eight buffers, as the QKV product's tile.
-constexpr int kResidualN = 64, kResidualBuffers = 8, kResidualEarly = 2;
+// sum = a W^T + residual in tiles of 128 x 32, eight buffers: 128 tiles a stage at the default shape,
+// one wave (tiles of 128 x 64, half a wave, took the forward 376 against 368 us on an H200,
+// docs/data/2026-11-30-h200-blocks-forward).
+constexpr int kResidualN = 32, kResidualBuffers = 8, kResidualEarly = 2;
 struct ResidualOp {
   CUtensorMap a, w;  // a [n, K] in boxes of 64 columns by 128 rows, W [C, K] by kResidualN rows
   const bf16_t* residual;
@@ -78,7 +82,7 @@ constexpr int kBuffersBytes =
     std::max({rope_tile::kTileBytes, gated_tile::kForwardBytes, kResidualBuffers * (kABytes + kResidualN * 128),
               flash::Smem<64>::bytes(flash::Tiles<64, 2>::kRows + 2 * flash::Tiles<64, 2>::kFwdStages * flash::kTileKeys)});
 constexpr int kBarriers = 8;  // the most buffers a tile has
-constexpr int kSmem = kBuffersBytes + 8 * kBarriers + 16 + kSmemAlign;  // then the task and the norm's flag
+constexpr int kSmem = kBuffersBytes + 8 * kBarriers + 16 + kSmemAlign;  // then the task
 
 __device__ __forceinline__ int* counter(const Op& op, int stage, int m) {
   return op.sync + 2 + stage * kMaxRowBlocks + m;
@@ -88,62 +92,63 @@ __device__ __forceinline__ uint64_t nanoseconds() {
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
+__device__ __forceinline__ int load_acquire(const int* c) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(c) : "memory");
+  return v;
+}
 // Every thread of the block: once the counter reaches target, what the tasks it counts stored is
 // visible to the block's loads, TMA's included.
 __device__ __forceinline__ void wait_for(const int* c, int target) {
   if (threadIdx.x == 0) {
     const uint64_t start = nanoseconds();
-    while (*reinterpret_cast<const volatile int*>(c) < target)
+    while (load_acquire(c) < target)
       if (nanoseconds() - start > 10000000000ull) __trap();  // ten seconds: a task that never finished
-    __threadfence();
     asm volatile("fence.proxy.async.global;" ::: "memory");
   }
   __syncthreads();
 }
-// Every thread, once its stores are issued: the task counted. Thread 0 gets the count before it.
-__device__ __forceinline__ int count_done(int* c) {
+// Every thread, once its stores are issued: the task counted, its stores released with the count
+// (the block's barrier orders them before thread 0's release).
+__device__ __forceinline__ void count_done(int* c) {
   __syncthreads();
-  int before = 0;
   if (threadIdx.x == 0) {
     asm volatile("fence.proxy.async.global;" ::: "memory");
-    __threadfence();
-    before = atomicAdd(c, 1);
+    asm volatile("red.release.gpu.global.add.s32 [%0], 1;" ::"l"(c) : "memory");
   }
-  return before;
 }
 
-// Rows m0 .. m0 + 127 normalized, each warp 16 rows, two at a time with all their loads in flight;
-// a row as rmsnorm_fused_forward_kernel<bf16_t, 8, false> makes it (lane l sums the squares of the
+// Rows r0 .. r0 + kNormRows - 1 normalized, each warp two rows with all their loads in flight; a
+// row as rmsnorm_fused_forward_kernel<bf16_t, 8, false> makes it (lane l sums the squares of the
 // 16-byte vectors l, l + 32, ... in order). x is read from L2: other blocks wrote it in this launch.
-__device__ __forceinline__ void normalize_rows(const NormOp& op, int m0, int c, float eps) {
+__device__ __forceinline__ void normalize_rows(const NormOp& op, int r0, int c, float eps) {
   using V = Vec<bf16_t, 8>;
-  constexpr int kAtOnce = 2, kLaneVectors = kMaxHidden / 8 / 32;
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nv = c / 8;
-  for (int r0 = m0 + 16 * warp; r0 < m0 + 16 * warp + 16; r0 += kAtOnce) {
-    V v[kAtOnce][kLaneVectors];
+  constexpr int kAtOnce = kNormRows / (kThreads / 32), kLaneVectors = kMaxHidden / 8 / 32;
+  const int lane = threadIdx.x % 32, nv = c / 8;
+  r0 += kAtOnce * int(threadIdx.x / 32);
+  V v[kAtOnce][kLaneVectors];
 #pragma unroll
-    for (int i = 0; i < kAtOnce; ++i)
+  for (int i = 0; i < kAtOnce; ++i)
 #pragma unroll
-      for (int k = 0; k < kLaneVectors; ++k)
-        if (lane + 32 * k < nv) {
-          const int4 raw = __ldcg(reinterpret_cast<const int4*>(op.x + int64_t(r0 + i) * c + (lane + 32 * k) * 8));
-          v[i][k] = *reinterpret_cast<const V*>(&raw);
-        }
+    for (int k = 0; k < kLaneVectors; ++k)
+      if (lane + 32 * k < nv) {
+        const int4 raw = __ldcg(reinterpret_cast<const int4*>(op.x + int64_t(r0 + i) * c + (lane + 32 * k) * 8));
+        v[i][k] = *reinterpret_cast<const V*>(&raw);
+      }
 #pragma unroll
-    for (int i = 0; i < kAtOnce; ++i) {
-      float sq = 0.0f;
+  for (int i = 0; i < kAtOnce; ++i) {
+    float sq = 0.0f;
 #pragma unroll
-      for (int k = 0; k < kLaneVectors; ++k)
-        if (lane + 32 * k < nv) sq += sum_squares(v[i][k]);
-      const float r = row_rstd(sq, c, eps);
-      if (lane == 0) op.rstd[r0 + i] = r;
+    for (int k = 0; k < kLaneVectors; ++k)
+      if (lane + 32 * k < nv) sq += sum_squares(v[i][k]);
+    const float r = row_rstd(sq, c, eps);
+    if (lane == 0) op.rstd[r0 + i] = r;
 #pragma unroll
-      for (int k = 0; k < kLaneVectors; ++k)
-        if (lane + 32 * k < nv) {
-          const int j = (lane + 32 * k) * 8;
-          scaled(v[i][k], r, V::load(op.w + j)).store(op.out + int64_t(r0 + i) * c + j);
-        }
-    }
+    for (int k = 0; k < kLaneVectors; ++k)
+      if (lane + 32 * k < nv) {
+        const int j = (lane + 32 * k) * 8;
+        scaled(v[i][k], r, V::load(op.w + j)).store(op.out + int64_t(r0 + i) * c + j);
+      }
   }
 }
 
@@ -178,20 +183,7 @@ __device__ __forceinline__ void residual_tile(const ResidualOp& op, int ld, unsi
   write_staged<1, kResidualN>(smem, [&](int r, int) { return op.sum + int64_t(m0 + r) * ld + c0; });
 }
 
-// A residual stage's tile counted; the block that counts a row block's last one normalizes it and
-// counts once more.
-__device__ __forceinline__ void count_and_normalize(const Op& op, int stage, int m, const NormOp& norm, int* flag) {
-  const int before = count_done(counter(op, stage, m));
-  if (threadIdx.x == 0) *flag = before % (op.tiles[stage] + 1) == op.tiles[stage] - 1;
-  __syncthreads();
-  if (!*flag) return;
-  if (threadIdx.x == 0) __threadfence();  // the other tiles' stores, counted before ours
-  __syncthreads();
-  normalize_rows(norm, m * kRows, op.c, op.eps);
-  count_done(counter(op, stage, m));
-}
-
-__device__ __forceinline__ void run_task(const Op& op, int task, unsigned char* smem, uint32_t bars, int* flag) {
+__device__ __forceinline__ void run_task(const Op& op, int task, unsigned char* smem, uint32_t bars) {
   int per_layer = 0;
 #pragma unroll
   for (int s = 0; s < kStageCount; ++s) per_layer += op.row_blocks * op.tiles[s];
@@ -200,12 +192,12 @@ __device__ __forceinline__ void run_task(const Op& op, int task, unsigned char* 
   while (rest >= op.row_blocks * op.tiles[stage]) rest -= op.row_blocks * op.tiles[stage++];
   const int m = rest / op.tiles[stage], j = rest % op.tiles[stage], m0 = m * kRows;
   const Layer& L = op.layers[l];
-  // How far the stage before has counted once layer l's row block m is done with it.
-  auto done = [&](int s, int layers) { return (op.tiles[s] + (s == kOutput || s == kDown)) * layers; };
+  // How far a stage has counted once the first `layers` layers' row block m is done with it.
+  auto done = [&](int s, int layers) { return op.tiles[s] * layers; };
   switch (stage) {
     case kQkv:
       rope_tile::qkv_rope_tile(L.qkv, smem, bars, m0, j * rope_tile::kN, [&] {
-        if (l > 0) wait_for(counter(op, kDown, m), done(kDown, l));
+        if (l > 0) wait_for(counter(op, kNextNorm, m), done(kNextNorm, l));
         else __syncthreads();
       });
       count_done(counter(op, kQkv, m));
@@ -219,17 +211,23 @@ __device__ __forceinline__ void run_task(const Op& op, int task, unsigned char* 
     case kOutput:
       residual_tile(L.output, op.c, smem, bars, m0, j * kResidualN,
                     [&] { wait_for(counter(op, kAttention, m), done(kAttention, l + 1)); });
-      count_and_normalize(op, kOutput, m, L.ffn_norm, flag);
+      count_done(counter(op, kOutput, m));
+      break;
+    case kFfnNorm:
+    case kNextNorm:
+      wait_for(counter(op, stage - 1, m), done(stage - 1, l + 1));
+      normalize_rows(stage == kFfnNorm ? L.ffn_norm : L.next_norm, m0 + j * kNormRows, op.c, op.eps);
+      count_done(counter(op, stage, m));
       break;
     case kGateUp:
       gated_tile::gate_up_swiglu_tile(L.gate_up, smem, bars, m0, j * kCols,
-                                      [&] { wait_for(counter(op, kOutput, m), done(kOutput, l + 1)); });
+                                      [&] { wait_for(counter(op, kFfnNorm, m), done(kFfnNorm, l + 1)); });
       count_done(counter(op, kGateUp, m));
       break;
     default:
       residual_tile(L.down, op.c, smem, bars, m0, j * kResidualN,
                     [&] { wait_for(counter(op, kGateUp, m), done(kGateUp, l + 1)); });
-      count_and_normalize(op, kDown, m, L.next_norm, flag);
+      count_done(counter(op, kDown, m));
   }
 }
 
@@ -238,7 +236,7 @@ __device__ __forceinline__ void run_task(const Op& op, int task, unsigned char* 
 __global__ void __launch_bounds__(kThreads, 1) block_forward_gemm_kernel(Successor next, const __grid_constant__ Op op) {
   unsigned char* smem = aligned_smem();
   const uint32_t bars = smem_addr(smem + kBuffersBytes);
-  int* slot = reinterpret_cast<int*>(smem + kBuffersBytes + 8 * kBarriers);  // [0] the task, [1] the norm's flag
+  int* slot = reinterpret_cast<int*>(smem + kBuffersBytes + 8 * kBarriers);  // the task
   int total = 0;
 #pragma unroll
   for (int s = 0; s < kStageCount; ++s) total += op.row_blocks * op.tiles[s];
@@ -253,7 +251,7 @@ __global__ void __launch_bounds__(kThreads, 1) block_forward_gemm_kernel(Success
     __syncthreads();
     const int task = slot[0];
     if (task >= total) break;
-    run_task(op, task, smem, bars, slot + 1);
+    run_task(op, task, smem, bars);
   }
   if (threadIdx.x == 0 && atomicAdd(op.sync + 1, 1) == int(gridDim.x) - 1)
     for (int i = 0; i < 2 + kStageCount * kMaxRowBlocks; ++i) op.sync[i] = 0;  // every block is past its last read
@@ -330,8 +328,10 @@ void block_forward(const BlockForward& f, const Tensor& sync, int sms, Stream s)
   op.tiles[kQkv] = Q / rope_tile::kN;
   op.tiles[kAttention] = a.H;
   op.tiles[kOutput] = C / kResidualN;
+  op.tiles[kFfnNorm] = kRows / kNormRows;
   op.tiles[kGateUp] = F / kCols;
   op.tiles[kDown] = C / kResidualN;
+  op.tiles[kNextNorm] = kRows / kNormRows;
   CUDA_CHECK(cudaFuncSetAttribute(block_forward_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   launch("block_forward_gemm_kernel", block_forward_gemm_kernel, sms, kThreads, kSmem, s, op);
 }

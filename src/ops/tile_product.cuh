@@ -35,7 +35,7 @@ template <int kParts, int kTransB, int kN = kCols, int kBuffers = kStages, int k
           class LoadInputs, class Wait>
 __device__ __forceinline__ void tile_sums(float (&acc)[kParts][kN / 2], unsigned char* smem, uint32_t bars, int chunks,
                                           Wait&& wait, LoadWeights&& load_weights, LoadInputs&& load_inputs) {
-  static_assert(kN == kCols || (kN == 64 && !kTransB), "tiles of 128 columns, or 64 of a K-major B");
+  static_assert(kN == kCols || ((kN == 64 || kN == 32) && !kTransB), "tiles of 128 columns, or 64 or 32 of a K-major B");
   static_assert(kEarly >= 0 && kEarly <= kBuffers - 2, "early weights only for chunks the ring starts with");
   constexpr int kPartBytes = kN * 128, kStageBytes = kABytes + kParts * kPartBytes;
   const int wg = threadIdx.x / kWarpgroup;
