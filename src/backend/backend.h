@@ -117,10 +117,27 @@ class Backend {
     for (const RopeShape& r : ropes) rope_forward(qkv.c, table, r);
   }
   // Every layer's forward after the first attention norm (ops/block_forward.h). Why the backend does
-  // not make it in one launch (the CUDA backend with blocks-forward-in-one-launch, where the shape
-  // allows), and the launch; the model runs the operations one by one where it does not.
+  // not make it in one launch, empty where it does (the CUDA backend with
+  // blocks-forward-in-one-launch, where the shape allows), and the forward, by default the
+  // operations one by one (the model runs its own sequence where the backend refuses: FP8 too).
   virtual std::string block_forward_misfit(const BlockForward&) const { return "a kernel an operation"; }
-  virtual void block_forward(const BlockForward& f) { TT_CHECK(false, "block_forward: " + block_forward_misfit(f)); }
+  virtual void block_forward(const BlockForward& f) {
+    const AttnShape& s = f.attn;
+    const int n = int(f.tokens()), C = f.hidden, F = f.intermediate, Q = int(s.ld()), HD = s.H * s.D;
+    for (const BlockLayer& l : f.layers) {
+      qkv_rope(linear_gemm(l.qkv, Q, l.xn1, C, l.wqkv, n, C, Q), f.rope_table, f.ropes);
+      attention_forward(l.att, l.saved, l.qkv, s);
+      Gemm out = linear_gemm(l.x_mid, C, l.att, HD, l.wo, n, HD, C);  // x_mid = att Wo^T + x
+      out.beta = 1.0f, out.c_in = l.x;
+      matmul(out);
+      rmsnorm_forward(l.xn2, l.rstd2, l.x_mid, l.ffn_norm, n, C, f.eps);
+      gate_up_swiglu(linear_gemm(l.gateup, 2 * F, l.xn2, C, l.wgateup, n, C, 2 * F), l.h, n, F);
+      Gemm down = linear_gemm(l.x_next, C, l.h, F, l.wdown, n, F, C);  // x_next = h Wdown^T + x_mid
+      down.beta = 1.0f, down.c_in = l.x_mid;
+      matmul(down);
+      rmsnorm_forward(l.xn_next, l.rstd_next, l.x_next, l.next_norm, n, C, f.eps);
+    }
+  }
   virtual void embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& wte,
                                  int64_t n, int c) = 0;
   virtual void embedding_backward(const Tensor& dwte, const Tensor& dout, const Tensor& tokens,

@@ -24,11 +24,12 @@ std::unique_ptr<OpCase> quantize_case(const OpShape&);
 std::unique_ptr<OpCase> linear_case(const OpShape&);
 std::unique_ptr<OpCase> gated_product_case(const OpShape&);
 std::unique_ptr<OpCase> qkv_rope_case(const OpShape&);
+std::unique_ptr<OpCase> block_forward_case(const OpShape&);
 
 const std::vector<OpMaker>& op_cases() {
   static const std::vector<OpMaker> cases = {attention_case, rmsnorm_case,       swiglu_case,   rope_case,
                                              residual_norm_case, cross_entropy_case, quantize_case, linear_case,
-                                             gated_product_case, qkv_rope_case};
+                                             gated_product_case, qkv_rope_case, block_forward_case};
   return cases;
 }
 

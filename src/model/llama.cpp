@@ -364,9 +364,7 @@ std::string Llama::swiglu_in_down_gradient_misfit() const {
 // with RoPE and gate/up with SwiGLU as the epilogues above make them, and the output and down
 // products with the residual added and the norm after (gemm-epilogues, fused-residual-norm).
 BlockForward Llama::blocks_forward() const {
-  const std::vector<RopeShape> ropes = rope_shapes(be_, attn_);
-  BlockForward f{{}, rope_table_, ropes.empty() ? RopeShape{} : ropes[0], attn_, cfg_.hidden, cfg_.intermediate,
-                 float(cfg_.norm_eps)};
+  BlockForward f{{}, rope_table_, rope_shapes(be_, attn_), attn_, cfg_.hidden, cfg_.intermediate, cfg_.norm_eps};
   for (int l = 0; l < cfg_.layers; ++l) {
     const LayerActs& a = acts_[size_t(l)];
     const LayerWeights& w = w_.layers[size_t(l)];

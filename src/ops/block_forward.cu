@@ -277,7 +277,8 @@ std::string block_forward_misfit(const BlockForward& f) {
   if (Q % 64 || C % 64 || HD % 64 || F % 128 || C > kMaxHidden)
     return "widths not whole tiles (QKV " + std::to_string(Q) + " and hidden " + std::to_string(C) +
            " multiples of 64, at most 1024; FFN " + std::to_string(F) + " of 128)";
-  const RopeShape& r = f.rope;
+  if (f.ropes.size() != 1) return "the queries and the keys rotated in two calls (without custom-rope)";
+  const RopeShape& r = f.ropes[0];
   if (r.col != 0 || r.ld != Q || r.tokens != n || r.seq_len != a.T || r.head_dim != a.D ||
       (int64_t(r.heads) * r.head_dim) % rope_tile::kN || r.heads > a.H + a.KVH)
     return "RoPE not on the queries' and keys' heads from column 0";
@@ -286,8 +287,8 @@ std::string block_forward_misfit(const BlockForward& f) {
     if (!bf16_tensors({&l.xn1, &l.qkv, &l.att, &l.x, &l.x_mid, &l.xn2, &l.gateup, &l.h, &l.x_next, &l.xn_next, &l.wqkv,
                        &l.wo, &l.ffn_norm, &l.wgateup, &l.wdown, &l.next_norm}))
       return "operands not bf16 on 16-byte boundaries";
-    if (l.lse.dtype != DType::F32 || l.rstd2.dtype != DType::F32 || l.rstd_next.dtype != DType::F32)
-      return "statistics not fp32";
+    if (l.saved.dtype != DType::F32 || l.saved.numel != int64_t(a.B) * a.H * a.T || l.rstd2.dtype != DType::F32 || l.rstd_next.dtype != DType::F32)
+      return "statistics not fp32 (the attention's: the log-sum-exp of each row)";
   }
   return "";
 }
@@ -304,7 +305,7 @@ void block_forward(const BlockForward& f, const Tensor& sync, int sms, Stream s)
     const BlockLayer& l = f.layers[i];
     Layer& L = op.layers[i];
     L.qkv = {bf16_boxes(l.xn1, n, C, C, kRows), bf16_boxes(l.wqkv, Q, C, C, rope_tile::kN), static_cast<bf16_t*>(l.qkv.ptr),
-             f.rope_table.data<float>(), C, Q, f.rope.heads * f.rope.head_dim, a.T, a.D};
+             f.rope_table.data<float>(), C, Q, f.ropes[0].heads * f.ropes[0].head_dim, a.T, a.D};
     L.gate_up = {bf16_boxes(l.xn2, n, C, C, kRows), bf16_boxes(l.wgateup, 2 * int64_t(F), C, C, kCols),
                  static_cast<bf16_t*>(l.gateup.ptr), static_cast<bf16_t*>(l.h.ptr), C, F};
     L.output = {bf16_boxes(l.att, n, HD, HD, kRows), bf16_boxes(l.wo, C, HD, HD, kResidualN),
@@ -316,12 +317,12 @@ void block_forward(const BlockForward& f, const Tensor& sync, int sms, Stream s)
     L.next_norm = {static_cast<const bf16_t*>(l.x_next.ptr), static_cast<const bf16_t*>(l.next_norm.ptr),
                    static_cast<bf16_t*>(l.xn_next.ptr), l.rstd_next.data<float>()};
     L.att = static_cast<bf16_t*>(l.att.ptr);
-    L.lse = l.lse.data<float>();
+    L.lse = l.saved.data<float>();
   }
   op.sync = sync.data<int>();
   op.attn = a;
   op.scale_log2 = float(a.scale()) * kLog2e;
-  op.eps = f.eps;
+  op.eps = float(f.eps);
   op.layer_count = int(f.layers.size());
   op.row_blocks = int(n / kRows);
   op.c = C;

@@ -2,9 +2,9 @@
 // for every layer, the QKV product with RoPE, the attention, the output product with the residual
 // added, RMSNorm, gate/up with SwiGLU, down with the residual added and the next RMSNorm, each a
 // task of one kernel instead of a kernel each (block_forward.cu says how). The layer's tensors are
-// the ones the kernels one by one write, with the same bytes where the products' sums run in
-// cuBLAS's order, so the backward is unchanged. CPU reference: the operations one by one (the
-// model's forward where the backend refuses).
+// the ones the kernels one by one write, with their bytes (the products' sums run in cuBLAS's
+// order), so the backward is unchanged. CPU reference: the operations one by one
+// (Backend::block_forward's default).
 #pragma once
 #include <string>
 #include <vector>
@@ -19,16 +19,16 @@ namespace tt {
 // One layer's forward as the model keeps it. x is the residual stream in; the attention's norm of it
 // (xn1) was made before, by the layer before or by a kernel ahead of the launch for the first.
 struct BlockLayer {
-  Tensor xn1, qkv, att, lse, x, x_mid, xn2, rstd2, gateup, h, x_next, xn_next, rstd_next;
+  Tensor xn1, qkv, att, saved, x, x_mid, xn2, rstd2, gateup, h, x_next, xn_next, rstd_next;  // saved: the attention's
   Tensor wqkv, wo, ffn_norm, wgateup, wdown, next_norm;  // next_norm: the next layer's attention norm, or the final one
 };
 struct BlockForward {
   std::vector<BlockLayer> layers;
-  Tensor rope_table;  // fp32 [T, D]
-  RopeShape rope;     // the heads rotated in the QKV product's epilogue: the queries' and keys', from column 0
+  Tensor rope_table;              // [T, D]
+  std::vector<RopeShape> ropes;  // the heads RoPE turns after the QKV product (rope_shapes)
   AttnShape attn;
   int hidden = 0, intermediate = 0;
-  float eps = 0.0f;
+  double eps = 0.0;
   int64_t tokens() const { return int64_t(attn.B) * attn.T; }
 };
 
