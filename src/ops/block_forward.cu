@@ -5,6 +5,10 @@
 // (docs/versions/v6.md). Here a block an SM takes tasks from a queue in global memory, and a task
 // waits only for the rows it reads: a row block of 128 tokens (one sequence) goes on to its
 // attention, its output product and its FFN while other row blocks are still in their QKV product.
+// Measured, it does not pay at the default shape (opt-in): each stage there is at most one wave and
+// needs whole rows of the one before, so the row blocks run the same chain together and only the
+// boundaries are saved, which programmatic launch had mostly saved already (v6 1.074 -> 1.122 ms a
+// step on an H200, docs/data/2026-11-30-h200-blocks-forward).
 //
 // The tasks of a layer, stage after stage, each stage's over the row blocks:
 //   QKV        a 128 x 64 tile of the QKV product, RoPE in its epilogue (rope_product.cuh)   Q / 64
@@ -157,13 +161,7 @@ template <class Wait>
 __device__ __forceinline__ void residual_tile(const ResidualOp& op, int ld, unsigned char* smem, uint32_t bars, int m0,
                                               int c0, Wait&& wait) {
   float acc[1][kResidualN / 2];
-  tile_sums<1, 0, kResidualN, kResidualBuffers, kResidualEarly>(
-      acc, smem, bars, op.k / kChunk, wait,
-      [&](int c, uint32_t st, uint32_t bar) {
-        mbar_expect(bar, kABytes + kResidualN * 128);
-        tma_load_2d(st + kABytes, &op.w, c * kChunk, c0, bar);
-      },
-      [&](int c, uint32_t st, uint32_t bar) { tma_load_2d(st, &op.a, c * kChunk, m0, bar); });
+  linear_tile_sums<kResidualN, kResidualBuffers, kResidualEarly>(acc, smem, bars, op.k, op.a, op.w, m0, c0, wait);
   constexpr int kPitch = kResidualN * 2 + 16;  // a staged row
   const Fragment fr;
 #pragma unroll

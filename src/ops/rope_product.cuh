@@ -40,13 +40,7 @@ template <class Wait>
 __device__ __forceinline__ void qkv_rope_tile(const RopeOp& op, unsigned char* smem, uint32_t bars, int m0, int c0,
                                               Wait&& wait) {
   float acc[1][kN / 2];
-  tile_sums<1, 0, kN, kBuffers, kEarlyChunks>(
-      acc, smem, bars, op.c / kChunk, wait,
-      [&](int c, uint32_t st, uint32_t bar) {
-        mbar_expect(bar, kABytes + kN * 128);
-        tma_load_2d(st + kABytes, &op.w, c * kChunk, c0, bar);
-      },
-      [&](int c, uint32_t st, uint32_t bar) { tma_load_2d(st, &op.x, c * kChunk, m0, bar); });
+  linear_tile_sums<kN, kBuffers, kEarlyChunks>(acc, smem, bars, op.c, op.x, op.w, m0, c0, wait);
   constexpr int kPitch = kN * 2 + 16;  // a staged row
   const Fragment fr;
   const bool rotated = c0 < op.rotated;  // a tile's columns are all rotated or none (kN | heads x D)

@@ -70,6 +70,22 @@ __device__ __forceinline__ void tile_sums(float (&acc)[kParts][kN / 2], unsigned
   __syncthreads();  // both warpgroups done reading the buffers: free for the epilogue
 }
 
+// The sums of y = x W^T's tile of rows m0.. and kN columns c0.. over K: x [n, K] and W [N, K] both
+// K-major, through maps of boxes of 64 columns by 128 rows (x) and kN rows (W); one part (the QKV
+// product's tile, rope_product.cuh, and block_forward.cu's residual products).
+template <int kN, int kBuffers, int kEarly, class Wait>
+__device__ __forceinline__ void linear_tile_sums(float (&acc)[1][kN / 2], unsigned char* smem, uint32_t bars, int k,
+                                                 const CUtensorMap& x, const CUtensorMap& w, int m0, int c0,
+                                                 Wait&& wait) {
+  tile_sums<1, 0, kN, kBuffers, kEarly>(
+      acc, smem, bars, k / kChunk, wait,
+      [&](int c, uint32_t st, uint32_t bar) {
+        mbar_expect(bar, kABytes + kN * 128);
+        tma_load_2d(st + kABytes, &w, c * kChunk, c0, bar);
+      },
+      [&](int c, uint32_t st, uint32_t bar) { tma_load_2d(st, &x, c * kChunk, m0, bar); });
+}
+
 // Thread (warp w of its warpgroup, g = lane / 4, t = lane % 4) holds rows 16 w + g and + 8 of its
 // warpgroup's 64, columns 8 n + 2 t and + 1 of each part (hopper.cuh).
 struct Fragment {
