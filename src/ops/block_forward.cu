@@ -24,10 +24,9 @@
 // epilogue here does.
 //
 // Dependencies are counters in global memory, one a stage and row block, counting up through the
-// layers: a task waits until the
-// stage before it has finished its row block, thread 0 spinning on the counter, then a fence before
-// the block reads (the tensor memory accelerator reads through the async proxy what other blocks
-// stored through the generic one). A product's task asks for its first weights before it waits.
+// layers: a task waits until the stage before it has finished its row block, thread 0 spinning on
+// the counter (an acquire), then a fence before the block reads (the tensor memory accelerator
+// reads through the async proxy what other blocks stored through the generic one). A product's task asks for its first weights before it waits.
 // Tasks are taken in order and every dependency is an earlier task, taken by a block that runs, so
 // the queue cannot deadlock however many blocks are resident. A wait that lasts ten seconds traps:
 // a bug, reported as an error, not a hang. The last block to leave sets the queue and the counters
@@ -83,7 +82,7 @@ struct Op {
 };
 
 constexpr int kBuffersBytes =
-    std::max({rope_tile::kTileBytes, gated_tile::kForwardBytes, kResidualBuffers * (kABytes + kResidualN * 128),
+    std::max({rope_tile::kBuffersBytes, gated_tile::kBuffersBytes, kResidualBuffers * (kABytes + kResidualN * 128),
               flash::Smem<64>::bytes(flash::Tiles<64, 2>::kRows + 2 * flash::Tiles<64, 2>::kFwdStages * flash::kTileKeys)});
 constexpr int kBarriers = 8;  // the most buffers a tile has
 constexpr int kSmem = kBuffersBytes + 8 * kBarriers + 16 + kSmemAlign;  // then the task
@@ -113,7 +112,9 @@ __device__ __forceinline__ void wait_for(const int* c, int target) {
   __syncthreads();
 }
 // Every thread, once its stores are issued: the task counted, its stores released with the count
-// (the block's barrier orders them before thread 0's release).
+// (the block's barrier orders them before thread 0's release). The reader's proxy fence is the one
+// the PTX memory model asks for; this one orders the stores for the async proxy on the writer's side
+// as well, at no measurable cost.
 __device__ __forceinline__ void count_done(int* c) {
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -195,8 +196,7 @@ __device__ __forceinline__ void run_task(const Op& op, int task, unsigned char* 
   switch (stage) {
     case kQkv:
       rope_tile::qkv_rope_tile(L.qkv, smem, bars, m0, j * rope_tile::kN, [&] {
-        if (l > 0) wait_for(counter(op, kNextNorm, m), done(kNextNorm, l));
-        else __syncthreads();
+        if (l > 0) wait_for(counter(op, kNextNorm, m), done(kNextNorm, l));  // layer 0's rows: the kernel before
       });
       count_done(counter(op, kQkv, m));
       break;
@@ -240,24 +240,33 @@ __global__ void __launch_bounds__(kThreads, 1) block_forward_gemm_kernel(Success
   for (int s = 0; s < kStageCount; ++s) total += op.row_blocks * op.tiles[s];
   total *= op.layer_count;
   await_previous_kernel(next);
-  for (;;) {
+  for (bool first = true;; first = false) {
     __syncthreads();  // the task before is done with shared memory and the slots
     if (threadIdx.x == 0) slot[0] = atomicAdd(op.sync, 1);
     // What the task before read and wrote through the generic proxy, before TMA writes the buffers.
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    if (!first) mbar_inval_all(bars, kBarriers);  // at rest: the task before waited for every chunk
     mbar_init_all(bars, kBarriers);
     __syncthreads();
     const int task = slot[0];
     if (task >= total) break;
     run_task(op, task, smem, bars);
   }
-  if (threadIdx.x == 0 && atomicAdd(op.sync + 1, 1) == int(gridDim.x) - 1)
-    for (int i = 0; i < 2 + kStageCount * kMaxRowBlocks; ++i) op.sync[i] = 0;  // every block is past its last read
+  // The last block to leave sets the queue and the counters back to zero: the fences order every
+  // block's counts before its leaving, and the zeroing after all of them.
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(op.sync + 1, 1) == int(gridDim.x) - 1) {
+      __threadfence();
+      for (int i = 0; i < 2 + kStageCount * kMaxRowBlocks; ++i) op.sync[i] = 0;
+    }
+  }
 }
 
-bool bf16_tensors(std::initializer_list<const Tensor*> ts) {
-  for (const Tensor* t : ts)
-    if (t->dtype != DType::BF16 || !aligned16(t->ptr)) return false;
+// Each tensor of the type, on a 16-byte boundary, with at least its elements.
+bool tensors_of(DType type, std::initializer_list<std::pair<const Tensor*, int64_t>> ts) {
+  for (auto [t, numel] : ts)
+    if (t->dtype != type || !aligned16(t->ptr) || t->numel < numel) return false;
   return true;
 }
 
@@ -270,23 +279,40 @@ std::string block_forward_misfit(const BlockForward& f) {
   if (f.layers.empty() || f.layers.size() > size_t(kMaxLayers))
     return std::to_string(f.layers.size()) + " layers (1 to " + std::to_string(kMaxLayers) + ")";
   if (a.T != kRows) return "sequences of " + std::to_string(a.T) + " tokens, not " + std::to_string(kRows);
-  if (n > int64_t(kMaxRowBlocks) * kRows) return std::to_string(n) + " tokens, more than 1024";
-  if (a.D != 64) return "head size " + std::to_string(a.D) + ", not 64";
-  if (Q % 64 || C % 64 || HD % 64 || F % 128 || C > kMaxHidden)
-    return "widths not whole tiles (QKV " + std::to_string(Q) + " and hidden " + std::to_string(C) +
-           " multiples of 64, at most 1024; FFN " + std::to_string(F) + " of 128)";
+  if (n <= 0 || n > int64_t(kMaxRowBlocks) * kRows)
+    return std::to_string(n) + " tokens (1 to " + std::to_string(kMaxRowBlocks * kRows) + ")";
+  if (a.D != 64) return "head size " + std::to_string(a.D) + ", not 64";  // then Q and H D are multiples of 64 too
+  if (C <= 0 || C % 64 || C > kMaxHidden || F <= 0 || F % 128)
+    return "hidden " + std::to_string(C) + " (a multiple of 64 up to " + std::to_string(kMaxHidden) + ") or FFN " +
+           std::to_string(F) + " (of 128)";
   if (f.ropes.size() != 1) return "the queries and the keys rotated in two calls (without custom-rope)";
   const RopeShape& r = f.ropes[0];
-  if (r.col != 0 || r.ld != Q || r.tokens != n || r.seq_len != a.T || r.head_dim != a.D ||
-      (int64_t(r.heads) * r.head_dim) % rope_tile::kN || r.heads > a.H + a.KVH)
+  if (r.col != 0 || r.ld != Q || r.tokens != n || r.seq_len != a.T || r.head_dim != a.D || r.heads > a.H + a.KVH)
     return "RoPE not on the queries' and keys' heads from column 0";
-  if (f.rope_table.dtype != DType::F32 || f.rope_table.numel < int64_t(a.T) * a.D) return "no fp32 RoPE table";
-  for (const BlockLayer& l : f.layers) {
-    if (!bf16_tensors({&l.xn1, &l.qkv, &l.att, &l.x, &l.x_mid, &l.xn2, &l.gateup, &l.h, &l.x_next, &l.xn_next, &l.wqkv,
-                       &l.wo, &l.ffn_norm, &l.wgateup, &l.wdown, &l.next_norm}))
-      return "operands not bf16 on 16-byte boundaries";
-    if (l.saved.dtype != DType::F32 || l.saved.numel != int64_t(a.B) * a.H * a.T || l.rstd2.dtype != DType::F32 || l.rstd_next.dtype != DType::F32)
-      return "statistics not fp32 (the attention's: the log-sum-exp of each row)";
+  if (!tensors_of(DType::F32, {{&f.rope_table, int64_t(a.T) * a.D}})) return "no fp32 RoPE table";
+  for (size_t i = 0; i < f.layers.size(); ++i) {
+    const BlockLayer& l = f.layers[i];
+    if (i > 0 && (l.xn1.ptr != f.layers[i - 1].xn_next.ptr || l.x.ptr != f.layers[i - 1].x_next.ptr))
+      return "a layer's input not the output of the layer before";
+    if (!tensors_of(DType::BF16, {{&l.xn1, n * C},
+                                  {&l.qkv, n * Q},
+                                  {&l.att, n * HD},
+                                  {&l.x, n * C},
+                                  {&l.x_mid, n * C},
+                                  {&l.xn2, n * C},
+                                  {&l.gateup, n * 2 * F},
+                                  {&l.h, n * F},
+                                  {&l.x_next, n * C},
+                                  {&l.xn_next, n * C},
+                                  {&l.wqkv, int64_t(Q) * C},
+                                  {&l.wo, int64_t(C) * HD},
+                                  {&l.ffn_norm, C},
+                                  {&l.wgateup, 2 * int64_t(F) * C},
+                                  {&l.wdown, int64_t(C) * F},
+                                  {&l.next_norm, C}}))
+      return "operands not bf16 of their sizes on 16-byte boundaries";
+    if (!tensors_of(DType::F32, {{&l.saved, int64_t(a.B) * a.H * a.T}, {&l.rstd2, n}, {&l.rstd_next, n}}))
+      return "statistics not fp32 of their sizes (the attention's: the log-sum-exp of each row)";
   }
   return "";
 }
@@ -295,6 +321,7 @@ void block_forward(const BlockForward& f, const Tensor& sync, int sms, Stream s)
   TT_CHECK(block_forward_misfit(f).empty(), "block_forward: " + block_forward_misfit(f));
   TT_CHECK(sync.dtype == DType::I32 && sync.numel >= kBlockForwardSyncInts, "block_forward: the sync ints");
   static_assert(2 + kStageCount * kMaxRowBlocks <= kBlockForwardSyncInts, "the counters fit");
+  static_assert(sizeof(Op) <= 32764, "a kernel's parameters are at most 32 KB");
   const AttnShape& a = f.attn;
   const int64_t n = f.tokens();
   const int C = f.hidden, F = f.intermediate, Q = int(a.ld()), HD = a.H * a.D;

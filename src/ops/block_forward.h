@@ -19,7 +19,8 @@ namespace tt {
 // One layer's forward as the model keeps it. x is the residual stream in; the attention's norm of it
 // (xn1) was made before, by the layer before or by a kernel ahead of the launch for the first.
 struct BlockLayer {
-  Tensor xn1, qkv, att, saved, x, x_mid, xn2, rstd2, gateup, h, x_next, xn_next, rstd_next;  // saved: the attention's
+  // saved: what the attention keeps for its backward (Backend::attention_saved)
+  Tensor xn1, qkv, att, saved, x, x_mid, xn2, rstd2, gateup, h, x_next, xn_next, rstd_next;
   Tensor wqkv, wo, ffn_norm, wgateup, wdown, next_norm;  // next_norm: the next layer's attention norm, or the final one
 };
 struct BlockForward {
@@ -38,8 +39,8 @@ constexpr int kBlockForwardSyncInts = 512;  // the kernel's queue and counters (
 
 // Whether the one launch takes this forward: bf16 throughout, sequences of 128 tokens (a row block
 // of 128 tokens is one sequence, the attention's whole causal span), at most 1024 tokens, head size
-// 64, the widths whole tiles (the QKV width and C of 64, F of 128), at most 16 layers. Empty when
-// it does, else why.
+// 64, the widths whole tiles (C a multiple of 64 up to 1024, F of 128), at most 16 layers, each
+// layer's input the one before's output, every tensor its full size. Empty when it does, else why.
 std::string block_forward_misfit(const BlockForward& f);
 // The forward as above: `sync` kBlockForwardSyncInts int32 that are zero, left zero.
 void block_forward(const BlockForward& f, const Tensor& sync, int sms, Stream s);

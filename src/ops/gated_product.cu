@@ -20,12 +20,12 @@ namespace {
 
 using namespace gated_tile;
 
-constexpr int kForwardSmem = kForwardBytes + 8 * kStages + kSmemAlign;
+constexpr int kForwardSmem = kBuffersBytes + 8 * kStages + kSmemAlign;
 
 // Forward: gate_up_swiglu_tile of gated_product.cuh, a tile a block.
 __global__ void __launch_bounds__(kThreads) gated_gemm_swiglu_kernel(Successor next, const __grid_constant__ Forward op) {
   unsigned char* smem = aligned_smem();
-  const uint32_t bars = smem_addr(smem + kForwardBytes);
+  const uint32_t bars = smem_addr(smem + kBuffersBytes);
   const int tiles_n = op.f / kCols;
   mbar_init_all(bars, kStages);
   __syncthreads();

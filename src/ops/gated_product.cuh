@@ -20,7 +20,7 @@ struct Forward {
   bf16_t* h;         // [n, F]
   int c, f;
 };
-constexpr int kForwardBytes = kStages * (kABytes + 2 * kBPartBytes);  // the buffers; the barriers after them
+constexpr int kBuffersBytes = kStages * (kABytes + 2 * kBPartBytes);  // the buffers; the barriers after them
 
 // Gate and up of 128 columns c0.. of rows m0.. (W's rows c0.. and F + c0..: acc[0] and acc[1]), then
 // h, through the buffers at smem and kStages barriers at bars (initialized by the caller); `wait()`

@@ -93,6 +93,14 @@ __device__ __forceinline__ void mbar_init_all(uint32_t bars, int count) {
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 }
 
+// Thread 0 ends `count` barriers at rest (every phase waited for, no copy in flight), so that the
+// memory may hold new ones: a persistent kernel's next task inits them again (mbarrier.init on a
+// live barrier is undefined).
+__device__ __forceinline__ void mbar_inval_all(uint32_t bars, int count) {
+  if (threadIdx.x != 0) return;
+  for (int i = 0; i < count; ++i) asm volatile("mbarrier.inval.shared::cta.b64 [%0];\n" ::"r"(bars + 8 * i) : "memory");
+}
+
 // A [rows, cols] bf16 matrix (row stride ld elements) as a tensor map of boxes of 64 columns (128
 // bytes, the 128-byte swizzle) by box_rows rows. cuTensorMapEncodeTiled comes from the driver
 // through the runtime (no link to libcuda).

@@ -9,13 +9,13 @@ namespace {
 
 using namespace rope_tile;
 
-constexpr int kSmem = kTileBytes + 8 * kBuffers + kSmemAlign;
+constexpr int kSmem = kBuffersBytes + 8 * kBuffers + kSmemAlign;
 
 // "gemm" in its name books it to the profile's products (trace.cpp, kernel_family), as the gated
 // products' kernels are.
 __global__ void __launch_bounds__(kThreads) qkv_gemm_rope_kernel(Successor next, const __grid_constant__ RopeOp op) {
   unsigned char* smem = aligned_smem();
-  const uint32_t bars = smem_addr(smem + kTileBytes);
+  const uint32_t bars = smem_addr(smem + kBuffersBytes);
   const int tiles_n = op.q / kN;
   mbar_init_all(bars, kBuffers);
   __syncthreads();

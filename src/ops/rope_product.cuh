@@ -25,7 +25,7 @@ using namespace tile;
 // arrived ahead of its first activation chunk.
 constexpr int kN = 64, kBuffers = 8;
 constexpr int kEarlyChunks = 2;  // chunks whose weights are asked for before the wait
-constexpr int kTileBytes = kBuffers * (kABytes + kN * 128);  // the buffers; the barriers after them
+constexpr int kBuffersBytes = kBuffers * (kABytes + kN * 128);  // the buffers; the barriers after them
 
 struct RopeOp {
   CUtensorMap x, w;    // x [n, C] in boxes of 64 columns by 128 rows, W [Q, C] by kN rows

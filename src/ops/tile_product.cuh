@@ -1,5 +1,6 @@
-// Our own product tiles with an epilogue (gated_product.cu, rope_product.cu): 128 token rows (two
-// warpgroups of 64) by kN columns a part (128, or 64 for twice the tiles), A K-major, through
+// Our own product tiles with an epilogue (gated_product.cuh, rope_product.cuh, block_forward.cu's
+// residual tiles): 128 token rows (two warpgroups of 64) by kN columns a part (128, or 64 or 32 for
+// more tiles), A K-major, through
 // buffers that TMA fills a chunk of 64 along K at a time (128-byte-swizzled boxes), as in
 // weight_gradients.cu, the sums in the order of cuBLAS's; and the store of the tile, staged in the
 // free buffers, as 16-byte pieces of whole rows (write_staged).
@@ -25,12 +26,14 @@ constexpr int kBox = 64 * kRows * 2;  // a [128 rows][64 columns] box of bf16 (t
 // B is a layer's weights, and the first kEarly chunks' B parts (by default all kBuffers - 2 that the
 // ring asks for at its start) are asked for before `wait()` (await_previous_kernel in a kernel of its
 // own; in block_forward.cu's persistent kernel, the wait for the tile's rows),
-// so that under programmatic launch they arrive while the kernel before is still running; A, the
-// activations, after it. That is safe while the kernel just before on the stream does not write the
-// weights: it is the only one that may still run (every kernel lets its successor in only past its
-// own wait, cuda_common.cuh), and the kernels before these three are norms. The weights are written
-// by the optimizer on the update lane, which the main stream joins by an event at the step's end,
-// and by gathers and loads that whole kernels follow before any product reads them.
+// so that under programmatic launch they arrive while the kernel before is still running (in the
+// persistent kernel, while the tiles its rows wait for are made); A, the activations, after it.
+// That is safe while nothing that may still run writes the weights: under programmatic launch only
+// the kernel just before on the stream may (every kernel lets its successor in only past its own
+// wait, cuda_common.cuh), and the kernels before these tiles are norms; the persistent kernel
+// writes none. The weights are written by the optimizer on the update lane, which the main stream
+// joins by an event at the step's end, and by gathers and loads that whole kernels follow before
+// any product reads them.
 template <int kParts, int kTransB, int kN = kCols, int kBuffers = kStages, int kEarly = kBuffers - 2, class LoadWeights,
           class LoadInputs, class Wait>
 __device__ __forceinline__ void tile_sums(float (&acc)[kParts][kN / 2], unsigned char* smem, uint32_t bars, int chunks,
