@@ -218,10 +218,9 @@ void finish_rows(std::vector<KernelRow>& rows, const KernelCeilings& c, bool bf1
 
 // Whether a row of our own (v3's kernels, v4's fusions) meets its target: attention at 90% of
 // its base's rate (cuDNN's, v2, for v3; v5's two backward kernels for v6's one), v5's products
-// faster than v4's and v6's QKV product with RoPE and its blocks' forward faster than v5's launches one
-// by one, the memory-bound
-// operations at 80% of the copy bandwidth, where their bytes do not fit in L2 (there the rate is
-// not an HBM rate, and no target applies).
+// faster than v4's and v6's QKV product with RoPE and its blocks' forward faster than v5's
+// launches one by one, the memory-bound operations at 80% of the copy bandwidth, where their bytes
+// do not fit in L2 (there the rate is not an HBM rate, and no target applies).
 std::string target(const KernelRow& r) {
   if (r.status != "ok") return "";
   if (r.op == "quantize") return r.in_l2 ? "in L2" : r.ceiling_fraction >= 0.8 ? "met" : "MISSED";

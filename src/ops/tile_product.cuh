@@ -1,9 +1,8 @@
 // Our own product tiles with an epilogue (gated_product.cuh, rope_product.cuh, block_forward.cu's
 // residual tiles): 128 token rows (two warpgroups of 64) by kN columns a part (128, or 64 or 32 for
-// more tiles), A K-major, through
-// buffers that TMA fills a chunk of 64 along K at a time (128-byte-swizzled boxes), as in
-// weight_gradients.cu, the sums in the order of cuBLAS's; and the store of the tile, staged in the
-// free buffers, as 16-byte pieces of whole rows (write_staged).
+// more tiles), A K-major, through buffers that TMA fills a chunk of 64 along K at a time
+// (128-byte-swizzled boxes), as in weight_gradients.cu, the sums in the order of cuBLAS's; and the
+// store of the tile, staged in the free buffers, as 16-byte pieces of whole rows (write_staged).
 #pragma once
 #include <string>
 
@@ -25,9 +24,9 @@ constexpr int kBox = 64 * kRows * 2;  // a [128 rows][64 columns] box of bf16 (t
 // barrier expects for the whole chunk, then `load_inputs(c, buffer, bar)`, A at the buffer.
 // B is a layer's weights, and the first kEarly chunks' B parts (by default all kBuffers - 2 that the
 // ring asks for at its start) are asked for before `wait()` (await_previous_kernel in a kernel of its
-// own; in block_forward.cu's persistent kernel, the wait for the tile's rows),
-// so that under programmatic launch they arrive while the kernel before is still running (in the
-// persistent kernel, while the tiles its rows wait for are made); A, the activations, after it.
+// own; in block_forward.cu's persistent kernel, the wait for the tile's rows), so that under
+// programmatic launch they arrive while the kernel before is still running (in the persistent
+// kernel, while the tiles its rows wait for are made); A, the activations, after it.
 // That is safe while nothing that may still run writes the weights: under programmatic launch only
 // the kernel just before on the stream may (every kernel lets its successor in only past its own
 // wait, cuda_common.cuh), and the kernels before these tiles are norms; the persistent kernel
