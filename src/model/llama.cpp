@@ -405,7 +405,7 @@ void Llama::forward(Pass pass, int micro_batch) {
     be_.embedding_forward(acts_[0].x, micro_slice(tokens_), w_.wte, N, C);
   }
   if (block_forward_misfit_.empty()) {
-    block_norm(0, Proj::Qkv, {acts_[0].x, acts_[0].xn1, acts_[0].rstd1, {}, {}, w_.layers[0].attn_norm, N, C, cfg_.norm_eps});
+    attention_norm(0);
     ScopedRange r(be_, "blocks");
     be_.block_forward(blocks_forward());
   } else {
@@ -464,6 +464,12 @@ bool Llama::block_norm(int l, Proj p, const ResidualNorm& r) {
   return !out8.slot.empty();
 }
 
+bool Llama::attention_norm(int l) {
+  const LayerActs& a = acts_[size_t(l)];
+  return block_norm(l, Proj::Qkv,
+                    {a.x, a.xn1, a.rstd1, {}, {}, w_.layers[size_t(l)].attn_norm, tokens(), cfg_.hidden, cfg_.norm_eps});
+}
+
 // The tied output head and the loss, a chunk of tokens at a time (one chunk without the fused
 // classifier). With the fused classifier in training, each chunk's logits become their
 // gradient in the same pass that computes the loss, and the chunk's two backward products
@@ -499,11 +505,9 @@ void Llama::forward_head(Pass pass) {
 }
 
 void Llama::forward_attention(int l) {
-  const int64_t N = tokens();
-  const int C = cfg_.hidden;
   const LayerActs& a = acts_[size_t(l)];
   const LayerWeights& w = w_.layers[size_t(l)];
-  const bool xn_cast = block_norm(l, Proj::Qkv, {a.x, a.xn1, a.rstd1, {}, {}, w.attn_norm, N, C, cfg_.norm_eps});
+  const bool xn_cast = attention_norm(l);
   ScopedRange r(be_, "attention");
   if (rope_in_qkv_misfit_.empty()) {
     be_.qkv_rope(qkv_product(l), rope_table_, rope_shapes(be_, attn_));

@@ -235,6 +235,7 @@ class Llama {
   // The norm of a layer's input (r.sum) that begins block p (Qkv or GateUp) where no residual add
   // made it already; returns whether it wrote p's FP8 input.
   bool block_norm(int l, Proj p, const ResidualNorm& r);
+  bool attention_norm(int l);  // block_norm of layer l's attention
   // Layer l's product p: its output columns [col, col + width), made by the weight's rows of the
   // same numbers; one block for the whole product, or the unfused products of QKV (q, k, v) and
   // gate/up (gate, up) without qkv-fusion and gate-up-fusion.

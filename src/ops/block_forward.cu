@@ -79,6 +79,7 @@ struct Op {
   AttnShape attn;
   float scale_log2, eps;
   int layer_count, row_blocks, c, tiles[kStageCount];  // a row block's tasks of each stage
+  int per_layer;                                        // a layer's tasks, every row block's
 };
 
 constexpr int kBuffersBytes =
@@ -183,11 +184,8 @@ __device__ __forceinline__ void residual_tile(const ResidualOp& op, int ld, unsi
 }
 
 __device__ __forceinline__ void run_task(const Op& op, int task, unsigned char* smem, uint32_t bars) {
-  int per_layer = 0;
-#pragma unroll
-  for (int s = 0; s < kStageCount; ++s) per_layer += op.row_blocks * op.tiles[s];
-  const int l = task / per_layer;
-  int rest = task % per_layer, stage = 0;
+  const int l = task / op.per_layer;
+  int rest = task % op.per_layer, stage = 0;
   while (rest >= op.row_blocks * op.tiles[stage]) rest -= op.row_blocks * op.tiles[stage++];
   const int m = rest / op.tiles[stage], j = rest % op.tiles[stage], m0 = m * kRows;
   const Layer& L = op.layers[l];
@@ -235,10 +233,7 @@ __global__ void __launch_bounds__(kThreads, 1) block_forward_gemm_kernel(Success
   unsigned char* smem = aligned_smem();
   const uint32_t bars = smem_addr(smem + kBuffersBytes);
   int* slot = reinterpret_cast<int*>(smem + kBuffersBytes + 8 * kBarriers);  // the task
-  int total = 0;
-#pragma unroll
-  for (int s = 0; s < kStageCount; ++s) total += op.row_blocks * op.tiles[s];
-  total *= op.layer_count;
+  const int total = op.per_layer * op.layer_count;
   await_previous_kernel(next);
   for (bool first = true;; first = false) {
     __syncthreads();  // the task before is done with shared memory and the slots
@@ -358,6 +353,7 @@ void block_forward(const BlockForward& f, const Tensor& sync, int sms, Stream s)
   op.tiles[kGateUp] = F / kCols;
   op.tiles[kDown] = C / kResidualN;
   op.tiles[kNextNorm] = kRows / kNormRows;
+  for (int t : op.tiles) op.per_layer += op.row_blocks * t;
   CUDA_CHECK(cudaFuncSetAttribute(block_forward_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   launch("block_forward_gemm_kernel", block_forward_gemm_kernel, sms, kThreads, kSmem, s, op);
 }
