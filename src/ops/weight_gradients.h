@@ -18,9 +18,10 @@ namespace tt::cuda {
 // Whether the kernel takes the products: each of linear_dw_gemm's form (A transposed, B as is),
 // bf16 A and B, fp32 C written or added to (beta 0 or 1, alpha 1), out and in multiples of 128,
 // the tokens a multiple of 64, 16-byte rows and bases; at most kGroupedMaxProducts of them; and
-// where it pays (measured at 1024 and 2048 tokens): their tiles at most two waves of `sms`
-// SMs and at most 2048 tokens (8 x 128: 1.211 -> 1.151 ms a step, 8 x 256: 1.660 -> 1.607 on an
-// H200; docs/versions/v6.md).
+// where it pays: their tiles of 128 rows at most two waves of `sms` SMs, and at most 2048 tokens
+// unless every output is a multiple of 256 (then tiles of 256 rows, measured to pay up to 16384
+// tokens). On an H200: 8 x 128 1.211 -> 1.151 ms a step, 8 x 256 1.660 -> 1.607, and with tiles of
+// 256 rows 8 x 512 2.612 -> 2.474 (docs/versions/v6.md).
 // Empty when they fit, else why not.
 constexpr int kGroupedMaxProducts = 8;
 std::string weight_gradients_misfit(const std::vector<Gemm>& products, int sms);

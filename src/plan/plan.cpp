@@ -67,8 +67,8 @@ const std::vector<PlanSwitch>& plan_switches() {
       // (docs/versions/v6.md). Where its rule refuses, the products go one by one as before.
       {"grouped-weight-gradients", &Plan::grouped_weight_gradients, 5,
        "a layer's four weight gradients (bf16) in one launch of our own tile kernel, the bytes of cuBLAS's, where "
-       "their tiles are at most two waves and the tokens at most 2048, on one GPU (the residual stream's gradient "
-       "in a second buffer for them)"},
+       "their tiles are at most two waves and the tokens at most 2048 (any, for outputs of a multiple of 256 rows), "
+       "on one GPU (the residual stream's gradient in a second buffer for them)"},
       // Exact (cuBLAS's and the SwiGLU kernel's bytes); the default step 1.161 -> 1.148 ms on an
       // H200 (docs/versions/v6.md). Where its rule refuses, the product and the kernel as before.
       {"swiglu-in-gate-up", &Plan::swiglu_in_gate_up, 5,

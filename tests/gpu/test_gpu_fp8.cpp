@@ -747,12 +747,12 @@ void expect_v5_bf16_the_same_bits_without(bool Plan::*piece, const std::string& 
   EXPECT_TRUE(a.params == b.params);
 }
 
-// grouped-weight-gradients (v5): at the default shape and at the training default's 8 x 256 each
-// layer's four weight gradients wait for the end of its backward and are made in one launch of our
-// kernel, with cuBLAS's bytes (GpuWeightGradients).
+// grouped-weight-gradients (v5): at the default shape, at the training default's 8 x 256 and at
+// 8 x 512 (tiles of 256 rows past 2048 tokens) each layer's four weight gradients wait for the end
+// of its backward and are made in one launch of our kernel, with cuBLAS's bytes (GpuWeightGradients).
 TEST(Fp8Model, GroupedWeightGradientsChangeNoBit) {
   REQUIRE_GPU();
-  for (int T : {128, 256}) {
+  for (int T : {128, 256, 512}) {
     SCOPED_TRACE(testing::Message() << "T " << T);
     expect_v5_bf16_the_same_bits_without(&Plan::grouped_weight_gradients, "a layer's four in one launch", T);
   }

@@ -284,10 +284,11 @@ TEST_P(GpuOps, SumSquares) {
 // grouped-weight-gradients: a layer's four weight gradients (linear_dw_gemm's form, bf16 into
 // fp32) in one launch of our kernel give the bytes of cublasGemmEx (as v4 calls it, no
 // workspace), written (beta 0) and added to (beta 1, a later micro-batch), at the default
-// model's widths (1024 tokens, and 2048: 8 x 256) and at others the kernel takes; with the dout of each a column
-// slice of a wider matrix where the model's are. Shapes it does not take are refused by
-// weight_gradients_misfit, which says why: a width not a multiple of 128, more than 2048 tokens, more tiles than two
-// waves, an fp32 operand.
+// model's widths (1024 tokens, 2048: 8 x 256, and 4096: 8 x 512; tiles of 256 rows) and at others
+// the kernel takes (tiles of 128 rows where an output is not a multiple of 256); with the dout of
+// each a column slice of a wider matrix where the model's are. Shapes it does not take are refused
+// by weight_gradients_misfit, which says why: a width not a multiple of 128, more than 2048 tokens
+// with tiles of 128 rows, more tiles than two waves, an fp32 operand.
 TEST(GpuWeightGradients, OneLaunchGivesCublasBytes) {
   REQUIRE_GPU();
   Random rnd{uint64_t(::testing::UnitTest::GetInstance()->random_seed()) * 31 + 5};
@@ -307,6 +308,7 @@ TEST(GpuWeightGradients, OneLaunchGivesCublasBytes) {
   const Case cases[] = {
       {1024, {{2048, 512, 512, 0}, {512, 4096, 4096, 0}, {512, 512, 512, 0}, {512, 1024, 1024, 0}}},  // the default layer
       {2048, {{2048, 512, 512, 0}, {512, 4096, 4096, 0}, {512, 512, 512, 0}, {512, 1024, 1024, 0}}},  // at 8 x 256
+      {4096, {{2048, 512, 512, 0}, {512, 4096, 4096, 0}, {512, 512, 512, 0}, {512, 1024, 1024, 0}}},  // at 8 x 512
       {512, {{256, 384, 640, 128}, {384, 128, 128, 0}}},
       {64, {{128, 128, 256, 128}}},
   };
@@ -344,7 +346,7 @@ TEST(GpuWeightGradients, OneLaunchGivesCublasBytes) {
     return cuda::weight_gradients_misfit({linear_dw_gemm(dw, dout, out, x, in, tokens, in, out)}, sms);
   };
   EXPECT_EQ(refused(1024, 512, 200, DType::BF16), "a product of 200 x 512 x 1024 (multiples of 128, 128 and 64, the same tokens for all)");
-  EXPECT_EQ(refused(4096, 512, 512, DType::BF16), "4096 tokens, more than 2048");
+  EXPECT_EQ(refused(4096, 512, 384, DType::BF16), "4096 tokens, more than 2048 for outputs not a multiple of 256");
   EXPECT_EQ(refused(1024, 512, 512, DType::F32), "operands not bf16 into fp32");
   EXPECT_EQ(refused(1024, 4096, 4096, DType::BF16), "1024 tiles, more than two waves of " + std::to_string(sms) + " SMs");
   EXPECT_EQ(refused(0, 512, 512, DType::BF16), "an empty product of 512 x 512 x 0");
