@@ -66,7 +66,8 @@ constexpr int kDwChunks = 64;                 // row chunks of version 1's first
 constexpr int kSumSlices = 16;                // warps of the second dw stage, see rms_dw_sum_kernel
 // Version 3: vectors per lane kept in registers between the reduction and the writes (longer
 // rows re-read the rest, from cache; the counts keep the kernels at 64 and 80 registers
-// without spills, 4 and 3 blocks per SM), the shared memory of the backward's per-warp column
+// without spills, 4 and 3 blocks per SM; 110 at 2 where the backward loads the residual gradient
+// early, see kEarlyResidual), the shared memory of the backward's per-warp column
 // sums, and its row chunks: one row per warp while the rows last (a small batch needs every
 // block it can get: at 1024 rows of 512, with two dw stages, 128 chunks of one row per warp took
 // 5.4 us on the H100, 32 chunks of four rows 9.2 us), but at most kMaxFusedChunks, one wave of 3
@@ -344,8 +345,17 @@ __device__ __forceinline__ void rms_dw_columns(float* dw, const T* dout, const T
 // the lanes reading a column (32 rows) hit 32 banks.
 __host__ __device__ constexpr int fp8_tile_pitch(int c) { return c + 4; }
 
+// Where it adds into the residual gradient at up to kDwColumnRows rows (the model's small steps), a
+// row's residual gradient and rstd are loaded with its first loads, not after its sum: one round
+// trip less, in registers that two blocks an SM leave room for (110; three blocks an SM would spill
+// them). Beside AdamW at the default shape: 9.24 -> 7.56 us a call, the v6 step 1.069-1.071 ->
+// 1.056-1.057 ms on an H200; with three blocks an SM and the spills, 1.077-1.080
+// (docs/data/2026-11-30-h200-norm-backward-early-loads).
+template <bool kPartialDw, bool kAddDx>
+constexpr bool kEarlyResidual = kAddDx && !kPartialDw;
+
 template <class T, int kVec, bool kPartialDw, bool kAddDx, bool kFp8>
-__global__ void __launch_bounds__(kThreads, 3)
+__global__ void __launch_bounds__(kThreads, kEarlyResidual<kPartialDw, kAddDx> ? 2 : 3)
     rmsnorm_fused_backward_kernel(Successor next, T* dx, const T* dx_in, float* dw_or_partial, const T* dout,
                                   const T* x, const T* w, const float* rstd, int64_t n, int c, int64_t rows_per_chunk,
                                   int chunks, bool add_dw, Fp8Out f8) {
@@ -374,7 +384,9 @@ __global__ void __launch_bounds__(kThreads, 3)
     const T* xr = x + row * c;
     T* dxr = dx + row * c;
     const T* dinr = dx_in + row * c;
-    V g_cached[kCachedBackward], x_cached[kCachedBackward];
+    constexpr bool kEarly = kEarlyResidual<kPartialDw, kAddDx>;
+    V g_cached[kCachedBackward], x_cached[kCachedBackward], in_cached[kEarly ? kCachedBackward : 1];
+    const float r = rstd[row];
     float dot = 0.0f;
 #pragma unroll
     for (int k = 0; k < kCachedBackward; ++k) {
@@ -382,14 +394,15 @@ __global__ void __launch_bounds__(kThreads, 3)
       if (j < c) {
         g_cached[k] = V::load(gr + j);
         x_cached[k] = V::load(xr + j);
+        if constexpr (kEarly) in_cached[k] = V::load(dinr + j);
         dot += dot3(V::load(w + j), g_cached[k], x_cached[k]);
       }
     }
     for (int j = (lane + 32 * kCachedBackward) * kVec; j < c; j += 32 * kVec)
       dot += dot3(V::load(w + j), V::load(gr + j), V::load(xr + j));
-    const float r = rstd[row], coef = r * r * r * warp_sum(dot) / c;
-    auto store_dx = [&](int v, const V& d) {
-      const V out = kAddDx ? added(V::load(dinr + v * kVec), d) : d;
+    const float coef = r * r * r * warp_sum(dot) / c;
+    auto store_dx = [&](int v, const V& d, const V* early) {  // early: the residual gradient's loaded vector
+      const V out = !kAddDx ? d : added(early ? *early : V::load(dinr + v * kVec), d);
       out.store(dxr + v * kVec);
       if constexpr (kFp8) {
         const uint2 bytes = fp8_chunk(out.v, scale, f8.format, amax);
@@ -404,11 +417,11 @@ __global__ void __launch_bounds__(kThreads, 3)
       const int v = lane + 32 * k;
       if (v < nv)
         store_dx(v, dx_and_dw<T, kVec, kPartialDw>(g_cached[k], x_cached[k], V::load(w + v * kVec), r, coef,
-                                                   dw_sum + v, nv));
+                                                   dw_sum + v, nv), kEarly ? &in_cached[k] : nullptr);
     }
     for (int v = lane + 32 * kCachedBackward; v < nv; v += 32)
       store_dx(v, dx_and_dw<T, kVec, kPartialDw>(V::load(gr + v * kVec), V::load(xr + v * kVec), V::load(w + v * kVec),
-                                                 r, coef, dw_sum + v, nv));
+                                                 r, coef, dw_sum + v, nv), nullptr);
   }
   if constexpr (kFp8) {  // column j of the chunk's rows: bytes begin .. end - 1 of the transpose's row j
     __syncthreads();
