@@ -33,6 +33,7 @@ constexpr int kBox = kChunk * 64 * 2;  // [64 tokens][64 columns] of bf16: 8 KB
 // columns of x for all. A chunk's buffer holds dout's boxes, then x's two.
 template <int kPieces>
 struct Tile {
+  static_assert(kPieces == 1 || kPieces == 2, "one or two pieces a warpgroup (the kernel waits on those)");
   static constexpr int kRows = 128 * kPieces, kStages = kPieces == 1 ? 5 : 4;
   static constexpr int kStageBytes = (kRows / 64 + kCols / 64) * kBox;
   static constexpr int kSmemBytes = kStages * kStageBytes + 8 * kStages + kSmemAlign;
