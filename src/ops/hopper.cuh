@@ -233,6 +233,13 @@ __device__ __forceinline__ void wgmma_wait(float (&... acc)[N]) {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
   (fence_registers(acc), ...);
 }
+// The same for a tile of P parts, each with its own accumulators.
+template <int kPending, int P, int N>
+__device__ __forceinline__ void wgmma_wait(float (&acc)[P][N]) {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
+#pragma unroll
+  for (int p = 0; p < P; ++p) fence_registers(acc[p]);
+}
 
 // ---- the main loop of a product fed by TMA ---------------------------------------------------
 // Chunks 0 .. chunks - 1 of the reduction go through kStages buffers of stage_bytes at `buffers`,

@@ -64,11 +64,9 @@ __device__ __forceinline__ void tile_sums(float (&acc)[kParts][kN / 2], unsigned
         Wgmma<kN>::template ss<kTransB>(acc[p], da + 2 * ks, db, 1);
       }
     wgmma_commit();
-    if constexpr (kParts == 1) wgmma_wait<1>(acc[0]);  // chunk c - 1's products done
-    else wgmma_wait<1>(acc[0], acc[1]);
+    wgmma_wait<1>(acc);  // chunk c - 1's products done
   });
-  if constexpr (kParts == 1) wgmma_wait<0>(acc[0]);
-  else wgmma_wait<0>(acc[0], acc[1]);
+  wgmma_wait<0>(acc);
   __syncthreads();  // both warpgroups done reading the buffers: free for the epilogue
 }
 

@@ -88,11 +88,9 @@ __global__ void __launch_bounds__(kThreads) grouped_gemm_dw_kernel(Successor nex
         Wgmma<kCols>::ss<1, 1>(acc[p], mn_major_sw128(st + (wg * kPieces + p) * kBox) + ks * (2048 >> 4),
                                db + ks * (2048 >> 4), 1);
     wgmma_commit();
-    if constexpr (kPieces == 1) wgmma_wait<1>(acc[0]);  // chunk c - 1's products done
-    else wgmma_wait<1>(acc[0], acc[1]);
+    wgmma_wait<1>(acc);  // chunk c - 1's products done
   });
-  if constexpr (kPieces == 1) wgmma_wait<0>(acc[0]);
-  else wgmma_wait<0>(acc[0], acc[1]);
+  wgmma_wait<0>(acc);
   // Thread (warp w of its warpgroup, g = lane / 4, t = lane % 4) holds rows 16 w + g and + 8 of each
   // piece, columns 8 n + 2 t and + 1 (hopper.cuh): 8-byte stores, 32 bytes of a row a warp instruction.
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
