@@ -108,7 +108,11 @@ void write_bench_json(std::ostream& out, const BenchOptions& o, const std::vecto
   for (const BenchPoint& p : points) pts.push_back(point_json(p));
   out << json{{"environment", environment_json(d, commit)},
               {"model", o.base.model.to_json()},
-              {"timing", {{"timing_warmup_steps", o.timing_warmup}, {"steps_per_repetition", o.steps}, {"repetitions", o.repeats}}},
+              {"timing",
+               {{"timing_warmup_steps", o.timing_warmup},
+                {"steps_per_repetition", o.steps},
+                {"repetitions", o.repeats},
+                {"order", "each repetition a run of its own; the points take turns, in order then in reverse"}}},
               {"points", pts}}
              .dump(2)
       << "\n";
@@ -189,47 +193,60 @@ void progress(std::ostream& log, size_t done, size_t total, const std::string& w
   }
 }
 
-BenchPoint run_point(const BenchOptions& o, int version, int batch, int seq_len, const std::string& precision,
-                     const std::string& device_name) {
-  BenchPoint p;
-  p.version = version, p.batch = batch, p.seq_len = seq_len, p.precision = precision;
+// A point's runs so far: what each repetition's steps took, appended run by run.
+struct PointRuns {
+  BenchPoint point;
+  std::vector<double> ms, forward, backward, optimizer;
+  double flops_per_step = 0;
+};
+
+// One repetition of a point: a training run of its own, the warm-up steps untimed, then
+// o.steps timed. A point that cannot run (out of memory, a switch it cannot take) keeps why.
+void run_repetition(const BenchOptions& o, PointRuns& run) {
+  BenchPoint& p = run.point;
   TrainOptions t = o.base;
-  t.batch = batch;
-  t.seq_len = seq_len;
+  t.batch = p.batch;
+  t.seq_len = p.seq_len;
   t.timing_warmup = o.timing_warmup;
-  t.steps = o.timing_warmup + o.steps * o.repeats;
+  t.steps = o.timing_warmup + o.steps;
   t.log_every = t.steps;
   t.json_path.clear();
-  t.backend.plan = point_plan(version, precision, o);
+  t.backend.plan = point_plan(p.version, p.precision, o);
   p.plan = describe(t.backend.plan);
   std::ostringstream quiet;
   TrainResult r;
   try {
     r = train(t, quiet);
-  } catch (const UsageError& e) {  // out of memory, or a switch this point cannot run
+  } catch (const UsageError& e) {
     p.status = e.what();
-    return p;
+    return;
   }
-  std::vector<double> ms, fwd, bwd, opt;
   for (size_t i = size_t(o.timing_warmup); i < r.steps.size(); ++i) {
-    ms.push_back(r.steps[i].step_ms);
-    fwd.push_back(r.steps[i].forward_ms);
-    bwd.push_back(r.steps[i].backward_ms);
-    opt.push_back(r.steps[i].optimizer_ms);
+    run.ms.push_back(r.steps[i].step_ms);
+    run.forward.push_back(r.steps[i].forward_ms);
+    run.backward.push_back(r.steps[i].backward_ms);
+    run.optimizer.push_back(r.steps[i].optimizer_ms);
   }
-  const RepetitionStats s = repetition_stats(ms, o.steps);
-  p.ms_median = s.median, p.ms_min = s.min, p.ms_max = s.max;
-  p.spread = s.median > 0 ? (s.max - s.min) / s.median : 0;
-  p.forward_ms = repetition_stats(fwd, o.steps).median;
-  p.backward_ms = repetition_stats(bwd, o.steps).median;
-  p.optimizer_ms = repetition_stats(opt, o.steps).median;
-  p.samples_per_sec = batch / (p.ms_median / 1e3);
-  p.tokens_per_sec = p.samples_per_sec * seq_len;
-  p.tflops = r.flops_per_step / (p.ms_median / 1e3) / 1e12;
-  const double peak = peak_flops(device_name, precision);
-  p.mfu = peak > 0 ? p.tflops * 1e12 / peak : 0;
+  run.flops_per_step = r.flops_per_step;
   p.loss = r.final_loss;
   p.peak_bytes = r.memory.total();
+}
+
+// The point's figures over its repetitions.
+BenchPoint finish(const BenchOptions& o, const PointRuns& run, const std::string& device_name) {
+  BenchPoint p = run.point;
+  if (p.status != "ok") return p;
+  const RepetitionStats s = repetition_stats(run.ms, o.steps);
+  p.ms_median = s.median, p.ms_min = s.min, p.ms_max = s.max;
+  p.spread = s.median > 0 ? (s.max - s.min) / s.median : 0;
+  p.forward_ms = repetition_stats(run.forward, o.steps).median;
+  p.backward_ms = repetition_stats(run.backward, o.steps).median;
+  p.optimizer_ms = repetition_stats(run.optimizer, o.steps).median;
+  p.samples_per_sec = p.batch / (p.ms_median / 1e3);
+  p.tokens_per_sec = p.samples_per_sec * p.seq_len;
+  p.tflops = run.flops_per_step / (p.ms_median / 1e3) / 1e12;
+  const double peak = peak_flops(device_name, p.precision);
+  p.mfu = peak > 0 ? p.tflops * 1e12 / peak : 0;
   return p;
 }
 
@@ -413,15 +430,31 @@ bool run_bench(const BenchOptions& options, std::ostream& log) {
     return true;
   }
 
-  std::vector<BenchPoint> points;
-  const size_t total = o.versions.size() * o.precisions.size() * o.batch_sizes.size() * o.seq_lens.size();
+  // The points take turns, one repetition each a round, in the listed order and then in reverse:
+  // each point runs early as often as late, so that a GPU warming over the job, or a choice made
+  // once a run (an algorithm timed on the first call), weighs on every point alike.
+  std::vector<PointRuns> runs;
   for (int version : o.versions)
     for (const std::string& precision : o.precisions)
       for (int batch : o.batch_sizes)
         for (int seq_len : o.seq_lens) {
-          progress(log, points.size(), total, fmt::format("v{} {} batch {} seq {}", version, precision, batch, seq_len));
-          points.push_back(run_point(o, version, batch, seq_len, precision, device.name));
+          PointRuns r;
+          r.point.version = version, r.point.batch = batch, r.point.seq_len = seq_len, r.point.precision = precision;
+          runs.push_back(r);
         }
+  const size_t total = runs.size() * size_t(o.repeats);
+  size_t done = 0;
+  for (int round = 0; round < o.repeats; ++round)
+    for (size_t k = 0; k < runs.size(); ++k) {
+      PointRuns& r = runs[round % 2 ? runs.size() - 1 - k : k];
+      const BenchPoint& p = r.point;
+      progress(log, done++, total,
+               fmt::format("v{} {} batch {} seq {} ({} of {})", p.version, p.precision, p.batch, p.seq_len, round + 1,
+                           o.repeats));
+      if (p.status == "ok") run_repetition(o, r);
+    }
+  std::vector<BenchPoint> points;
+  for (const PointRuns& r : runs) points.push_back(finish(o, r, device.name));
   progress(log, total, total, "done");
   print_table(log, points);
   print_ladder(log, points, torch);

@@ -1,9 +1,10 @@
 // The benchmark suite behind `tiny_llama bench`: a sweep of versions x batch sizes x
-// sequence lengths x precisions, each point trained with a warm-up and several timed
-// repetitions; the median and spread of the step time, throughput, the forward/backward/
-// optimizer split, peak memory, MFU and loss; a terminal table, CSV and JSON with the machine
-// and the git commit; a comparison against a baseline file (the performance regression
-// test); and the largest batch that fits a memory budget (the batch-size finder).
+// sequence lengths x precisions, each point trained several times (its repetitions, each a run
+// of its own: a warm-up, then timed steps; the points take turns); the median and spread of the
+// step time, throughput, the forward/backward/optimizer split, peak memory, MFU and loss; a
+// terminal table, CSV and JSON with the machine and the git commit; a comparison against a
+// baseline file (the performance regression test); and the largest batch that fits a memory
+// budget (the batch-size finder).
 #pragma once
 #include <nlohmann/json_fwd.hpp>
 #include <map>
@@ -26,7 +27,7 @@ struct BenchOptions {
   std::vector<int> batch_sizes = {8};
   std::vector<int> seq_lens = {128};
   std::vector<std::string> precisions = {"fp32", "bf16"};
-  int timing_warmup = 5, steps = 10, repeats = 5;  // each repetition times `steps` steps
+  int timing_warmup = 5, steps = 10, repeats = 5;  // each repetition a run: the warm-up, then `steps` timed
   std::string csv_path, json_path, baseline_path;
   std::string pytorch_path;  // tools/pytorch_reference.py --json: its strongest mode beside the ladder
   double min_speedup = 0;  // with a baseline: fail when current/baseline speed is below this

@@ -420,10 +420,10 @@ bool parse_bench_options(const std::vector<std::string>& args, BenchOptions& o) 
   f.batch_list = &o.batch_sizes;
   f.seq_list = &o.seq_lens;
   app.add_option("--precisions", o.precisions, "fp32, tf32, bf16 (default fp32,bf16)")->delimiter(',');
-  app.add_option("--timing-warmup-steps", o.timing_warmup, "untimed steps per point")->capture_default_str();
+  app.add_option("--timing-warmup-steps", o.timing_warmup, "untimed steps before each repetition")->capture_default_str();
   add_renamed_warmup_flag(app);
   app.add_option("--steps", o.steps, "steps per timed repetition")->capture_default_str();
-  app.add_option("--repeats", o.repeats, "timed repetitions per point")->capture_default_str();
+  app.add_option("--repeats", o.repeats, "timed repetitions per point, each a run of its own (the points take turns)")->capture_default_str();
   app.add_option("--csv", o.csv_path, "write the points as CSV");
   app.add_option("--json", o.json_path, "write the points and the machine as JSON");
   app.add_option("--baseline", o.baseline_path, "a bench JSON to compare against");

@@ -133,6 +133,14 @@ TEST(Bench, SweepEndToEndOnTheCpu) {
   const fs::path& dir = scratch.path();
   const std::string out = " --json " + (dir / "b.json").string() + " --csv " + (dir / "b.csv").string();
   ASSERT_EQ(run("--levels v1 --batch-sizes 2,3 --seq-lens 8,9 --precisions fp32" + out, dir), 0);
+  // Each repetition is a run of its own, the points taking turns: in order, then in reverse.
+  std::vector<std::string> turns;
+  std::ifstream log(dir / "out.txt");
+  for (std::string line; std::getline(log, line);)
+    if (line.find(" of 2)") != std::string::npos) turns.push_back(line.substr(line.find("batch")));
+  EXPECT_EQ(turns, (std::vector<std::string>{"batch 2 seq 8 (1 of 2)", "batch 2 seq 9 (1 of 2)", "batch 3 seq 8 (1 of 2)",
+                                             "batch 3 seq 9 (1 of 2)", "batch 3 seq 9 (2 of 2)", "batch 3 seq 8 (2 of 2)",
+                                             "batch 2 seq 9 (2 of 2)", "batch 2 seq 8 (2 of 2)"}));
   std::ifstream f(dir / "b.json");
   const nlohmann::json j = nlohmann::json::parse(f);
   ASSERT_EQ(j["points"].size(), 4u);
