@@ -248,18 +248,21 @@ class Backend {
   // sumsq (one master element) = (accumulate ? sumsq : 0) + the sum of the squares of g (master),
   // in an order fixed by the size alone.
   virtual void sum_squares(const Tensor& sumsq, const Tensor& g, bool accumulate) = 0;
-  // Work behind the backward pass, on two lanes beside the main stream: the collectives of data
+  // Work behind the backward pass, on three lanes beside the main stream: the collectives of data
   // parallelism on the communication lane, the optimizer behind the backward (fused-adamw) on
-  // the update lane. What is enqueued between begin_behind(lane) and end_behind() starts once
-  // all the work enqueued on the main stream before begin_behind() has run (and, after
-  // follow(other), all the work enqueued on the other lane so far), and runs alongside what is
-  // enqueued on the main stream after end_behind(). wait_behind() makes what is enqueued next on
-  // the main stream wait for both lanes. A backend with one stream (the CPU) runs it all in order.
-  enum class Lane { Communication = 0, Update = 1 };
+  // the update lane, a layer's weight gradients beside the layers below (weight-gradients-behind)
+  // on theirs. What is enqueued between begin_behind(lane) and end_behind() starts once all the
+  // work enqueued on the main stream before begin_behind() has run (and, after follow(other), all
+  // the work enqueued on the other lane so far), and runs alongside what is enqueued on the main
+  // stream after end_behind(). wait_behind() makes what is enqueued next on the main stream wait
+  // for every lane, wait_lane(lane) for that one. A backend with one stream (the CPU) runs it all
+  // in order.
+  enum class Lane { Communication = 0, Update = 1, WeightGradients = 2 };
   virtual void begin_behind(Lane) {}
   virtual void follow(Lane) {}
   virtual void end_behind() {}
   virtual void wait_behind() {}
+  virtual void wait_lane(Lane) {}
   // The stream work is enqueued on now (a cudaStream_t; none on the CPU): the collectives' stream.
   virtual void* stream() { return nullptr; }
 

@@ -128,15 +128,18 @@ void Llama::layout(Arena& a) {
 
   rope_table_ = scratch(S, int64_t(T_) * cfg_.head_dim());
   branch_ = scratch(A, N * C);
-  dres_ = scratch(A, N * C);
   d_normed_ = scratch(A, N * C);
   d_norm_in_ = scratch(A, N * C);
   dqkv_ = scratch(A, N * cfg_.qkv_dim());
   datt_ = scratch(A, N * HD);
-  dgateup_ = scratch(A, N * 2 * F);
   dh_ = scratch(A, N * F);
-  const bool grouped = weight_gradients_misfit(weight_views(cfg_, state_.grads(), Vp_).layers[0], acts_[0]).empty();
-  dres_other_ = grouped ? scratch(A, N * C) : Tensor{};
+  grouped_dw_ = weight_gradients_misfit(weight_views(cfg_, state_.grads(), Vp_).layers[0], acts_[0]).empty();
+  dw_behind_ = grouped_dw_ && be_.plan().weight_gradients_behind;
+  dres_ring_.clear();
+  for (int i = 0; i < (dw_behind_ ? 4 : grouped_dw_ ? 2 : 1); ++i) dres_ring_.push_back(scratch(A, N * C));
+  dres_ = dres_ring_[0];
+  for (int i = 0; i < (dw_behind_ ? 2 : 1); ++i) dgateups_[i] = scratch(A, N * 2 * F);
+  dgateup_ = dgateups_[0];
   be_.layout_workspace(a, ModelShape{B_, T_, cfg_.hidden, cfg_.heads, cfg_.kv_heads,
                                      cfg_.head_dim(), cfg_.intermediate, cfg_.vocab_size, lookup_ranks});
 }
@@ -264,7 +267,7 @@ void Llama::project_weight_gradient(int l, Proj p, const Tensor& dw, const Tenso
   const Fp8Matrix dout8 = fp8_.gradient(l, p);
   for (const Block& b : blocks(p)) {
     const Tensor dw_b = dw.slice(b.col * in_f, int64_t(b.width) * in_f), dout_b = dout.slice(b.col, dout.numel - b.col);
-    if (!dres_other_.empty()) {  // made with the layer's others (weight_gradients_done)
+    if (grouped_dw_) {  // made with the layer's others (weight_gradients_done)
       layer_dw_.push_back(linear_dw_gemm(dw_b, dout_b, ld, x, in_f, int(tokens()), in_f, b.width));
       layer_dw_.back().beta = dw_beta();
     } else {
@@ -314,7 +317,9 @@ std::string Llama::products_kind() const {
           "a kernel an operation");
   if (plan.grouped_weight_gradients)
     piece("weight gradients", weight_gradients_misfit(g_.layers[0], acts_[0]),
-          "a layer's four in one launch (grouped-weight-gradients)", "one a launch");
+          std::string("a layer's four in one launch (grouped-weight-gradients)") +
+              (dw_behind_ ? ", beside the layers below (weight-gradients-behind)" : ""),
+          "one a launch");
   return s;
 }
 
@@ -384,12 +389,23 @@ std::string Llama::block_forward_misfit() const {
   return be_.block_forward_misfit(blocks_forward());
 }
 
-// The layer's weight-gradient products, made in one group.
+// The layer's weight-gradient products, made in one group: on the main stream, or with
+// weight-gradients-behind on their lane, where AdamW's update of the layer follows them.
 void Llama::weight_gradients_done() {
-  if (dres_other_.empty()) return;
+  if (!grouped_dw_) return;
   ScopedRange r(be_, "weight_gradients");
+  if (dw_behind_) be_.begin_behind(Backend::Lane::WeightGradients);
   be_.matmul_group(layer_dw_);
+  if (dw_behind_) be_.end_behind();
   layer_dw_.clear();
+}
+
+// The buffer a norm's backward writes the residual stream's next gradient into, which dres_ then
+// names: the next of dres_ring_ where keep (the gradient dres_ holds is still to be read by a
+// weight gradient), else dres_ itself.
+Tensor Llama::next_dres(bool keep) {
+  if (keep) dres_at_ = (dres_at_ + 1) % dres_ring_.size(), dres_ = dres_ring_[dres_at_];
+  return dres_;
 }
 
 void Llama::forward(Pass pass, int micro_batch) {
@@ -586,7 +602,7 @@ void Llama::backward_pass(bool update_behind) {
     ScopedRange r(be_, layer_names_[size_t(l)].c_str());
     backward_ffn(l);
     backward_attention(l);
-    if (last && l > 0) state_.bucket_complete(size_t(l), update_behind);
+    if (last && l > 0) layer_complete(l, update_behind);
   }
   // The embedding's chain (gathered, added, updated, gathered again) is the step's longest after
   // the backward, and it needs the residual gradient alone: it goes ahead of the first layer's sum.
@@ -594,7 +610,7 @@ void Llama::backward_pass(bool update_behind) {
     state_.complete_early_sum([this] { gather_lookup(); }, [this] { embedding_backward_gathered(); });
   if (last) {
     ScopedRange r(be_, layer_names_[0].c_str());
-    state_.bucket_complete(0, update_behind);
+    layer_complete(0, update_behind);
   }
   if (gathered) {
     for (size_t b = state_.first_embedding_bucket(); b < state_.buckets(); ++b)
@@ -642,6 +658,17 @@ void Llama::embedding_backward_gathered() {
                          cfg_.vocab_size);
 }
 
+// Layer l's bucket of gradients is complete; with weight-gradients-behind, its update waits for the
+// weight gradients' lane too.
+void Llama::layer_complete(int l, bool update_behind) {
+  if (dw_behind_ && update_behind) {
+    be_.begin_behind(Backend::Lane::Update);
+    be_.follow(Backend::Lane::WeightGradients);
+    be_.end_behind();
+  }
+  state_.bucket_complete(size_t(l), update_behind);
+}
+
 void Llama::backward_ffn(int l) {
   const Plan& plan = be_.plan();
   const int64_t N = tokens();
@@ -649,6 +676,7 @@ void Llama::backward_ffn(int l) {
   const LayerActs& a = acts_[size_t(l)];
   const LayerWeights& w = w_.layers[size_t(l)];
   const LayerWeights& g = g_.layers[size_t(l)];
+  dgateup_ = dgateups_[dw_behind_ ? l % 2 : 0];  // the layer above's group may still read the other
   {
     // The input gradients first, the weight gradients after them. Over several ranks the layer
     // above's reduction starts as this layer's backward does and holds some SMs for about 0.1 ms:
@@ -671,18 +699,19 @@ void Llama::backward_ffn(int l) {
   }
   ScopedRange r(be_, "ffn_norm");  // dres: now the gradient of x_mid
   // With the weight gradients grouped, down's reads dres at the layer's end: the new gradient goes
-  // into the other buffer, and the two trade places.
-  const bool grouped = !dres_other_.empty();
-  const Tensor dres_out = grouped ? dres_other_ : dres_;
-  residual_norm_backward(be_, dres_out, dres_, d_norm_in_, g.ffn_norm, d_normed_, a.x_mid, w.ffn_norm, a.rstd2, N,
-                         cfg_.hidden, accumulating(), residual_gradient8(l, Proj::Out));
-  if (grouped) std::swap(dres_, dres_other_);
+  // into another buffer.
+  const Tensor dres_in = dres_;
+  residual_norm_backward(be_, next_dres(grouped_dw_), dres_in, d_norm_in_, g.ffn_norm, d_normed_, a.x_mid, w.ffn_norm,
+                         a.rstd2, N, cfg_.hidden, accumulating(), residual_gradient8(l, Proj::Out));
 }
 
 void Llama::backward_attention(int l) {
   const LayerActs& a = acts_[size_t(l)];
   const LayerWeights& w = w_.layers[size_t(l)];
   const LayerWeights& g = g_.layers[size_t(l)];
+  // With weight-gradients-behind, the layer above's group is done before anything it reads is
+  // written again: dqkv_ here, the residual gradient it read at the norm's backward below.
+  be_.wait_lane(Backend::Lane::WeightGradients);
   {
     ScopedRange r(be_, "attention");
     project_backward(l, Proj::Out, datt_, g.wo, dres_, a.att, w.wo, !residual_gradient8(l, Proj::Out).slot.empty());
@@ -698,8 +727,9 @@ void Llama::backward_attention(int l) {
   }
   weight_gradients_done();  // before the norm's backward adds to dres, which the output product's reads
   ScopedRange r(be_, "attention_norm");  // dres: now the gradient of the layer's input
-  residual_norm_backward(be_, dres_, dres_, d_norm_in_, g.attn_norm, d_normed_, a.x, w.attn_norm, a.rstd1, tokens(),
-                         cfg_.hidden, accumulating(), residual_gradient8(l - 1, Proj::Down));
+  const Tensor dres_in = dres_;
+  residual_norm_backward(be_, next_dres(dw_behind_), dres_in, d_norm_in_, g.attn_norm, d_normed_, a.x, w.attn_norm,
+                         a.rstd1, tokens(), cfg_.hidden, accumulating(), residual_gradient8(l - 1, Proj::Down));
 }
 
 void Llama::optimizer_step(const AdamWStep& step) {
@@ -750,6 +780,7 @@ bool Llama::enqueue_step(const std::function<bool()>& stop) {
     forward(Pass::Train, i);
     if (last) be_.mark(2);
     backward_pass(behind);
+    if (!last) be_.wait_lane(Backend::Lane::WeightGradients);  // the next forward writes what they read
     if (stop && !last && stop()) return false;
   }
   be_.mark(3);

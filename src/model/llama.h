@@ -209,6 +209,7 @@ class Llama {
   std::string block_forward_misfit() const;  // empty: the layers' forward in one launch
   std::string swiglu_in_down_gradient_misfit() const;  // empty: SwiGLU's backward in its epilogue
   void weight_gradients_done();
+  void layer_complete(int l, bool update_behind);
   void forward_head(Pass pass);
   // Data parallelism where every rank's tokens' residual gradients are fewer bytes than the
   // embedding's bucket (a large vocabulary): that bucket is summed over the ranks early, at the
@@ -290,12 +291,19 @@ class Llama {
   // Scratch: a branch's output before it joins the residual stream, and activation gradients.
   Tensor branch_, dres_, d_normed_, d_norm_in_, dqkv_, datt_, dgateup_, dh_;
   // grouped-weight-gradients, where layout() found that the backend groups the layers' weight
-  // gradients (empty elsewhere): a second buffer of the residual stream's gradient, into which the
-  // FFN norm's backward writes the new one (the two then trade places), so that down's weight
-  // gradient reads the old one at the layer's end; and the layer's weight-gradient products, made
-  // in one group there (project_weight_gradient, weight_gradients_done).
-  Tensor dres_other_;
+  // gradients: the layer's weight-gradient products, made in one group at the layer's end
+  // (project_weight_gradient, weight_gradients_done), and the buffers of the residual stream's
+  // gradient that dres_ takes in turn (next_dres). One where nothing groups them: the norms'
+  // backward writes in place. Two where a layer's group runs before its attention norm's backward:
+  // the FFN norm's writes the other, so that down's weight gradient reads the old one. Four with
+  // weight-gradients-behind, where the group runs beside the layer below's FFN: every norm writes
+  // the next, and the layer below's gate/up gradient goes into the other of dgateups_.
+  bool grouped_dw_ = false, dw_behind_ = false;
   std::vector<Gemm> layer_dw_;
+  std::vector<Tensor> dres_ring_;
+  size_t dres_at_ = 0;
+  Tensor dgateups_[2];
+  Tensor next_dres(bool keep);
   // swiglu-in-gate-up and swiglu-in-down-gradient: why each is not used (empty where it is), decided
   // once by the constructor.
   std::string swiglu_in_gate_up_misfit_, swiglu_in_down_gradient_misfit_, rope_in_qkv_misfit_, block_forward_misfit_;

@@ -98,6 +98,12 @@ const std::vector<PlanSwitch>& plan_switches() {
        "RoPE made in the epilogue of our own QKV product (bf16, TMA and wgmma, tiles of 64 columns), the bytes of "
        "cuBLAS's product and the RoPE kernel, at most 1024 tokens: the queries and keys written once, one launch "
        "less a layer"},
+      // A layer's grouped weight gradients on a lane of their own, beside the layers below, instead
+      // of between the layer's last product and its norm's backward.
+      {"weight-gradients-behind", &Plan::weight_gradients_behind, 6,
+       "a layer's grouped weight gradients (grouped-weight-gradients) on a lane of their own, beside the layers below "
+       "(their inputs in buffers the layer below does not write: a second gate/up gradient, four of the residual "
+       "stream's)"},
       // Version 6's block kernel: the forward's tasks in one persistent launch, waiting on counters
       // for the rows they read instead of kernel boundaries. Exact (v6's bits), and slower: the
       // default step 1.074-1.075 -> 1.122 ms on an H200, every stage one wave in step with the others

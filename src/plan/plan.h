@@ -60,6 +60,7 @@ struct Plan {
   // Version 6: kernels that hold more of a transformer block (the short steps that wait on latency).
   bool attention_backward_in_one_block = false;  // our flash attention's backward, short sequences: a block makes all
   bool rope_in_qkv_product = false;  // RoPE made in the epilogue of our own QKV product
+  bool weight_gradients_behind = false;  // a layer's grouped weight gradients on a lane beside the layers below
   bool blocks_forward_in_one_launch = false;  // every layer's forward, one persistent kernel (ops/block_forward.h)
 };
 

@@ -643,22 +643,28 @@ struct FiveSteps {
   std::string products;   // the header's Products: line
   std::string attention;  // and its Attention: line
 };
-FiveSteps five_steps(const Plan& plan, int T = 128) {
+FiveSteps five_steps(const Plan& plan, int T = 128, StepOptions options = {}) {
   const ModelConfig c = fp8_model();
   const int B = 8;
   auto be = make_backend({DeviceKind::Cuda, plan});
-  Llama m(c, *be, B, T);
+  Llama m(c, *be, B, T, {}, options);
   m.init_weights(3);
   auto data = make_data_source("synthetic", c.vocab_size, B, T, 9);
   Batch b;
   AdamWStep s;
+  s.max_grad_norm = options.clip ? 1.0 : 0.0;
   FiveSteps r;
   r.fp8 = m.uses_fp8();
   r.products = m.products_kind();
   r.attention = be->attention_kind();
   for (int step = 1; step <= 5; ++step) {
-    data->next_batch(b);
-    m.set_batch(b.tokens.data(), b.targets.data());
+    std::vector<int32_t> tokens, targets;
+    for (int i = 0; i < options.micro_batches; ++i) {
+      data->next_batch(b);
+      tokens.insert(tokens.end(), b.tokens.begin(), b.tokens.end());
+      targets.insert(targets.end(), b.targets.begin(), b.targets.end());
+    }
+    m.set_batch(tokens.data(), targets.data(), options.micro_batches);
     s.t = step;
     m.train_step(s);
     r.losses.push_back(m.mean_loss());
@@ -755,6 +761,31 @@ TEST(Fp8Model, GroupedWeightGradientsChangeNoBit) {
   for (int T : {128, 256, 512}) {
     SCOPED_TRACE(testing::Message() << "T " << T);
     expect_v5_bf16_the_same_bits_without(&Plan::grouped_weight_gradients, "a layer's four in one launch", T);
+  }
+}
+
+// weight-gradients-behind (v6): each layer's group of weight gradients runs on a lane of its own
+// beside the layer below's FFN, its inputs in buffers that the layer below does not write until it
+// has waited for the group. Five steps give the bits of v6 without it: at the default shape, with
+// two micro-batches and clipping (the next forward, and the updates after the norm, wait for the
+// lane), and at 8 x 256 and 8 x 512.
+TEST(Fp8Model, WeightGradientsBehindChangeNoBit) {
+  REQUIRE_GPU();
+  Plan on = plan_for_version(6);
+  on.amp = true;
+  ASSERT_TRUE(on.weight_gradients_behind);
+  Plan off = on;
+  off.weight_gradients_behind = false;
+  StepOptions two;
+  two.micro_batches = 2;
+  two.clip = true;
+  for (const auto& [T, step] : std::vector<std::pair<int, StepOptions>>{{128, {}}, {128, two}, {256, {}}, {512, {}}}) {
+    SCOPED_TRACE(testing::Message() << "T " << T << ", micro-batches " << step.micro_batches);
+    const FiveSteps a = five_steps(off, T, step), b = five_steps(on, T, step);
+    EXPECT_NE(b.products.find("beside the layers below (weight-gradients-behind)"), std::string::npos) << b.products;
+    EXPECT_EQ(a.products.find("weight-gradients-behind"), std::string::npos) << a.products;
+    EXPECT_EQ(a.losses, b.losses);
+    EXPECT_TRUE(a.params == b.params);
   }
 }
 

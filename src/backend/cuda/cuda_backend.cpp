@@ -50,11 +50,11 @@ class DeviceMemory final : public MemoryResource {
 // third were slower for no reason of their own. A backend serves one model at a time and the
 // process drives them from one thread, so sharing the stream orders nothing that was not
 // already in order.
-// The two lanes behind the backward pass (Backend::Lane), the same way. The update lane, for the
+// The three lanes behind the backward pass (Backend::Lane), the same way. The update lane, for the
 // optimizer behind the backward (fused-adamw), has a lower priority than the main stream: when
 // an SM frees up, the backward's next blocks are placed before more of AdamW's (in a CUDA graph
 // too: it is instantiated to keep the streams' priorities), so that the update fills the gaps
-// the backward leaves rather than delaying it. The communication lane, for NCCL's collectives,
+// the backward leaves rather than delaying it. The weight-gradient lane likewise. The communication lane, for NCCL's collectives,
 // has the main stream's priority: its kernels take a few SMs, and at a lower priority they
 // would wait for the backward to leave SMs free, piling up at the end of the step.
 cudaStream_t new_stream(bool high_priority) {
@@ -69,6 +69,10 @@ cudaStream_t process_stream() {
   return stream;
 }
 cudaStream_t process_update_stream() {
+  static const cudaStream_t stream = new_stream(false);
+  return stream;
+}
+cudaStream_t process_weight_gradient_stream() {
   static const cudaStream_t stream = new_stream(false);
   return stream;
 }
@@ -97,6 +101,7 @@ class CudaBackend final : public Backend {
     CUDA_CHECK(cudaEventCreateWithFlags(&adamw_copied_, cudaEventDisableTiming));
     lanes_[int(Lane::Communication)] = process_communication_stream();
     lanes_[int(Lane::Update)] = process_update_stream();
+    lanes_[int(Lane::WeightGradients)] = process_weight_gradient_stream();
     current_ = stream_;
     CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
   }
@@ -406,7 +411,9 @@ class CudaBackend final : public Backend {
   }
 
   // Each record is followed at once by its wait, so one event serves every edge. Inside a capture
-  // the record and the wait become the graph's edges between the streams.
+  // the record and the wait become the graph's edges between the streams. A lane main has waited
+  // for since its last work is not waited for again: the lane begun after main waits for it
+  // already (and inside a capture, an event of a stream not in it could not be waited for).
   void begin_behind(Lane lane) override {
     current_ = lanes_[int(lane)];
     wait_for(stream_);
@@ -414,13 +421,17 @@ class CudaBackend final : public Backend {
   }
   void follow(Lane other) override {
     TT_CHECK(current_ != stream_, "follow: outside begin_behind/end_behind");
-    wait_for(lanes_[int(other)]);
+    if (behind_[int(other)]) wait_for(lanes_[int(other)]);
   }
   void end_behind() override { current_ = stream_; }
   void wait_behind() override {
     TT_CHECK(current_ == stream_, "wait_behind: inside begin_behind/end_behind");
-    for (int lane = 0; lane < 2; ++lane)
+    for (int lane = 0; lane < kLanes; ++lane)
       if (behind_[lane]) wait_for(lanes_[lane]), behind_[lane] = false;
+  }
+  void wait_lane(Lane lane) override {
+    TT_CHECK(current_ == stream_, "wait_lane: inside begin_behind/end_behind");
+    if (behind_[int(lane)]) wait_for(lanes_[int(lane)]), behind_[int(lane)] = false;
   }
   // The current stream waits for all the work enqueued on `s` so far.
   void wait_for(cudaStream_t s) {
@@ -538,10 +549,11 @@ class CudaBackend final : public Backend {
   Tensor amax_partials_;  // fp8: current scaling's partial maxima
   cuda::AdamWScalars* adamw_host_ = nullptr;  // pinned
   cudaEvent_t adamw_copied_ = nullptr;         // recorded after each copy of adamw_host_
-  cudaStream_t lanes_[2] = {};                 // the work behind the backward, by Lane
+  static constexpr int kLanes = 3;
+  cudaStream_t lanes_[kLanes] = {};            // the work behind the backward, by Lane
   cudaStream_t current_ = nullptr;             // stream_, or a lane between begin_behind and end_behind
   cudaEvent_t fork_ = nullptr;                 // the edges between the streams
-  bool behind_[2] = {false, false};            // work enqueued on a lane that main has not waited for
+  bool behind_[kLanes] = {};                   // work enqueued on a lane that main has not waited for
   cudaGraphExec_t graph_exec_ = nullptr;
   bool capturing_ = false;
   cuda::AttentionScratch attn_;
