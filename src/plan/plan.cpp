@@ -99,7 +99,8 @@ const std::vector<PlanSwitch>& plan_switches() {
        "cuBLAS's product and the RoPE kernel, at most 1024 tokens: the queries and keys written once, one launch "
        "less a layer"},
       // A layer's grouped weight gradients on a lane of their own, beside the layers below, instead
-      // of between the layer's last product and its norm's backward.
+      // of between the layer's last product and its norm's backward. The same kernel and bits; the
+      // default step 1.057 -> 1.037-1.039 ms on an H200 (docs/versions/v6.md).
       {"weight-gradients-behind", &Plan::weight_gradients_behind, 6,
        "a layer's grouped weight gradients (grouped-weight-gradients) on a lane of their own, beside the layers below "
        "(their inputs in buffers the layer below does not write: a second gate/up gradient, four of the residual "
