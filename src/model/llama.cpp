@@ -134,7 +134,7 @@ void Llama::layout(Arena& a) {
   datt_ = scratch(A, N * HD);
   dh_ = scratch(A, N * F);
   grouped_dw_ = weight_gradients_misfit(weight_views(cfg_, state_.grads(), Vp_).layers[0], acts_[0]).empty();
-  dw_behind_ = grouped_dw_ && be_.plan().weight_gradients_behind;
+  dw_behind_ = grouped_dw_ && weight_gradients_behind_misfit().empty();
   dres_ring_.clear();
   for (int i = 0; i < (dw_behind_ ? 4 : grouped_dw_ ? 2 : 1); ++i) dres_ring_.push_back(scratch(A, N * C));
   dres_ = dres_ring_[0];
@@ -318,7 +318,9 @@ std::string Llama::products_kind() const {
   if (plan.grouped_weight_gradients)
     piece("weight gradients", weight_gradients_misfit(g_.layers[0], acts_[0]),
           std::string("a layer's four in one launch (grouped-weight-gradients)") +
-              (dw_behind_ ? ", beside the layers below (weight-gradients-behind)" : ""),
+              (dw_behind_ ? ", beside the layers below (weight-gradients-behind)"
+               : plan.weight_gradients_behind ? ", on the main stream (" + weight_gradients_behind_misfit() + ")"
+                                              : ""),
           "one a launch");
   return s;
 }
@@ -398,6 +400,17 @@ void Llama::weight_gradients_done() {
   be_.matmul_group(layer_dw_);
   if (dw_behind_) be_.end_behind();
   layer_dw_.clear();
+}
+
+// weight-gradients-behind: why a layer's grouped weight gradients stay on the main stream (empty
+// where they go on their lane). Measured on an H200 (docs/versions/v6.md): faster up to 4096
+// tokens (8 x 128 1.057 -> 1.038 ms, 1 x 4096 3.824 -> 3.778), even at 8192, slower at 16384
+// (16 x 1024 8.568-8.741 -> 8.644-8.793).
+std::string Llama::weight_gradients_behind_misfit() const {
+  if (!be_.plan().weight_gradients_behind) return "weight-gradients-behind off";
+  const int64_t n = tokens();
+  if (n > 4096) return std::to_string(n) + " tokens, more than 4096";
+  return "";
 }
 
 // The buffer a norm's backward writes the residual stream's next gradient into, which dres_ then

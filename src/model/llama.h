@@ -199,6 +199,7 @@ class Llama {
   void backward_ffn(int layer);
   void backward_attention(int layer);
   std::string weight_gradients_misfit(const LayerWeights& g, const LayerActs& a) const;  // empty: made in one group
+  std::string weight_gradients_behind_misfit() const;  // empty: that group on its lane
   Gemm gate_up_product(int layer) const;
   Gemm down_input_gradient(int layer) const;
   std::string swiglu_epilogue_misfit() const;  // what keeps both SwiGLU pieces out whatever the shape

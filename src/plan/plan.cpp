@@ -100,11 +100,12 @@ const std::vector<PlanSwitch>& plan_switches() {
        "less a layer"},
       // A layer's grouped weight gradients on a lane of their own, beside the layers below, instead
       // of between the layer's last product and its norm's backward. The same kernel and bits; the
-      // default step 1.057 -> 1.037-1.039 ms on an H200 (docs/versions/v6.md).
+      // default step 1.057 -> 1.037-1.039 ms on an H200, where its rule refuses (past 4096 tokens)
+      // the group stays on the main stream (docs/versions/v6.md).
       {"weight-gradients-behind", &Plan::weight_gradients_behind, 6,
-       "a layer's grouped weight gradients (grouped-weight-gradients) on a lane of their own, beside the layers below "
-       "(their inputs in buffers the layer below does not write: a second gate/up gradient, four of the residual "
-       "stream's)"},
+       "a layer's grouped weight gradients (grouped-weight-gradients) on a lane of their own, beside the layers below, "
+       "up to 4096 tokens, where it pays (their inputs in buffers the layer below does not write: a second gate/up "
+       "gradient, four of the residual stream's)"},
       // Version 6's block kernel: the forward's tasks in one persistent launch, waiting on counters
       // for the rows they read instead of kernel boundaries. Exact (v6's bits), and slower: the
       // default step 1.074-1.075 -> 1.122 ms on an H200, every stage one wave in step with the others
