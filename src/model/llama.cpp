@@ -404,8 +404,8 @@ void Llama::weight_gradients_done() {
 
 // weight-gradients-behind: why a layer's grouped weight gradients stay on the main stream (empty
 // where they go on their lane). Measured on an H200 (docs/versions/v6.md): faster up to 4096
-// tokens (8 x 128 1.057 -> 1.038 ms, 1 x 4096 3.824 -> 3.778), even at 8192, slower at 16384
-// (16 x 1024 8.568-8.741 -> 8.644-8.793).
+// tokens (8 x 128 1.057 -> 1.037-1.039 ms, 1 x 4096 3.822-3.826 -> 3.776-3.780), even at 8192,
+// slower at 16384 (16 x 1024 8.568-8.741 -> 8.644-8.793).
 std::string Llama::weight_gradients_behind_misfit() const {
   if (!be_.plan().weight_gradients_behind) return "weight-gradients-behind off";
   const int64_t n = tokens();
@@ -738,7 +738,7 @@ void Llama::backward_attention(int l) {
     }
     project_backward(l, Proj::Qkv, d_normed_, g.wqkv, dqkv_, a.xn1, w.wqkv, dqkv_in_fp8);
   }
-  weight_gradients_done();  // before the norm's backward adds to dres, which the output product's reads
+  weight_gradients_done();  // before the norm's backward writes dres (in place without the lane), which Wo's reads
   ScopedRange r(be_, "attention_norm");  // dres: now the gradient of the layer's input
   const Tensor dres_in = dres_;
   residual_norm_backward(be_, next_dres(dw_behind_), dres_in, d_norm_in_, g.attn_norm, d_normed_, a.x, w.attn_norm,

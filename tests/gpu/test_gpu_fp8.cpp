@@ -753,6 +753,15 @@ void expect_v5_bf16_the_same_bits_without(bool Plan::*piece, const std::string& 
   EXPECT_TRUE(a.params == b.params);
 }
 
+// v6's preset in bf16, and the same with `piece` off.
+std::pair<Plan, Plan> v6_bf16_with_and_without(bool Plan::*piece) {
+  Plan on = plan_for_version(6);
+  on.amp = true;
+  Plan off = on;
+  off.*piece = false;
+  return {on, off};
+}
+
 // grouped-weight-gradients (v5): at the default shape, at the training default's 8 x 256 and at
 // 8 x 512 (tiles of 256 rows past 2048 tokens) each layer's four weight gradients wait for the end
 // of its backward and are made in one launch of our kernel, with cuBLAS's bytes (GpuWeightGradients).
@@ -771,11 +780,8 @@ TEST(Fp8Model, GroupedWeightGradientsChangeNoBit) {
 // lane), and at 8 x 256 and 8 x 512. Past 4096 tokens, where it did not pay, the header says so.
 TEST(Fp8Model, WeightGradientsBehindChangeNoBit) {
   REQUIRE_GPU();
-  Plan on = plan_for_version(6);
-  on.amp = true;
+  const auto [on, off] = v6_bf16_with_and_without(&Plan::weight_gradients_behind);
   ASSERT_TRUE(on.weight_gradients_behind);
-  Plan off = on;
-  off.weight_gradients_behind = false;
   StepOptions two;
   two.micro_batches = 2;
   two.clip = true;
@@ -807,11 +813,8 @@ TEST(Fp8Model, SwigluInGateUpChangesNoBit) {
 // bits of v6 without it. At 8 x 256 the header says why it does not run.
 TEST(Fp8Model, RopeInQkvProductChangesNoBit) {
   REQUIRE_GPU();
-  Plan on = plan_for_version(6);
-  on.amp = true;
+  const auto [on, off] = v6_bf16_with_and_without(&Plan::rope_in_qkv_product);
   ASSERT_TRUE(on.rope_in_qkv_product);
-  Plan off = on;
-  off.rope_in_qkv_product = false;
   const FiveSteps a = five_steps(off, 128), b = five_steps(on, 128);
   EXPECT_NE(b.products.find("RoPE in the QKV product's epilogue (rope-in-qkv-product)"), std::string::npos) << b.products;
   EXPECT_EQ(a.products.find("RoPE"), std::string::npos) << a.products;

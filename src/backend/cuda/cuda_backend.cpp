@@ -54,9 +54,10 @@ class DeviceMemory final : public MemoryResource {
 // optimizer behind the backward (fused-adamw), has a lower priority than the main stream: when
 // an SM frees up, the backward's next blocks are placed before more of AdamW's (in a CUDA graph
 // too: it is instantiated to keep the streams' priorities), so that the update fills the gaps
-// the backward leaves rather than delaying it. The weight-gradient lane likewise. The communication lane, for NCCL's collectives,
-// has the main stream's priority: its kernels take a few SMs, and at a lower priority they
-// would wait for the backward to leave SMs free, piling up at the end of the step.
+// the backward leaves rather than delaying it; the weight-gradient lane likewise. The
+// communication lane, for NCCL's collectives, has the main stream's priority: its kernels take a
+// few SMs, and at a lower priority they would wait for the backward to leave SMs free, piling up
+// at the end of the step.
 cudaStream_t new_stream(bool high_priority) {
   int least = 0, greatest = 0;
   CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
