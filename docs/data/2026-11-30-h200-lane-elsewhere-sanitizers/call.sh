@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One H200 at de152b4: compute-sanitizer (memcheck, initcheck, racecheck) on v6 with the weight
+# One H200 at 35604a9: compute-sanitizer (memcheck, initcheck, racecheck) on v6 with the weight
 # gradients beside; the lane on and off at 1 x 4096, 8 x 1024 and 16 x 1024; and v3/v4 in fp32 with
 # RMSNorm's backward as it is against its form before a1a70ca (the early loads), alternating.
 set -uo pipefail

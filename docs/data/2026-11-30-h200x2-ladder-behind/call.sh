@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Two H200s at adcb2f6: the ladder at the default shape beside PyTorch (GPU 0), v6's profile, then
+# Two H200s at e7bd0cc: the ladder at the default shape beside PyTorch (GPU 0), v6's profile, then
 # the two-rank multi-GPU tests (the lanes' follow() now skips a lane main has waited for).
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 CUDA_VISIBLE_DEVICES=0

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One H200 at de152b4: where initcheck's reports of uninitialized reads in the forward norm come
+# One H200 at 35604a9: where initcheck's reports of uninitialized reads in the forward norm come
 # from: v6 eager (no CUDA graph), and v6 with the weight gradients on the main stream.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 CUDA_VISIBLE_DEVICES=0
