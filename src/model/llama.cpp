@@ -304,6 +304,9 @@ std::string Llama::products_kind() const {
     s += (s.empty() ? "" : "; ") + what + " " + (misfit.empty() ? used : unused + " (" + misfit + ")");
   };
   const Plan& plan = be_.plan();
+  if (plan.products_without_workspace)
+    piece("cuBLAS", products_without_workspace_misfit(plan), "without a workspace (products-without-workspace)",
+          "with a workspace");
   if (plan.swiglu_in_gate_up)
     piece("SwiGLU", swiglu_in_gate_up_misfit_, "in the gate/up product's epilogue (swiglu-in-gate-up)",
           "a kernel of its own");

@@ -24,7 +24,8 @@ const std::vector<PlanSwitch>& plan_switches() {
       {"fused-adamw", &Plan::fused_adamw, 4, "one AdamW kernel over all parameters"},
       {"gemm-epilogues", &Plan::gemm_epilogues, 4, "bias-free epilogues fused into the GEMMs"},
       {"products-without-workspace", &Plan::products_without_workspace, 4,
-       "cuBLAS and cuBLASLt without a workspace: no split sums through it, so no 4-byte memset before a product"},
+       "cuBLAS and cuBLASLt without a workspace for bf16 products: no split sums through it, so no 4-byte memset "
+       "before a product"},
       // Measured slower than the RoPE kernel before the attention (docs/versions/v4.md): each key
       // tile is rotated again by every query block that reads it. Opt-in.
       {"rope-in-attention", &Plan::rope_in_attention, 4,
@@ -117,6 +118,14 @@ const std::vector<PlanSwitch>& plan_switches() {
        false},
   };
   return switches;
+}
+
+// Without a workspace cuBLAS cannot split a product's sums along K, and fp32's weight gradients
+// (1024 tokens deep, outputs of a few tiles) then run on a few SMs' FMA units: v4 fp32 at the
+// default shape 6.28 -> 8.92 ms a step, slower than v3's 6.52 (H200, docs/versions/v4.md).
+std::string products_without_workspace_misfit(const Plan& plan) {
+  if (!plan.products_without_workspace || plan.amp) return "";
+  return std::string(plan.tf32 ? "tf32" : "fp32") + " products split their sums along K through one";
 }
 
 std::vector<int> versions_from(int first) {

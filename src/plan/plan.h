@@ -39,7 +39,8 @@ struct Plan {
   bool gemm_epilogues = false;
   bool rope_in_attention = false;  // RoPE applied by our flash attention as it loads Q and K (opt-in)
   // cuBLAS and cuBLASLt given no workspace: no products that split their sums through it, and so
-  // no 4-byte memset before each (a node of the graph between two kernels).
+  // no 4-byte memset before each (a node of the graph between two kernels). bf16 products only
+  // (products_without_workspace_misfit).
   bool products_without_workspace = false;
   // Version 5: the layers' matrix products in FP8 (bf16 activations only, --use-amp).
   bool fp8 = false;                 // where the shape pays (Llama::uses_fp8), else bf16 as v4
@@ -78,6 +79,10 @@ const std::vector<PlanSwitch>& plan_switches();
 // (being built: a bf16 rounding from v5's bits allowed). Each turns on its own switches and those of
 // the versions below it. Precision is chosen separately.
 Plan plan_for_version(int version);
+
+// Why products-without-workspace keeps cuBLAS's workspace for this plan's products (empty where it
+// takes it away): fp32 and tf32 products split their sums along K through it.
+std::string products_without_workspace_misfit(const Plan& plan);
 constexpr int kLatestVersion = 6;
 
 // The levels, written once: every version from `first` to the latest (the defaults of bench,

@@ -119,6 +119,20 @@ TEST(ModelPlans, EveryVersionComputesTheSameFunction) {
   }
 }
 
+// products-without-workspace takes cuBLAS's workspace away from bf16 products only: fp32's and
+// tf32's split their sums along K through it (v4 fp32 slower than v3 without it).
+TEST(ModelPlans, ProductsWithoutWorkspaceIsForBf16) {
+  Plan p = plan_for_version(4);
+  ASSERT_TRUE(p.products_without_workspace);
+  EXPECT_EQ(products_without_workspace_misfit(p), "fp32 products split their sums along K through one");
+  p.tf32 = true;
+  EXPECT_EQ(products_without_workspace_misfit(p), "tf32 products split their sums along K through one");
+  p.amp = true;
+  EXPECT_EQ(products_without_workspace_misfit(p), "");
+  p.amp = false, p.products_without_workspace = false;
+  EXPECT_EQ(products_without_workspace_misfit(p), "");
+}
+
 TEST(ModelCounts, ParametersOfTheOriginalDefaults) {
   ModelConfig c;  // vocab 1000, hidden 512, 8 layers, 8 heads, 4 kv heads, ffn 2048
   EXPECT_EQ(c.param_count(), 31977984);  // ORIGINAL.md

@@ -66,7 +66,6 @@ const Case kCases[] = {
     {"gemm_epilogues_fp32", 1, "gemm-epilogues", false, 1e-5, 1e-4, 1e-4},
     {"gemm_epilogues_bf16", 1, "gemm-epilogues", true, 2e-2, 2e-2, 2e-2},
     {"v3_gemm_epilogues_bf16", 3, "gemm-epilogues", true, 2e-2, 2e-2, 2e-2},
-    {"products_without_workspace_fp32", 1, "products-without-workspace", false, 1e-5, 1e-4, 1e-4},
     {"products_without_workspace_bf16", 1, "products-without-workspace", true, 2e-2, 2e-2, 2e-2},
     {"v4_fp32", 4, "", false, 1e-5, 1e-4, 1e-4, 20},
     {"v4_bf16", 4, "", true, 2e-2, 2e-2, 2e-2, 20},

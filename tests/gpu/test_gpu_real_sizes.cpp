@@ -146,8 +146,10 @@ TEST(VocabPadding, CheckpointsHoldTheRealVocabularyAndResumeBitForBit) {
 }
 
 // GPT-2 small's matrices (hidden 768, 12 layers, vocabulary 50257) on a short batch, fp32, v3
-// with the fused classifier in chunks of 24 tokens, against the CPU in double; then with the
-// products cuBLAS picks without a workspace.
+// with the fused classifier in chunks of 24 tokens, against the CPU in double; then in bf16 with
+// the products cuBLAS picks with a workspace and without one (bf16 only:
+// products_without_workspace_misfit). Twelve layers deep, bf16's query and key weight gradients
+// are 2.0-2.9% off (H200, without a workspace), past the 2% of the two-layer tests: 4% here.
 TEST(RealSizes, Gpt2SmallMatchesTheCpu) {
   REQUIRE_GPU();
   const Preset& preset = find_preset("gpt2-small");
@@ -155,8 +157,12 @@ TEST(RealSizes, Gpt2SmallMatchesTheCpu) {
   p.fused_classifier = true;
   p.classifier_chunk = 24;
   expect_gradients_match(preset.model, p, 1, 64, 1e-5, 1e-4);
-  p.products_without_workspace = true;
-  expect_gradients_match(preset.model, p, 1, 64, 1e-5, 1e-4);
+  p.amp = true;
+  for (bool without : {false, true}) {
+    SCOPED_TRACE(without ? "bf16 without a workspace" : "bf16 with a workspace");
+    p.products_without_workspace = without;
+    expect_gradients_match(preset.model, p, 1, 64, 2e-2, 4e-2);
+  }
 }
 
 }  // namespace

@@ -132,7 +132,8 @@ class CudaBackend final : public Backend {
     const DType act = act_dtype();
     const AttnShape attn{m.B, m.T, m.H, m.KVH, m.D};
     auto take = [&](DType d, int64_t n) { return a.take(Category::Workspace, d, n); };
-    cublas_workspace_ = plan_.products_without_workspace ? Tensor{} : take(DType::F32, kCublasWorkspaceBytes / 4);
+    const bool without_workspace = plan_.products_without_workspace && products_without_workspace_misfit(plan_).empty();
+    cublas_workspace_ = without_workspace ? Tensor{} : take(DType::F32, kCublasWorkspaceBytes / 4);
     adamw_device_ = take(DType::F32, sizeof(cuda::AdamWScalars) / 4);
     sum_squares_scratch_ = take(DType::F32, cuda::kSumSquaresBlocks);
     amax_partials_ = plan_.fp8 ? take(DType::F32, cuda::kAmaxBlocks) : Tensor{};
@@ -170,7 +171,7 @@ class CudaBackend final : public Backend {
     swiglu_scratch_ = swiglu_kernels() == cuda::SwiGluKernels::Unfused ? take(act, m.tokens() * m.F) : Tensor{};
     if (cublas_workspace_.ptr)  // the arena's real pass: bind the workspace
       CUBLAS_CHECK(cublasSetWorkspace(cublas_, cublas_workspace_.ptr, kCublasWorkspaceBytes));
-    else if (plan_.products_without_workspace)  // none (left unset, cuBLAS would allocate its own)
+    else if (without_workspace)  // none (left unset, cuBLAS would allocate its own)
       CUBLAS_CHECK(cublasSetWorkspace(cublas_, nullptr, 0));
   }
   int vocab_padding_multiple() const override { return 128; }
