@@ -1,6 +1,7 @@
 // The ablation study behind `tiny_llama ablate`: a version's full plan, then that plan with
-// each of its switches turned off in turn, each trained and timed in the same process, and
-// one table of ms per step, samples/s, peak memory and the change against the full plan.
+// each of its switches turned off in turn, each trained and timed in the same process, several
+// runs each, the configurations taking turns (bench.h's turn()), and one table of the median ms
+// per step, samples/s, peak memory and the change against the full plan.
 #pragma once
 #include <ostream>
 #include <string>
@@ -13,6 +14,7 @@ namespace tt {
 struct AblateOptions {
   TrainOptions train;
   std::string csv_path;
+  int repeats = 3;  // runs of each configuration; its row is their median
 };
 
 struct AblationRow {

@@ -430,9 +430,7 @@ bool run_bench(const BenchOptions& options, std::ostream& log) {
     return true;
   }
 
-  // The points take turns, one repetition each a round, in the listed order and then in reverse:
-  // each point runs early as often as late, so that a GPU warming over the job, or a choice made
-  // once a run (an algorithm timed on the first call), weighs on every point alike.
+  // The points take turns (turn()), one repetition each a round.
   std::vector<PointRuns> runs;
   for (int version : o.versions)
     for (const std::string& precision : o.precisions)
@@ -446,7 +444,7 @@ bool run_bench(const BenchOptions& options, std::ostream& log) {
   size_t done = 0;
   for (int round = 0; round < o.repeats; ++round)
     for (size_t k = 0; k < runs.size(); ++k) {
-      PointRuns& r = runs[round % 2 ? runs.size() - 1 - k : k];
+      PointRuns& r = runs[turn(round, k, runs.size())];
       const BenchPoint& p = r.point;
       progress(log, done++, total,
                fmt::format("v{} {} batch {} seq {} ({} of {})", p.version, p.precision, p.batch, p.seq_len, round + 1,

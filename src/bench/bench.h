@@ -19,6 +19,11 @@
 
 namespace tt {
 
+// Which of n runs goes k-th in round `round` when runs take turns: in the listed order, then in
+// reverse, so that each runs early as often as late (a GPU warming over the job, or a choice made
+// once a run, weighs on every run alike). bench's points and ablate's configurations take turns so.
+inline size_t turn(int round, size_t k, size_t n) { return round % 2 ? n - 1 - k : k; }
+
 struct BenchOptions {
   TrainOptions base;  // model shape, device, seed, data; its plan carries the user's switches
   std::vector<std::string> enable, disable;  // switches applied to every point's version preset

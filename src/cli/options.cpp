@@ -403,6 +403,8 @@ bool parse_ablate_options(const std::vector<std::string>& args, AblateOptions& o
   add_train_flags(app, o.train, f);
   add_model_flags(app, o.train, f);
   app.add_option("--csv", o.csv_path, "write the table as CSV");
+  app.add_option("--repeats", o.repeats, "runs of each configuration, taking turns (the median is reported)")
+      ->capture_default_str();
   if (!parse(app, args)) return false;
   finish_model_flags(o.train, f);
   return true;

@@ -69,6 +69,7 @@ TEST_F(Cli, CpuOnlyWhatAppliesThere) {
   expect_usage_error("--profile " + (dir / "prof").string(), "they need a GPU");
   EXPECT_FALSE(fs::exists(dir / "prof"));
   expect_command_error("ablate --device cpu --hidden-dim 32 --num-layers 1 --num-heads 2 --num-steps 2", "ablate");
+  expect_command_error("ablate --device cpu --num-steps 2 --repeats 0", "--repeats: must be positive");
   expect_command_error("bench --device cpu --levels v1,v2 --precisions fp32 --seq-lens 8 --hidden-dim 32 "
                        "--num-layers 1 --num-heads 2", "bench on the CPU");
   expect_command_error("bench --device cpu --levels v1 --precisions bf16 --seq-lens 8 --hidden-dim 32 "
