@@ -78,7 +78,8 @@ const std::vector<PlanSwitch>& plan_switches() {
       // Exact likewise; the default step 1.136-1.138 -> 1.122-1.126 ms on an H200 (docs/versions/v6.md).
       {"swiglu-in-down-gradient", &Plan::swiglu_in_down_gradient, 5,
        "SwiGLU's backward made in the epilogue of our own product for down's input gradient (bf16, TMA and wgmma), "
-       "the bytes of cuBLAS's product and the SwiGLU kernel, where it pays (at most 1024 tokens): dh never stored"},
+       "the bytes of cuBLAS's product and the SwiGLU kernel, where it pays (at most 1024 tokens, 512 beside the weight "
+       "gradients' lane): dh never stored"},
       // Measured no faster and less precise than E4M3 (docs/versions/v5.md). Opt-in.
       {"fp8-e5m2-gradients", &Plan::fp8_e5m2_gradients, 5,
        "the gradients entering the FP8 products in E5M2 (more range), not E4M3 (opt-in: less precise)", false},

@@ -778,6 +778,8 @@ TEST(Fp8Model, GroupedWeightGradientsChangeNoBit) {
 // has waited for the group. Five steps give the bits of v6 without it: at the default shape, with
 // two micro-batches and clipping (the next forward, and the updates after the norm, wait for the
 // lane), and at 8 x 256 and 8 x 512. Past 4096 tokens, where it did not pay, the header says so.
+// With the lane, SwiGLU's backward is a kernel of its own (swiglu-in-down-gradient's rule): the
+// same bits again.
 TEST(Fp8Model, WeightGradientsBehindChangeNoBit) {
   REQUIRE_GPU();
   const auto [on, off] = v6_bf16_with_and_without(&Plan::weight_gradients_behind);
@@ -790,6 +792,10 @@ TEST(Fp8Model, WeightGradientsBehindChangeNoBit) {
     const FiveSteps a = five_steps(off, T, step), b = five_steps(on, T, step);
     EXPECT_NE(b.products.find("beside the layers below (weight-gradients-behind)"), std::string::npos) << b.products;
     EXPECT_EQ(a.products.find("weight-gradients-behind"), std::string::npos) << a.products;
+    if (T == 128)
+      EXPECT_NE(b.products.find("SwiGLU's backward a kernel of its own (1024 tokens beside the weight gradients' "
+                                "lane (weight-gradients-behind), more than 512)"),
+                std::string::npos) << b.products;
     EXPECT_EQ(a.losses, b.losses);
     EXPECT_TRUE(a.params == b.params);
   }
