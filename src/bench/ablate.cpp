@@ -55,10 +55,9 @@ std::vector<AblationRow> run_ablation(const AblateOptions& options, std::ostream
     }
   std::vector<AblationRow> rows;
   for (size_t i = 0; i < n; ++i) {
-    std::sort(ms[i].begin(), ms[i].end());
-    const double median = ms[i][ms[i].size() / 2];
-    AblationRow row{configs[i].first, median, base.batch / (median / 1e3), last[i].final_loss, last[i].memory.total(),
-                    0};
+    const double ms_median = median(ms[i]);
+    AblationRow row{configs[i].first, ms_median, base.batch / (ms_median / 1e3), last[i].final_loss,
+                    last[i].memory.total(), 0};
     row.change = rows.empty() ? 0 : row.step_ms / rows.front().step_ms - 1;
     rows.push_back(row);
   }

@@ -33,10 +33,8 @@ RepetitionStats repetition_stats(const std::vector<double>& values, int per) {
     means.push_back(s / per);
   }
   if (means.empty()) return {};
-  std::sort(means.begin(), means.end());
-  const size_t n = means.size();
-  const double median = n % 2 ? means[n / 2] : 0.5 * (means[n / 2 - 1] + means[n / 2]);
-  return {median, means.front(), means.back()};
+  const auto [lo, hi] = std::minmax_element(means.begin(), means.end());
+  return {median(means), *lo, *hi};
 }
 
 std::vector<Regression> find_regressions(const std::vector<BenchPoint>& current, const std::vector<BenchPoint>& baseline,

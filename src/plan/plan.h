@@ -79,10 +79,6 @@ const std::vector<PlanSwitch>& plan_switches();
 // (being built: a bf16 rounding from v5's bits allowed). Each turns on its own switches and those of
 // the versions below it. Precision is chosen separately.
 Plan plan_for_version(int version);
-
-// Why products-without-workspace keeps cuBLAS's workspace for this plan's products (empty where it
-// takes it away): fp32 and tf32 products split their sums along K through it.
-std::string products_without_workspace_misfit(const Plan& plan);
 constexpr int kLatestVersion = 6;
 
 // The levels, written once: every version from `first` to the latest (the defaults of bench,
@@ -91,6 +87,10 @@ constexpr int kLatestVersion = 6;
 std::vector<int> versions_from(int first = 1);
 std::string version_list();
 int parse_version(const std::string& text, const std::string& flag);
+
+// Why products-without-workspace keeps cuBLAS's workspace for this plan's products (empty where it
+// takes it away): fp32 and tf32 products split their sums along K through it.
+std::string products_without_workspace_misfit(const Plan& plan);
 
 // Turns the switch named `name` on or off; UsageError (naming `flag`) for an unknown name.
 void set_switch(Plan& plan, const std::string& name, bool on, const std::string& flag);

@@ -63,6 +63,13 @@ void TrainOptions::validate() const {
   model.validate();
 }
 
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 namespace {
 
 // Names the first model field where the checkpoint (of --resume or --init-from) and this run disagree.
@@ -86,13 +93,6 @@ double mean(const std::vector<double>& v) {
   double s = 0;
   for (double x : v) s += x;
   return v.empty() ? 0 : s / double(v.size());
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 // The validation's windows: --val-tokens' (checked against the split), else the split's first

@@ -123,4 +123,8 @@ std::vector<std::string> recipe_args(const TrainOptions& o);
 // Throws UsageError for bad input (before any work or output) and Error for failures.
 TrainResult train(const TrainOptions& options, std::ostream& log);
 
+// The middle value, or the mean of the two middle ones; 0 for none (a run's steps, bench's
+// repetitions, ablate's runs).
+double median(std::vector<double> v);
+
 }  // namespace tt
