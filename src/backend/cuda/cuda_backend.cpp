@@ -427,9 +427,7 @@ class CudaBackend final : public Backend {
   }
   void end_behind() override { current_ = stream_; }
   void wait_behind() override {
-    TT_CHECK(current_ == stream_, "wait_behind: inside begin_behind/end_behind");
-    for (int lane = 0; lane < kLanes; ++lane)
-      if (behind_[lane]) wait_for(lanes_[lane]), behind_[lane] = false;
+    for (int lane = 0; lane < kLanes; ++lane) wait_lane(Lane(lane));
   }
   void wait_lane(Lane lane) override {
     TT_CHECK(current_ == stream_, "wait_lane: inside begin_behind/end_behind");
