@@ -14,7 +14,12 @@
 // step and the step 1.083 -> 1.078 ms, 8 x 256 1.596 -> 1.574; and past 2048 tokens, where the
 // tiles of 128 rows were never measured, 8 x 512 2.612 -> 2.474, 16 x 1024 8.957 -> 8.571 ms. Past
 // two waves of 128-row tiles (medium in bf16: 19.26 -> 19.57 ms) it does not pay
-// (docs/data/2026-11-30-h200-dw-tall-tiles).
+// (docs/data/2026-11-30-h200-dw-tall-tiles). Beside the backward's own kernels (a lane of its own,
+// weight-gradients-behind) a tile holds a whole SM they wait for: from 2048 tokens the tiles of 128
+// rows, each half as long, give the SMs back sooner, and v6 went 8 x 256 1.541-1.542 -> 1.520-1.522
+// ms, 2 x 1024 1.772-1.773 -> 1.744-1.745, 8 x 512 2.437-2.449 -> 2.429-2.433, 1 x 4096 3.788-3.801
+// -> 3.786-3.796; below 2048 they lost there too, 8 x 128 1.035-1.036 -> 1.058-1.059, 12 x 128
+// 1.262 -> 1.276-1.283 (docs/data/2026-11-30-h200-dw-tiles-beside).
 #include "ops/weight_gradients.h"
 
 #include <algorithm>
@@ -146,7 +151,7 @@ std::string weight_gradients_misfit(const std::vector<Gemm>& products, int sms) 
   return "";
 }
 
-void weight_gradients(const std::vector<Gemm>& products, Stream s) {
+void weight_gradients(const std::vector<Gemm>& products, Stream s, bool beside) {
   Products ps{};
   ps.count = int(products.size());
   ps.tokens = products[0].k;
@@ -162,7 +167,7 @@ void weight_gradients(const std::vector<Gemm>& products, Stream s) {
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     launch("grouped_gemm_dw_kernel", kernel, tiles, kThreads, smem, s, ps);
   };
-  if (tall_tiles(products)) go(grouped_gemm_dw_kernel<2>, Tile<2>::kRows, Tile<2>::kSmemBytes);
+  if (tall_tiles(products) && !(beside && ps.tokens >= 2048)) go(grouped_gemm_dw_kernel<2>, Tile<2>::kRows, Tile<2>::kSmemBytes);
   else go(grouped_gemm_dw_kernel<1>, Tile<1>::kRows, Tile<1>::kSmemBytes);
 }
 

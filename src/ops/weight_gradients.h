@@ -25,7 +25,9 @@ namespace tt::cuda {
 // Empty when they fit, else why not.
 constexpr int kGroupedMaxProducts = 8;
 std::string weight_gradients_misfit(const std::vector<Gemm>& products, int sms);
-// The products in one launch; they must fit (weight_gradients_misfit empty).
-void weight_gradients(const std::vector<Gemm>& products, Stream s);
+// The products in one launch; they must fit (weight_gradients_misfit empty). `beside`: on a lane
+// beside the backward's own kernels (weight-gradients-behind), where from 2048 tokens tiles of 128
+// rows pay even where every output has 256 (weight_gradients.cu says why).
+void weight_gradients(const std::vector<Gemm>& products, Stream s, bool beside = false);
 
 }  // namespace tt::cuda

@@ -284,8 +284,9 @@ TEST_P(GpuOps, SumSquares) {
 // grouped-weight-gradients: a layer's four weight gradients (linear_dw_gemm's form, bf16 into
 // fp32) in one launch of our kernel give the bytes of cublasGemmEx (as v4 calls it, no
 // workspace), written (beta 0) and added to (beta 1, a later micro-batch), at the default
-// model's widths (1024 tokens, 2048: 8 x 256, and 4096: 8 x 512; tiles of 256 rows) and at others
-// the kernel takes (tiles of 128 rows where an output is not a multiple of 256); with the dout of
+// model's widths (1024 tokens, 2048: 8 x 256, and 4096: 8 x 512; tiles of 256 rows, and of 128
+// from 2048 tokens beside a lane's other work) and at others the kernel takes (tiles of 128 rows
+// where an output is not a multiple of 256); with the dout of
 // each a column slice of a wider matrix where the model's are. Shapes it does not take are refused
 // by weight_gradients_misfit, which says why: a width not a multiple of 128, more than 2048 tokens
 // with tiles of 128 rows, more tiles than two waves, an fp32 operand.
@@ -335,11 +336,14 @@ TEST(GpuWeightGradients, OneLaunchGivesCublasBytes) {
       for (size_t i = 0; i < gemms.size(); ++i) {
         cuda::gemm(cublas, gemms[i]);
         expected.push_back(bufs[3 * i + 2]->get());
-        bufs[3 * i + 2]->set(start[i]);
       }
-      cuda::weight_gradients(gemms, Stream{});
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      for (size_t i = 0; i < gemms.size(); ++i) EXPECT_TRUE(bufs[3 * i + 2]->get() == expected[i]) << "product " << i;
+      for (bool beside : {false, true}) {  // beside a lane's other work: other tiles from 2048 tokens
+        for (size_t i = 0; i < gemms.size(); ++i) bufs[3 * i + 2]->set(start[i]);
+        cuda::weight_gradients(gemms, Stream{}, beside);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        for (size_t i = 0; i < gemms.size(); ++i)
+          EXPECT_TRUE(bufs[3 * i + 2]->get() == expected[i]) << "product " << i << (beside ? " beside" : "");
+      }
     }
   auto refused = [&](int tokens, int in, int out, DType x_type) {
     DeviceBuffer dout(DType::BF16, int64_t(tokens) * out), x(x_type, int64_t(tokens) * in), dw(DType::F32, int64_t(out) * in);

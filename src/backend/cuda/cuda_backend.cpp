@@ -220,7 +220,7 @@ class CudaBackend final : public Backend {
   }
   void matmul_group(const std::vector<Gemm>& products) override {
     if (!matmul_group_misfit(products).empty()) return Backend::matmul_group(products);
-    cuda::weight_gradients(products, kernel_stream());
+    cuda::weight_gradients(products, kernel_stream(), current_ != stream_);  // beside: on a lane
   }
   std::string gate_up_swiglu_misfit(const Gemm& gate_up, int f) const override {
     return plan_.swiglu_in_gate_up ? cuda::gated_product_misfit(gate_up, f) : "swiglu-in-gate-up off";
