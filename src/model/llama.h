@@ -197,7 +197,7 @@ class Llama {
   void forward_attention(int layer);
   void forward_ffn(int layer);
   void backward_ffn(int layer);
-  void backward_attention(int layer);
+  void backward_attention(int layer, bool ffn_update_ahead);
   std::string weight_gradients_misfit(const LayerWeights& g, const LayerActs& a) const;  // empty: made in one group
   std::string weight_gradients_behind_misfit() const;  // empty: that group on its lane
   Gemm gate_up_product(int layer) const;

@@ -22,6 +22,7 @@ ParamState::ParamState(const ModelConfig& config, Backend& backend, DataParallel
            "Llama: gradients are summed in fp32, or in bf16 in bf16 runs (TrainOptions::validate refuses --reduce-dtype)");
   table_ = param_table(cfg_);
   buckets_ = update_ranges();
+  updated_ahead_.assign(buckets_.size(), 0);
   int64_t at = 0;
   for (const ParamRange& b : buckets_) {
     bucket_split_.push_back(split_offsets(b.numel, world_));
@@ -100,6 +101,19 @@ void ParamState::bucket_complete(size_t b, bool update_behind, bool summed_early
   if (zero_ == 1) pending_gather_ = int(b);
 }
 
+void ParamState::update_ffn_ahead(int l) {
+  TT_CHECK(!dp_ && l >= 0 && l < cfg_.layers, "update_ffn_ahead: one GPU, a layer's bucket");
+  const ParamRange& r = buckets_[size_t(l)];
+  const int64_t from = table_[size_t(l) * 9 + 5].offset, n = r.offset + r.numel - from;  // post_attention_layernorm on
+  be_.begin_behind(Backend::Lane::Update);
+  {
+    ScopedRange range(be_, "optimizer");
+    adamw_runs(from, n, from);
+  }
+  be_.end_behind();
+  updated_ahead_[size_t(l)] = n;
+}
+
 void ParamState::reduce_early(size_t b) {
   TT_CHECK(dp_, "reduce_early: no ranks to sum over");
   be_.begin_behind(Backend::Lane::Communication);
@@ -148,7 +162,11 @@ void ParamState::reduce_bucket(size_t b) {
 void ParamState::update_bucket(size_t b) {
   ScopedRange range(be_, "optimizer");
   const ParamRange& r = buckets_[b];
-  if (zero_ == 0) return adamw_runs(r.offset, r.numel, r.offset);
+  if (zero_ == 0) {
+    const int64_t n = r.numel - updated_ahead_[b];
+    updated_ahead_[b] = 0;
+    return adamw_runs(r.offset, n, r.offset);
+  }
   const std::vector<int64_t>& split = bucket_split_[b];
   const int64_t begin = r.offset + split[size_t(rank_)], n = split[size_t(rank_) + 1] - split[size_t(rank_)];
   if (n > 0) adamw_runs(begin, n, shard_at_[b]);

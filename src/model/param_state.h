@@ -100,6 +100,10 @@ class ParamState {
   // `add` on the update lane once that has run; bucket_complete(b, update_behind, true) then
   // updates the bucket without summing it again.
   void bucket_complete(size_t b, bool update_behind, bool summed_early = false);
+  // One GPU, the updates behind the backward: layer l's FFN tensors (its norm's gain, gate/up, down:
+  // the last of its bucket, their gradients complete before its attention's) updated now on the
+  // update lane; bucket_complete(l, true) then updates the rest of the bucket.
+  void update_ffn_ahead(int l);
   void reduce_early(size_t b);
   void complete_early_sum(const std::function<void()>& gather, const std::function<void()>& add);
   void finish_behind();
@@ -148,6 +152,7 @@ class ParamState {
   std::vector<std::vector<int64_t>> bucket_split_;  // per bucket: split_offsets among the ranks
   std::vector<int64_t> shard_at_;                   // ZeRO-1: where this rank's part of each bucket sits in m_, v_
   int pending_gather_ = -1;                         // ZeRO-1 behind the backward: the bucket to gather next
+  std::vector<int64_t> updated_ahead_;              // per bucket: its last elements update_ffn_ahead updated
   bool masters_whole_ = true;                       // every part of params_ current on this rank
   Tensor params_, params_act_, grads_, m_, v_;
   Tensor reduce_scratch_;  // a bucket in reduce_dtype_ when that is not the gradients' type

@@ -54,31 +54,36 @@ class DeviceMemory final : public MemoryResource {
 // optimizer behind the backward (fused-adamw), has a lower priority than the main stream: when
 // an SM frees up, the backward's next blocks are placed before more of AdamW's (in a CUDA graph
 // too: it is instantiated to keep the streams' priorities), so that the update fills the gaps
-// the backward leaves rather than delaying it; the weight-gradient lane likewise. The
-// communication lane, for NCCL's collectives, has the main stream's priority: its kernels take a
-// few SMs, and at a lower priority they would wait for the backward to leave SMs free, piling up
-// at the end of the step.
-cudaStream_t new_stream(bool high_priority) {
+// the backward leaves rather than delaying it. The weight-gradient lane sits between the two:
+// below the backward, but its group, which the layer's update waits for, placed before more of
+// AdamW's blocks (with the first layer's FFN update ahead of its attention's backward, v6 at 8 x 128
+// 1.028-1.029 -> 1.025-1.026 ms, 8 x 256 1.513 -> 1.505-1.507 on an H200,
+// docs/data/2026-11-30-h200-dw-tiles-beside). The communication lane, for NCCL's collectives, has
+// the main stream's priority: its kernels take a few SMs, and at a lower priority they would wait
+// for the backward to leave SMs free, piling up at the end of the step.
+enum class Priority { Least, Between, Greatest };
+cudaStream_t new_stream(Priority p) {
   int least = 0, greatest = 0;
   CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  const int value = p == Priority::Greatest ? greatest : p == Priority::Least ? least : (least + greatest) / 2;
   cudaStream_t s = nullptr;
-  CUDA_CHECK(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, high_priority ? greatest : least));
+  CUDA_CHECK(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, value));
   return s;
 }
 cudaStream_t process_stream() {
-  static const cudaStream_t stream = new_stream(true);
+  static const cudaStream_t stream = new_stream(Priority::Greatest);
   return stream;
 }
 cudaStream_t process_update_stream() {
-  static const cudaStream_t stream = new_stream(false);
+  static const cudaStream_t stream = new_stream(Priority::Least);
   return stream;
 }
 cudaStream_t process_weight_gradient_stream() {
-  static const cudaStream_t stream = new_stream(false);
+  static const cudaStream_t stream = new_stream(Priority::Between);
   return stream;
 }
 cudaStream_t process_communication_stream() {
-  static const cudaStream_t stream = new_stream(true);
+  static const cudaStream_t stream = new_stream(Priority::Greatest);
   return stream;
 }
 
