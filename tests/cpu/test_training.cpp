@@ -10,6 +10,7 @@
 #include "bench/debug_stages.h"
 #include "core/rng.h"
 #include "model/llama.h"
+#include "model/param_state.h"
 #include "train/checkpoint.h"
 #include "data/loader.h"
 #include "train/schedule.h"
@@ -621,6 +622,46 @@ TEST(Recipe, DecayExemptionsKeepNormsAndEmbedding) {
           ASSERT_EQ(p1[size_t(i)], decays ? p0[size_t(i)] * float(1 - 0.1 * 0.5) : p0[size_t(i)]) << e.name;
       }
     }
+}
+
+// The first layer's FFN tensors updated ahead of the rest of its bucket (update_ffn_ahead, as v6's
+// weight-gradient lane does on one GPU), then the bucket's update: every parameter and moment as
+// the bucket's update alone makes them, and no other bucket touched.
+TEST(Recipe, FfnUpdateAheadThenTheRestIsTheWholeBucket) {
+  const TrainOptions o = small_options();
+  const std::vector<ParamEntry> table = param_table(o.model);
+  auto updated = [&](bool ahead) {
+    auto be = make_backend({DeviceKind::Cpu, plan_for_version(5)});
+    ParamState st(o.model, *be, DataParallel{}, StepOptions{}, padded_vocab(o.model.vocab_size, be->vocab_padding_multiple()));
+    Arena arena(be->memory());
+    arena.build([&](Arena& a) { st.layout(a); });
+    const CounterRng rng(11, 0);
+    auto values = [&](const Tensor& t, uint64_t at, bool positive) {
+      std::vector<float> v(size_t(t.numel));
+      for (size_t i = 0; i < v.size(); ++i) v[i] = float(positive ? rng.uniform(at + i) : rng.normal(at + i));
+      return v;
+    };
+    st.write(st.params(), values(st.params(), 0, false));
+    st.write(st.grads(), values(st.grads(), 1 << 20, false));
+    st.write(st.adam_m(), values(st.adam_m(), 2 << 20, false));
+    st.write(st.adam_v(), values(st.adam_v(), 3 << 20, true));
+    AdamWStep s;
+    s.lr = 0.01, s.t = 3;
+    be->set_adamw_step(s);
+    if (ahead) st.update_ffn_ahead(0);
+    st.bucket_complete(0, true);
+    return std::vector<std::vector<float>>{st.read_f32(st.params()), st.read_f32(st.adam_m()), st.read_f32(st.adam_v()),
+                                           values(st.params(), 0, false)};
+  };
+  const auto whole = updated(false), parts = updated(true);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(whole[size_t(i)] == parts[size_t(i)]) << "buffer " << i;
+  const std::vector<float>& p = parts[0];
+  const std::vector<float>& p0 = parts[3];
+  for (const ParamEntry& e : table) {  // layer 0's nine tensors updated, every other one as it was
+    const bool layer0 = e.name.rfind("model.layers.0.", 0) == 0;
+    for (int64_t i = e.offset; i < e.offset + e.numel; i += 5)
+      ASSERT_EQ(p[size_t(i)] != p0[size_t(i)], layer0) << e.name;
+  }
 }
 
 // Through the binary's flags: --grad-accum-steps and --batch-size, on shuffled text, give the
