@@ -238,6 +238,51 @@ TEST(Profile, TailScriptSaysWhatTheStepWaitsForAtItsEnd) {
   EXPECT_EQ(out.find("memcpy"), std::string::npos) << out;
 }
 
+// scripts/profile/chain.py on a trace as the profiler writes it: each pass's own chain by kernel,
+// the kernels beside it, and the backward's waits. The forward's two kernels overlap ([0, 10] and
+// [8, 20] us: 10 + 10); the backward's [30, 40] and [45, 50] wait 5 us between them, beside a
+// weight-gradient kernel (--beside weight_gradients) and AdamW (the optimizer's, always beside).
+TEST(Profile, ChainScriptAddsUpEachPassAndItsWaits) {
+  TraceData t;
+  t.steps = 1;
+  t.regions = {"forward/layer.0/attention", "forward/layer.0/ffn", "backward/layer.0/ffn",
+               "backward/layer.0/weight_gradients", "backward/layer.0/optimizer", "backward/layer.0/attention"};
+  auto add = [&](const char* name, uint64_t start_us, uint64_t end_us, int region) {
+    TraceRecord r;
+    r.name = name, r.start_ns = start_us * 1000, r.end_ns = end_us * 1000, r.stream = 1, r.region = region;
+    r.kind = TraceRecord::Kernel;
+    t.records.push_back(r);
+  };
+  add("qkv_kernel", 0, 10, 0);
+  add("ffn_kernel<8>", 8, 20, 1);
+  add("ffn_backward_kernel", 30, 40, 2);
+  add("grouped_gemm_dw_kernel", 38, 60, 3);
+  add("adamw_kernel", 40, 70, 4);
+  add("attention_backward_kernel", 45, 50, 5);
+  const ScratchDir dir("chain");
+  std::ofstream(dir.path() / "trace.json") << [&] {
+    std::ostringstream out;
+    write_chrome_trace(out, t);
+    return out.str();
+  }();
+  const std::string command = "python3 " + std::string(TT_SOURCE_DIR) + "/scripts/profile/chain.py " +
+                              (dir.path() / "trace.json").string() + " --beside weight_gradients --gaps 2 > " +
+                              (dir.path() / "out").string() + " 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0) << read_text(dir.path() / "out");
+  const std::string out = read_text(dir.path() / "out");
+  for (const char* line : {"forward: 20.0 us of kernels in a chain of 20.0 us a step",
+                           "     10.0 us    1.0 calls  ffn_kernel\n",
+                           "backward: 15.0 us of kernels in a chain of 20.0 us a step",
+                           "     10.0 us    1.0 calls  ffn_backward_kernel",
+                           "      5.0 us    1.0 calls  attention_backward_kernel",
+                           "  beside:    30.0 us    1.0 calls  adamw_kernel",
+                           "  beside:    22.0 us    1.0 calls  grouped_gemm_dw_kernel",
+                           "     5.0 us after ffn_backward_kernel (backward/layer.0/ffn) before attention_backward_kernel "
+                           "(backward/layer.0/attention)",
+                           "  5.0 us in all"})
+    EXPECT_NE(out.find(line), std::string::npos) << line << "\n" << out;
+}
+
 // A module faster than the hardware is an error of the profile, said in a line: attention at
 // 1,500 TFLOP/s is above bf16's 989.4 but not FP8's 1,978.9.
 TEST(Profile, AModuleAboveItsCeilingIsAnError) {
