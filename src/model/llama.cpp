@@ -683,12 +683,15 @@ void Llama::embedding_backward_gathered() {
 // Layer l's bucket of gradients is complete; with weight-gradients-behind, its update waits for the
 // weight gradients' lane too.
 void Llama::layer_complete(int l, bool update_behind) {
-  if (dw_behind_ && update_behind) {
-    be_.begin_behind(Backend::Lane::Update);
-    be_.follow(Backend::Lane::WeightGradients);
-    be_.end_behind();
-  }
+  if (dw_behind_ && update_behind) update_follows_weight_gradients();
   state_.bucket_complete(size_t(l), update_behind);
+}
+
+// weight-gradients-behind: what the update lane runs next waits for the weight gradients' lane.
+void Llama::update_follows_weight_gradients() {
+  be_.begin_behind(Backend::Lane::Update);
+  be_.follow(Backend::Lane::WeightGradients);
+  be_.end_behind();
 }
 
 void Llama::backward_ffn(int l) {
@@ -744,9 +747,7 @@ void Llama::backward_attention(int l, bool ffn_update_ahead) {
     // waited for layer 1's AdamW to leave the SMs. v6 on an H200 at 8 x 128 1.028-1.029 ->
     // 1.025-1.026 ms with both, 1.027-1.029 with this alone (docs/data/2026-11-30-h200-dw-tiles-beside).
     weight_gradients_done();
-    be_.begin_behind(Backend::Lane::Update);
-    be_.follow(Backend::Lane::WeightGradients);
-    be_.end_behind();
+    update_follows_weight_gradients();
     state_.update_ffn_ahead(l);
   }
   {

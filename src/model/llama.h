@@ -211,6 +211,7 @@ class Llama {
   std::string swiglu_in_down_gradient_misfit() const;  // empty: SwiGLU's backward in its epilogue
   void weight_gradients_done();
   void layer_complete(int l, bool update_behind);
+  void update_follows_weight_gradients();
   void forward_head(Pass pass);
   // Data parallelism where every rank's tokens' residual gradients are fewer bytes than the
   // embedding's bucket (a large vocabulary): that bucket is summed over the ranks early, at the
