@@ -53,8 +53,9 @@
 // (ablation rows +0.4%, +0.7%), each lane gathering a 16-byte run of the transpose a byte at a
 // time; in 4 x 4 blocks, 104.4 against 105.8 in one job (docs/versions/v5.md).
 // fp32 runs take the same algorithm on the CUDA cores (src/ops/attention_fp32.cu). The Hopper
-// primitives (cp.async, wgmma) are in src/ops/hopper.cuh; the tiles and the forward of a block, which
-// block_forward.cu runs too, in src/ops/flash_tiles.cuh.
+// primitives (cp.async, wgmma) are in src/ops/hopper.cuh; the tiles, the forward of a block and the
+// one-block backward, which the persistent kernels (block_forward.cu, block_backward.cu) run too, in
+// src/ops/flash_tiles.cuh.
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 
@@ -126,45 +127,6 @@ __global__ void __launch_bounds__(Tiles<D, kWG>::kThreads)
 }
 
 // ---- backward, bf16 -----------------------------------------------------------------------
-
-// P and dS of one tile from the recomputed scores (in sc, overwritten by P) and dP (in dp,
-// overwritten by dS): P = exp(score - lse), dS = P (dP - delta). On tiles that cross the diagonal
-// or the sequence end (`edge`), `masked(n, e)` says whether accumulator element 4 n + e is masked;
-// `stat(n, e)` gives its query's lse (base 2) and delta.
-template <int kN, class Masked, class Stat>
-__device__ __forceinline__ void recompute_p_ds(float (&sc)[kN], float (&dp)[kN], bool edge, float scale_log2,
-                                               Masked masked, Stat stat) {
-  if (edge) {
-#pragma unroll
-    for (int i = 0; i < kN; ++i)
-      if (masked(i / 4, i % 4)) sc[i] = -INFINITY;
-  }
-#pragma unroll
-  for (int i = 0; i < kN; ++i) {
-    const float2 st = stat(i / 4, i % 4);  // x: lse in base 2, y: delta
-    const float p = fast_exp2(fmaf(sc[i], scale_log2, -st.x));
-    sc[i] = p;
-    dp[i] = p * (dp[i] - st.y);
-  }
-}
-
-// delta = rowsum(dO * O) of the row of att and datt at `at`, by the four threads t = 0..3 of a
-// quad, D / 4 columns each, their sums added across the quad: every thread gets it, the same bits
-// wherever it is computed.
-template <int D>
-__device__ __forceinline__ float row_delta(const bf16_t* att, const bf16_t* datt, int64_t at, int t) {
-  at += t * (D / 4);
-  float dl = 0.0f;
-#pragma unroll
-  for (int c = 0; c < D / 4; c += 8) {
-    const Vec<bf16_t, 8> o = Vec<bf16_t, 8>::load(att + at + c), go = Vec<bf16_t, 8>::load(datt + at + c);
-#pragma unroll
-    for (int e = 0; e < 8; ++e) dl += to_float(go.v[e]) * to_float(o.v[e]);
-  }
-  dl += __shfl_xor_sync(0xffffffffu, dl, 1);
-  dl += __shfl_xor_sync(0xffffffffu, dl, 2);
-  return dl;
-}
 
 // dQ = scale * dS K for one (query tile, batch, head), or one chunk of its key tiles
 // (ColumnSplit). The tile's delta = rowsum(dO * O) is computed here, each row by the four
@@ -453,213 +415,14 @@ __global__ void __launch_bounds__(Tiles<D, 1>::kThreads, D <= 64 ? 3 : 1)
 }
 
 // ---- a short sequence's backward in one launch (attention-backward-in-one-block) --------------
-// At T <= 128 the two kernels above run at most 2 and 4 steps a block (64 keys or queries a step),
-// each step a chain of small products, and pay a kernel's start and end twice. Here one block of
-// kWG warpgroups per (batch, query head) owns the whole sequence, and the blocks of a kv head's
-// group of query heads form a cluster. Warpgroup w owns the keys 64 w .. 64 w + 63, as a dK/dV
-// block (S^T = K Q^T, so P^T and dS^T are A operands in registers for dV and dK). The warpgroups
-// walk the query tiles j together; those past the diagonal (w > j) sit out the products. Each
-// puts its dS^T into shared memory as rows of dS, and after a barrier warpgroup j makes query
-// tile j's dQ = dS K over all the keys in one chain of products and writes it: dQ is summed on
-// chip. The block's dK and dV (its head's part) go to its shared memory in fp32; after the
-// cluster's barrier block r adds every r-th pair of elements over the group's blocks, in rank
-// order, through distributed shared memory (the same bits every run), and writes them. delta =
-// rowsum(dO * O) of the block's rows comes first (row_delta, as the dQ kernel computes it). With
-// `rope`, dQ and dK are turned back before they are written; Q and K are rotated as they land too
-// with kRotate (rope-in-attention), or were rotated before the attention without it (RoPE's
-// backward then needs no kernel of its own).
-constexpr int kOneBlockMaxGroup = 8;  // query heads a kv head: the blocks of a portable cluster
-template <int kWG>
-struct OneBlock {
-  static constexpr int D = 64, kKeys = 64 * kWG, kRows = 64, kThreads = kWG * kWarpgroup;  // kRows: queries a step
-  static constexpr int kPitch = D + 8;  // floats a row of the fp32 dK and dV (8 more: rows g and g + 4 in other banks)
-  static constexpr size_t kTiles = Smem<D>::bytes(2 * kKeys + 4 * kRows) + Smem<kKeys>::bytes(kRows);
-  static constexpr size_t kParts = sizeof(float) * 2 * kKeys * kPitch;
-  static constexpr size_t kSmem = kSmemAlign + kTiles + kParts + sizeof(float) * 4 * kRows;  // + lse, delta
-};
+// flash_tiles.cuh's backward_one_block, a block each.
 template <int D, int kWG, bool kRope, bool kRotate>
 __global__ void __launch_bounds__(kWG * kWarpgroup)
     flash_backward_one_block_kernel(Successor next, bf16_t* dqkv, const bf16_t* datt, const bf16_t* att,
                                     const bf16_t* qkv, const float* rope, const float* lse, AttnShape s, float scale,
                                     float scale_log2) {
-  using C = OneBlock<kWG>;
-  static_assert(D == C::D && (kWG == 1 || kWG == 2), "64 queries a step against up to 128 keys");
-  constexpr int kThreads = C::kThreads, kKeys = C::kKeys, kRows = C::kRows, kPitch = C::kPitch;
-  if constexpr (!kRope) rope = nullptr;  // (with_rope)
-  const float* rotate = kRotate ? rope : nullptr;
   await_previous_kernel(next);
-  unsigned char* sk = aligned_smem();                     // [kKeys][D]
-  unsigned char* sv = sk + Smem<D>::bytes(kKeys);         // [kKeys][D]
-  unsigned char* sq = sv + Smem<D>::bytes(kKeys);         // [2][kRows][D]
-  unsigned char* sdo = sq + 2 * Smem<D>::bytes(kRows);    // [2][kRows][D]
-  unsigned char* sds = sdo + 2 * Smem<D>::bytes(kRows);   // dS [kRows][kKeys]
-  float* parts = reinterpret_cast<float*>(sk + C::kTiles);  // dK, dV of this head: [2][kKeys][kPitch]
-  float* slse = parts + 2 * kKeys * kPitch;                // [2][kRows]
-  float* sdelta = slse + 2 * kRows;                        // [kKeys], the block's rows
-
-  const int group = s.H / s.KVH, tiles = (s.T + kRows - 1) / kRows;
-  const int rank = blockIdx.x % group, kvh = blockIdx.x / group % s.KVH, b = blockIdx.x / group / s.KVH;
-  const int h = kvh * group + rank;
-  const int ld = (s.H + 2 * s.KVH) * D, ld_att = s.H * D;
-  const bf16_t* base = qkv + int64_t(b) * s.T * ld;
-  auto load_step = [&](int j, int buf) {  // query tile j
-    load_tile<kRows, D, kThreads>(sq + buf * Smem<D>::bytes(kRows), base + int64_t(h) * D, ld, j * kRows, s.T);
-    load_tile<kRows, D, kThreads>(sdo + buf * Smem<D>::bytes(kRows), datt + int64_t(b) * s.T * ld_att + int64_t(h) * D,
-                                  ld_att, j * kRows, s.T);
-    load_row_stats<kRows, kThreads>(slse + buf * kRows, lse + (int64_t(b) * s.H + h) * s.T, j * kRows, s.T);
-  };
-  load_tile<kKeys, D, kThreads>(sk, base + int64_t(s.H + kvh) * D, ld, 0, s.T);
-  load_tile<kKeys, D, kThreads>(sv, base + int64_t(s.H + s.KVH + kvh) * D, ld, 0, s.T);
-  load_step(0, 0);
-  cp_async_commit();
-  // RoPE applied before the attention: nothing reads the table until dQ and dK are turned back;
-  // its rows go to L1 now, while the tiles land (the kernel 24.7 -> 20.6 us a call before the
-  // reads were put ahead of the stores, below).
-  if (rope && !rotate)
-    for (int line = int(threadIdx.x); line < s.T * D / 32; line += kThreads) prefetch_l1(rope + 32 * line);
-  // delta of the block's rows while the copies land, 0 past the sequence's end (a masked row's dS
-  // is P (dP - delta) with P = 0: it must stay finite): a quad of threads a row, every quad of a
-  // warp through the same number of rounds (row_delta's shuffles take the whole warp).
-  // The rows are kKeys (tiles kRows, as T > 64 exactly when kWG is 2): a fixed count of rounds,
-  // unrolled, so that all their loads are in flight at once.
-#pragma unroll
-  for (int round = 0; round < kKeys / (kThreads / 4); ++round) {
-    const int pos = round * (kThreads / 4) + int(threadIdx.x) / 4;
-    const float dl =
-        row_delta<D>(att, datt, ((int64_t(b) * s.T + min(pos, s.T - 1)) * s.H + h) * D, int(threadIdx.x % 4));
-    if (threadIdx.x % 4 == 0) sdelta[pos] = pos < s.T ? dl : 0.0f;
-  }
-
-  // The warpgroup, read from lane 0 so that the compiler sees it is the same across the warp, and
-  // the step's last wait outside the conditions: with the products and their waits under
-  // conditions on a plain threadIdx.x / 128, ptxas serialized every wgmma of the kernel (warning
-  // C7518, "divergent path"; either change alone removes it).
-  const int wg = __shfl_sync(0xffffffffu, int(threadIdx.x) / kWarpgroup, 0);
-  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int k0 = 64 * wg, wkey = 16 * (threadIdx.x % kWarpgroup / 32);  // the warpgroup's keys; the warp's first
-  float dk[D / 2] = {}, dv[D / 2] = {};
-  for (int j = 0; j < tiles; ++j) {
-    const int q0 = j * kRows;
-    tiles_landed([&] {  // tile j has landed (and delta), and every warp is done with tile j - 1's buffers
-      if (j == 0) rotate_tile<kKeys, D, kThreads>(sk, rotate, 0, s.T);
-      rotate_tile<kRows, D, kThreads>(sq + (j & 1) * Smem<D>::bytes(kRows), rotate, q0, s.T);
-    });
-    const uint32_t qt = smem_addr(sq + (j & 1) * Smem<D>::bytes(kRows));
-    const uint32_t dot = smem_addr(sdo + (j & 1) * Smem<D>::bytes(kRows));
-    const bool active = wg <= j;  // keys at or below some query of the tile
-    float st[kRows / 2] = {}, dpt[kRows / 2] = {};
-    if (active) {
-      wg_abt<kRows, D, kKeys>(st, smem_addr(sk), k0, qt);    // S^T = K Q^T
-      wg_abt<kRows, D, kKeys>(dpt, smem_addr(sv), k0, dot);  // dP^T = V dO^T
-    }
-    if (j + 1 < tiles) {  // the next tile's copies, while the tensor cores work
-      load_step(j + 1, (j + 1) & 1);
-      cp_async_commit();
-    }
-    uint32_t p[kRows / 16][4], ds[kRows / 16][4];
-    if (active) {
-      wgmma_wait<0>(st, dpt);
-      const float* lse_t = slse + (j & 1) * kRows;
-      recompute_p_ds(
-          st, dpt, k0 + wkey + 15 > q0 || q0 + kRows > s.T, scale_log2,
-          [&](int n, int e) {
-            const int query = q0 + n * 8 + 2 * t + e % 2, key = k0 + wkey + g + 8 * (e / 2);
-            return key > query || query >= s.T;
-          },
-          [&](int n, int e) {  // the query pair of column n, read as one 8-byte word each
-            const float2 l = *reinterpret_cast<const float2*>(lse_t + n * 8 + 2 * t);
-            const float2 d = *reinterpret_cast<const float2*>(sdelta + q0 + n * 8 + 2 * t);
-            return e % 2 ? make_float2(l.y * kLog2e, d.y) : make_float2(l.x * kLog2e, d.x);
-          });
-      to_a_operand<kRows>(p, st);
-      to_a_operand<kRows>(ds, dpt);
-#pragma unroll
-      for (int a = 0; a < kRows / 2; ++a) {  // dS as rounded for dK, the queries as rows: fragment ds[a / 8][a % 8 / 2]
-        const int query = a / 4 * 8 + 2 * t + a % 2, key = k0 + wkey + g + 8 * (a % 4 / 2);
-        *reinterpret_cast<uint16_t*>(sds + Smem<kKeys>::offset(kRows, query, key & ~7) + (key & 7) * 2) =
-            uint16_t(ds[a / 8][a % 8 / 2] >> (16 * (a % 2)));
-      }
-      wg_pb<kRows, D>(dv, p, dot);  // dV += P^T dO
-      wg_pb<kRows, D>(dk, ds, qt);  // dK += dS^T Q
-    }
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-    __syncthreads();  // the tile's dS complete
-    if (wg == j) {  // query tile j's dQ = scale dS K, over the keys 0 .. 64 j + 63
-      float dq[D / 2];
-      if (kWG == 1 || j == 0)
-        wg_ab<64, D>(dq, smem_addr(sds), smem_addr(sk));
-      else
-        wg_ab<kKeys, D>(dq, smem_addr(sds), smem_addr(sk));
-      wgmma_wait<0>(dv, dk, dq);
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const int query = q0 + wkey + g + 8 * r;
-        if (query >= s.T) continue;
-        bf16_t* out = dqkv + (int64_t(b) * s.T + query) * ld + int64_t(h) * D + 2 * t;
-        float2 cs[D / 8];  // (read one by one between the stores: 20.3 us a call at 8 x 128 on an H200, not 14.8)
-#pragma unroll
-        for (int c = 0; c < D / 8; ++c) cs[c] = rope_pair<D>(rope, query, 4 * c + t);
-#pragma unroll
-        for (int c = 0; c < D / 8; ++c) {
-          const float2 q2 = turn_back(dq[4 * c + 2 * r], dq[4 * c + 2 * r + 1], rope, cs[c]);
-          *reinterpret_cast<__nv_bfloat162*>(out + c * 8) = __floats2bfloat162_rn(q2.x * scale, q2.y * scale);
-        }
-      }
-    }
-    wgmma_wait<0>(dv, dk);  // (nothing left to wait for where the warpgroup sat out or made dQ)
-  }
-  // This head's dK and dV into shared memory; then the group's sums, block `rank` taking every
-  // group-th run of four elements, each added over the blocks in rank order. A thread's kRuns runs
-  // are read together, so that their distributed shared memory loads are in flight at once.
-#pragma unroll
-  for (int r = 0; r < 2; ++r)
-#pragma unroll
-    for (int c = 0; c < D / 8; ++c) {
-      float* at = parts + (k0 + wkey + g + 8 * r) * kPitch + 8 * c + 2 * t;
-      *reinterpret_cast<float2*>(at) = make_float2(dk[4 * c + 2 * r], dk[4 * c + 2 * r + 1]);
-      *reinterpret_cast<float2*>(at + kKeys * kPitch) = make_float2(dv[4 * c + 2 * r], dv[4 * c + 2 * r + 1]);
-    }
-  cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
-  cluster.sync();  // every block's parts written
-  constexpr int kRuns = 4;
-  const int runs = 2 * s.T * (D / 4), stride = group * kThreads;  // dK's then dV's, (key, run) within each
-  for (int i0 = rank * kThreads + int(threadIdx.x); i0 < runs; i0 += kRuns * stride) {
-    float4 sum[kRuns];
-    int at[kRuns];
-    float2 cs[kRuns][2];  // dK's (cos, sin), read with the parts
-#pragma unroll
-    for (int u = 0; u < kRuns; ++u) {
-      const int i = min(i0 + u * stride, runs - 1), mat = i / (s.T * (D / 4)), key = i / (D / 4) % s.T;
-      at[u] = (mat * kKeys + key) * kPitch + 4 * (i % (D / 4));
-      const float* table = mat == 0 ? rope : nullptr;  // dK's pairs only
-      cs[u][0] = rope_pair<D>(table, key, 2 * (i % (D / 4))), cs[u][1] = rope_pair<D>(table, key, 2 * (i % (D / 4)) + 1);
-    }
-    for (int src = 0; src < group; ++src) {
-      const float* part = cluster.map_shared_rank(parts, src);
-#pragma unroll
-      for (int u = 0; u < kRuns; ++u) {
-        const float4 x = *reinterpret_cast<const float4*>(part + at[u]);
-        if (src == 0) sum[u] = x;
-        else sum[u].x += x.x, sum[u].y += x.y, sum[u].z += x.z, sum[u].w += x.w;
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < kRuns; ++u) {
-      const int i = i0 + u * stride;
-      if (i >= runs) break;
-      const int mat = i / (s.T * (D / 4)), key = i / (D / 4) % s.T, pair = 2 * (i % (D / 4));
-      float2 lo = make_float2(sum[u].x, sum[u].y), hi = make_float2(sum[u].z, sum[u].w);
-      if (mat == 0) {
-        lo = turn_back(lo.x, lo.y, rope, cs[u][0]), hi = turn_back(hi.x, hi.y, rope, cs[u][1]);
-        lo.x *= scale, lo.y *= scale, hi.x *= scale, hi.y *= scale;
-      }
-      __nv_bfloat162* out = reinterpret_cast<__nv_bfloat162*>(
-          dqkv + (int64_t(b) * s.T + key) * ld + int64_t(s.H + mat * s.KVH + kvh) * D + 2 * pair);
-      out[0] = __floats2bfloat162_rn(lo.x, lo.y);
-      out[1] = __floats2bfloat162_rn(hi.x, hi.y);
-    }
-  }
-  cluster.sync();  // no block leaves while another still reads its parts
+  backward_one_block<D, kWG, kRope, kRotate>(int(blockIdx.x), dqkv, datt, att, qkv, rope, lse, s, scale, scale_log2);
 }
 
 // dK and dV, or dQ, of the split columns: the slots of a column added in chunk order (the same

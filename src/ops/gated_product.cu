@@ -33,62 +33,18 @@ __global__ void __launch_bounds__(kThreads) gated_gemm_swiglu_kernel(Successor n
                       [&] { await_previous_kernel(next); });
 }
 
-struct Backward {
-  CUtensorMap dy, w, gateup;  // dy [n, C] (boxes of 64 x 128 rows), W [C, F] (64 x 64), gateup [n, 2F] (64 x 128)
-  bf16_t* dgateup;            // [n, 2F]
-  int c, f;
-};
-constexpr int kBackwardStages = kStages * (kABytes + kBPartBytes);  // then gate's and up's tile, 4 boxes
-constexpr int kBackwardSmem = kBackwardStages + 4 * kBox + 8 * (kStages + 1) + kSmemAlign;
+constexpr int kBackwardSmem = kBackwardBytes + 8 * (kStages + 1) + kSmemAlign;
 
-// Backward: dh of 128 columns c0.. (down's input gradient, W MN-major), then dgate and dup from it
-// and the tile's gate and up, which TMA brings in at the start (a barrier of their own).
+// Backward: down_swiglu_backward_tile of gated_product.cuh, a tile a block.
 __global__ void __launch_bounds__(kThreads) down_gemm_swiglu_backward_kernel(Successor next,
                                                                              const __grid_constant__ Backward op) {
   unsigned char* smem = aligned_smem();
-  unsigned char* gu = smem + kBackwardStages;  // gate c0.., c0 + 64.., up c0.., c0 + 64..: [128 rows][64] each
-  const uint32_t bars = smem_addr(gu + 4 * kBox), gu_bar = bars + 8 * kStages;
+  const uint32_t bars = smem_addr(smem + kBackwardBytes);
   const int tiles_n = op.f / kCols;
-  const int m0 = int(blockIdx.x) / tiles_n * kRows, c0 = int(blockIdx.x) % tiles_n * kCols;
   mbar_init_all(bars, kStages + 1);
   __syncthreads();
-  float acc[1][64];
-  tile_sums<1, 1>(
-      acc, smem, bars, op.c / kChunk, [&] { await_previous_kernel(next); },
-      [&](int c, uint32_t st, uint32_t bar) {
-        mbar_expect(bar, kABytes + kBPartBytes);
-        tma_load_2d(st + kABytes, &op.w, c0, c * kChunk, bar);
-        tma_load_2d(st + kABytes + kBPartBytes / 2, &op.w, c0 + 64, c * kChunk, bar);
-      },
-      [&](int c, uint32_t st, uint32_t bar) {
-        if (c == 0) {  // gate and up, from the forward, after the wait like every input
-          mbar_expect(gu_bar, 4 * kBox);
-          for (int b = 0; b < 4; ++b)
-            tma_load_2d(smem_addr(gu + b * kBox), &op.gateup, (b / 2) * op.f + c0 + (b % 2) * 64, m0, gu_bar);
-        }
-        tma_load_2d(st, &op.dy, c * kChunk, m0, bar);
-      });
-  mbar_wait(gu_bar, 0);
-  constexpr int kPitch = 2 * kCols * 2 + 16;  // a staged row: dgate, dup
-  const Fragment fr;
-#pragma unroll
-  for (int n = 0; n < kCols / 8; ++n)
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int i = 4 * n + 2 * r, row = fr.row0 + 8 * r;
-      // Columns 8 n + 2 t, + 1 in box n / 8 of gate and of up: 16-byte chunk n % 8 of the row, swizzled.
-      const int at = (n / 8) * kBox + row * 128 + (((n % 8) ^ (row % 8)) * 16) + 4 * fr.t;
-      const __nv_bfloat162 g = *reinterpret_cast<const __nv_bfloat162*>(gu + at),
-                           u = *reinterpret_cast<const __nv_bfloat162*>(gu + 2 * kBox + at),
-                           d = __floats2bfloat162_rn(acc[0][i], acc[0][i + 1]);
-      const float g0 = __low2float(g), g1 = __high2float(g), d0 = __low2float(d), d1 = __high2float(d);
-      unsigned char* out = smem + row * kPitch + (8 * n + 2 * fr.t) * 2;
-      *reinterpret_cast<__nv_bfloat162*>(out) = __floats2bfloat162_rn(swiglu_dgate(g0, __low2float(u), d0),
-                                                                      swiglu_dgate(g1, __high2float(u), d1));
-      *reinterpret_cast<__nv_bfloat162*>(out + kCols * 2) =
-          __floats2bfloat162_rn(swiglu_dup(g0, d0), swiglu_dup(g1, d1));
-    }
-  write_staged<2>(smem, [&](int r, int part) { return op.dgateup + int64_t(m0 + r) * 2 * op.f + part * op.f + c0; });
+  down_swiglu_backward_tile(op, smem, bars, int(blockIdx.x) / tiles_n * kRows, int(blockIdx.x) % tiles_n * kCols,
+                            [&] { await_previous_kernel(next); });
 }
 
 }  // namespace

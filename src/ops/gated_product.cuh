@@ -1,6 +1,6 @@
-// The forward tile of SwiGLU in the gate/up product's epilogue (gated_product.h's contract), as a
-// device function: gated_product.cu launches it a tile a block, and block_forward.cu's persistent
-// kernel runs it as one of its tasks.
+// The tiles of SwiGLU in the FFN's products' epilogues (gated_product.h's contract), as device
+// functions: gated_product.cu launches them a tile a block, and the persistent kernels run them as
+// tasks (the forward's in block_forward.cu, the backward's in block_backward.cu).
 //
 // The B operand is W's 128 gate rows c0.. and 128 up rows F + c0.., both K-major, two wgmma of width
 // 128 a step, so each thread holds a column's gate and up values in the same places of its two
@@ -58,5 +58,62 @@ __device__ __forceinline__ void gate_up_swiglu_tile(const Forward& op, unsigned 
     return part == 2 ? op.h + row * op.f + c0 : op.gateup + row * 2 * op.f + part * op.f + c0;
   });
 }
+
+struct Backward {
+  CUtensorMap dy, w, gateup;  // dy [n, C] (boxes of 64 x 128 rows), W [C, F] (64 x 64), gateup [n, 2F] (64 x 128)
+  bf16_t* dgateup;            // [n, 2F]
+  int c, f;
+};
+constexpr int kBackwardStages = kStages * (kABytes + kBPartBytes);  // then gate's and up's tile, 4 boxes
+constexpr int kBackwardBytes = kBackwardStages + 4 * kBox;  // the buffers; the barriers after them
+
+// Backward: dh of 128 columns c0.. of rows m0.. (down's input gradient, W MN-major), then dgate and
+// dup from it and the tile's gate and up, which TMA brings in at the start (a barrier of their own):
+// kBackwardBytes of buffers at smem, kStages + 1 barriers at bars (initialized by the caller);
+// `wait()` before the first read of dy.
+template <class Wait>
+__device__ __forceinline__ void down_swiglu_backward_tile(const Backward& op, unsigned char* smem, uint32_t bars, int m0,
+                                                          int c0, Wait&& wait) {
+  unsigned char* gu = smem + kBackwardStages;  // gate c0.., c0 + 64.., up c0.., c0 + 64..: [128 rows][64] each
+  const uint32_t gu_bar = bars + 8 * kStages;
+  float acc[1][64];
+  tile_sums<1, 1>(
+      acc, smem, bars, op.c / kChunk, wait,
+      [&](int c, uint32_t st, uint32_t bar) {
+        mbar_expect(bar, kABytes + kBPartBytes);
+        tma_load_2d(st + kABytes, &op.w, c0, c * kChunk, bar);
+        tma_load_2d(st + kABytes + kBPartBytes / 2, &op.w, c0 + 64, c * kChunk, bar);
+      },
+      [&](int c, uint32_t st, uint32_t bar) {
+        if (c == 0) {  // gate and up, from the forward, after the wait like every input
+          mbar_expect(gu_bar, 4 * kBox);
+          for (int b = 0; b < 4; ++b)
+            tma_load_2d(smem_addr(gu + b * kBox), &op.gateup, (b / 2) * op.f + c0 + (b % 2) * 64, m0, gu_bar);
+        }
+        tma_load_2d(st, &op.dy, c * kChunk, m0, bar);
+      });
+  mbar_wait(gu_bar, 0);
+  constexpr int kPitch = 2 * kCols * 2 + 16;  // a staged row: dgate, dup
+  const Fragment fr;
+#pragma unroll
+  for (int n = 0; n < kCols / 8; ++n)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int i = 4 * n + 2 * r, row = fr.row0 + 8 * r;
+      // Columns 8 n + 2 t, + 1 in box n / 8 of gate and of up: 16-byte chunk n % 8 of the row, swizzled.
+      const int at = (n / 8) * kBox + row * 128 + (((n % 8) ^ (row % 8)) * 16) + 4 * fr.t;
+      const __nv_bfloat162 g = *reinterpret_cast<const __nv_bfloat162*>(gu + at),
+                           u = *reinterpret_cast<const __nv_bfloat162*>(gu + 2 * kBox + at),
+                           d = __floats2bfloat162_rn(acc[0][i], acc[0][i + 1]);
+      const float g0 = __low2float(g), g1 = __high2float(g), d0 = __low2float(d), d1 = __high2float(d);
+      unsigned char* out = smem + row * kPitch + (8 * n + 2 * fr.t) * 2;
+      *reinterpret_cast<__nv_bfloat162*>(out) = __floats2bfloat162_rn(swiglu_dgate(g0, __low2float(u), d0),
+                                                                      swiglu_dgate(g1, __high2float(u), d1));
+      *reinterpret_cast<__nv_bfloat162*>(out + kCols * 2) =
+          __floats2bfloat162_rn(swiglu_dup(g0, d0), swiglu_dup(g1, d1));
+    }
+  write_staged<2>(smem, [&](int r, int part) { return op.dgateup + int64_t(m0 + r) * 2 * op.f + part * op.f + c0; });
+}
+
 
 }  // namespace tt::cuda::gated_tile
