@@ -20,6 +20,7 @@
 #include "core/arena.h"
 #include "ops/adamw.h"
 #include "ops/attention.h"
+#include "ops/block_backward.h"
 #include "ops/block_forward.h"
 #include "ops/gemm.h"
 #include "ops/rope.h"
@@ -136,6 +137,29 @@ class Backend {
       down.beta = 1.0f, down.c_in = l.x_mid;
       matmul(down);
       rmsnorm_forward(l.xn_next, l.rstd_next, l.x_next, l.next_norm, n, C, f.eps);
+    }
+  }
+  // Every layer's backward (ops/block_backward.h). Why the backend does not make it in one launch,
+  // empty where it does (the CUDA backend with blocks-backward-in-one-launch, where the shape
+  // allows), and the backward, by default the operations one by one as v6 runs them.
+  virtual std::string block_backward_misfit(const BlockBackward&) const { return "a kernel an operation"; }
+  virtual void block_backward(const BlockBackward& b) {
+    const AttnShape& s = b.attn;
+    const int n = int(b.tokens()), C = b.hidden, F = b.intermediate, Q = int(s.ld()), HD = s.H * s.D;
+    for (auto l = b.layers.rbegin(); l != b.layers.rend(); ++l) {
+      down_swiglu_backward(linear_dx_gemm(l->dh, F, l->d_out, C, l->wdown, n, F, C, 0.0f), l->dgateup, l->gateup, n, F);
+      matmul(linear_dx_gemm(l->d_normed2, C, l->dgateup, 2 * F, l->wgateup, n, C, 2 * F, 0.0f));
+      rmsnorm_backward_add(l->d_mid, l->d_out, l->g_ffn_norm, l->d_normed2, l->x_mid, l->ffn_norm, l->rstd2, n, C, b.add);
+      matmul(linear_dx_gemm(l->datt, HD, l->d_mid, C, l->wo, n, HD, C, 0.0f));
+      attention_rope_backward(l->dqkv, l->datt, l->qkv, l->att, l->saved, s, b.rope_table, b.ropes);
+      matmul(linear_dx_gemm(l->d_normed1, C, l->dqkv, Q, l->wqkv, n, C, Q, 0.0f));
+      rmsnorm_backward_add(l->d_in, l->d_mid, l->g_attn_norm, l->d_normed1, l->x, l->attn_norm, l->rstd1, n, C, b.add);
+      std::vector<Gemm> dw = {linear_dw_gemm(l->g_wdown, l->d_out, C, l->h, F, n, F, C),
+                              linear_dw_gemm(l->g_wgateup, l->dgateup, 2 * F, l->xn2, C, n, C, 2 * F),
+                              linear_dw_gemm(l->g_wo, l->d_mid, C, l->att, HD, n, HD, C),
+                              linear_dw_gemm(l->g_wqkv, l->dqkv, Q, l->xn1, C, n, C, Q)};
+      for (Gemm& g : dw) g.beta = b.add ? 1.0f : 0.0f;
+      matmul_group(dw);
     }
   }
   virtual void embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& wte,

@@ -226,7 +226,8 @@ std::string target(const KernelRow& r) {
   if (r.op == "quantize") return r.in_l2 ? "in L2" : r.ceiling_fraction >= 0.8 ? "met" : "MISSED";
   if (r.version <= r.base_version) return "";
   if (r.op == "attention") return r.vs_base == 0 ? "" : r.vs_base >= 0.9 ? "met" : "MISSED";
-  if (r.op == "linear" || r.op == "gated_product" || r.op == "qkv_rope" || r.op == "block_forward")
+  if (r.op == "linear" || r.op == "gated_product" || r.op == "qkv_rope" || r.op == "block_forward" ||
+      r.op == "block_backward")
     return r.vs_base == 0 ? "" : r.vs_base >= 1.0 ? "met" : "MISSED";
   if (r.in_l2) return "in L2";
   return r.ceiling_fraction >= 0.8 ? "met" : "MISSED";
@@ -240,10 +241,10 @@ std::string short_status(const std::string& status) {
 const char* launch_name(const KernelRow& r) { return r.programmatic ? "programmatic" : "plain"; }
 
 void print_table(std::ostream& log, const std::vector<KernelRow>& rows) {
-  log << fmt::format("{:<14}{:<8}{:<15}{:<5}{:>10}{:>17}{:>9}{:>8}{:>7}  {}\n", "op", "dir", "shape", "impl", "ms",
+  log << fmt::format("{:<15}{:<8}{:<15}{:<5}{:>10}{:>17}{:>9}{:>8}{:>7}  {}\n", "op", "dir", "shape", "impl", "ms",
                      "rate", "% ceil", "vs base", "MHz", "target");
   for (const KernelRow& r : rows) {
-    const std::string head = fmt::format("{:<14}{:<8}{:<15}v{:<4}", r.op, r.direction, r.shape, r.version);
+    const std::string head = fmt::format("{:<15}{:<8}{:<15}v{:<4}", r.op, r.direction, r.shape, r.version);
     if (r.status != "ok") {
       log << head << "  " << short_status(r.status) << "\n";
       continue;
@@ -258,11 +259,11 @@ void print_table(std::ostream& log, const std::vector<KernelRow>& rows) {
 }
 
 void print_check(std::ostream& log, const std::vector<KernelRow>& rows) {
-  log << fmt::format("{:<14}{:<8}{:<15}{:<5}{:>11}{:>9}{:>7}  {}\n", "op", "dir", "shape", "impl", "error", "bound",
+  log << fmt::format("{:<15}{:<8}{:<15}{:<5}{:>11}{:>9}{:>7}  {}\n", "op", "dir", "shape", "impl", "error", "bound",
                      "repeat", "result");
   int failed = 0;
   for (const KernelRow& r : rows) {
-    const std::string head = fmt::format("{:<14}{:<8}{:<15}v{:<4}", r.op, r.direction, r.shape, r.version);
+    const std::string head = fmt::format("{:<15}{:<8}{:<15}v{:<4}", r.op, r.direction, r.shape, r.version);
     if (r.error < 0) {  // did not run
       log << head << "  " << short_status(r.status) << "\n";
       ++failed;
@@ -345,8 +346,10 @@ std::vector<KernelRow> run_kernel_bench(const KernelBenchOptions& o, std::ostrea
          "v6: the QKV product with RoPE in its epilogue (a forward alone), against v5's cuBLAS product and RoPE\n"
          "kernel; block_forward v6: two layers' forward in one persistent launch (blocks-forward-in-one-launch,\n"
          "sequences of 128 tokens; elsewhere the operations one by one), against v5's launches one by one (the\n"
-         "products' and the attention's FLOPs). Target: attention >= 0.90x its base, linear and gated_product\n"
-         "faster than v4, qkv_rope and block_forward faster than v5, the others >= 80% copy outside L2.\n"
+         "products' and the attention's FLOPs); block_backward v6: their backward, weight gradients included, in\n"
+         "one persistent launch (blocks-backward-in-one-launch, the same sequences), after their forward one by one\n"
+         "(its fwd row), against v5's. Target: attention >= 0.90x its base, linear and gated_product faster than\n"
+         "v4, qkv_rope, block_forward and block_backward faster than v5, the others >= 80% copy outside L2.\n"
          "The cross_entropy takes at most 16384 rows of a shape (a fused-classifier chunk) and --vocab-size padded\n"
          "to a multiple of 128.\n"
          "MHz: the median SM clock NVML reported while a row's repetitions ran, * where the GPU held it down for\n"

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "core/dtype.h"
 #include "core/rng.h"
@@ -25,11 +26,13 @@ std::unique_ptr<OpCase> linear_case(const OpShape&);
 std::unique_ptr<OpCase> gated_product_case(const OpShape&);
 std::unique_ptr<OpCase> qkv_rope_case(const OpShape&);
 std::unique_ptr<OpCase> block_forward_case(const OpShape&);
+std::unique_ptr<OpCase> block_backward_case(const OpShape&);
 
 const std::vector<OpMaker>& op_cases() {
   static const std::vector<OpMaker> cases = {attention_case, rmsnorm_case,       swiglu_case,   rope_case,
                                              residual_norm_case, cross_entropy_case, quantize_case, linear_case,
-                                             gated_product_case, qkv_rope_case, block_forward_case};
+                                             gated_product_case, qkv_rope_case, block_forward_case,
+                                             block_backward_case};
   return cases;
 }
 
@@ -270,6 +273,26 @@ void OpCheckLog::expect_reference_and_bits(const OpMaker& make, const OpShape& s
   if (!a || !b) return;
   const auto got = expect_reference(*a), apart = b->run(false);
   expect(got == apart, "not the bits of " + whose);
+}
+
+void OpCheckLog::expect_blocks_in_one_launch(const OpMaker& make, const OpCase& op, bool Plan::*in_one_launch,
+                                             const std::function<std::string(OpRig&)>& misfit) {
+  // (B, hidden, heads, kv heads, FFN): one row block of a small model; the default model.
+  for (auto [B, C, H, KVH, F] : {std::tuple{1, 128, 2, 1, 256}, {8, 512, 8, 4, 2048}}) {
+    OpShape shape = op.shape();
+    shape.B = B, shape.T = 128, shape.hidden = C, shape.heads = H, shape.kv_heads = KVH, shape.head_dim = 64;
+    shape.intermediate = F;
+    shape.bf16_inputs = true;
+    where(fmt::format("{} v6 B={} C={} H={} KVH={} F={}", op.name(), B, C, H, KVH, F));
+    const Plan ours = op_plan(6, op, true);
+    Plan theirs = ours;
+    theirs.*in_one_launch = false;
+    if (const std::unique_ptr<OpRig> rig = gpu_rig(make, shape, ours)) {
+      const std::string why = misfit(*rig);
+      expect(why.empty(), "in one launch (not: " + why + ")");
+    }
+    expect_reference_and_bits(make, shape, ours, theirs, "v6's kernels one by one");
+  }
 }
 
 }  // namespace tt

@@ -190,6 +190,11 @@ class OpCheckLog {
   // same case under `theirs` (another version's kernels, named by `whose` in the failure).
   void expect_reference_and_bits(const OpMaker& make, const OpShape& shape, const Plan& ours, const Plan& theirs,
                                  const std::string& whose);
+  // The blocks' cases (src/bench/ops/block_forward.cpp, block_backward.cpp): v6 with `in_one_launch`
+  // at one row block of a small model and at the default model (bf16), the work in one launch
+  // (`misfit` of the rig empty), against the reference and bit for bit against v6's kernels one by one.
+  void expect_blocks_in_one_launch(const OpMaker& make, const OpCase& op, bool Plan::*in_one_launch,
+                                   const std::function<std::string(OpRig&)>& misfit);
   const std::vector<std::string>& failures() const { return failures_; }
 
  private:

@@ -318,6 +318,10 @@ std::string Llama::products_kind() const {
   if (plan.blocks_forward_in_one_launch)
     piece("the layers' forward", block_forward_misfit_, "in one launch (blocks-forward-in-one-launch)",
           "a kernel an operation");
+  if (plan.blocks_backward_in_one_launch)  // measured alone and slower (docs/versions/v6.md): not wired in
+    piece("the layers' backward",
+          "blocks-backward-in-one-launch runs in `tiny_llama kernels --ops block_backward`, not in the model", "",
+          "a kernel an operation");
   if (plan.grouped_weight_gradients)
     piece("weight gradients", weight_gradients_misfit(g_.layers[0], acts_[0]),
           std::string("a layer's four in one launch (grouped-weight-gradients)") +

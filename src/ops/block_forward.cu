@@ -24,13 +24,8 @@
 // epilogue here does.
 //
 // Dependencies are counters in global memory, one a stage and row block, counting up through the
-// layers: a task waits until the stage before it has finished its row block, thread 0 spinning on
-// the counter (an acquire), then a fence before the block reads (the tensor memory accelerator
-// reads through the async proxy what other blocks stored through the generic one). A product's task asks for its first weights before it waits.
-// Tasks are taken in order and every dependency is an earlier task, taken by a block that runs, so
-// the queue cannot deadlock however many blocks are resident. A wait that lasts ten seconds traps:
-// a bug, reported as an error, not a hang. The last block to leave sets the queue and the counters
-// back to zero for the next launch.
+// layers: a task waits until the stage before it has finished its row block (task_queue.cuh says how
+// the queue and its counters work). A product's task asks for its first weights before it waits.
 #include "ops/block_forward.h"
 
 #include <algorithm>
@@ -39,11 +34,14 @@
 #include "ops/gated_product.cuh"
 #include "ops/rmsnorm.cuh"
 #include "ops/rope_product.cuh"
+#include "ops/task_queue.cuh"
 
 namespace tt::cuda {
 namespace {
 
 using namespace tile;
+using queue::count_done;
+using queue::wait_for;
 
 constexpr int kMaxLayers = 16, kMaxRowBlocks = 8, kMaxHidden = 1024;
 enum Stage { kQkv, kAttention, kOutput, kFfnNorm, kGateUp, kDown, kNextNorm, kStageCount };
@@ -89,39 +87,7 @@ constexpr int kBarriers = 8;  // the most buffers a tile has
 constexpr int kSmem = kBuffersBytes + 8 * kBarriers + 16 + kSmemAlign;  // then the task
 
 __device__ __forceinline__ int* counter(const Op& op, int stage, int m) {
-  return op.sync + 2 + stage * kMaxRowBlocks + m;
-}
-__device__ __forceinline__ uint64_t nanoseconds() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-__device__ __forceinline__ int load_acquire(const int* c) {
-  int v;
-  asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(c) : "memory");
-  return v;
-}
-// Every thread of the block: once the counter reaches target, what the tasks it counts stored is
-// visible to the block's loads, TMA's included.
-__device__ __forceinline__ void wait_for(const int* c, int target) {
-  if (threadIdx.x == 0) {
-    const uint64_t start = nanoseconds();
-    while (load_acquire(c) < target)
-      if (nanoseconds() - start > 10000000000ull) __trap();  // ten seconds: a task that never finished
-    asm volatile("fence.proxy.async.global;" ::: "memory");
-  }
-  __syncthreads();
-}
-// Every thread, once its stores are issued: the task counted, its stores released with the count
-// (the block's barrier orders them before thread 0's release). The reader's proxy fence is the one
-// the PTX memory model asks for; this one orders the stores for the async proxy on the writer's side
-// as well, at no measurable cost.
-__device__ __forceinline__ void count_done(int* c) {
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    asm volatile("fence.proxy.async.global;" ::: "memory");
-    asm volatile("red.release.gpu.global.add.s32 [%0], 1;" ::"l"(c) : "memory");
-  }
+  return op.sync + queue::kHeader + stage * kMaxRowBlocks + m;
 }
 
 // Rows r0 .. r0 + kNormRows - 1 normalized, each warp two rows with all their loads in flight; a
@@ -233,36 +199,9 @@ __global__ void __launch_bounds__(kThreads, 1) block_forward_gemm_kernel(Success
   unsigned char* smem = aligned_smem();
   const uint32_t bars = smem_addr(smem + kBuffersBytes);
   int* slot = reinterpret_cast<int*>(smem + kBuffersBytes + 8 * kBarriers);  // the task
-  const int total = op.per_layer * op.layer_count;
   await_previous_kernel(next);
-  for (bool first = true;; first = false) {
-    __syncthreads();  // the task before is done with shared memory and the slots
-    if (threadIdx.x == 0) slot[0] = atomicAdd(op.sync, 1);
-    // What the task before read and wrote through the generic proxy, before TMA writes the buffers.
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    if (!first) mbar_inval_all(bars, kBarriers);  // at rest: the task before waited for every chunk
-    mbar_init_all(bars, kBarriers);
-    __syncthreads();
-    const int task = slot[0];
-    if (task >= total) break;
-    run_task(op, task, smem, bars);
-  }
-  // The last block to leave sets the queue and the counters back to zero: the fences order every
-  // block's counts before its leaving, and the zeroing after all of them.
-  if (threadIdx.x == 0) {
-    __threadfence();
-    if (atomicAdd(op.sync + 1, 1) == int(gridDim.x) - 1) {
-      __threadfence();
-      for (int i = 0; i < 2 + kStageCount * kMaxRowBlocks; ++i) op.sync[i] = 0;
-    }
-  }
-}
-
-// Each tensor of the type, on a 16-byte boundary, with at least its elements.
-bool tensors_of(DType type, std::initializer_list<std::pair<const Tensor*, int64_t>> ts) {
-  for (auto [t, numel] : ts)
-    if (t->dtype != type || !aligned16(t->ptr) || t->numel < numel) return false;
-  return true;
+  queue::run_tasks<kBarriers>(op.sync, op.per_layer * op.layer_count, kStageCount * kMaxRowBlocks, bars, slot,
+                              [&](int task) { run_task(op, task, smem, bars); });
 }
 
 }  // namespace
@@ -315,7 +254,7 @@ std::string block_forward_misfit(const BlockForward& f) {
 void block_forward(const BlockForward& f, const Tensor& sync, int sms, Stream s) {
   TT_CHECK(block_forward_misfit(f).empty(), "block_forward: " + block_forward_misfit(f));
   TT_CHECK(sync.dtype == DType::I32 && sync.numel >= kBlockForwardSyncInts, "block_forward: the sync ints");
-  static_assert(2 + kStageCount * kMaxRowBlocks <= kBlockForwardSyncInts, "the counters fit");
+  static_assert(queue::kHeader + kStageCount * kMaxRowBlocks <= kBlockForwardSyncInts, "the counters fit");
   static_assert(sizeof(Op) <= 32764, "a kernel's parameters are at most 32 KB");
   const AttnShape& a = f.attn;
   const int64_t n = f.tokens();

@@ -17,8 +17,8 @@ constexpr int kABytes = kRows * 128, kBPartBytes = kCols * 128;  // a chunk of A
 constexpr int kBox = 64 * kRows * 2;  // a [128 rows][64 columns] box of bf16 (the 128-byte swizzle): 16 KB
 
 // The sums of a tile of 128 rows (a warpgroup's 64 in each thread's acc) over C / 64 chunks of K:
-// kParts wgmma of kN columns a step, acc[p] from part p of B (kN rows of a K-major B, or 128
-// columns of an MN-major one with kTransB). The chunks run through kBuffers buffers at `smem`
+// kParts wgmma of kN columns a step, acc[p] from part p of B (kN rows of a K-major B, or kN (128
+// or 64) columns of an MN-major one with kTransB). The chunks run through kBuffers buffers at `smem`
 // (tma_ring of hopper.cuh: the copies kBuffers - 2 chunks ahead). Thread 0 asks for chunk c by
 // `load_weights(c, buffer, bar)`, B's parts after A's place (kN x 128 bytes each) and the bytes the
 // barrier expects for the whole chunk, then `load_inputs(c, buffer, bar)`, A at the buffer.
@@ -37,7 +37,7 @@ template <int kParts, int kTransB, int kN = kCols, int kBuffers = kStages, int k
           class LoadInputs, class Wait>
 __device__ __forceinline__ void tile_sums(float (&acc)[kParts][kN / 2], unsigned char* smem, uint32_t bars, int chunks,
                                           Wait&& wait, LoadWeights&& load_weights, LoadInputs&& load_inputs) {
-  static_assert(kN == kCols || ((kN == 64 || kN == 32) && !kTransB), "tiles of 128 columns, or 64 or 32 of a K-major B");
+  static_assert(kN == kCols || kN == 64 || (kN == 32 && !kTransB), "tiles of 128 or 64 columns, or 32 of a K-major B");
   static_assert(kEarly >= 0 && kEarly <= kBuffers - 2, "early weights only for chunks the ring starts with");
   constexpr int kPartBytes = kN * 128, kStageBytes = kABytes + kParts * kPartBytes;
   const int wg = threadIdx.x / kWarpgroup;

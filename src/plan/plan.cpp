@@ -117,6 +117,15 @@ const std::vector<PlanSwitch>& plan_switches() {
        "1024 tokens): the QKV product with RoPE, the attention, the output product, the norm, gate/up with SwiGLU "
        "and down as tasks that wait on counters for the rows they read, not for whole kernels",
        false},
+      // Its backward likewise: every task a block of a kernel v6 runs one by one (the input
+      // gradients' products our tiles where v6 has cuBLAS's), waiting on counters instead of kernel
+      // boundaries (docs/versions/v6.md). Opt-in: the model does not run it; `tiny_llama kernels`
+      // measures it.
+      {"blocks-backward-in-one-launch", &Plan::blocks_backward_in_one_launch, 6,
+       "every layer's backward in one persistent kernel (bf16, sequences of 128 tokens, at most 1024 tokens): "
+       "SwiGLU's backward in down's input gradient, the input gradients, the norms', the attention's with RoPE's and "
+       "the weight gradients as tasks that wait on counters for the stages they read, not for whole kernels",
+       false},
   };
   return switches;
 }

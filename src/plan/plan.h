@@ -63,6 +63,7 @@ struct Plan {
   bool rope_in_qkv_product = false;  // RoPE made in the epilogue of our own QKV product
   bool weight_gradients_behind = false;  // a layer's grouped weight gradients on a lane beside the layers below
   bool blocks_forward_in_one_launch = false;  // every layer's forward, one persistent kernel (ops/block_forward.h)
+  bool blocks_backward_in_one_launch = false;  // every layer's backward, one persistent kernel (ops/block_backward.h)
 };
 
 // A switch of the plan, by the name users type in --enable-NAME / --disable-NAME.

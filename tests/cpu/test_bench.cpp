@@ -186,7 +186,7 @@ TEST(Validate, CpuAgainstDoubleAndTheBounds) {
   EXPECT_NE(log.str().find("pass"), std::string::npos);
 }
 
-// The op cases (src/bench/op_case.h): registered in the order of `kernels`' rows, 31 rows of a
+// The op cases (src/bench/op_case.h): registered in the order of `kernels`' rows, 33 rows of a
 // case and a version from v1 to v6.
 TEST(OpCases, TheRowsOfKernels) {
   std::vector<std::string> names;
@@ -198,8 +198,8 @@ TEST(OpCases, TheRowsOfKernels) {
   }
   EXPECT_EQ(names, (std::vector<std::string>{"attention", "rmsnorm", "swiglu", "rope", "residual_norm",
                                              "cross_entropy", "quantize", "linear", "gated_product",
-                                             "qkv_rope", "block_forward"}));
-  EXPECT_EQ(rows, 31);
+                                             "qkv_rope", "block_forward", "block_backward"}));
+  EXPECT_EQ(rows, 33);
 }
 
 // `kernels --check`'s code (check_against_reference) with the fp32 CPU backend in place of the GPU:

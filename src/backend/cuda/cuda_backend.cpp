@@ -14,6 +14,7 @@
 #include "ops/adamw.h"
 #include "ops/attention.h"
 #include "ops/attention_decode.h"
+#include "ops/block_backward.h"
 #include "ops/block_forward.h"
 #include "ops/convert.h"
 #include "ops/cross_entropy.h"
@@ -173,6 +174,10 @@ class CudaBackend final : public Backend {
       block_forward_sync_ = take(DType::I32, cuda::kBlockForwardSyncInts);
       if (block_forward_sync_.ptr) zero(block_forward_sync_);  // the arena's real pass
     }
+    if (plan_.blocks_backward_in_one_launch) {  // likewise for the backward's
+      block_backward_sync_ = take(DType::I32, cuda::kBlockBackwardSyncInts);
+      if (block_backward_sync_.ptr) zero(block_backward_sync_);
+    }
     swiglu_scratch_ = swiglu_kernels() == cuda::SwiGluKernels::Unfused ? take(act, m.tokens() * m.F) : Tensor{};
     if (cublas_workspace_.ptr)  // the arena's real pass: bind the workspace
       CUBLAS_CHECK(cublasSetWorkspace(cublas_, cublas_workspace_.ptr, kCublasWorkspaceBytes));
@@ -260,6 +265,15 @@ class CudaBackend final : public Backend {
   void block_forward(const BlockForward& f) override {
     if (!block_forward_misfit(f).empty()) return Backend::block_forward(f);
     cuda::block_forward(f, block_forward_sync_, sms_, kernel_stream());
+  }
+  std::string block_backward_misfit(const BlockBackward& b) const override {
+    if (!plan_.blocks_backward_in_one_launch) return "blocks-backward-in-one-launch off";
+    if (!use_custom_attention_ || attention_applies_rope()) return "not our flash attention, RoPE before it";
+    return cuda::block_backward_misfit(b);
+  }
+  void block_backward(const BlockBackward& b) override {
+    if (!block_backward_misfit(b).empty()) return Backend::block_backward(b);
+    cuda::block_backward(b, block_backward_sync_, sms_, kernel_stream());
   }
   void embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& wte, int64_t n, int c) override {
     cuda::embedding_forward(out, tokens, wte, n, c, kernel_stream());
@@ -545,7 +559,7 @@ class CudaBackend final : public Backend {
   bool nvtx_;
   std::string device_name_;
   int sms_ = 0;  // the GPU's multiprocessors
-  Tensor block_forward_sync_;
+  Tensor block_forward_sync_, block_backward_sync_;
   DeviceMemory memory_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;

@@ -9,9 +9,8 @@
 // kernels one by one.
 #include <fmt/format.h>
 
-#include <tuple>
-
 #include "bench/op_case.h"
+#include "bench/ops/blocks.h"
 #include "model/op_sequences.h"
 #include "ops/block_forward.h"
 #include "ops/rope.h"
@@ -21,8 +20,6 @@ namespace tt {
 std::unique_ptr<OpCase> block_forward_case(const OpShape& shape);
 
 namespace {
-
-constexpr int kLayers = 2;  // the second starts from what the first wrote: the counters across layers
 
 class BlockForwardCase final : public OpCase {
  public:
@@ -40,46 +37,15 @@ class BlockForwardCase final : public OpCase {
     if (p.version >= 6) p.blocks_forward_in_one_launch = true;
   }
 
-  void layout(OpLayout& l) override {
-    const AttnShape s = shape_.attn();
-    const int64_t n = shape_.tokens(), C = shape_.hidden, F = shape_.intermediate, Q = s.ld(), HD = s.H * s.D;
-    const TensorSpec saved = l.backend().attention_saved(s);
-    f_ = BlockForward{{}, l.acc(int64_t(shape_.T) * shape_.head_dim), rope_shapes(l.backend(), s), s, shape_.hidden,
-                      shape_.intermediate, 1e-5};
-    Tensor x = l.act(n * C), xn = l.act(n * C);
-    for (int i = 0; i < kLayers; ++i) {
-      BlockLayer b;
-      b.xn1 = xn, b.x = x;
-      b.qkv = l.act(n * Q), b.att = l.act(n * HD), b.saved = l.take(saved.dtype, saved.numel);
-      b.x_mid = l.act(n * C), b.xn2 = l.act(n * C), b.rstd2 = l.acc(n);
-      b.gateup = l.act(n * 2 * F), b.h = l.act(n * F);
-      b.x_next = x = l.act(n * C), b.xn_next = xn = l.act(n * C), b.rstd_next = l.acc(n);
-      b.wqkv = l.act(Q * C), b.wo = l.act(C * HD), b.ffn_norm = l.act(C), b.wgateup = l.act(2 * F * C);
-      b.wdown = l.act(C * F), b.next_norm = l.act(C);
-      f_.layers.push_back(b);
-    }
-  }
-  void fill(OpFill& f) override {
-    f.uniform(f_.layers[0].x, -1, 1, 4);
-    f.uniform(f_.layers[0].xn1, -1, 1, 5);
-    f.table(f_.rope_table, rope_table(shape_.T, shape_.head_dim, 10000.0));
-    uint64_t stream = 11;
-    for (const BlockLayer& b : f_.layers) {
-      f.uniform(b.wqkv, -0.05, 0.05, stream++);
-      f.uniform(b.wo, -0.05, 0.05, stream++);
-      f.uniform(b.ffn_norm, 0.5, 1.5, stream++);
-      f.uniform(b.wgateup, -0.05, 0.05, stream++);
-      f.uniform(b.wdown, -0.05, 0.05, stream++);
-      f.uniform(b.next_norm, 0.5, 1.5, stream++);
-    }
-  }
+  void layout(OpLayout& l) override { f_ = block_forward_layout(l, shape_); }
+  void fill(OpFill& f) override { block_forward_fill(f, f_, shape_); }
   void forward(Backend& be) override { be.block_forward(f_); }
   bool has_backward() const override { return false; }
   void backward(Backend&) override {}
   std::vector<OpOutput> outputs(bool backward) const override {
     if (backward) return {};
     std::vector<OpOutput> out;
-    for (int i = 0; i < kLayers; ++i) {
+    for (int i = 0; i < kBlockLayers; ++i) {
       const BlockLayer& b = f_.layers[size_t(i)];
       const std::string at = fmt::format("layer {} ", i);
       for (auto [name, t] : {std::pair{"qkv", b.qkv}, {"att", b.att}, {"x_mid", b.x_mid}, {"xn2", b.xn2},
@@ -89,39 +55,14 @@ class BlockForwardCase final : public OpCase {
     }
     return out;
   }
-  std::vector<Tensor> written() const override {
-    std::vector<Tensor> w;
-    for (const BlockLayer& b : f_.layers)
-      for (const Tensor& t : {b.qkv, b.att, b.x_mid, b.xn2, b.rstd2, b.gateup, b.h, b.x_next, b.xn_next, b.rstd_next})
-        w.push_back(t);
-    return w;
-  }
-  OpWork work(double) const override {
-    const AttnShape s = shape_.attn();
-    const double n = double(shape_.tokens()), C = shape_.hidden, F = shape_.intermediate;
-    const double products = 2 * n * C * (double(s.ld()) + 3 * F) + 2 * n * double(s.H) * s.D * C;
-    const double attention = 2.0 * s.B * s.H * double(s.T) * s.T * s.D;  // causal: half of 4 B H T^2 D
-    return {true, kLayers * (products + attention), 0};
-  }
+  std::vector<Tensor> written() const override { return block_forward_written(f_); }
+  OpWork work(double) const override { return {true, block_flops(shape_).fwd, 0}; }
 
   void extra_checks(OpCheckLog& log, int version) const override {
     if (version != 6 || !log.bf16()) return;  // the kernel is bf16's
-    // (B, hidden, heads, kv heads, FFN): one row block of a small model; the default model.
-    for (auto [B, C, H, KVH, F] : {std::tuple{1, 128, 2, 1, 256}, {8, 512, 8, 4, 2048}}) {
-      OpShape shape = shape_;
-      shape.B = B, shape.T = 128, shape.hidden = C, shape.heads = H, shape.kv_heads = KVH, shape.head_dim = 64;
-      shape.intermediate = F;
-      shape.bf16_inputs = true;
-      log.where(fmt::format("block_forward v6 B={} C={} H={} KVH={} F={}", B, C, H, KVH, F));
-      const Plan ours = op_plan(6, *this, true);
-      Plan theirs = ours;
-      theirs.blocks_forward_in_one_launch = false;
-      if (const std::unique_ptr<OpRig> rig = log.gpu_rig(block_forward_case, shape, ours)) {
-        const std::string why = rig->backend().block_forward_misfit(static_cast<BlockForwardCase&>(rig->op()).f_);
-        log.expect(why.empty(), "the forward in one launch (not: " + why + ")");
-      }
-      log.expect_reference_and_bits(block_forward_case, shape, ours, theirs, "v6's kernels one by one");
-    }
+    log.expect_blocks_in_one_launch(block_forward_case, *this, &Plan::blocks_forward_in_one_launch, [](OpRig& rig) {
+      return rig.backend().block_forward_misfit(static_cast<BlockForwardCase&>(rig.op()).f_);
+    });
   }
 
  private:
@@ -129,6 +70,58 @@ class BlockForwardCase final : public OpCase {
 };
 
 }  // namespace
+
+BlockForward block_forward_layout(OpLayout& l, const OpShape& shape) {
+  const AttnShape s = shape.attn();
+  const int64_t n = shape.tokens(), C = shape.hidden, F = shape.intermediate, Q = s.ld(), HD = s.H * s.D;
+  const TensorSpec saved = l.backend().attention_saved(s);
+  BlockForward f{{}, l.acc(int64_t(shape.T) * shape.head_dim), rope_shapes(l.backend(), s), s, shape.hidden,
+                 shape.intermediate, 1e-5};
+  Tensor x = l.act(n * C), xn = l.act(n * C);
+  for (int i = 0; i < kBlockLayers; ++i) {
+    BlockLayer b;
+    b.xn1 = xn, b.x = x;
+    b.qkv = l.act(n * Q), b.att = l.act(n * HD), b.saved = l.take(saved.dtype, saved.numel);
+    b.x_mid = l.act(n * C), b.xn2 = l.act(n * C), b.rstd2 = l.acc(n);
+    b.gateup = l.act(n * 2 * F), b.h = l.act(n * F);
+    b.x_next = x = l.act(n * C), b.xn_next = xn = l.act(n * C), b.rstd_next = l.acc(n);
+    b.wqkv = l.act(Q * C), b.wo = l.act(C * HD), b.ffn_norm = l.act(C), b.wgateup = l.act(2 * F * C);
+    b.wdown = l.act(C * F), b.next_norm = l.act(C);
+    f.layers.push_back(b);
+  }
+  return f;
+}
+
+void block_forward_fill(OpFill& f, const BlockForward& b, const OpShape& shape) {
+  f.uniform(b.layers[0].x, -1, 1, 4);
+  f.uniform(b.layers[0].xn1, -1, 1, 5);
+  f.table(b.rope_table, rope_table(shape.T, shape.head_dim, 10000.0));
+  uint64_t stream = 11;
+  for (const BlockLayer& l : b.layers) {
+    f.uniform(l.wqkv, -0.05, 0.05, stream++);
+    f.uniform(l.wo, -0.05, 0.05, stream++);
+    f.uniform(l.ffn_norm, 0.5, 1.5, stream++);
+    f.uniform(l.wgateup, -0.05, 0.05, stream++);
+    f.uniform(l.wdown, -0.05, 0.05, stream++);
+    f.uniform(l.next_norm, 0.5, 1.5, stream++);
+  }
+}
+
+std::vector<Tensor> block_forward_written(const BlockForward& b) {
+  std::vector<Tensor> w;
+  for (const BlockLayer& l : b.layers)
+    for (const Tensor& t : {l.qkv, l.att, l.x_mid, l.xn2, l.rstd2, l.gateup, l.h, l.x_next, l.xn_next, l.rstd_next})
+      w.push_back(t);
+  return w;
+}
+
+OpWork block_flops(const OpShape& shape) {
+  const AttnShape s = shape.attn();
+  const double n = double(shape.tokens()), C = shape.hidden, F = shape.intermediate;
+  const double products = 2 * n * C * (double(s.ld()) + 3 * F) + 2 * n * double(s.H) * s.D * C;
+  const double attention = 2.0 * s.B * s.H * double(s.T) * s.T * s.D;  // causal: half of 4 B H T^2 D
+  return {true, kBlockLayers * (products + attention), kBlockLayers * (2 * products + 2.5 * attention)};
+}
 
 std::unique_ptr<OpCase> block_forward_case(const OpShape& shape) { return std::make_unique<BlockForwardCase>(shape); }
 
