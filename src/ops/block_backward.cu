@@ -80,8 +80,7 @@ __device__ __forceinline__ void dx_tile(const DxOp& op, unsigned char* smem, uin
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const int i = 4 * n + 2 * r;
-      *reinterpret_cast<__nv_bfloat162*>(smem + (fr.row0 + 8 * r) * kPitch + (8 * n + 2 * fr.t) * 2) =
-          __floats2bfloat162_rn(acc[0][i], acc[0][i + 1]);
+      *fr.staged(smem, kPitch, fr.row0 + 8 * r, n) = __floats2bfloat162_rn(acc[0][i], acc[0][i + 1]);
     }
   write_staged<1, kN>(smem, [&](int r, int) { return op.dx + int64_t(m0 + r) * op.n + c0; });
 }
@@ -114,9 +113,10 @@ struct Op {
   const float* rope;
   AttnShape attn;
   float scale, scale_log2;
-  int layer_count, n, c, rows_per_chunk, chunks, dw_tiles;
+  int layer_count, n, c, rows_per_chunk, chunks;
   bool add;
-  int tiles[kStageCount];  // a layer's tasks of each stage (padded to whole clusters)
+  int tasks[kStageCount];   // a layer's tasks of each stage
+  int padded[kStageCount];  // the same, padded to whole clusters
   int per_layer;
 };
 
@@ -131,21 +131,17 @@ __device__ __forceinline__ int* counter(const Op& op, int layer, int stage) {
   return op.sync + queue::kHeader + layer * kStageCount + stage;
 }
 
-__device__ __forceinline__ void run_task(const Op& op, int task, unsigned char* smem, uint32_t bars) {
-  const int l = task / op.per_layer;  // 0: the last layer
-  int j = task % op.per_layer, stage = 0;
-  while (j >= op.tiles[stage]) j -= op.tiles[stage++];
+// Task j of a stage of layer l (0: the last layer), one of the stage's real tasks.
+__device__ __forceinline__ void run_stage(const Op& op, int l, int stage, int j, unsigned char* smem, uint32_t bars) {
   const Layer& L = op.layers[l];
-  auto wait_stage = [&](int layer, int s) { wait_for(counter(op, layer, s), op.tiles[s]); };
+  auto wait_stage = [&](int layer, int s) { wait_for(counter(op, layer, s), op.padded[s]); };
   auto wait_before = [&] { wait_stage(l, stage - 1); };
-  const int row_tiles = op.n / kRows;
   switch (stage) {
     case kSwiglu: {
       const int tiles_n = L.swiglu.f / kCols;
-      if (j < row_tiles * tiles_n)
-        gated_tile::down_swiglu_backward_tile(L.swiglu, smem, bars, j / tiles_n * kRows, j % tiles_n * kCols, [&] {
-          if (l > 0) wait_stage(l - 1, kAttnNorm);  // the last layer's d_out: the kernel before
-        });
+      gated_tile::down_swiglu_backward_tile(L.swiglu, smem, bars, j / tiles_n * kRows, j % tiles_n * kCols, [&] {
+        if (l > 0) wait_stage(l - 1, kAttnNorm);  // the last layer's d_out: the kernel before
+      });
       break;
     }
     case kGateUp:
@@ -153,29 +149,36 @@ __device__ __forceinline__ void run_task(const Op& op, int task, unsigned char* 
     case kQkv: {
       const DxOp& d = stage == kGateUp ? L.gate_up : stage == kOutput ? L.output : L.qkv;
       const int tiles_n = d.n / kDxCols;
-      if (j < row_tiles * tiles_n) dx_tile<kDxCols>(d, smem, bars, j / tiles_n * kRows, j % tiles_n * kDxCols, wait_before);
+      dx_tile<kDxCols>(d, smem, bars, j / tiles_n * kRows, j % tiles_n * kDxCols, wait_before);
       break;
     }
     case kFfnNorm:
     case kAttnNorm: {
       const NormOp& nm = stage == kFfnNorm ? L.ffn_norm : L.attn_norm;
       wait_before();
-      if (j < op.chunks + op.c / kNormVec)
-        rmsnorm_fused_backward_block<bf16_t, kNormVec, false, true, false>(
-            nm.d_sum, nm.d_in, nm.dw, nm.dout, nm.x, nm.w, nm.rstd, op.n, op.c, op.rows_per_chunk, op.chunks, op.add,
-            Fp8Out{}, j, reinterpret_cast<float*>(smem));
+      rmsnorm_fused_backward_block<bf16_t, kNormVec, false, true, false>(
+          nm.d_sum, nm.d_in, nm.dw, nm.dout, nm.x, nm.w, nm.rstd, op.n, op.c, op.rows_per_chunk, op.chunks, op.add,
+          Fp8Out{}, j, reinterpret_cast<float*>(smem));
       break;
     }
     case kAttention:
       wait_before();
-      if (j < op.attn.B * op.attn.H)
-        flash::backward_one_block<64, kWG, true, false>(j, L.dqkv, L.datt, L.att, L.qkv_in, op.rope, L.lse, op.attn,
-                                                        op.scale, op.scale_log2);
+      flash::backward_one_block<64, kWG, true, false>(j, L.dqkv, L.datt, L.att, L.qkv_in, op.rope, L.lse, op.attn,
+                                                      op.scale, op.scale_log2);
       break;
     default:
       wait_stage(l, kAttention);
-      if (j < op.dw_tiles) dw_tile::weight_gradient_tile<1>(L.dw, kProducts, op.n, op.add, smem, bars, j);
+      dw_tile::weight_gradient_tile<1>(L.dw, kProducts, op.n, op.add, smem, bars, j);
   }
+}
+
+// A task past its stage's real ones (a cluster's padding) waits for nothing and only counts: the
+// stage after waits for every task of it, so for every real one.
+__device__ __forceinline__ void run_task(const Op& op, int task, unsigned char* smem, uint32_t bars) {
+  const int l = task / op.per_layer;
+  int j = task % op.per_layer, stage = 0;
+  while (j >= op.padded[stage]) j -= op.padded[stage++];
+  if (j < op.tasks[stage]) run_stage(op, l, stage, j, smem, bars);
   count_done(counter(op, l, stage));
 }
 
@@ -191,7 +194,7 @@ __global__ void __launch_bounds__(kThreads, 1) block_backward_gemm_kernel(Succes
                                       bars, slots, [&](int task) { run_task(op, task, smem, bars); });
 }
 
-int padded(int tasks, int group) { return (tasks + group - 1) / group * group; }
+int whole_clusters(int tasks, int group) { return (tasks + group - 1) / group * group; }
 
 }  // namespace
 
@@ -205,6 +208,8 @@ std::string block_backward_misfit(const BlockBackward& b) {
   if (n <= 0 || n > kMaxTokens) return std::to_string(n) + " tokens (1 to " + std::to_string(kMaxTokens) + ")";
   if (a.D != 64) return "head size " + std::to_string(a.D) + ", not 64";
   if (a.H / a.KVH > 8) return std::to_string(a.H / a.KVH) + " query heads a kv head, more than 8";
+  // H D a multiple of 128 makes H even, so the QKV's (H + 2 KVH) D too: the weight gradients' tiles
+  // of 128 rows cover QKV's gradient.
   if (C <= 0 || C % kCols || C > kMaxHidden || HD % kCols || F <= 0 || F % kCols)
     return "hidden " + std::to_string(C) + " or the attention's " + std::to_string(HD) + " (multiples of 128 up to " +
            std::to_string(kMaxHidden) + "), or FFN " + std::to_string(F) + " (of 128)";
@@ -258,7 +263,6 @@ void block_backward(const BlockBackward& b, const Tensor& sync, int sms, Stream 
                   static_cast<const bf16_t*>(w.ptr), rstd.data<float>()};
   };
   Op op{};
-  int dw_tiles = 0;
   for (size_t i = 0; i < b.layers.size(); ++i) {
     const BlockBackwardLayer& l = b.layers[b.layers.size() - 1 - i];
     Layer& L = op.layers[i];
@@ -283,14 +287,14 @@ void block_backward(const BlockBackward& b, const Tensor& sync, int sms, Stream 
                         {l.g_wgateup, l.dgateup, l.xn2, 2 * F, C},
                         {l.g_wo, l.d_mid, l.att, C, HD},
                         {l.g_wqkv, l.dqkv, l.xn1, Q, C}};
-    int tiles = 0;
+    int tiles = 0;  // every layer's the same
     for (int p = 0; p < kProducts; ++p) {
       const auto& d = dws[p];
       L.dw[p] = {bf16_boxes(d.dout, n, d.out, d.out, 64), bf16_boxes(d.x, n, d.in, d.in, 64), d.dw.data<float>(), d.in,
                  d.in, tiles};
       tiles += (d.out / DwTile::kRows) * (d.in / kCols);
     }
-    dw_tiles = tiles;
+    op.tasks[kWeightGradients] = tiles;
   }
   op.sync = sync.data<int>();
   op.rope = b.rope_table.data<float>();
@@ -302,13 +306,14 @@ void block_backward(const BlockBackward& b, const Tensor& sync, int sms, Stream 
   op.c = C;
   op.chunks = norm_row_chunks(n, kNormThreads / 32);
   op.rows_per_chunk = (n + op.chunks - 1) / op.chunks;
-  op.dw_tiles = dw_tiles;
   op.add = b.add;
   const int row_tiles = n / kRows, norm_blocks = op.chunks + C / kNormVec;
-  const int tasks[kStageCount] = {row_tiles * (F / kCols),   row_tiles * (C / kDxCols), norm_blocks,
-                                  row_tiles * (HD / kDxCols), a.B * a.H,                row_tiles * (C / kDxCols),
-                                  norm_blocks,                dw_tiles};
-  for (int i = 0; i < kStageCount; ++i) op.per_layer += op.tiles[i] = padded(tasks[i], group);
+  op.tasks[kSwiglu] = row_tiles * (F / kCols);
+  op.tasks[kGateUp] = op.tasks[kQkv] = row_tiles * (C / kDxCols);
+  op.tasks[kFfnNorm] = op.tasks[kAttnNorm] = norm_blocks;
+  op.tasks[kOutput] = row_tiles * (HD / kDxCols);
+  op.tasks[kAttention] = a.B * a.H;
+  for (int i = 0; i < kStageCount; ++i) op.per_layer += op.padded[i] = whole_clusters(op.tasks[i], group);
   CUDA_CHECK(cudaFuncSetAttribute(block_backward_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   // As many clusters as fit at once: the queue needs none of the others, which would only start as
   // it ends.

@@ -142,7 +142,7 @@ __device__ __forceinline__ void residual_tile(const ResidualOp& op, int ld, unsi
 #pragma unroll
     for (int n = 0; n < kResidualN / 8; ++n) {
       const int i = 4 * n + 2 * r;
-      *reinterpret_cast<__nv_bfloat162*>(smem + row * kPitch + (8 * n + 2 * fr.t) * 2) =
+      *fr.staged(smem, kPitch, row, n) =
           __floats2bfloat162_rn(acc[0][i] + __low2float(x[n]), acc[0][i + 1] + __high2float(x[n]));
     }
   }

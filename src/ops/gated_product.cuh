@@ -48,10 +48,10 @@ __device__ __forceinline__ void gate_up_swiglu_tile(const Forward& op, unsigned 
                            up = __floats2bfloat162_rn(acc[1][i], acc[1][i + 1]);
       const __nv_bfloat162 h = __floats2bfloat162_rn(swiglu_value(__low2float(gate), __low2float(up)),
                                                      swiglu_value(__high2float(gate), __high2float(up)));
-      unsigned char* at = smem + (fr.row0 + 8 * r) * kPitch + (8 * n + 2 * fr.t) * 2;
-      *reinterpret_cast<__nv_bfloat162*>(at) = gate;
-      *reinterpret_cast<__nv_bfloat162*>(at + kCols * 2) = up;
-      *reinterpret_cast<__nv_bfloat162*>(at + 2 * kCols * 2) = h;
+      __nv_bfloat162* at = fr.staged(smem, kPitch, fr.row0 + 8 * r, n);
+      at[0] = gate;
+      at[kCols / 2] = up;  // the next part of the row, kCols bf16 on
+      at[kCols] = h;
     }
   write_staged<3>(smem, [&](int r, int part) {  // gate, up, h
     const int64_t row = m0 + r;
@@ -106,11 +106,9 @@ __device__ __forceinline__ void down_swiglu_backward_tile(const Backward& op, un
                            u = *reinterpret_cast<const __nv_bfloat162*>(gu + 2 * kBox + at),
                            d = __floats2bfloat162_rn(acc[0][i], acc[0][i + 1]);
       const float g0 = __low2float(g), g1 = __high2float(g), d0 = __low2float(d), d1 = __high2float(d);
-      unsigned char* out = smem + row * kPitch + (8 * n + 2 * fr.t) * 2;
-      *reinterpret_cast<__nv_bfloat162*>(out) = __floats2bfloat162_rn(swiglu_dgate(g0, __low2float(u), d0),
-                                                                      swiglu_dgate(g1, __high2float(u), d1));
-      *reinterpret_cast<__nv_bfloat162*>(out + kCols * 2) =
-          __floats2bfloat162_rn(swiglu_dup(g0, d0), swiglu_dup(g1, d1));
+      __nv_bfloat162* out = fr.staged(smem, kPitch, row, n);
+      out[0] = __floats2bfloat162_rn(swiglu_dgate(g0, __low2float(u), d0), swiglu_dgate(g1, __high2float(u), d1));
+      out[kCols / 2] = __floats2bfloat162_rn(swiglu_dup(g0, d0), swiglu_dup(g1, d1));  // kCols bf16 on
     }
   write_staged<2>(smem, [&](int r, int part) { return op.dgateup + int64_t(m0 + r) * 2 * op.f + part * op.f + c0; });
 }

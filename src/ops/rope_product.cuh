@@ -61,7 +61,7 @@ __device__ __forceinline__ void qkv_rope_tile(const RopeOp& op, unsigned char* s
         const float2 x = rotate_pair(__low2float(v), __high2float(v), cs[n].x, cs[n].y);
         v = __floats2bfloat162_rn(x.x, x.y);
       }
-      *reinterpret_cast<__nv_bfloat162*>(smem + row * kPitch + (8 * n + 2 * fr.t) * 2) = v;
+      *fr.staged(smem, kPitch, row, n) = v;
     }
   }
   write_staged<1, kN>(smem, [&](int r, int) { return op.qkv + int64_t(m0 + r) * op.q + c0; });

@@ -93,6 +93,11 @@ struct Fragment {
   __device__ Fragment()
       : row0(64 * int(threadIdx.x / kWarpgroup) + 16 * int(threadIdx.x % kWarpgroup / 32) + int(threadIdx.x % 32 / 4)),
         t(int(threadIdx.x % 4)) {}
+  // Where the pair of columns 8 n + 2 t, + 1 of row `row` is staged, rows `pitch` bytes apart
+  // (write_staged's rows).
+  __device__ __nv_bfloat162* staged(unsigned char* smem, int pitch, int row, int n) const {
+    return reinterpret_cast<__nv_bfloat162*>(smem + row * pitch + (8 * n + 2 * t) * 2);
+  }
 };
 
 // The staged rows (kParts pieces of kN bf16 each, 16 bytes apart against bank conflicts) written

@@ -20,8 +20,8 @@ rep('bars, slots, [&](int task) { run_task(op, task, smem, bars); });', '''bars,
                                         }
                                       });''')
 # the wait: record when it ended (wait_stage wraps wait_for)
-rep('  auto wait_stage = [&](int layer, int s) { wait_for(counter(op, layer, s), op.tiles[s]); };',
-    '  auto wait_stage = [&](int layer, int s) {\n    wait_for(counter(op, layer, s), op.tiles[s]);\n    if (threadIdx.x == 0) g_waited = queue::nanoseconds();\n  };')
+rep('  auto wait_stage = [&](int layer, int s) { wait_for(counter(op, layer, s), op.padded[s]); };',
+    '  auto wait_stage = [&](int layer, int s) {\n    wait_for(counter(op, layer, s), op.padded[s]);\n    if (threadIdx.x == 0) g_waited = queue::nanoseconds();\n  };')
 rep('''                    unsigned(std::min(clusters, sms / group) * group), kThreads, kSmem, s, group, op);''',
 '''                    unsigned(std::min(clusters, sms / group) * group), kThreads, kSmem, s, group, op);
   if (const char* path = std::getenv("TT_TASK_TRACE")) {  // a measurement: each task's times, without a graph
@@ -31,7 +31,7 @@ rep('''                    unsigned(std::min(clusters, sms / group) * group), kT
     CUDA_CHECK(cudaMemcpyFromSymbol(h.data(), g_rec, h.size() * 8));
     FILE* f = std::fopen(path, "a");
     std::fprintf(f, "LAUNCH %d %d %d", total, op.per_layer, std::min(clusters, sms / group) * group);
-    for (int t : op.tiles) std::fprintf(f, " %d", t);
+    for (int t : op.padded) std::fprintf(f, " %d", t);
     std::fprintf(f, "\\n");
     for (int i = 0; i < total; ++i) {
       std::fprintf(f, "TASK");
@@ -42,7 +42,7 @@ rep('''                    unsigned(std::min(clusters, sms / group) * group), kT
   }''')
 rep('#include <algorithm>\n', '#include <algorithm>\n#include <cstdio>\n#include <cstdlib>\n#include <vector>\n')
 be = open(sys.argv[3]).read(); b = be
-old = '    if (!plan_.blocks_backward_in_one_launch) return "blocks-backward-in-one-launch off";\n'
+old = '  std::string block_backward_misfit(const BlockBackward& b) const override {\n'
 assert old in b
 b = b.replace(old, old + '    if (std::getenv("TT_ONE_BY_ONE")) return "TT_ONE_BY_ONE";\n', 1)
 d = tempfile.mkdtemp()

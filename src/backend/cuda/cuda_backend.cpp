@@ -257,19 +257,23 @@ class CudaBackend final : public Backend {
     if (!qkv_rope_misfit(qkv, ropes).empty()) return Backend::qkv_rope(qkv, table, ropes);
     cuda::rope_product(qkv, table, ropes[0], kernel_stream());
   }
-  std::string block_forward_misfit(const BlockForward& f) const override {
-    if (!plan_.blocks_forward_in_one_launch) return "blocks-forward-in-one-launch off";
+  // What both block kernels need of the plan: their switch on, and our flash attention, RoPE before it.
+  std::string block_kernel_plan_misfit(bool on, const std::string& flag) const {
+    if (!on) return flag + " off";
     if (!use_custom_attention_ || attention_applies_rope()) return "not our flash attention, RoPE before it";
-    return cuda::block_forward_misfit(f);
+    return "";
+  }
+  std::string block_forward_misfit(const BlockForward& f) const override {
+    std::string plan = block_kernel_plan_misfit(plan_.blocks_forward_in_one_launch, "blocks-forward-in-one-launch");
+    return plan.empty() ? cuda::block_forward_misfit(f) : plan;
   }
   void block_forward(const BlockForward& f) override {
     if (!block_forward_misfit(f).empty()) return Backend::block_forward(f);
     cuda::block_forward(f, block_forward_sync_, sms_, kernel_stream());
   }
   std::string block_backward_misfit(const BlockBackward& b) const override {
-    if (!plan_.blocks_backward_in_one_launch) return "blocks-backward-in-one-launch off";
-    if (!use_custom_attention_ || attention_applies_rope()) return "not our flash attention, RoPE before it";
-    return cuda::block_backward_misfit(b);
+    std::string plan = block_kernel_plan_misfit(plan_.blocks_backward_in_one_launch, "blocks-backward-in-one-launch");
+    return plan.empty() ? cuda::block_backward_misfit(b) : plan;
   }
   void block_backward(const BlockBackward& b) override {
     if (!block_backward_misfit(b).empty()) return Backend::block_backward(b);
