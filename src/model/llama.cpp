@@ -133,13 +133,15 @@ void Llama::layout(Arena& a) {
   dqkv_ = scratch(A, N * cfg_.qkv_dim());
   datt_ = scratch(A, N * HD);
   dh_ = scratch(A, N * F);
+  // The first residual-stream and gate/up gradient buffers, then the grouping's question of them
+  // (in every pass, the measuring one too, so memory_needed counts the buffers it adds), then those.
+  dres_ring_.assign(1, scratch(A, N * C));
+  dres_ = dres_ring_[0];
+  dgateup_ = dgateups_[0] = scratch(A, N * 2 * F);
   grouped_dw_ = weight_gradients_misfit(weight_views(cfg_, state_.grads(), Vp_).layers[0], acts_[0]).empty();
   dw_behind_ = grouped_dw_ && weight_gradients_behind_misfit().empty();
-  dres_ring_.clear();
-  for (int i = 0; i < (dw_behind_ ? 4 : grouped_dw_ ? 2 : 1); ++i) dres_ring_.push_back(scratch(A, N * C));
-  dres_ = dres_ring_[0];
-  for (int i = 0; i < (dw_behind_ ? 2 : 1); ++i) dgateups_[i] = scratch(A, N * 2 * F);
-  dgateup_ = dgateups_[0];
+  while (dres_ring_.size() < (dw_behind_ ? 4u : grouped_dw_ ? 2u : 1u)) dres_ring_.push_back(scratch(A, N * C));
+  if (dw_behind_) dgateups_[1] = scratch(A, N * 2 * F);
   be_.layout_workspace(a, ModelShape{B_, T_, cfg_.hidden, cfg_.heads, cfg_.kv_heads,
                                      cfg_.head_dim(), cfg_.intermediate, cfg_.vocab_size, lookup_ranks});
 }

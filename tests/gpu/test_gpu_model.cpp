@@ -375,5 +375,22 @@ TEST(GpuMemory, CategoriesAgreeWithTheCpuLayout) {
   EXPECT_GT(b.arena().bytes(Category::Workspace), a.arena().bytes(Category::Workspace));
 }
 
+// What memory_needed measures (bench --max-batch's search) is what the model allocates, at every
+// version in bf16 and the default shape: there v5 groups the weight gradients, with a second
+// residual-stream gradient, and v6 puts them on their lane, with four and a second gate/up gradient.
+TEST(GpuMemory, MeasuredIsWhatIsBuilt) {
+  REQUIRE_GPU();
+  const ModelConfig c;
+  for (int v = 1; v <= 6; ++v) {
+    Plan p = plan_for_version(v);
+    p.amp = true;
+    auto be = make_backend({DeviceKind::Cuda, p});
+    const Llama built(c, *be, 8, 128);
+    const auto measured = Llama::memory_needed(c, *be, 8, 128);
+    for (int cat = 0; cat < kNumCategories; ++cat)
+      EXPECT_EQ(measured[size_t(cat)], built.arena().bytes(Category(cat))) << "v" << v << " " << category_name(Category(cat));
+  }
+}
+
 }  // namespace
 }  // namespace tt::test
