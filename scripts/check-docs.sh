@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The docs check of CI: every relative link and image in README.md and docs/*.md resolves (a
-# file or folder of the repository; #anchors are not checked), and every command of the
+# file or folder of the repository; #anchors are not checked), every measurement folder of
+# docs/data has its README and a row in docs/data/README.md, and every command of the
 # workshop's CPU path runs. Those commands are the lines starting with "$ " in the code blocks
 # that follow a line "<!-- cpu-runnable -->" in docs/workshop.md; each runs from the repository
 # root, in order, and must exit with 0.
 #   scripts/check-docs.sh            both checks (the commands need build/tiny_llama)
-#   scripts/check-docs.sh --links    the links only
+#   scripts/check-docs.sh --links    the links and the folders only
 set -uo pipefail
 if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0" | sed '$d'; exit 0; fi
 cd "$(dirname "$0")/.."
@@ -28,6 +29,16 @@ for f in "${files[@]}"; do
   done < <(grep -o '\](\([^)]*\))' "$f" | sed 's/^](//; s/)$//')
 done
 echo "docs: $links relative links in ${#files[@]} files checked"
+# Every measurement folder keeps its provenance: a README of its own and a row in docs/data's.
+folders=0
+for d in docs/data/*/; do
+  d=${d%/}; name=${d#docs/data/}
+  folders=$((folders + 1))
+  [ -f "$d/README.md" ] || { echo "measurement folder without a README: $d"; failures=$((failures + 1)); }
+  grep -qF "[$name]($name/README.md)" docs/data/README.md ||
+    { echo "measurement folder without a row in docs/data/README.md: $name"; failures=$((failures + 1)); }
+done
+echo "docs: $folders measurement folders checked"
 [ "${1:-}" = --links ] && { [ $failures -eq 0 ]; exit; }
 
 commands=0
