@@ -134,7 +134,8 @@ void Llama::layout(Arena& a) {
   datt_ = scratch(A, N * HD);
   dh_ = scratch(A, N * F);
   // The first residual-stream and gate/up gradient buffers, then the grouping's question of them
-  // (in every pass, the measuring one too, so memory_needed counts the buffers it adds), then those.
+  // (in every pass, the measuring one too, so memory_needed counts the buffers it adds), then the
+  // buffers it adds.
   dres_ring_.assign(1, scratch(A, N * C));
   dres_ = dres_ring_[0];
   dgateup_ = dgateups_[0] = scratch(A, N * 2 * F);

@@ -375,7 +375,7 @@ TEST(GpuMemory, CategoriesAgreeWithTheCpuLayout) {
   EXPECT_GT(b.arena().bytes(Category::Workspace), a.arena().bytes(Category::Workspace));
 }
 
-// What memory_needed measures (bench --max-batch's search) is what the model allocates, at every
+// What memory_needed measures (bench --find-max-batch's search) is what the model allocates, at every
 // version in bf16 and the default shape: there v5 groups the weight gradients, with a second
 // residual-stream gradient, and v6 puts them on their lane, with four and a second gate/up gradient.
 TEST(GpuMemory, MeasuredIsWhatIsBuilt) {
