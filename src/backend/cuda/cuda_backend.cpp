@@ -257,12 +257,6 @@ class CudaBackend final : public Backend {
     if (!qkv_rope_misfit(qkv, ropes).empty()) return Backend::qkv_rope(qkv, table, ropes);
     cuda::rope_product(qkv, table, ropes[0], kernel_stream());
   }
-  // What both block kernels need of the plan: their switch on, and our flash attention, RoPE before it.
-  std::string block_kernel_plan_misfit(bool on, const std::string& flag) const {
-    if (!on) return flag + " off";
-    if (!use_custom_attention_ || attention_applies_rope()) return "not our flash attention, RoPE before it";
-    return "";
-  }
   std::string block_forward_misfit(const BlockForward& f) const override {
     std::string plan = block_kernel_plan_misfit(plan_.blocks_forward_in_one_launch, "blocks-forward-in-one-launch");
     return plan.empty() ? cuda::block_forward_misfit(f) : plan;
@@ -551,6 +545,12 @@ class CudaBackend final : public Backend {
   // 1024 (docs/versions/v4.md). Its gain is memory, no T x T scores: so in fp32 it takes over
   // only where one layer's probabilities would exceed kFp32ScoresBytes.
   static constexpr int64_t kFp32ScoresBytes = int64_t(1) << 30;
+  // What both block kernels need of the plan: their switch on, and our flash attention, RoPE before it.
+  std::string block_kernel_plan_misfit(bool on, const std::string& flag) const {
+    if (!on) return flag + " off";
+    if (!use_custom_attention_ || attention_applies_rope()) return "not our flash attention, RoPE before it";
+    return "";
+  }
   bool uses_custom_attention(const AttnShape& s) const {
     if (!plan_.custom_attention || !cuda::flash_attention_supports(s)) return false;
     return plan_.amp || !plan_.flash_attention || int64_t(s.B) * s.H * s.T * s.T * 4 > kFp32ScoresBytes;
