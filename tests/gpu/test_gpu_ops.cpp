@@ -4,8 +4,8 @@
 // forms (dQ made by the dK/dV kernel, one block a sequence and query head), and a layer's weight
 // gradients in one launch (against cuBLAS's bytes), called directly; each
 // against the CPU reference computed in double, at awkward shapes, with fresh random inputs and
-// poisoned outputs, in fp32 and bf16. Inputs are rounded to the tested type first, so the error
-// measured is the kernel's own.
+// poisoned outputs, in fp32 and bf16 (the attention's forms, bf16-only kernels, in bf16). Inputs
+// are rounded to the tested type first, so the error measured is the kernel's own.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -80,6 +80,8 @@ TEST_P(GpuOps, Embedding) {
   }
 }
 
+// Our flash attention's bf16-only forms (RoPE inside, the fused and the one-block backward):
+// instantiated for bf16 alone.
 class GpuAttention : public GpuOps {
  protected:
   void expect_like_two_kernels(const AttnShape& s, bool fused, bool one_block, bool kv_bits);
@@ -124,7 +126,6 @@ void GpuAttention::expect_like_two_kernels(const AttnShape& s, bool fused, bool 
 // And where the one-block backward fits, RoPE applied before the attention (a rotated qkv) and its
 // backward made by the attention's kernel: the same reference.
 TEST_P(GpuAttention, RopeInsideMatchesRopeThenAttention) {
-  if (act() != DType::BF16) GTEST_SKIP() << "rope-in-attention is in the bf16 kernels";
   for (const AttnShape& s : {AttnShape{2, 7, 4, 4, 32}, AttnShape{2, 129, 4, 2, 64}, AttnShape{2, 1000, 4, 1, 128},
                              AttnShape{14, 640, 4, 2, 64}, AttnShape{44, 300, 4, 2, 32}, AttnShape{96, 250, 4, 2, 64},
                              AttnShape{3, 100, 4, 2, 64}, AttnShape{8, 128, 8, 4, 64}}) {
@@ -172,7 +173,6 @@ TEST_P(GpuAttention, RopeInsideMatchesRopeThenAttention) {
 
 // fused-attention-backward, at shapes with no split column.
 TEST_P(GpuAttention, FusedBackwardKeepsDkDvAndRepeatsItsBits) {
-  if (act() != DType::BF16) GTEST_SKIP() << "the fused backward is in the bf16 kernels";
   for (const AttnShape& s : {AttnShape{96, 250, 4, 2, 32}, AttnShape{64, 512, 8, 2, 64}, AttnShape{16, 1024, 12, 12, 64}}) {
     ASSERT_TRUE(cuda::flash_attention_fused_backward(s, true));
     expect_like_two_kernels(s, true, false, true);
@@ -183,7 +183,6 @@ TEST_P(GpuAttention, FusedBackwardKeepsDkDvAndRepeatsItsBits) {
 // one token, and groups (clusters) of 1 to 8 query heads. dK and dV are summed over the group in
 // another order than the dK/dV kernel's.
 TEST_P(GpuAttention, OneBlockBackwardMatchesTheTwoKernelsAndRepeatsItsBits) {
-  if (act() != DType::BF16) GTEST_SKIP() << "the one-block backward is in the bf16 kernels";
   for (const AttnShape& s : {AttnShape{8, 128, 8, 4, 64}, AttnShape{5, 100, 8, 2, 64}, AttnShape{3, 64, 4, 1, 64},
                              AttnShape{2, 1, 4, 4, 64}, AttnShape{4, 33, 6, 1, 64}, AttnShape{2, 128, 8, 1, 64}}) {
     ASSERT_EQ(cuda::flash_attention_one_block_misfit(s), "");
@@ -492,7 +491,7 @@ TEST(GpuRopeProduct, GivesCublasAndRopeBytes) {
 
 INSTANTIATE_TEST_SUITE_P(Types, GpuOps, ::testing::Values(DType::F32, DType::BF16),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
-INSTANTIATE_TEST_SUITE_P(Types, GpuAttention, ::testing::Values(DType::F32, DType::BF16),
+INSTANTIATE_TEST_SUITE_P(Types, GpuAttention, ::testing::Values(DType::BF16),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 }  // namespace
